@@ -1,0 +1,17 @@
+"""ctxlab: a bench for the context of LLM agents that call tools.
+
+The public API is these names; everything else is an implementation detail.
+"""
+from .errors import CtxlabError
+from .formats import FORMATS, export, load, load_all, loads, parse_tools
+from .model import Conversation, Message, Part, ToolCall, ToolDef
+from .models import MODELS, ModelSpec, resolve_model
+from .tokens import TokenCount, TokenCounter, count_tokens
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FORMATS", "MODELS", "Conversation", "CtxlabError", "Message", "ModelSpec", "Part", "TokenCount",
+    "TokenCounter", "ToolCall", "ToolDef", "count_tokens", "export", "load", "load_all", "loads",
+    "parse_tools", "resolve_model",
+]

@@ -1,0 +1,209 @@
+"""Reading and writing conversations in the formats people have.
+
+``loads(text)`` detects the format (or takes ``format=``), reads the messages and the tools, and
+returns a Conversation; ``load_all`` returns every conversation of a JSONL file. ``export(conv,
+"anthropic")`` writes it back. Formats register in ``FORMATS`` the way a plugin would.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError
+from ..model import Conversation, Message, Part
+from ._base import Export, Format, ReadContext
+from ._json import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, load_json_documents
+from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
+
+FORMATS: dict[str, Format] = {}
+
+
+def register(fmt: Format) -> Format:
+    """Add a format to the registry (built-in formats use this too)."""
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def get_format(name: str) -> Format:
+    """The registered format called ``name``; an unknown name lists the known ones."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise UnknownFormatError(f"unknown format {name!r}", where="format",
+                                 hint=f"Known formats: {', '.join(sorted(FORMATS))}") from None
+
+
+def detect(items: list[Any]) -> str:
+    """The name of the format that best explains a message list (``openai`` on a tie)."""
+    scores = {name: f.detect(items) for name, f in FORMATS.items()}
+    best = max(scores.values(), default=0)
+    if best <= 0 and items and all(isinstance(m, dict) and "role" in m for m in items):
+        return "openai"  # role-keyed but odd: the OpenAI reader names the message that is wrong
+    if best <= 0:
+        first = items[0] if items else None
+        seen = sorted(first.keys())[:6] if isinstance(first, dict) else type(first).__name__
+        raise ShapeError(
+            f"the messages match no known format (first item: {seen})",
+            where="$",
+            hint=f"Expected messages of one of: {', '.join(sorted(FORMATS))}; or pass the format explicitly",
+        )
+    for preferred in ("openai", *FORMATS):
+        if scores.get(preferred) == best:
+            return preferred
+    raise AssertionError("unreachable")
+
+
+def _envelope(doc: Any, where: str) -> tuple[list[Any], str, dict[str, Any]]:
+    """Split a document into (message items, their JSON path, top-level fields)."""
+    if isinstance(doc, list):
+        return doc, where, {}
+    if not isinstance(doc, dict):
+        raise ShapeError(f"expected a list of messages or an object with 'messages', found {type(doc).__name__}",
+                         where=where)
+    for key in ("messages", "input"):
+        if key in doc:
+            items = doc[key]
+            if isinstance(items, str) and key == "input":  # Responses API: input may be one string
+                items = [{"type": "message", "role": "user", "content": items}]
+            if not isinstance(items, list):
+                raise ShapeError(f"'{key}' must be a list", where=f"{where}.{key}")
+            return items, f"{where}.{key}", {k: v for k, v in doc.items() if k != key}
+    raise ShapeError(
+        f"object has no 'messages' (keys: {', '.join(sorted(doc)[:8])})",
+        where=where,
+        hint="Expected a list of messages, {\"messages\": [...]} (optionally with tools, system, model), or JSONL",
+    )
+
+
+def _system_from_top(top: dict[str, Any], where: str) -> list[Message]:
+    """Anthropic's top-level ``system`` and Responses' ``instructions`` as system messages."""
+    out = []
+    for key in ("system", "instructions"):
+        value = top.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            out.append(Message("system", value, extra={"top_level": key}))
+        elif isinstance(value, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in value):
+            parts = tuple(Part("text", str(b.get("text", "")), {k: v for k, v in b.items() if k not in ("type", "text")})
+                          for b in value)
+            out.append(Message("system", parts, extra={"top_level": key}))
+        else:
+            raise ShapeError(f"top-level '{key}' must be a string or a list of text blocks", where=f"{where}.{key}")
+    return out
+
+
+def _check_call_ids(messages: list[Message], notes: list[str]) -> None:
+    """Two calls with one id are ambiguous while the first is unanswered: an error. Real agents
+    (gpt-4o in tau-bench) reuse an id after its result came back; that is kept, with a note."""
+    open_calls: dict[str, int] = {}
+    used: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if m.role == "tool" and m.tool_call_id is not None:
+            open_calls.pop(m.tool_call_id, None)
+        for c in m.tool_calls:
+            if c.id in open_calls:
+                first = open_calls[c.id]
+                where = "in the same message" if first == i else f"first in message {first}, still unanswered"
+                raise DuplicateToolCallIdError(
+                    f"tool-call id {c.id!r} is used twice ({where})",
+                    where=f"message {i}",
+                    hint="Each tool call needs its own id, or its results cannot be matched",
+                )
+            if c.id in used:
+                notes.append(f"message {i}: tool-call id {c.id!r} reused after its earlier call "
+                             f"(message {used[c.id]}) was answered")
+            open_calls[c.id] = used[c.id] = i
+
+
+_OWN_KEYS = ("tools", "system", "instructions", "model", "facts")
+
+
+def _conversation(doc: Any, where: str, format: str | None) -> Conversation:
+    items, base, top = _envelope(doc, where)
+    name = format or (_top_hint(top) or detect(items))
+    fmt = get_format(name)
+    ctx = ReadContext(base=base)
+    try:
+        messages = _system_from_top(top, where) + fmt.read(items, ctx)
+    except CtxlabError as e:
+        if format:
+            e.args = (f"{e.args[0]} (read as {fmt.title}, as asked)",)
+        raise
+    _check_call_ids(messages, ctx.notes)
+    tools = parse_tools(top["tools"], f"{where}.tools") if top.get("tools") else ()
+    facts = top.get("facts", [])
+    if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
+        raise ShapeError("'facts' must be a list of strings", where=f"{where}.facts")
+    model = top.get("model") if isinstance(top.get("model"), str) else None
+    meta = {k: v for k, v in top.items() if k not in _OWN_KEYS}
+    return Conversation(tuple(messages), tools, model, name, tuple(facts), meta, tuple(ctx.notes))
+
+
+def _top_hint(top: dict[str, Any]) -> str | None:
+    if "instructions" in top and "responses" in FORMATS:
+        return "responses"
+    if isinstance(top.get("system"), (str, list)) and "anthropic" in FORMATS:
+        return "anthropic"
+    return None
+
+
+def _is_message_like(doc: Any) -> bool:
+    return isinstance(doc, dict) and ("role" in doc or doc.get("type") in _MESSAGE_TYPES)
+
+
+_MESSAGE_TYPES = ("message", "function_call", "function_call_output", "reasoning", "constructor", "human", "ai",
+                  "system", "tool", "chat", "function", "HumanMessageChunk", "AIMessageChunk",
+                  "SystemMessageChunk", "ToolMessageChunk", "ChatMessageChunk", "FunctionMessageChunk")
+
+
+def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+             max_depth: int = DEFAULT_MAX_DEPTH) -> list[Conversation]:
+    """Every conversation in the text: one for JSON, one per line for JSONL of conversation
+    objects, one for JSONL of messages. ``format`` skips detection."""
+    if format is not None:
+        get_format(format)
+    docs, jsonl = load_json_documents(text, max_bytes=max_bytes, max_depth=max_depth)
+    if jsonl and all(_is_message_like(d) for d in docs):
+        return [_conversation(docs, "$", format)]
+    if not jsonl and isinstance(docs[0], list) and docs[0] and all(
+            isinstance(d, dict) and isinstance(d.get("messages"), list) for d in docs[0]):
+        return [_conversation(d, f"$[{i}]", format) for i, d in enumerate(docs[0])]
+    return [_conversation(d, f"JSONL line {i + 1}" if jsonl else "$", format) for i, d in enumerate(docs)]
+
+
+def loads(text: str | bytes, *, format: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+          max_depth: int = DEFAULT_MAX_DEPTH) -> Conversation:
+    """One conversation from JSON or JSONL text; several conversations are an error here
+    (use ``load_all``)."""
+    convs = load_all(text, format=format, max_bytes=max_bytes, max_depth=max_depth)
+    if len(convs) != 1:
+        raise ShapeError(f"the input holds {len(convs)} conversations, expected one", where="input",
+                         hint="Use load_all(), or pick one with --index on the CLI")
+    return convs[0]
+
+
+def load(path: str | Path, **kw: Any) -> Conversation:
+    """One conversation from a file (see ``loads``)."""
+    return loads(Path(path).read_bytes(), **kw)
+
+
+def export(conv: Conversation, to: str) -> Export:
+    """The conversation written in format ``to``, with notes on anything left out."""
+    fmt = get_format(to)
+    if fmt.write is None:
+        raise UnknownFormatError(f"format {to!r} can be read but not written", where="to",
+                                 hint=f"Writable: {', '.join(n for n, f in FORMATS.items() if f.write)}")
+    return fmt.write(conv)
+
+
+def _register_builtins() -> None:
+    from . import anthropic, langchain, openai_chat, responses
+    for mod in (openai_chat, anthropic, langchain, responses):
+        register(mod.FORMAT)
+
+
+_register_builtins()
+
+__all__ = ["FORMATS", "Export", "Format", "ReadContext", "detect", "export", "get_format", "load", "load_all",
+           "loads", "parse_tools", "register", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]

@@ -1,0 +1,72 @@
+"""Tool catalogs: OpenAI ``tools`` (Chat and Responses shapes), Anthropic ``tools``
+(``input_schema``) and MCP ``tools/list`` (``inputSchema``), read into ToolDef and written back."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ShapeError
+from ..model import ToolDef
+
+_EMPTY_SCHEMA = {"type": "object", "properties": {}}
+
+
+def _one_tool(raw: Any, where: str) -> ToolDef:
+    if not isinstance(raw, dict):
+        raise ShapeError(f"a tool must be an object, found {type(raw).__name__}", where=where)
+    category = raw.get("category") or raw.get("x_category")
+    if isinstance(raw.get("function"), dict):  # OpenAI Chat: {"type": "function", "function": {...}}
+        fn, schema_key, extra = raw["function"], "parameters", {k: v for k, v in raw.items() if k not in ("type", "function", "category")}
+    else:  # OpenAI Responses / Anthropic / MCP: flat
+        fn = raw
+        schema_key = next((k for k in ("parameters", "input_schema", "inputSchema") if k in raw), "parameters")
+        extra = {k: v for k, v in raw.items() if k not in ("type", "name", "description", schema_key, "category", "strict")}
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise ShapeError("a tool has no name", where=f"{where}.name" if fn is raw else f"{where}.function.name")
+    schema = fn.get(schema_key) or _EMPTY_SCHEMA
+    if not isinstance(schema, dict):
+        raise ShapeError(f"the parameter schema of tool {name!r} must be an object", where=f"{where}.{schema_key}")
+    return ToolDef(name=name, description=str(fn.get("description") or ""), parameters=schema,
+                   category=category if isinstance(category, str) else None, extra=extra)
+
+
+def parse_tools(raw: Any, where: str = "$.tools") -> tuple[ToolDef, ...]:
+    """Read a tool list in any of the known shapes, including an MCP ``tools/list`` result
+    (``{"tools": [...]}`` or a JSON-RPC response around it)."""
+    if isinstance(raw, dict):
+        if isinstance(raw.get("result"), dict):
+            raw, where = raw["result"], f"{where}.result"
+        if "tools" in raw:
+            raw, where = raw["tools"], f"{where}.tools"
+    if not isinstance(raw, list):
+        raise ShapeError("tools must be a list of tool definitions", where=where)
+    tools = tuple(_one_tool(t, f"{where}[{i}]") for i, t in enumerate(raw))
+    seen: dict[str, int] = {}
+    for i, t in enumerate(tools):
+        if t.name in seen:
+            raise ShapeError(f"tool name {t.name!r} is defined twice (also at index {seen[t.name]})",
+                             where=f"{where}[{i}]", hint="Tool names must be unique")
+        seen[t.name] = i
+    return tools
+
+
+def tools_to_openai(tools: tuple[ToolDef, ...] | list[ToolDef]) -> list[dict]:
+    """OpenAI Chat Completions ``tools``."""
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": dict(t.parameters)}} for t in tools]
+
+
+def tools_to_anthropic(tools: tuple[ToolDef, ...] | list[ToolDef]) -> list[dict]:
+    """Anthropic Messages ``tools``."""
+    return [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in tools]
+
+
+def tools_to_responses(tools: tuple[ToolDef, ...] | list[ToolDef]) -> list[dict]:
+    """OpenAI Responses API ``tools`` (flat function tools)."""
+    return [{"type": "function", "name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in tools]
+
+
+def tools_to_mcp(tools: tuple[ToolDef, ...] | list[ToolDef]) -> list[dict]:
+    """MCP ``tools/list`` entries."""
+    return [{"name": t.name, "description": t.description, "inputSchema": dict(t.parameters)} for t in tools]

@@ -1,0 +1,117 @@
+"""Deterministic, realistic multi-round tool conversations for trying context strategies.
+
+``generate("sql", turns=100, result_tokens=2000, seed=7)`` returns a Conversation: a system prompt
+with the agent's policy, then for each user turn a request, ``rounds_per_turn`` tool rounds
+(an assistant message with ``parallel_calls`` tool calls, one tool result right after it per call)
+and a final answer that cites ids from the results. Tool results are JSON documents of about
+``result_tokens`` tokens (counted as 4 characters a token). The same arguments always give the same
+conversation: everything is drawn from ``random.Random(seed)``, nothing from the clock.
+
+``DOMAINS`` names the worlds (``ecommerce``, ``sql``, ``travel``; each a ``World`` subclass in
+``ctxlab._domains``) and ``PARAMS`` describes the parameters for building controls.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any, Callable
+
+from ._domains import BUILTIN_WORLDS, CHARS_PER_TOKEN, JSONDict, Turn, World, dumps
+from .model import Conversation, Message, ToolCall, compact_json
+
+__all__ = ["DOMAINS", "PARAMS", "WORLDS", "CHARS_PER_TOKEN", "MAX_TOTAL_RESULT_TOKENS", "World",
+           "generate", "validate_params"]
+
+MAX_TOTAL_RESULT_TOKENS = 10_000_000
+"""Upper bound of turns x rounds_per_turn x parallel_calls x result_tokens (about 40 MB of text)."""
+
+WORLDS: dict[str, type[World]] = {cls.name: cls for cls in BUILTIN_WORLDS}
+"""The worlds by name: a World subclass per domain."""
+
+DOMAINS: tuple[str, ...] = tuple(WORLDS)
+"""The names ``generate(domain=...)`` accepts."""
+
+PARAMS: list[dict[str, Any]] = [
+    {"name": "domain", "type": "str", "default": "ecommerce", "choices": DOMAINS,
+     "help": "ecommerce: support desk (orders, shipments, payments, refunds); sql: analytics "
+             "agent (generate_sql, valid_sql, run_sql); travel: flights and hotels, good for "
+             "parallel calls."},
+    {"name": "turns", "type": "int", "default": 6, "min": 1, "max": 500,
+     "help": "User turns; each ends with an assistant answer."},
+    {"name": "rounds_per_turn", "type": "int", "default": 2, "min": 1, "max": 20,
+     "help": "Tool rounds per turn (an assistant message with tool calls and their results)."},
+    {"name": "result_tokens", "type": "int", "default": 400, "min": 200, "max": 20_000,
+     "help": "Approximate size of each tool result, at 4 characters of JSON per token."},
+    {"name": "parallel_calls", "type": "int", "default": 1, "min": 1, "max": 8,
+     "help": "Tool calls per assistant message, run in parallel (one per order, question or trip leg)."},
+    {"name": "seed", "type": "int", "default": 0, "min": 0, "max": 2**32 - 1,
+     "help": "Random seed: the same seed and parameters give the same conversation."},
+]
+"""The parameters of ``generate``: name, type, default, min and max (or choices), help."""
+
+
+def validate_params(**values: Any) -> JSONDict:
+    """The parameters checked against ``PARAMS`` (missing ones take their default).
+
+    Raises ValueError naming the parameter and its allowed range, or the size limit.
+    """
+    unknown = sorted(set(values) - {p["name"] for p in PARAMS})
+    if unknown:
+        raise ValueError(f"unknown parameter {unknown[0]!r}; known: {', '.join(p['name'] for p in PARAMS)}")
+    out: JSONDict = {}
+    for p in PARAMS:
+        value = values.get(p["name"], p["default"])
+        if "choices" in p:
+            if not isinstance(value, str) or value not in p["choices"]:
+                raise ValueError(f"{p['name']} must be one of {', '.join(p['choices'])}; got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, int) or not p["min"] <= value <= p["max"]:
+            raise ValueError(f"{p['name']} must be an integer from {p['min']:,} to {p['max']:,}; got {value!r}")
+        out[p["name"]] = value
+    total = out["turns"] * out["rounds_per_turn"] * out["parallel_calls"] * out["result_tokens"]
+    if total > MAX_TOTAL_RESULT_TOKENS:
+        raise ValueError(
+            f"turns x rounds_per_turn x parallel_calls x result_tokens is {total:,} tokens of tool "
+            f"results; the limit is {MAX_TOTAL_RESULT_TOKENS:,}: lower one of them")
+    return out
+
+
+def generate(domain: str = "ecommerce", turns: int = 6, rounds_per_turn: int = 2, result_tokens: int = 400,
+             parallel_calls: int = 1, seed: int = 0) -> Conversation:
+    """A made-up but realistic tool conversation; the same arguments give the same one.
+
+    See the module docstring for its shape; ``facts`` lists the strings a good context must keep
+    (request entities, ids, decided amounts, final SQL), each a literal substring of a message or
+    of tool-call arguments. Raises ValueError on a parameter out of range.
+    """
+    params = validate_params(domain=domain, turns=turns, rounds_per_turn=rounds_per_turn,
+                             result_tokens=result_tokens, parallel_calls=parallel_calls, seed=seed)
+    world = WORLDS[domain](random.Random(seed), result_tokens * CHARS_PER_TOKEN)
+    messages = [Message("system", world.system_prompt)]
+    facts: dict[str, None] = {}
+    call_numbers = itertools.count(1)
+    for index in range(turns):
+        turn = world.start_turn(index, parallel_calls)
+        messages.append(Message("user", turn.request))
+        for _ in range(rounds_per_turn):
+            messages.extend(_tool_round(world, turn, lambda: f"call_{seed}_{next(call_numbers)}"))
+        messages.append(Message("assistant", world.answer(turn)))
+        facts.update(dict.fromkeys(turn.facts))
+    metadata = {
+        "title": f"{world.title} ({turns} turns, seed {seed})",
+        "description": world.description,
+        "generator": params,
+    }
+    return Conversation(messages=tuple(messages), tools=world.tools, model="gpt-4o", format="openai",
+                        facts=tuple(facts), metadata=metadata)
+
+
+def _tool_round(world: World, turn: Turn, new_call_id: Callable[[], str]) -> list[Message]:
+    """One assistant message calling a tool per entity of the turn, then one result per call."""
+    calls: list[ToolCall] = []
+    results: list[Message] = []
+    for entity in turn.entities:
+        name, arguments, result = world.next_call(turn, entity)
+        call_id = new_call_id()
+        calls.append(ToolCall(call_id, name, compact_json(arguments)))
+        results.append(Message("tool", dumps(result), name=name, tool_call_id=call_id))
+    return [Message("assistant", "", tool_calls=tuple(calls)), *results]

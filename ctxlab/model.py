@@ -1,0 +1,127 @@
+"""The conversation model every format reads into and writes from.
+
+Provider-neutral and close to OpenAI Chat Completions (the format most tools speak): a message
+has a role (system, user, assistant, tool), content that is either a string or a tuple of
+typed parts, and for assistants a tuple of tool calls. Tool-call arguments are kept as the
+original text so that token counts never drift through a re-serialization.
+
+Objects are frozen: strategies read them, they never change them.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One piece of multi-part content.
+
+    ``type`` is ``text``, ``image``, ``thinking``, ``redacted_thinking``, ``audio``, ``file`` or
+    any other provider block type. ``text`` holds the text of text and thinking parts; ``data``
+    holds everything else the provider sent (image URL or source, thinking signature, ...).
+    """
+
+    type: str
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call an assistant asks for. ``arguments`` is the exact JSON text, as received."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> Any:
+        """The arguments as Python data (they were checked to be valid JSON on import)."""
+        return json.loads(self.arguments) if self.arguments.strip() else {}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message.
+
+    ``tool_call_id`` links a ``tool`` message to the call it answers; ``is_error`` marks a tool
+    result the tool reported as failed (Anthropic ``is_error``, LangChain ``status="error"``).
+    ``extra`` keeps provider fields ctxlab does not model (e.g. ``refusal``), so export can
+    write them back where the target format allows.
+    """
+
+    role: Role
+    content: str | tuple[Part, ...] = ""
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = False
+    id: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def text(self) -> str:
+        """The visible text: the string content, or the text parts joined by newlines."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if p.type == "text")
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """The content as parts (a string content is one text part, or none when empty)."""
+        if isinstance(self.content, str):
+            return (Part("text", self.content),) if self.content else ()
+        return self.content
+
+    def with_content(self, content: str | tuple[Part, ...]) -> "Message":
+        """A copy with other content (used for cleared or truncated tool results)."""
+        return replace(self, content=content)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    """A tool definition: name, description, JSON-schema parameters, optional category."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    category: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Messages plus the tools offered with them, the model, and what the source said.
+
+    ``format`` names the format the conversation was read from; ``facts`` lists strings a good
+    context must keep (sample data carries them); ``metadata`` keeps other top-level keys;
+    ``notes`` records what import had to interpret (e.g. ids made up for legacy
+    ``function_call`` messages), so nothing is changed silently.
+    """
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDef, ...] = ()
+    model: str | None = None
+    format: str = "openai"
+    facts: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    notes: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def with_messages(self, messages: tuple[Message, ...] | list[Message]) -> "Conversation":
+        """A copy with other messages and everything else kept."""
+        return replace(self, messages=tuple(messages))
+
+
+def compact_json(value: Any) -> str:
+    """JSON text without spaces, the way current OpenAI models write tool-call arguments."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,110 @@
+"""Models ctxlab knows: encoding, billing framing and context window, by name.
+
+A name resolves by exact match, then by the longest known prefix, so dated snapshots
+(``gpt-4o-2024-08-06``) find their family. OpenAI models are counted exactly with their own
+encoding; other providers' models get an estimate that says it is one.
+
+Context windows are the providers' published input limits (OpenAI and Anthropic model pages,
+as of 2026); ``gpt-3.5-turbo-4k`` and ``gpt-4`` (8K) are the small classic presets.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import UnknownModelError
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFraming:
+    """Constants of OpenAI's tool-definition billing (see ``ctxlab.tokens``)."""
+
+    func_init: int
+    prop_init: int = 3
+    prop_key: int = 3
+    enum_init: int = -3
+    enum_item: int = 3
+    func_end: int = 12
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """How one model family is counted and how much it can take."""
+
+    name: str
+    provider: str
+    encoding: str
+    context_window: int
+    exact: bool = True
+    tokens_per_message: int = 3
+    tokens_per_name: int = 1
+    reply_priming: int = 3
+    tools: ToolFraming = field(default_factory=lambda: ToolFraming(func_init=7))
+    note: str = ""
+
+
+_O200K_TOOLS = ToolFraming(func_init=7)
+_CL100K_TOOLS = ToolFraming(func_init=10)
+_ESTIMATE = "estimate: {provider}'s tokenizer is not tiktoken; counted with {enc} and OpenAI's framing"
+
+
+def _openai(name: str, enc: str, window: int, **kw) -> ModelSpec:
+    tools = _O200K_TOOLS if enc == "o200k_base" else _CL100K_TOOLS
+    return ModelSpec(name, "openai", enc, window, tools=tools, **kw)
+
+
+def _other(name: str, provider: str, window: int, enc: str = "cl100k_base") -> ModelSpec:
+    return ModelSpec(name, provider, enc, window, exact=False, tools=_CL100K_TOOLS,
+                     note=_ESTIMATE.format(provider=provider, enc=enc))
+
+
+MODELS: dict[str, ModelSpec] = {m.name: m for m in (
+    _openai("gpt-5", "o200k_base", 400_000),
+    _openai("gpt-5-mini", "o200k_base", 400_000),
+    _openai("gpt-5-nano", "o200k_base", 400_000),
+    _openai("gpt-4.1", "o200k_base", 1_047_576),
+    _openai("gpt-4.1-mini", "o200k_base", 1_047_576),
+    _openai("gpt-4.1-nano", "o200k_base", 1_047_576),
+    _openai("gpt-4o", "o200k_base", 128_000),
+    _openai("gpt-4o-mini", "o200k_base", 128_000),
+    _openai("o1", "o200k_base", 200_000),
+    _openai("o3", "o200k_base", 200_000),
+    _openai("o3-mini", "o200k_base", 200_000),
+    _openai("o4-mini", "o200k_base", 200_000),
+    _openai("gpt-4-turbo", "cl100k_base", 128_000),
+    _openai("gpt-4", "cl100k_base", 8_192),
+    _openai("gpt-4-32k", "cl100k_base", 32_768),
+    _openai("gpt-3.5-turbo", "cl100k_base", 16_385),
+    _openai("gpt-3.5-turbo-4k", "cl100k_base", 4_096),
+    _openai("gpt-3.5-turbo-0301", "cl100k_base", 4_096, tokens_per_message=4, tokens_per_name=-1),
+    _other("claude-opus-4", "Anthropic", 200_000),
+    _other("claude-sonnet-4", "Anthropic", 200_000),
+    _other("claude-haiku-4", "Anthropic", 200_000),
+    _other("claude-3-7-sonnet", "Anthropic", 200_000),
+    _other("claude-3-5-sonnet", "Anthropic", 200_000),
+    _other("claude-3-5-haiku", "Anthropic", 200_000),
+    _other("claude", "Anthropic", 200_000),
+    _other("llama", "Meta", 128_000),
+    _other("mistral", "Mistral", 128_000),
+    _other("gemini", "Google", 1_048_576),
+    _other("qwen", "Alibaba", 128_000),
+    _other("deepseek", "DeepSeek", 128_000),
+)}
+
+DEFAULT_MODEL = "gpt-4o"
+
+
+def resolve_model(name: str | None) -> ModelSpec:
+    """The spec for a model name: exact, else longest known prefix; unknown names list the
+    known families."""
+    if not name:
+        return MODELS[DEFAULT_MODEL]
+    key = name.strip().lower()
+    if key.startswith("openai/") or key.startswith("anthropic/"):
+        key = key.split("/", 1)[1]
+    if key in MODELS:
+        return MODELS[key]
+    prefixes = [m for m in MODELS if key.startswith(m + "-") or key.startswith(m + ":")]
+    if prefixes:
+        return MODELS[max(prefixes, key=len)]
+    raise UnknownModelError(f"unknown model {name!r}", where="model",
+                            hint=f"Known families: {', '.join(MODELS)}")

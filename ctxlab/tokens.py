@@ -1,0 +1,231 @@
+"""Token counts as OpenAI bills them, per message and per category, cached by content.
+
+The framing follows the numbers the OpenAI API itself reported in OpenAI's cookbook notebook
+"How to count tokens with tiktoken" (reproduced by the tests):
+
+* every message costs ``tokens_per_message`` (3; 4 on gpt-3.5-turbo-0301) plus the tokens of its
+  role and content, plus ``tokens_per_name`` and the name's tokens when it has a ``name``;
+* every request adds 3 tokens that prime the reply;
+* tool definitions cost, per function, ``func_init`` (7 on o200k models, 10 on cl100k ones) plus
+  ``name:description`` (one trailing period dropped), then ``prop_init`` once and, per property,
+  ``prop_key`` plus ``name:type:description``, with ``enum_init`` and ``enum_item`` + item per enum
+  value; ``func_end`` (12) once after all functions.
+
+OpenAI publishes no rule for tool calls and tool results inside messages, nor for nested
+parameter schemas; ctxlab extends the same framing to them and says so in ``approximations``.
+Texts are counted once per encoding and remembered, so a recount after one edit only encodes
+the edited text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from ._encodings import get_encoding
+from .model import Conversation, Message, ToolDef
+from .models import ModelSpec, resolve_model
+
+CATEGORIES = ("system", "tool_definitions", "user", "assistant_text", "tool_calls", "tool_results",
+              "reply_priming")
+TOOL_CALL_FRAMING = 3
+IMAGE_TOKENS_LOW = 85
+IMAGE_TOKENS_DEFAULT = 765  # a 1024x1024 image at detail "high": 4 tiles x 170 + 85
+_CACHE_LIMIT = 500_000
+_CACHES: dict[str, dict[str, int]] = {}
+
+NOTE_CALLS = ("tool calls: OpenAI publishes no rule; counted as the function name and arguments text "
+              f"plus {TOOL_CALL_FRAMING} per call")
+NOTE_RESULTS = "tool results: counted as a message (framing, role, content); the call id is not counted"
+NOTE_IMAGES = (f"images: estimated at {IMAGE_TOKENS_LOW} tokens (detail low) or {IMAGE_TOKENS_DEFAULT} "
+               "(other detail, size unknown)")
+NOTE_NESTED = "nested parameter schemas: counted with the flat-property rule applied at each level"
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """The count of one request: per message (framing included), tool definitions, total."""
+
+    model: str
+    encoding: str
+    exact: bool
+    message_tokens: tuple[int, ...]
+    message_categories: tuple[str, ...]
+    tools_tokens: int
+    tool_tokens: Mapping[str, int]
+    reply_priming: int
+    total: int
+    by_category: Mapping[str, int]
+    approximations: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the CLI's ``count`` output)."""
+        return {
+            "model": self.model, "encoding": self.encoding, "exact": self.exact,
+            "messages": len(self.message_tokens), "message_tokens": list(self.message_tokens),
+            "tools_tokens": self.tools_tokens, "tool_tokens": dict(self.tool_tokens),
+            "reply_priming": self.reply_priming, "total_tokens": self.total,
+            "by_category": dict(self.by_category), "approximations": list(self.approximations),
+        }
+
+
+def _strip_period(text: str) -> str:
+    return text[:-1] if text.endswith(".") else text
+
+
+@dataclass
+class TokenCounter:
+    """Counts texts, messages, tools and whole requests for one model.
+
+    >>> TokenCounter("gpt-4o").text("tiktoken is great!")
+    6
+    """
+
+    model: str | None = None
+    spec: ModelSpec = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.spec = resolve_model(self.model)
+        self.model = self.model or self.spec.name
+        self._enc = get_encoding(self.spec.encoding)
+        self._cache = _CACHES.setdefault(self.spec.encoding, {})
+
+    @property
+    def encoding(self) -> str:
+        """The tiktoken encoding name."""
+        return self.spec.encoding
+
+    def text(self, text: str) -> int:
+        """Tokens of a plain text (special-token text counts as ordinary text, as the API does)."""
+        n = self._cache.get(text)
+        if n is None:
+            n = len(self._enc.encode_ordinary(text))
+            self._remember(text, n)
+        return n
+
+    def _remember(self, text: str, n: int) -> None:
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[text] = n
+
+    def prime(self, texts: Iterable[str]) -> int:
+        """Count every uncached text in one tiktoken batch (threads); returns how many."""
+        todo = list({t: None for t in texts if t not in self._cache})
+        if todo:
+            for t, toks in zip(todo, self._enc.encode_ordinary_batch(todo)):
+                self._remember(t, len(toks))
+        return len(todo)
+
+    def _content(self, m: Message, notes: set[str]) -> int:
+        if isinstance(m.content, str):
+            return self.text(m.content)
+        n = 0
+        for p in m.content:
+            if p.type == "image":
+                notes.add(NOTE_IMAGES)
+                n += IMAGE_TOKENS_LOW if p.data.get("detail") == "low" else IMAGE_TOKENS_DEFAULT
+            elif p.text:
+                n += self.text(p.text)
+        return n
+
+    def message_split(self, m: Message, notes: set[str] | None = None) -> tuple[str, int, int]:
+        """(category, tokens of the message itself, tokens of its tool calls)."""
+        notes = set() if notes is None else notes
+        s = self.spec
+        n = s.tokens_per_message + self.text(m.role) + self._content(m, notes)
+        if m.name is not None and m.role != "tool":
+            n += s.tokens_per_name + self.text(m.name)
+        calls = 0
+        for c in m.tool_calls:
+            calls += TOOL_CALL_FRAMING + self.text(c.name) + self.text(c.arguments)
+        if m.tool_calls:
+            notes.add(NOTE_CALLS)
+        if m.role == "tool":
+            notes.add(NOTE_RESULTS)
+            return "tool_results", n, 0
+        if m.role == "assistant":
+            return ("assistant_text" if m.text else "tool_calls"), n, calls
+        return m.role, n, 0
+
+    def message(self, m: Message) -> int:
+        """Tokens one message adds to a request, framing included."""
+        _, n, calls = self.message_split(m)
+        return n + calls
+
+    def tool(self, t: ToolDef, notes: set[str] | None = None) -> int:
+        """Tokens one tool definition adds (without the per-request ``func_end``)."""
+        f = self.spec.tools
+        n = f.func_init + self.text(f"{t.name}:{_strip_period(t.description)}")
+        props = t.parameters.get("properties") if isinstance(t.parameters, Mapping) else None
+        if props:
+            n += f.prop_init + self._properties(props, notes if notes is not None else set(), 0)
+        return n
+
+    def _properties(self, props: Mapping[str, Any], notes: set[str], depth: int) -> int:
+        f = self.spec.tools
+        n = 0
+        for key, schema in props.items():
+            schema = schema if isinstance(schema, Mapping) else {}
+            n += f.prop_key
+            if isinstance(schema.get("enum"), list):
+                n += f.enum_init + sum(f.enum_item + self.text(str(v)) for v in schema["enum"])
+            ptype = schema.get("type", "")
+            ptype = "|".join(map(str, ptype)) if isinstance(ptype, list) else str(ptype)
+            n += self.text(f"{key}:{ptype}:{_strip_period(str(schema.get('description', '')))}")
+            nested, items = schema.get("properties"), schema.get("items")
+            if not nested and isinstance(items, Mapping):
+                nested = items.get("properties")
+            if nested and depth < 8:
+                notes.add(NOTE_NESTED)
+                n += f.prop_init + self._properties(nested, notes, depth + 1)
+        return n
+
+    def tools(self, tools: Sequence[ToolDef], notes: set[str] | None = None) -> int:
+        """Tokens of a tool list as sent with one request (``func_end`` once when non-empty)."""
+        if not tools:
+            return 0
+        return sum(self.tool(t, notes) for t in tools) + self.spec.tools.func_end
+
+    def count(self, conv: Conversation | Sequence[Message], tools: Sequence[ToolDef] | None = None) -> TokenCount:
+        """Count a whole request: every message, the tools, the reply priming."""
+        messages = conv.messages if isinstance(conv, Conversation) else tuple(conv)
+        if tools is None:
+            tools = conv.tools if isinstance(conv, Conversation) else ()
+        self.prime(_texts(messages))
+        notes: set[str] = set()
+        by_cat = dict.fromkeys(CATEGORIES, 0)
+        per_msg, cats = [], []
+        for m in messages:
+            cat, n, calls = self.message_split(m, notes)
+            by_cat[cat] += n
+            by_cat["tool_calls"] += calls
+            per_msg.append(n + calls)
+            cats.append(cat)
+        tool_each = {t.name: self.tool(t, notes) for t in tools}
+        tools_total = sum(tool_each.values()) + (self.spec.tools.func_end if tools else 0)
+        by_cat["tool_definitions"] = tools_total
+        by_cat["reply_priming"] = self.spec.reply_priming
+        if not self.spec.exact:
+            notes.add(self.spec.note)
+        total = sum(per_msg) + tools_total + self.spec.reply_priming
+        return TokenCount(self.model, self.encoding, self.spec.exact and not notes, tuple(per_msg), tuple(cats),
+                          tools_total, tool_each, self.spec.reply_priming, total, by_cat, tuple(sorted(notes)))
+
+
+def _texts(messages: Sequence[Message]) -> Iterable[str]:
+    for m in messages:
+        if isinstance(m.content, str):
+            yield m.content
+        else:
+            for p in m.content:
+                if p.text:
+                    yield p.text
+        for c in m.tool_calls:
+            yield c.arguments
+
+
+def count_tokens(conv: Conversation | Sequence[Message], model: str | None = None,
+                 tools: Sequence[ToolDef] | None = None) -> TokenCount:
+    """Count a conversation for ``model`` (default: the conversation's model, else gpt-4o)."""
+    if model is None and isinstance(conv, Conversation):
+        model = conv.model
+    return TokenCounter(model).count(conv, tools)

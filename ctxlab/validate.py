@@ -1,0 +1,287 @@
+"""Would a provider accept these messages? Findings, not exceptions.
+
+``validate(messages, rules="openai")`` checks a message list (or a Conversation) against the rules
+a provider's API enforces and returns a sorted list of ``Finding`` objects: an ``error`` is a
+request the provider rejects, a ``warning`` is accepted but probably not what was meant. A
+strategy's output is checked this way before it is shown or exported; ``is_valid`` says whether a
+list of findings has no error.
+
+Rules shared by both providers (tool calls and their results):
+
+* ``empty_conversation``: there is no message to send.
+* ``orphan_tool_result``: a tool message whose ``tool_call_id`` matches no call of the assistant
+  message it follows (the nearest assistant message before it). OpenAI and Anthropic both want
+  results right after the assistant message that made the calls.
+* ``unanswered_tool_call``: a call with no result before the next non-tool message (or the end);
+  reported at the assistant message, once per call.
+* ``duplicate_tool_result``: a second result for the same call.
+* ``result_not_adjacent``: a result for a call of the assistant message it follows, but after a
+  user or system message that came in between.
+
+Each tool message gets at most one of the last three (in that order of precedence).
+
+Anthropic only (messages rendered as Anthropic's API sees them): system messages at the top become
+the ``system`` parameter, a later one is ``system_not_at_start``; consecutive tool messages form one
+user turn of ``tool_result`` blocks, and a user message right after them joins that turn; any other
+two user turns in a row are ``consecutive_user_turns`` (a tool result after user text cannot join
+it, since ``tool_result`` blocks must come first in a turn); two assistant turns in a row are
+``consecutive_assistant_turns``; an assistant message first is ``first_turn_not_user`` (warning);
+a user or assistant message with no content and no tool calls is ``empty_content``, except a final
+assistant message. OpenAI only: an assistant message with no content and no tool calls is an
+``empty_content`` warning (the API takes it; it adds nothing). A system message anywhere is fine.
+
+Everything runs in one pass per rule set: linear in the number of messages and tool calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal, Sequence
+
+from .errors import CtxlabError
+from .model import Conversation, Message, ToolCall
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem: its ``code`` (rule name), ``severity``, the message ``index`` it is about
+    (``None`` for the whole conversation), a sentence saying what and what to do, and the
+    ``rules`` set that found it."""
+
+    code: str
+    severity: Severity
+    index: int | None
+    message: str
+    rules: str
+
+
+class UnknownRulesError(CtxlabError):
+    """A rule set name that is not in ``RULES``."""
+
+
+def _is_empty(m: Message) -> bool:
+    """True when a message shows nothing: no part, or only blank text parts."""
+    return all(p.type == "text" and not p.text.strip() for p in m.parts)
+
+
+def _call_label(call: ToolCall) -> str:
+    """How a call is named in a finding: tool name and id."""
+    return f"{call.name} (id {call.id!r})"
+
+
+class _ToolPairing:
+    """The shared rules: every call answered right after it, every result answering a call."""
+
+    def __init__(self, rules: str) -> None:
+        self.rules = rules
+        self.findings: list[Finding] = []
+        self.last_assistant: int | None = None  # nearest assistant message so far
+        self.calls: dict[str, ToolCall] = {}  # its calls by id
+        self.block_open = False  # only tool messages since that assistant message
+        self.interruption: int | None = None  # first non-tool message after it
+        self.answered: set[tuple[int, str]] = set()  # (assistant index, call id)
+        self.call_site: dict[str, int] = {}  # call id -> index of the latest assistant making it
+
+    def add(self, code: str, index: int | None, message: str, severity: Severity = "error") -> None:
+        """Record a finding."""
+        self.findings.append(Finding(code, severity, index, message, self.rules))
+
+    def close_block(self) -> None:
+        """Report the calls of the open block that got no result, and close it."""
+        if not self.block_open:
+            return
+        self.block_open = False
+        k = self.last_assistant
+        assert k is not None
+        for call in self.calls.values():
+            if (k, call.id) not in self.answered:
+                self.add("unanswered_tool_call", k,
+                         f"Message {k} (assistant) calls {_call_label(call)} but no tool message answers it "
+                         f"right after: add a tool message with tool_call_id {call.id!r} after message {k}, "
+                         "or remove the call.")
+
+    def see(self, i: int, m: Message) -> None:
+        """Take message ``i`` into account."""
+        if m.role == "tool":
+            self.see_result(i, m)
+            return
+        self.close_block()
+        if m.role == "assistant":
+            self.last_assistant = i
+            self.calls = {c.id: c for c in m.tool_calls}
+            self.block_open = bool(m.tool_calls)
+            self.interruption = None
+            for c in m.tool_calls:
+                self.call_site[c.id] = i
+        elif self.interruption is None:
+            self.interruption = i
+
+    def see_result(self, i: int, m: Message) -> None:
+        """Check tool message ``i`` against the calls of the assistant message it follows."""
+        cid = m.tool_call_id
+        k = self.last_assistant
+        if k is None or cid is None or cid not in self.calls:
+            self.add("orphan_tool_result", i, self._orphan_text(i, cid))
+        elif (k, cid) in self.answered:
+            self.add("duplicate_tool_result", i,
+                     f"Message {i} (tool) is a second result for call {cid!r} of message {k}: "
+                     "drop one of the two results.")
+        elif not self.block_open:
+            self.answered.add((k, cid))
+            self.add("result_not_adjacent", i,
+                     f"Message {i} (tool) answers call {cid!r} of message {k}, but message "
+                     f"{self.interruption} comes in between: move the result right after message {k} "
+                     "and its other results.")
+        else:
+            self.answered.add((k, cid))
+
+    def _orphan_text(self, i: int, cid: str | None) -> str:
+        """The sentence for an orphan result, saying where its call is if there is one."""
+        if cid is None:
+            return (f"Message {i} (tool) has no tool_call_id: give it the id of the call it answers, "
+                    "or drop it.")
+        k = self.last_assistant
+        site = self.call_site.get(cid)
+        follows = "no assistant message" if k is None else f"message {k}"
+        if site is not None:
+            return (f"Message {i} (tool) answers call {cid!r} of message {site}, but it follows {follows}: "
+                    f"move it right after message {site}, or drop it.")
+        return (f"Message {i} (tool) answers call {cid!r}, which no assistant message before it made "
+                f"(it follows {follows}): drop it, or restore the assistant message that made the call.")
+
+    def finish(self) -> list[Finding]:
+        """Close the last block and return the findings."""
+        self.close_block()
+        return self.findings
+
+
+def _tool_findings(messages: Sequence[Message], rules: str) -> list[Finding]:
+    """The shared tool-pairing findings of ``messages``."""
+    pairing = _ToolPairing(rules)
+    for i, m in enumerate(messages):
+        pairing.see(i, m)
+    return pairing.finish()
+
+
+def _empty_conversation(rules: str) -> Finding:
+    """The finding for a conversation with no message at all."""
+    return Finding("empty_conversation", "error", None,
+                   "The conversation has no messages: add at least one user message.", rules)
+
+
+def check_openai(messages: Sequence[Message]) -> list[Finding]:
+    """The OpenAI Chat Completions rules (unsorted; ``validate`` sorts)."""
+    if not messages:
+        return [_empty_conversation("openai")]
+    found = _tool_findings(messages, "openai")
+    for i, m in enumerate(messages):
+        if m.role == "assistant" and not m.tool_calls and _is_empty(m):
+            found.append(Finding("empty_content", "warning", i,
+                                 f"Message {i} (assistant) has no content and no tool calls: "
+                                 "remove it or give it text.", "openai"))
+    return found
+
+
+def _anthropic_turn(i: int, m: Message, prev: str | None) -> tuple[str, Finding | None]:
+    """The kind of turn message ``i`` leaves open and a finding if it cannot follow ``prev``.
+
+    Kinds: ``results`` (a user turn that began with tool results; a user message may still join
+    it), ``user`` and ``assistant``.
+    """
+    if m.role == "assistant":
+        if prev == "assistant":
+            return "assistant", Finding(
+                "consecutive_assistant_turns", "error", i,
+                f"Message {i} (assistant) follows another assistant turn: merge the two assistant "
+                "messages into one, or drop one.", "anthropic")
+        return "assistant", None
+    if m.role == "tool":
+        if prev == "results":
+            return "results", None
+        kind = "results"
+    elif prev == "results":
+        return "user", None
+    else:
+        kind = "user"
+    if prev in ("user", "results"):
+        return kind, Finding(
+            "consecutive_user_turns", "error", i,
+            f"Message {i} ({m.role}) makes a second user turn in a row: merge it into the user "
+            "message before it, or put an assistant message in between.", "anthropic")
+    return kind, None
+
+
+def _anthropic_empty(i: int, m: Message, last: int) -> Finding | None:
+    """An ``empty_content`` finding for message ``i`` if Anthropic would reject it as empty."""
+    if m.role not in ("user", "assistant") or m.tool_calls or not _is_empty(m):
+        return None
+    if m.role == "assistant" and i == last:
+        return None
+    return Finding("empty_content", "error", i,
+                   f"Message {i} ({m.role}) has no content and no tool calls: Anthropic rejects empty "
+                   "turns; remove it or give it text.", "anthropic")
+
+
+def check_anthropic(messages: Sequence[Message]) -> list[Finding]:
+    """The Anthropic Messages API rules (unsorted; ``validate`` sorts)."""
+    if not messages:
+        return [_empty_conversation("anthropic")]
+    found = _tool_findings(messages, "anthropic")
+    prev: str | None = None
+    last = len(messages) - 1
+    for i, m in enumerate(messages):
+        if m.role == "system":
+            if prev is not None:
+                found.append(Finding("system_not_at_start", "error", i,
+                                     f"Message {i} (system) comes after the conversation started: "
+                                     "Anthropic takes system text only at the top; move it there or "
+                                     "make it a user message.", "anthropic"))
+            continue
+        if prev is None and m.role == "assistant":
+            found.append(Finding("first_turn_not_user", "warning", i,
+                                 f"Message {i} (assistant) is the first turn: Anthropic expects a user "
+                                 "turn first; add a user message before it.", "anthropic"))
+        prev, finding = _anthropic_turn(i, m, prev)
+        empty = _anthropic_empty(i, m, last)
+        found.extend(f for f in (finding, empty) if f is not None)
+    if prev is None:
+        found.append(Finding("empty_conversation", "error", None,
+                             "The conversation has only system messages: Anthropic needs at least one "
+                             "user message.", "anthropic"))
+    return found
+
+
+Rules = Callable[[Sequence[Message]], list[Finding]]
+
+RULES: dict[str, Rules] = {"openai": check_openai, "anthropic": check_anthropic}
+"""Rule sets by name: each takes messages and returns findings in any order."""
+
+
+def _sort_key(f: Finding) -> int:
+    """Whole-conversation findings first, then by message index."""
+    return -1 if f.index is None else f.index
+
+
+def validate(messages_or_conversation: Sequence[Message] | Conversation,
+             rules: str = "openai") -> list[Finding]:
+    """Check messages against a provider's rules; findings sorted by message index.
+
+    Findings at the same index keep a fixed order (shared rules first), so the result is
+    deterministic. An unknown ``rules`` name raises ``UnknownRulesError`` listing the known ones.
+    """
+    try:
+        check = RULES[rules]
+    except KeyError:
+        raise UnknownRulesError(f"unknown rules {rules!r}", where="rules",
+                                hint=f"Known rules: {', '.join(sorted(RULES))}") from None
+    if isinstance(messages_or_conversation, Conversation):
+        messages: Sequence[Message] = messages_or_conversation.messages
+    else:
+        messages = messages_or_conversation
+    return sorted(check(messages), key=_sort_key)
+
+
+def is_valid(findings: Sequence[Finding]) -> bool:
+    """True when no finding is an error (warnings are allowed)."""
+    return not any(f.severity == "error" for f in findings)
