@@ -1,9 +1,7 @@
-"""ctxlab playground: `streamlit run app.py`."""
+"""ctxlab playground: `streamlit run app.py`. Navigation only; each page draws the shared
+sidebar (appstate.input_panel) so that it also runs on its own in tests."""
 import streamlit as st
 
-from appstate import input_panel
-
 st.set_page_config(page_title="ctxlab", page_icon="🧪", layout="wide")
-input_panel()
 nav = st.navigation([st.Page("pages/token_counts.py", title="Token counts", icon="🔢", default=True)])
 nav.run()

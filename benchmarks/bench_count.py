@@ -4,7 +4,7 @@ Targets (issue 2): cold count of a ~2,000-message, ~1M-token conversation at mos
 of tiktoken encoding the same texts as one batch; recount after editing one message under 5% of
 the cold time. Prints figures and ratios; asserts nothing (see benchmarks/README.md).
 
-    python benchmarks/bench_count.py [--turns 100] [--result-tokens 2300] [--repeat 5]
+    python benchmarks/bench_count.py [--turns 200] [--result-tokens 1000] [--repeat 5]
 """
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def _texts(conv):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--turns", type=int, default=100)
+    ap.add_argument("--turns", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--result-tokens", type=int, default=2300)
+    ap.add_argument("--result-tokens", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--model", default="gpt-4o")
     a = ap.parse_args()

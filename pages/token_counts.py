@@ -2,11 +2,12 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from appstate import current_conversation, md_escape
+from appstate import current_conversation, input_panel, md_escape
 from ctxlab import count_tokens, resolve_model
 from ctxlab.errors import CtxlabError
 from ctxlab.tokens import CATEGORIES
 
+input_panel()
 st.title("Token counts")
 st.write("Every message of the conversation on the left, counted the way the OpenAI API bills it, "
          "split by category and set against the model's context window.")
@@ -38,7 +39,7 @@ st.plotly_chart(fig, key="category_bar")
 
 rows = [{"#": i, "role": m.role, "category": cat, "tokens": n, "text": (m.text or ", ".join(c.name for c in m.tool_calls))[:200]}
         for i, (m, cat, n) in enumerate(zip(conv.messages, counts.message_categories, counts.message_tokens))]
-st.dataframe(rows, key="message_table", hide_index=True, use_container_width=True)
+st.dataframe(rows, key="message_table", hide_index=True, width="stretch")
 
 if counts.approximations:
     with st.expander("Where the count is an approximation"):
