@@ -1,0 +1,25 @@
+"""Context strategies: each decides, for every message, keep / drop / summarize / clear /
+truncate, and says why. ``get_strategy("sliding_window", buffer_ratio=0.2).apply(view, budget)``
+returns a Plan; ``a >> b`` applies b to what a leaves.
+"""
+from .base import STRATEGIES, Pipeline, Strategy, StrategyError, get_strategy, param, parse_param, register
+from .plan import ACTIONS, Decision, Insertion, Plan, build_plan, make_plan, settle
+from .view import Budget, BudgetError, View, auto_facts, make_view
+from . import windows  # noqa: F401  (registers none, sliding_window, turn_safe)
+
+
+def _register_builtins() -> None:
+    import importlib
+    for mod in ("summarize", "rounds", "priority", "baseline"):
+        try:
+            importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as e:  # a module not written yet; remove once all exist
+            if e.name != f"{__name__}.{mod}":
+                raise
+
+
+_register_builtins()
+
+__all__ = ["ACTIONS", "STRATEGIES", "Budget", "BudgetError", "Decision", "Insertion", "Pipeline", "Plan",
+           "Strategy", "StrategyError", "View", "auto_facts", "build_plan", "get_strategy", "make_plan",
+           "make_view", "param", "parse_param", "register", "settle"]

@@ -1,0 +1,208 @@
+"""The strategy protocol: a frozen object of parameters, checked when built, with one method,
+``apply(view, budget) -> Plan``; a registry of them with parameter schemas; and composition,
+``a >> b``: apply b to what a leaves."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import CtxlabError
+from ..segments import segment
+from .plan import REMOVED, Plan, build_plan
+from .view import Budget, View
+
+
+class StrategyError(CtxlabError):
+    """An unknown strategy, or a parameter out of its range."""
+
+
+def param(default: Any, *, help: str, min: float | None = None, max: float | None = None,
+          choices: tuple | None = None, type: str | None = None) -> Any:
+    """A strategy parameter: its default and what the app and CLI need to build a control."""
+    meta = {"help": help, "min": min, "max": max, "choices": choices, "type": type}
+    if isinstance(default, (list, tuple)):
+        return field(default=tuple(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _type_name(f: dataclasses.Field) -> str:
+    if f.metadata.get("type"):
+        return f.metadata["type"]
+    d = f.default
+    return {bool: "bool", int: "int", float: "float", str: "str", tuple: "list[str]"}.get(type(d), "str")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """Base of every strategy. Subclasses are frozen dataclasses whose fields are ``param(...)``."""
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            self._check(f, getattr(self, f.name))
+
+    def _check(self, f: dataclasses.Field, value: Any) -> None:
+        kind, meta = _type_name(f), f.metadata
+        where = f"{self.name}.{f.name}"
+        ok = {"int": isinstance(value, int) and not isinstance(value, bool),
+              "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+              "bool": isinstance(value, bool), "str": isinstance(value, str),
+              "list[str]": isinstance(value, tuple) and all(isinstance(v, str) for v in value),
+              "list[int]": isinstance(value, tuple) and all(isinstance(v, int) for v in value)}.get(kind, True)
+        if value is None and f.default is None:
+            return
+        if not ok:
+            raise StrategyError(f"{f.name} must be {kind}, got {value!r}", where=where)
+        if meta.get("min") is not None and value < meta["min"]:
+            raise StrategyError(f"{f.name} must be at least {meta['min']}, got {value!r}", where=where)
+        if meta.get("max") is not None and value > meta["max"]:
+            raise StrategyError(f"{f.name} must be at most {meta['max']}, got {value!r}", where=where)
+        if meta.get("choices") and value not in meta["choices"]:
+            raise StrategyError(f"{f.name} must be one of {', '.join(map(str, meta['choices']))}, got {value!r}",
+                                where=where)
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Decide, for every message of ``view``, what to do under ``budget``."""
+        raise NotImplementedError
+
+    def params(self) -> dict[str, Any]:
+        """The resolved parameters."""
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
+                for f in dataclasses.fields(self)}
+
+    @classmethod
+    def schema(cls) -> list[dict[str, Any]]:
+        """Parameter schema: name, type, default, range or choices, help text."""
+        out = []
+        for f in dataclasses.fields(cls):
+            d = f.default
+            out.append({"name": f.name, "type": _type_name(f), "default": list(d) if isinstance(d, tuple) else d,
+                        **{k: (list(v) if isinstance(v, tuple) else v) for k, v in f.metadata.items()
+                           if k in ("min", "max", "choices") and v is not None},
+                        "help": f.metadata.get("help", "")})
+        return out
+
+    def __rshift__(self, other: "Strategy") -> "Pipeline":
+        """``a >> b``: apply ``b`` to what ``a`` leaves."""
+        left = self.steps if isinstance(self, Pipeline) else (self,)
+        right = other.steps if isinstance(other, Pipeline) else (other,)
+        return Pipeline(steps=left + right)
+
+
+@dataclass(frozen=True)
+class Pipeline(Strategy):
+    """Strategies applied one after the other, each to the result of the previous one."""
+
+    name: ClassVar[str] = "pipeline"
+    title: ClassVar[str] = "Pipeline"
+    summary: ClassVar[str] = "Strategies in sequence: each works on what the previous one left."
+    steps: tuple[Strategy, ...] = field(default=(), metadata={"help": "the strategies, in order", "type": "steps"})
+
+    def __post_init__(self) -> None:
+        if len(self.steps) < 2 or not all(isinstance(s, Strategy) for s in self.steps):
+            raise StrategyError("a pipeline needs two or more strategies", where="pipeline.steps")
+
+    def params(self) -> dict[str, Any]:
+        """Each step's name and parameters."""
+        return {"steps": [{"strategy": s.name, "params": s.params()} for s in self.steps]}
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Apply each step to the previous step's result; decisions map back to the input."""
+        plan = self.steps[0].apply(view, budget)
+        for step in self.steps[1:]:
+            plan = _compose(view, budget, plan, step, self)
+        return plan
+
+
+def result_view(view: View, plan: Plan) -> View:
+    """A view of what a plan leaves, whose ``origin`` points at the input view's indexes."""
+    tokens = plan.output_tokens
+    cats = tuple(view.categories[o] if o is not None else "summary" for o in plan.origin)
+    masks = tuple(view.fact_masks[o] if o is not None and m is view.messages[o] else
+                  _mask(view, m) for m, o in zip(plan.messages, plan.origin))
+    pins = frozenset(k for k, o in enumerate(plan.origin) if o is not None and o in view.pins)
+    return View(plan.messages, tokens, cats, segment(plan.messages), view.counter, view.facts, masks, pins,
+                tuple(plan.origin), {**view.state, **plan.state})
+
+
+def _mask(view: View, m) -> int:
+    from .view import fact_mask
+    return fact_mask(m, view.facts)
+
+
+def _compose(view: View, budget: Budget, first: Plan, step: Strategy, pipe: Pipeline) -> Plan:
+    sub = result_view(view, first)
+    second = step.apply(sub, budget)
+    actions, reasons = list(first.actions), list(first.reasons)
+    for k, o in enumerate(sub.origin):
+        if o is not None and second.actions[k] != "keep":
+            actions[o], reasons[o] = second.actions[k], f"{step.name}: {second.reasons[k]}"
+    origin = tuple(sub.origin[o] if o is not None else None for o in second.origin)
+    stats = {**{f"{first.strategy}.{k}": v for k, v in first.stats.items()},
+             **{f"{step.name}.{k}": v for k, v in second.stats.items()}}
+    return build_plan(view, budget, " >> ".join(s.name for s in pipe.steps), pipe.params(), actions, reasons,
+                      second.messages, origin, warnings=(*first.warnings, *second.warnings), stats=stats,
+                      state={**first.state, **second.state})
+
+
+STRATEGIES: dict[str, type[Strategy]] = {}
+
+
+def register(cls: type[Strategy]) -> type[Strategy]:
+    """Add a strategy class to the registry (the built-ins use this too)."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    STRATEGIES[cls.name] = cls
+    return cls
+
+
+def get_strategy(name: str, **params: Any) -> Strategy:
+    """Build the strategy ``name``; an unknown name lists the known ones, a bad parameter says
+    which and its range."""
+    cls = STRATEGIES.get(name)
+    if cls is None:
+        raise StrategyError(f"unknown strategy {name!r}", where="strategy",
+                            hint=f"Known strategies: {', '.join(STRATEGIES)}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise StrategyError(f"{name} has no parameter {unknown[0]!r}", where=f"{name}.{unknown[0]}",
+                            hint=f"Its parameters: {', '.join(sorted(known)) or 'none'}")
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+    return cls(**params)
+
+
+def parse_param(cls: type[Strategy], text: str) -> tuple[str, Any]:
+    """``key=value`` from the command line, typed by the strategy's schema."""
+    key, sep, raw = text.partition("=")
+    spec = next((s for s in cls.schema() if s["name"] == key), None)
+    if not sep or spec is None:
+        raise StrategyError(f"bad parameter {text!r}", where="--param",
+                            hint=f"Use key=value with a key of {cls.name}: "
+                                 f"{', '.join(s['name'] for s in cls.schema()) or 'none'}")
+    kind = spec["type"]
+    try:
+        if kind == "int":
+            return key, int(raw)
+        if kind == "float":
+            return key, float(raw)
+        if kind == "bool":
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(raw)
+            return key, raw.lower() in ("true", "1", "yes")
+        if kind.startswith("list["):
+            items = json.loads(raw) if raw.startswith("[") else [v for v in raw.split(",") if v]
+            return key, tuple(int(v) for v in items) if kind == "list[int]" else tuple(str(v) for v in items)
+    except ValueError:
+        raise StrategyError(f"{key} must be {kind}, got {raw!r}", where=f"--param {key}") from None
+    return key, None if raw == "" and spec["default"] is None else raw
+
+
+def removed_count(plan: Plan) -> int:
+    """Input messages the plan removes (dropped or folded into a summary)."""
+    return sum(plan.actions.count(a) for a in REMOVED)

@@ -1,0 +1,232 @@
+"""A Plan: what a strategy decided for every message, why, and what results.
+
+Strategies fill two lists (an action and a reason per message) plus any replacements (cleared
+or truncated messages) and inserted summaries, then call ``make_plan``. ``settle`` first makes
+the decisions safe for every provider, by construction:
+
+1. the first system prompt and the newest user message are always kept;
+2. an atomic group (a tool call and all of its results) is kept or removed whole;
+3. a turn whose user message is removed is removed whole, so no assistant reply is left
+   answering nothing and no two assistant turns meet;
+4. a kept user message with nothing kept after it before the next user message is removed, so
+   no two user turns meet (Anthropic rejects them).
+
+Each extra removal says which rule caused it. Settling only ever removes more, so a plan that
+fitted the budget still fits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..model import Message
+from ..tokens import CATEGORIES
+from .view import Budget, View, fact_mask
+
+ACTIONS = ("keep", "drop", "summarize", "clear", "truncate")
+REMOVED = ("drop", "summarize")
+SUMMARY = "summary"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What happens to message ``index`` and why."""
+
+    index: int
+    action: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Insertion:
+    """A message the plan inserts (a summary) before view index ``position``; ``covers`` lists the
+    indexes it stands for."""
+
+    position: int
+    message: Message
+    covers: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """The outcome of one strategy on one view and budget.
+
+    ``actions`` / ``reasons`` have one entry per input message; ``messages`` is the result, with
+    ``origin`` giving the input index of each (None for inserted summaries). Tokens before and
+    after are whole prompts (messages, tool definitions, reply priming), also split by category.
+    """
+
+    strategy: str
+    params: Mapping[str, Any]
+    budget: Budget
+    actions: tuple[str, ...]
+    reasons: tuple[str, ...]
+    messages: tuple[Message, ...]
+    origin: tuple[int | None, ...]
+    output_tokens: tuple[int, ...]
+    before: Mapping[str, int]
+    after: Mapping[str, int]
+    warnings: tuple[str, ...] = ()
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    state: Mapping[str, Any] = field(default_factory=dict)
+    retention: float | None = None
+    facts_kept: tuple[str, ...] = ()
+    facts_lost: tuple[str, ...] = ()
+
+    @property
+    def tokens_before(self) -> int:
+        """The whole prompt before the strategy."""
+        return sum(self.before.values())
+
+    @property
+    def tokens_after(self) -> int:
+        """The whole prompt after the strategy."""
+        return sum(self.after.values())
+
+    @property
+    def saved(self) -> int:
+        """Tokens saved."""
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def fits(self) -> bool:
+        """Whether the result fits the budget's prompt limit."""
+        return self.tokens_after <= self.budget.prompt_limit
+
+    def decisions(self) -> list[Decision]:
+        """One Decision per input message."""
+        return [Decision(i, a, r) for i, (a, r) in enumerate(zip(self.actions, self.reasons))]
+
+    def count(self, action: str) -> int:
+        """How many input messages got ``action``."""
+        return self.actions.count(action)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (without the messages; the CLI adds them in the format asked)."""
+        return {
+            "strategy": self.strategy, "params": dict(self.params), "budget": self.budget.to_dict(),
+            "before": {"tokens": self.tokens_before, "messages": len(self.actions), "by_category": dict(self.before)},
+            "after": {"tokens": self.tokens_after, "messages": len(self.messages), "by_category": dict(self.after)},
+            "saved": self.saved, "fits": self.fits,
+            "decisions": [{"index": i, "action": a, "reason": r}
+                          for i, (a, r) in enumerate(zip(self.actions, self.reasons))],
+            "warnings": list(self.warnings), "stats": dict(self.stats), "retention": self.retention,
+            "facts_lost": list(self.facts_lost),
+        }
+
+
+def _remove(actions: list[str], reasons: list[str], i: int, action: str, reason: str) -> None:
+    if actions[i] not in REMOVED:
+        actions[i], reasons[i] = action, reason
+
+
+def settle(view: View, actions: list[str], reasons: list[str]) -> None:
+    """Make decisions safe for every provider (see the module docstring); edits in place."""
+    for i, why in ((view.first_system(), "always kept: the system prompt"),
+                   (view.newest_user(), "always kept: the newest user message")):
+        if i is not None and actions[i] in REMOVED:
+            actions[i], reasons[i] = "keep", why
+    for members in view.seg.groups:
+        if len(members) > 1:
+            gone = next((i for i in members if actions[i] in REMOVED), None)
+            if gone is not None:
+                for i in members:
+                    _remove(actions, reasons, i, actions[gone], f"{actions[gone]} with its tool call and results "
+                                                                 f"(message {members[0]})")
+    for start, end in view.seg.turns:
+        if actions[start] in REMOVED:
+            for i in range(start + 1, end):
+                _remove(actions, reasons, i, actions[start], f"its turn's user message ({start}) is removed")
+    _drop_lone_users(view, actions, reasons)
+
+
+def _drop_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
+    last_user: int | None = None
+    for i, m in enumerate(view.messages):
+        if actions[i] in REMOVED:
+            continue
+        if m.role == "user":
+            if last_user is not None:
+                _remove(actions, reasons, last_user, actions[last_user] if actions[last_user] in REMOVED else "drop",
+                        "nothing of its turn is kept: two user turns in a row are invalid")
+            last_user = i
+        elif m.role in ("assistant", "tool"):
+            last_user = None
+
+
+def _by_category(view: View, categories: Sequence[str], tokens: Sequence[int], budget: Budget) -> dict[str, int]:
+    out = dict.fromkeys((*CATEGORIES, SUMMARY), 0)
+    for c, n in zip(categories, tokens):
+        out[c] += n
+    out["tool_definitions"] = budget.tools_tokens
+    out["reply_priming"] = budget.reply_priming
+    return out
+
+
+def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
+               reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None], *,
+               warnings: Sequence[str] = (), stats: Mapping[str, Any] | None = None,
+               state: Mapping[str, Any] | None = None) -> Plan:
+    """A Plan from final decisions and output: counts what is new, measures retention, warns when
+    the result does not fit."""
+    out_tokens, out_cats, mask = [], [], 0
+    for m, o in zip(messages, origin):
+        if o is not None and m is view.messages[o]:
+            out_tokens.append(view.tokens[o])
+            out_cats.append(view.categories[o])
+            mask |= view.fact_masks[o]
+        else:
+            out_tokens.append(view.counter.message(m))
+            out_cats.append(SUMMARY if o is None else view.categories[o])
+            mask |= fact_mask(m, view.facts)
+    before = _by_category(view, view.categories, view.tokens, budget)
+    after = _by_category(view, out_cats, out_tokens, budget)
+    warnings = list(warnings)
+    total_after = sum(after.values())
+    if total_after > budget.prompt_limit and not any("budget" in w for w in warnings):
+        warnings.append(f"the result needs {total_after:,} tokens; the budget allows {budget.prompt_limit:,} "
+                        f"({budget.max_tokens:,} less a {budget.reserve:.0%} reserve)")
+    kept = tuple(f for k, f in enumerate(view.facts) if mask >> k & 1)
+    lost = tuple(f for k, f in enumerate(view.facts) if not mask >> k & 1)
+    retention = len(kept) / len(view.facts) if view.facts else None
+    return Plan(strategy, dict(params), budget, tuple(actions), tuple(reasons), tuple(messages), tuple(origin),
+                tuple(out_tokens), before, after, tuple(warnings), dict(stats or {}), dict(state or {}),
+                retention, kept, lost)
+
+
+def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: list[str],
+              reasons: list[str], *, replacements: Mapping[int, Message] | None = None,
+              insertions: Sequence[Insertion] = (), warnings: Sequence[str] = (),
+              stats: Mapping[str, Any] | None = None, state: Mapping[str, Any] | None = None,
+              settle_first: bool = True) -> Plan:
+    """Settle the decisions, assemble the resulting messages, and build the Plan."""
+    if settle_first:
+        settle(view, actions, reasons)
+    replacements = replacements or {}
+    by_pos: dict[int, list[Insertion]] = {}
+    for ins in insertions:
+        by_pos.setdefault(ins.position, []).append(ins)
+    messages: list[Message] = []
+    origin: list[int | None] = []
+    for i, m in enumerate(view.messages):
+        for ins in by_pos.get(i, ()):
+            messages.append(ins.message)
+            origin.append(None)
+        a = actions[i]
+        if a in REMOVED:
+            continue
+        messages.append(replacements.get(i, m) if a in ("clear", "truncate") else m)
+        origin.append(i)
+    for ins in by_pos.get(len(view.messages), ()):
+        messages.append(ins.message)
+        origin.append(None)
+    return build_plan(view, budget, strategy, params, actions, reasons, messages, origin,
+                      warnings=warnings, stats=stats, state=state)
+
+
+def minimum_warning(view: View, budget: Budget, what: str, needed: int) -> str | None:
+    """The warning a plan carries when even its minimum does not fit the budget."""
+    if needed <= budget.available:
+        return None
+    return (f"even {what} alone needs {needed:,} tokens; the budget leaves {budget.available:,} for messages "
+            f"({budget.max_tokens:,} less the {budget.reserve:.0%} reserve, tool definitions and reply priming)")

@@ -1,0 +1,171 @@
+"""The light view of a conversation that strategies read, and the budget they plan against.
+
+A view is built once per conversation and model (token counts, segments, facts found per
+message); strategies read it and return decisions, so re-planning while a slider moves costs
+microseconds per message, not a recount.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..errors import CtxlabError
+from ..model import Conversation, Message
+from ..models import resolve_model
+from ..segments import Segments, segment
+from ..tokens import TokenCounter
+
+DEFAULT_RESERVE = 0.15
+
+
+class BudgetError(CtxlabError):
+    """A budget that cannot hold anything (negative, or a reserve of 100%)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a request may hold: the model's context limit, less a reserve for the response,
+    less the tool definitions sent with the request and the 3 tokens that prime the reply."""
+
+    max_tokens: int
+    reserve: float = DEFAULT_RESERVE
+    tools_tokens: int = 0
+    reply_priming: int = 3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_tokens, int) or self.max_tokens <= 0:
+            raise BudgetError(f"max_tokens must be a positive whole number, got {self.max_tokens!r}",
+                              where="budget.max_tokens")
+        if not 0 <= self.reserve < 1:
+            raise BudgetError(f"reserve must be at least 0 and below 1, got {self.reserve!r}",
+                              where="budget.reserve", hint="0.15 keeps 15% of the window for the reply")
+        if self.tools_tokens < 0:
+            raise BudgetError("tools_tokens cannot be negative", where="budget.tools_tokens")
+
+    @property
+    def prompt_limit(self) -> int:
+        """Tokens the whole prompt may use: the limit less the response reserve."""
+        return int(self.max_tokens * (1 - self.reserve))
+
+    @property
+    def available(self) -> int:
+        """Tokens left for messages once the reserve, tool definitions and reply priming are set aside."""
+        return self.prompt_limit - self.tools_tokens - self.reply_priming
+
+    @classmethod
+    def for_model(cls, model: str | None, *, reserve: float = DEFAULT_RESERVE, tools_tokens: int = 0,
+                  max_tokens: int | None = None) -> "Budget":
+        """The model's context window (or ``max_tokens``), with a reserve and tool tokens."""
+        spec = resolve_model(model)
+        return cls(max_tokens or spec.context_window, reserve, tools_tokens, spec.reply_priming)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"max_tokens": self.max_tokens, "reserve": self.reserve, "tools_tokens": self.tools_tokens,
+                "available": self.available}
+
+
+_ID_LIKE = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]+\b|\b[A-Z]{2,}\d{3,}\b")
+
+
+def auto_facts(messages: Sequence[Message], limit: int = 200) -> tuple[str, ...]:
+    """Identifiers a good context must keep, when the conversation names none: string values of
+    tool-call arguments, and id-like words (``KC-482193``, ``CUST-88217``) of user messages."""
+    found: dict[str, None] = {}
+    for m in messages:
+        for c in m.tool_calls:
+            try:
+                args = c.parsed_arguments()
+            except ValueError:
+                continue
+            for v in (args.values() if isinstance(args, dict) else ()):
+                if isinstance(v, (str, int)) and not isinstance(v, bool) and 3 <= len(str(v)) <= 120:
+                    found[str(v)] = None
+        if m.role == "user":
+            for w in _ID_LIKE.findall(m.text):
+                found[w] = None
+        if len(found) >= limit:
+            break
+    return tuple(list(found)[:limit])
+
+
+def message_text(m: Message) -> str:
+    """All the text of a message a fact could be found in: content and tool-call arguments."""
+    text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
+    if m.tool_calls:
+        text += "\n" + "\n".join(f"{c.name} {c.arguments}" for c in m.tool_calls)
+    return text
+
+
+def fact_mask(m: Message, facts: Sequence[str]) -> int:
+    """Bit k set when fact k appears in the message."""
+    text = message_text(m)
+    mask = 0
+    for k, f in enumerate(facts):
+        if f in text:
+            mask |= 1 << k
+    return mask
+
+
+@dataclass(frozen=True, eq=False)
+class View:
+    """What a strategy reads: messages (never copied), their token counts and categories, the
+    segments, pinned indexes, facts found per message, where each entry came from, and state
+    carried over from the previous application (replay)."""
+
+    messages: tuple[Message, ...]
+    tokens: tuple[int, ...]
+    categories: tuple[str, ...]
+    seg: Segments
+    counter: TokenCounter
+    facts: tuple[str, ...] = ()
+    fact_masks: tuple[int, ...] = ()
+    pins: frozenset[int] = frozenset()
+    origin: tuple[int | None, ...] = ()
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Role per message."""
+        return tuple(m.role for m in self.messages)
+
+    @property
+    def total(self) -> int:
+        """Tokens of all messages."""
+        return sum(self.tokens)
+
+    def first_system(self) -> int | None:
+        """Index of the first system message, if there is one."""
+        return next((i for i, m in enumerate(self.messages) if m.role == "system"), None)
+
+    def newest_user(self) -> int | None:
+        """Index of the newest user message."""
+        turns = self.seg.turns
+        return turns[-1][0] if turns else None
+
+
+def make_view(conv: Conversation | Sequence[Message], model: str | None = None, *, pins: Iterable[int] = (),
+              facts: Sequence[str] | None = None, counter: TokenCounter | None = None,
+              state: Mapping[str, Any] | None = None, origin: Sequence[int | None] | None = None) -> View:
+    """Build the view of a conversation for ``model`` (counts are cached, so this is cheap again)."""
+    messages = conv.messages if isinstance(conv, Conversation) else tuple(conv)
+    if counter is None:
+        if model is None and isinstance(conv, Conversation):
+            model = conv.model
+        counter = TokenCounter(model)
+    counts = counter.count(messages, tools=())
+    if facts is None:
+        facts = conv.facts if isinstance(conv, Conversation) and conv.facts else auto_facts(messages)
+    facts = tuple(facts)
+    pins = frozenset(pins)
+    bad = sorted(p for p in pins if not 0 <= p < len(messages))
+    if bad:
+        raise CtxlabError(f"pinned index {bad[0]} is not a message of this conversation", where="pins",
+                          hint=f"Pin indexes from 0 to {len(messages) - 1}")
+    return View(messages, counts.message_tokens, counts.message_categories, segment(messages), counter, facts,
+                tuple(fact_mask(m, facts) for m in messages), pins,
+                tuple(origin) if origin is not None else tuple(range(len(messages))), dict(state or {}))

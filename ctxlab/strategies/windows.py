@@ -1,0 +1,117 @@
+"""Strategies that keep a recent window: ``none`` (the baseline), ``sliding_window`` and
+``turn_safe``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import Strategy, param, register
+from .plan import Plan, make_plan, minimum_warning
+from .view import Budget, View
+
+
+def preamble_systems(view: View) -> list[int]:
+    """Indexes of the system messages before the first user message (the system prompt)."""
+    start, end = view.seg.preamble
+    return [i for i in range(start, end) if view.messages[i].role == "system"]
+
+
+def trim_to_first_user(view: View, actions: list[str], reasons: list[str], why: str) -> None:
+    """Drop kept non-system messages before the first kept user message, so the window starts on
+    a user turn, as providers expect."""
+    for i, m in enumerate(view.messages):
+        if actions[i] == "drop" or m.role == "system":
+            continue
+        if m.role == "user":
+            return
+        actions[i], reasons[i] = "drop", why
+
+
+@register
+@dataclass(frozen=True)
+class NoStrategy(Strategy):
+    """Send everything: the baseline every other strategy is measured against."""
+
+    name: ClassVar[str] = "none"
+    title: ClassVar[str] = "None (send everything)"
+    summary: ClassVar[str] = "Sends every message as is; warns when that is over budget."
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Keep every message."""
+        n = len(view)
+        return make_plan(view, budget, self.name, self.params(), ["keep"] * n, ["sent as is"] * n,
+                         settle_first=False)
+
+
+@register
+@dataclass(frozen=True)
+class SlidingWindow(Strategy):
+    """Keep the system prompt, the newest user message, and the newest whole groups that fit."""
+
+    name: ClassVar[str] = "sliding_window"
+    title: ClassVar[str] = "Sliding window"
+    summary: ClassVar[str] = ("Keeps the newest whole messages that fit the window (a tool call and its results "
+                              "count as one); older ones are dropped.")
+    max_tokens: int | None = param(None, type="int", min=1, help="Window size in tokens; empty = what the budget leaves for messages.")
+    buffer_ratio: float = param(0.1, min=0.0, max=0.9, help="Share of the window left free as a safety margin.")
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Fill the window from the newest group backwards; stop at the first that does not fit."""
+        limit = min(self.max_tokens or budget.available, budget.available)
+        target = int(limit * (1 - self.buffer_ratio))
+        n = len(view)
+        must = set(preamble_systems(view))
+        if view.newest_user() is not None:
+            must.add(view.newest_user())
+        must_tokens = sum(view.tokens[i] for i in must)
+        actions, reasons = ["drop"] * n, [f"outside the {target:,}-token window"] * n
+        for i in must:
+            actions[i], reasons[i] = "keep", "always kept" + (": the system prompt" if view.messages[i].role == "system"
+                                                              else ": the newest user message")
+        room = target - must_tokens
+        for members in reversed(view.seg.groups):
+            if any(i in must for i in members):
+                continue
+            cost = sum(view.tokens[i] for i in members)
+            if cost > room:
+                break
+            room -= cost
+            for i in members:
+                actions[i], reasons[i] = "keep", f"inside the {target:,}-token window"
+        trim_to_first_user(view, actions, reasons, "the window starts on a user message")
+        warn = minimum_warning(view, budget, "the system prompt and the newest user message", must_tokens)
+        return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
+                         stats={"window_tokens": target, "room_left": max(room, 0)})
+
+
+@register
+@dataclass(frozen=True)
+class TurnSafe(Strategy):
+    """Keep the last N messages, extended back to the user message that starts their turn."""
+
+    name: ClassVar[str] = "turn_safe"
+    title: ClassVar[str] = "Turn-safe window"
+    summary: ClassVar[str] = ("Keeps the last N messages plus the system prompt, extended back so the window "
+                              "starts on a user message: no turn is cut in half.")
+    last_n: int = param(100, min=1, max=100_000, help="How many of the newest messages to keep.")
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Window of the last ``last_n`` messages, widened to a turn start."""
+        n = len(view)
+        start = max(n - self.last_n, 0)
+        turn = view.seg.turn_of[start] if n else -1
+        if turn >= 0:
+            start = view.seg.turns[turn][0]
+        elif view.newest_user() is not None and start > 0:
+            start = 0
+        actions, reasons = [], []
+        systems = set(preamble_systems(view))
+        for i in range(n):
+            if i >= start:
+                actions.append("keep"), reasons.append(f"within the last {self.last_n} messages (turn-aligned)")
+            elif i in systems:
+                actions.append("keep"), reasons.append("always kept: the system prompt")
+            else:
+                actions.append("drop"), reasons.append(f"older than the last {self.last_n} messages")
+        return make_plan(view, budget, self.name, self.params(), actions, reasons,
+                         stats={"window_start": start, "extended_by": max(n - self.last_n, 0) - start if n > self.last_n else 0})
