@@ -130,7 +130,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
-    parser = _Parser(prog="ctxlab", description="Inspect, count and convert LLM tool conversations.")
+    from . import cli_strategies  # noqa: F401  (registers strategies, apply, replay)
+    parser = _Parser(prog="ctxlab", description="Inspect, count, convert and trim LLM tool conversations.")
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (add_args, fn) in COMMANDS.items():
         sp = subs.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])

@@ -1,0 +1,119 @@
+"""CLI commands of the strategy engine: ``strategies``, ``apply``, ``replay``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from .cli import EXIT_OK, _conversations, _emit, _input_args, command
+from .errors import CtxlabError
+from .formats import FORMATS, export
+from .model import Conversation
+from .strategies import STRATEGIES, Budget, Strategy, StrategyError, get_strategy, make_view, parse_param
+from .tokens import TokenCounter
+from .validate import validate
+
+
+def _strategies_args(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+@command("strategies", _strategies_args)
+def _strategies(args: argparse.Namespace) -> int:
+    """Print every registered strategy with its parameter schema, as JSON."""
+    print(json.dumps([{"name": cls.name, "title": cls.title, "summary": cls.summary, "params": cls.schema()}
+                      for cls in STRATEGIES.values()], indent=2))
+    return EXIT_OK
+
+
+def build_strategy(spec: str, params: list[str]) -> Strategy:
+    """``name`` or ``a >> b`` (also ``a,b``) with ``key=value`` (or ``name.key=value``) parameters."""
+    names = [n.strip() for n in spec.replace(">>", ",").split(",") if n.strip()]
+    if not names:
+        raise StrategyError("no strategy named", where="--strategy", hint=f"Known: {', '.join(STRATEGIES)}")
+    per: dict[str, dict[str, Any]] = {n: {} for n in names}
+    for text in params:
+        key = text.split("=", 1)[0]
+        owner, _, bare = key.rpartition(".")
+        if owner and owner not in per:
+            raise StrategyError(f"--param {text!r} names {owner!r}, which is not in the pipeline", where="--param")
+        targets = [owner] if owner else names
+        if not owner and len(names) > 1:
+            raise StrategyError(f"--param {text!r} is ambiguous in a pipeline", where="--param",
+                                hint="Prefix it with the strategy name, e.g. sliding_window.buffer_ratio=0.2")
+        for n in targets:
+            if n not in STRATEGIES:
+                get_strategy(n)  # raises with the known names
+            k, v = parse_param(STRATEGIES[n], text[len(owner) + 1:] if owner else text)
+            per[n][k] = v
+    steps = [get_strategy(n, **per[n]) for n in names]
+    out = steps[0]
+    for s in steps[1:]:
+        out = out >> s
+    return out
+
+
+def _plan_args(p: argparse.ArgumentParser) -> None:
+    _input_args(p)
+    p.add_argument("--strategy", required=True, help="a name from `ctxlab strategies`, or a pipeline: 'a >> b'")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a strategy parameter (repeatable); in a pipeline prefix it: name.key=value")
+    p.add_argument("--model", help="model: encoding and default context limit (default: the file's, else gpt-4o)")
+    p.add_argument("--max-tokens", type=int, help="context limit in tokens (overrides the model's)")
+    p.add_argument("--reserve", type=float, default=0.15, help="share kept free for the response (default 0.15)")
+    p.add_argument("--pin", type=int, action="append", default=[], help="message index to pin (repeatable)")
+
+
+def _setup(args: argparse.Namespace, conv: Conversation):
+    model = args.model or conv.model
+    counter = TokenCounter(model)
+    tools_tokens = counter.tools(conv.tools)
+    budget = Budget.for_model(model, reserve=args.reserve, tools_tokens=tools_tokens, max_tokens=args.max_tokens)
+    view = make_view(conv, counter=counter, pins=args.pin)
+    return build_strategy(args.strategy, args.param), budget, view
+
+
+def _apply_args(p: argparse.ArgumentParser) -> None:
+    _plan_args(p)
+    p.add_argument("--to", default="openai", choices=sorted(n for n, f in FORMATS.items() if f.write),
+                   help="format of the resulting messages (default openai)")
+    p.add_argument("--rules", default=None, choices=["openai", "anthropic"],
+                   help="validator rules for the result (default: anthropic for --to anthropic, else openai)")
+
+
+@command("apply", _apply_args)
+def _apply(args: argparse.Namespace) -> int:
+    """Apply a strategy; print the plan, the resulting messages and the validator's findings."""
+    out = []
+    for i, conv in _conversations(args):
+        strategy, budget, view = _setup(args, conv)
+        plan = strategy.apply(view, budget)
+        result = conv.with_messages(plan.messages)
+        exported = export(result, args.to)
+        for note in exported.notes:
+            print(f"note: {note}", file=sys.stderr)
+        rules = args.rules or ("anthropic" if args.to == "anthropic" else "openai")
+        d = plan.to_dict()
+        d["findings"] = [asdict(f) for f in validate(list(plan.messages), rules=rules)]
+        d["messages"] = exported.data
+        out.append(d)
+    _emit(out)
+    return EXIT_OK
+
+
+@command("replay", _plan_args)
+def _replay(args: argparse.Namespace) -> int:
+    """Replay a conversation turn by turn under a strategy; print the turns x messages matrix."""
+    from .replay import replay
+    out = []
+    for i, conv in _conversations(args):
+        strategy, budget, view = _setup(args, conv)
+        r = replay(conv, strategy, budget, model=args.model, pins=args.pin)
+        out.append(r.to_dict() if hasattr(r, "to_dict") else {"matrix": r.matrix, "turn_tokens": r.turn_tokens})
+    _emit(out)
+    return EXIT_OK
+
+
+__all__ = ["build_strategy", "CtxlabError"]
