@@ -40,7 +40,7 @@ def md_escape(text: str) -> str:
 
 def sample_names() -> list[str]:
     """The bundled sample conversations."""
-    return sorted(p.name for p in SAMPLES_DIR.glob("*.json"))
+    return sorted(p.name for p in SAMPLES_DIR.glob("*.json") if not p.name.startswith("tool"))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -22,6 +22,9 @@ from .model import Conversation, Message, ToolCall, compact_json
 __all__ = ["DOMAINS", "PARAMS", "WORLDS", "CHARS_PER_TOKEN", "MAX_TOTAL_RESULT_TOKENS", "World",
            "generate", "validate_params"]
 
+MAX_FACTS = 60
+"""At most this many facts per conversation, spread evenly over its turns."""
+
 MAX_TOTAL_RESULT_TOKENS = 10_000_000
 """Upper bound of turns x rounds_per_turn x parallel_calls x result_tokens (about 40 MB of text)."""
 
@@ -102,7 +105,15 @@ def generate(domain: str = "ecommerce", turns: int = 6, rounds_per_turn: int = 2
         "generator": params,
     }
     return Conversation(messages=tuple(messages), tools=world.tools, model="gpt-4o", format="openai",
-                        facts=tuple(facts), metadata=metadata)
+                        facts=spread(tuple(facts), MAX_FACTS), metadata=metadata)
+
+
+def spread(items: tuple[str, ...], limit: int) -> tuple[str, ...]:
+    """At most ``limit`` items, taken evenly from the whole sequence (so long conversations keep
+    facts from every part, and retention stays cheap to measure)."""
+    if len(items) <= limit:
+        return items
+    return tuple(items[k * len(items) // limit] for k in range(limit))
 
 
 def _tool_round(world: World, turn: Turn, new_call_id: Callable[[], str]) -> list[Message]:

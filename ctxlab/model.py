@@ -82,7 +82,8 @@ class Message:
 
     def with_content(self, content: str | tuple[Part, ...]) -> "Message":
         """A copy with other content (used for cleared or truncated tool results)."""
-        return replace(self, content=content)
+        return Message(self.role, content, self.name, self.tool_calls, self.tool_call_id, self.is_error, self.id,
+                       self.extra)
 
 
 @dataclass(frozen=True, slots=True)

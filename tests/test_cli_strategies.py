@@ -82,3 +82,15 @@ def test_apply_bad_parameters_exit_2_with_one_line(capsys, argv, needle):
     code, out, err = _run(capsys, "apply", SAMPLE, *argv)
     assert code == 2 and out == ""
     assert needle in err and err.count("\n") == 1
+
+
+def test_replay_prints_a_turns_by_messages_matrix(capsys):
+    code, out, err = _run(capsys, "replay", SAMPLE, "--strategy", "summarize", "--max-tokens", "8000")
+    assert code == 0, err
+    d = json.loads(out)
+    assert len(d["matrix"]) == len(d["turn_tokens"]) == 2  # the sample has two user turns
+    assert all(len(row) == 22 for row in d["matrix"])
+    assert d["matrix"][0][-1] == "future" and "summarize" in d["matrix"][1]
+    before, after = d["turn_tokens"][1]
+    assert after < before
+    assert d["history"][-1]["tokens_saved"] == before - after

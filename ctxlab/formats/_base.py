@@ -11,7 +11,7 @@ from ..model import Conversation, Message, Part
 
 
 #: keys ctxlab itself puts in Message.extra; writers never copy them out as provider fields
-INTERNAL_EXTRA = ("top_level", "openai_role", "anthropic")
+INTERNAL_EXTRA = ("top_level", "openai_role", "anthropic", "ctxlab_summary")
 
 
 @dataclass

@@ -126,8 +126,9 @@ def result_view(view: View, plan: Plan) -> View:
     masks = tuple(view.fact_masks[o] if o is not None and m is view.messages[o] else
                   _mask(view, m) for m, o in zip(plan.messages, plan.origin))
     pins = frozenset(k for k, o in enumerate(plan.origin) if o is not None and o in view.pins)
+    origin = tuple(view.origin[o] if o is not None else None for o in plan.origin)  # the conversation's indexes
     return View(plan.messages, tokens, cats, segment(plan.messages), view.counter, view.facts, masks, pins,
-                tuple(plan.origin), {**view.state, **plan.state})
+                origin, {**view.state, **plan.state})
 
 
 def _mask(view: View, m) -> int:
@@ -139,10 +140,10 @@ def _compose(view: View, budget: Budget, first: Plan, step: Strategy, pipe: Pipe
     sub = result_view(view, first)
     second = step.apply(sub, budget)
     actions, reasons = list(first.actions), list(first.reasons)
-    for k, o in enumerate(sub.origin):
+    for k, o in enumerate(first.origin):  # sub's entry k is first's output k, from view index o
         if o is not None and second.actions[k] != "keep":
             actions[o], reasons[o] = second.actions[k], f"{step.name}: {second.reasons[k]}"
-    origin = tuple(sub.origin[o] if o is not None else None for o in second.origin)
+    origin = tuple(first.origin[o] if o is not None else None for o in second.origin)
     stats = {**{f"{first.strategy}.{k}": v for k, v in first.stats.items()},
              **{f"{step.name}.{k}": v for k, v in second.stats.items()}}
     return build_plan(view, budget, " >> ".join(s.name for s in pipe.steps), pipe.params(), actions, reasons,

@@ -115,49 +115,54 @@ class Plan:
         }
 
 
-def _remove(actions: list[str], reasons: list[str], i: int, action: str, reason: str) -> None:
-    if actions[i] not in REMOVED:
-        actions[i], reasons[i] = action, reason
+_REMOVED = frozenset(REMOVED)
 
 
 def settle(view: View, actions: list[str], reasons: list[str]) -> None:
-    """Make decisions safe for every provider (see the module docstring); edits in place."""
+    """Make decisions safe for every provider (see the module docstring); edits in place.
+    Linear in the number of messages: it runs inside every slider move."""
     for i, why in ((view.first_system(), "always kept: the system prompt"),
                    (view.newest_user(), "always kept: the newest user message")):
-        if i is not None and actions[i] in REMOVED:
+        if i is not None and actions[i] in _REMOVED:
             actions[i], reasons[i] = "keep", why
-    for members in view.seg.groups:
-        if len(members) > 1:
-            gone = next((i for i in members if actions[i] in REMOVED), None)
-            if gone is not None:
-                for i in members:
-                    _remove(actions, reasons, i, actions[gone], f"{actions[gone]} with its tool call and results "
-                                                                 f"(message {members[0]})")
+    for members in view.multi_groups:
+        gone = None
+        for i in members:
+            if actions[i] in _REMOVED:
+                gone = actions[i]
+                break
+        if gone is not None:
+            why = f"{gone} with its tool call and results (message {members[0]})"
+            for i in members:
+                if actions[i] not in _REMOVED:
+                    actions[i], reasons[i] = gone, why
     for start, end in view.seg.turns:
-        if actions[start] in REMOVED:
+        gone = actions[start]
+        if gone in _REMOVED:
+            why = f"its turn's user message ({start}) is removed"
             for i in range(start + 1, end):
-                _remove(actions, reasons, i, actions[start], f"its turn's user message ({start}) is removed")
+                if actions[i] not in _REMOVED:
+                    actions[i], reasons[i] = gone, why
     _drop_lone_users(view, actions, reasons)
 
 
 def _drop_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
     last_user: int | None = None
-    for i, m in enumerate(view.messages):
-        if actions[i] in REMOVED:
+    for i, role in enumerate(view.roles):
+        if actions[i] in _REMOVED:
             continue
-        if m.role == "user":
+        if role == "user":
             if last_user is not None:
-                _remove(actions, reasons, last_user, actions[last_user] if actions[last_user] in REMOVED else "drop",
-                        "nothing of its turn is kept: two user turns in a row are invalid")
+                actions[last_user] = "drop"
+                reasons[last_user] = "nothing of its turn is kept: two user turns in a row are invalid"
             last_user = i
-        elif m.role in ("assistant", "tool"):
+        elif role != "system":
             last_user = None
 
 
-def _by_category(view: View, categories: Sequence[str], tokens: Sequence[int], budget: Budget) -> dict[str, int]:
+def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
     out = dict.fromkeys((*CATEGORIES, SUMMARY), 0)
-    for c, n in zip(categories, tokens):
-        out[c] += n
+    out.update(sums)
     out["tool_definitions"] = budget.tools_tokens
     out["reply_priming"] = budget.reply_priming
     return out
@@ -169,18 +174,25 @@ def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, A
                state: Mapping[str, Any] | None = None) -> Plan:
     """A Plan from final decisions and output: counts what is new, measures retention, warns when
     the result does not fit."""
-    out_tokens, out_cats, mask = [], [], 0
+    out_tokens: list[int] = []
+    sums: dict[str, int] = {}
+    mask = 0
+    vm, vt, vc, vf = view.messages, view.tokens, view.categories, view.fact_masks
     for m, o in zip(messages, origin):
-        if o is not None and m is view.messages[o]:
-            out_tokens.append(view.tokens[o])
-            out_cats.append(view.categories[o])
-            mask |= view.fact_masks[o]
-        else:
-            out_tokens.append(view.counter.message(m))
-            out_cats.append(SUMMARY if o is None else view.categories[o])
+        if o is not None and m is vm[o]:
+            n, cat = vt[o], vc[o]
+            mask |= vf[o]
+        elif o is None:  # an inserted summary: look for every fact
+            n, cat = view.counter.message(m), SUMMARY
             mask |= fact_mask(m, view.facts)
-    before = _by_category(view, view.categories, view.tokens, budget)
-    after = _by_category(view, out_cats, out_tokens, budget)
+        else:  # cleared or truncated: it can only keep facts the original had
+            n, cat = view.counter.message(m), vc[o]
+            if vf[o]:
+                mask |= fact_mask(m, view.facts, only=vf[o])
+        out_tokens.append(n)
+        sums[cat] = sums.get(cat, 0) + n
+    before = _with_budget(view.category_sums, budget)
+    after = _with_budget(sums, budget)
     warnings = list(warnings)
     total_after = sum(after.values())
     if total_after > budget.prompt_limit and not any("budget" in w for w in warnings):
@@ -203,23 +215,13 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
     if settle_first:
         settle(view, actions, reasons)
     replacements = replacements or {}
-    by_pos: dict[int, list[Insertion]] = {}
-    for ins in insertions:
-        by_pos.setdefault(ins.position, []).append(ins)
-    messages: list[Message] = []
-    origin: list[int | None] = []
-    for i, m in enumerate(view.messages):
-        for ins in by_pos.get(i, ()):
-            messages.append(ins.message)
-            origin.append(None)
-        a = actions[i]
-        if a in REMOVED:
-            continue
-        messages.append(replacements.get(i, m) if a in ("clear", "truncate") else m)
-        origin.append(i)
-    for ins in by_pos.get(len(view.messages), ()):
-        messages.append(ins.message)
-        origin.append(None)
+    vm = view.messages
+    origin: list[int | None] = [i for i, a in enumerate(actions) if a not in _REMOVED]
+    messages: list[Message] = [replacements.get(i, vm[i]) if replacements else vm[i] for i in origin]
+    for ins in reversed(sorted(insertions, key=lambda x: x.position)):  # equal positions keep their order
+        at = next((k for k, o in enumerate(origin) if o is not None and o >= ins.position), len(origin))
+        messages.insert(at, ins.message)
+        origin.insert(at, None)
     return build_plan(view, budget, strategy, params, actions, reasons, messages, origin,
                       warnings=warnings, stats=stats, state=state)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import CtxlabError
@@ -98,12 +99,12 @@ def message_text(m: Message) -> str:
     return text
 
 
-def fact_mask(m: Message, facts: Sequence[str]) -> int:
-    """Bit k set when fact k appears in the message."""
+def fact_mask(m: Message, facts: Sequence[str], only: int = -1) -> int:
+    """Bit k set when fact k appears in the message (checking only the bits set in ``only``)."""
     text = message_text(m)
     mask = 0
     for k, f in enumerate(facts):
-        if f in text:
+        if only >> k & 1 and f in text:
             mask |= 1 << k
     return mask
 
@@ -128,10 +129,23 @@ class View:
     def __len__(self) -> int:
         return len(self.messages)
 
-    @property
+    @cached_property
     def roles(self) -> tuple[str, ...]:
         """Role per message."""
         return tuple(m.role for m in self.messages)
+
+    @cached_property
+    def multi_groups(self) -> tuple[tuple[int, ...], ...]:
+        """The atomic groups of more than one message (tool rounds with results)."""
+        return tuple(g for g in self.seg.groups if len(g) > 1)
+
+    @cached_property
+    def category_sums(self) -> dict[str, int]:
+        """Tokens per category over all messages."""
+        out: dict[str, int] = {}
+        for c, n in zip(self.categories, self.tokens):
+            out[c] = out.get(c, 0) + n
+        return out
 
     @property
     def total(self) -> int:

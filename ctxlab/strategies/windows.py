@@ -19,10 +19,10 @@ def preamble_systems(view: View) -> list[int]:
 def trim_to_first_user(view: View, actions: list[str], reasons: list[str], why: str) -> None:
     """Drop kept non-system messages before the first kept user message, so the window starts on
     a user turn, as providers expect."""
-    for i, m in enumerate(view.messages):
-        if actions[i] == "drop" or m.role == "system":
+    for i, role in enumerate(view.roles):
+        if actions[i] == "drop" or role == "system":
             continue
-        if m.role == "user":
+        if role == "user":
             return
         actions[i], reasons[i] = "drop", why
 

@@ -1,0 +1,251 @@
+"""LangChain's ``trim_messages`` as a strategy: the baseline LangChain users know, run as is.
+
+``langchain_trim`` converts the view's messages to langchain-core messages once per view, calls
+``langchain_core.messages.trim_messages`` with its own parameters and a token counter that returns
+ctxlab's tiktoken counts, and maps what comes back to the input messages by object identity. It
+does **not** settle its decisions: whatever ``trim_messages`` returns goes through the same
+validator as every other strategy, and the findings are reported in ``stats`` and ``warnings``, so
+a user sees when the baseline breaks a tool call from its result.
+
+Known LangChain problem (langchain-ai/langchain issue 33245, open): with ``strategy="last"`` and no
+``start_on``, ``trim_messages`` can return a history that starts with a ``ToolMessage`` whose
+``AIMessage`` with the call was trimmed away; OpenAI and Anthropic reject it. ``start_on="human"``
+(the default here) avoids that case; ``start_on="none"`` reproduces it.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Callable, ClassVar, Sequence
+
+import langchain_core
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, trim_messages
+
+from ..formats.langchain import to_langchain
+from ..model import Message, Part, ToolCall, compact_json
+from ..tokens import TokenCounter
+from ..validate import Finding, validate
+from .base import Strategy, StrategyError, param, register
+from .plan import Plan, make_plan
+from .view import Budget, View
+
+LANGCHAIN_CORE_VERSION: str = langchain_core.__version__
+"""The installed langchain-core version (plans record it: the baseline's behaviour is its own)."""
+
+MESSAGE_TYPES = ("human", "ai", "tool", "system")
+_ROLE_OF = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+_CONVERTED: "weakref.WeakKeyDictionary[View, tuple[list[BaseMessage], dict[int, int]]]" = weakref.WeakKeyDictionary()
+
+
+def _part(block: object) -> Part:
+    """One LangChain content block as a Part (text, image, thinking or reasoning text)."""
+    if isinstance(block, str):
+        return Part("text", block)
+    if not isinstance(block, dict):
+        return Part("text", str(block))
+    kind = str(block.get("type", "text"))
+    if kind in ("image_url", "image"):
+        img = block.get("image_url")
+        detail = img.get("detail") if isinstance(img, dict) else block.get("detail")
+        return Part("image", data={"detail": detail} if detail else {})
+    if kind == "thinking":
+        return Part("thinking", str(block.get("thinking", "")))
+    if kind == "reasoning":
+        summary = block.get("summary") if isinstance(block.get("summary"), list) else []
+        return Part("thinking", "\n".join(str(s.get("text", "")) for s in summary if isinstance(s, dict)))
+    return Part(kind, str(block.get("text", "")))
+
+
+def _calls(lc: BaseMessage) -> tuple[ToolCall, ...]:
+    """Tool calls of an AI message, with the original arguments text when ctxlab wrote it."""
+    if not isinstance(lc, AIMessage):
+        return ()
+    raw = lc.additional_kwargs.get("tool_calls")
+    if isinstance(raw, list) and raw:
+        return tuple(ToolCall(str(c.get("id", "")), str(c["function"].get("name", "")),
+                              str(c["function"].get("arguments", "{}"))) for c in raw if isinstance(c, dict))
+    return tuple(ToolCall(str(c.get("id") or ""), c["name"], compact_json(c["args"])) for c in lc.tool_calls)
+
+
+def message_from_langchain(lc: BaseMessage) -> Message:
+    """A langchain-core message as a ctxlab Message, for counting: role, content (text, images,
+    thinking), name, tool calls and call id. Other fields are left out (they are not counted)."""
+    content = lc.content if isinstance(lc.content, str) else tuple(_part(b) for b in lc.content)
+    role = _ROLE_OF.get(lc.type, "user")
+    call_id = lc.tool_call_id if isinstance(lc, ToolMessage) else None
+    return Message(role, content, name=lc.name, tool_calls=_calls(lc), tool_call_id=call_id)  # type: ignore[arg-type]
+
+
+def tiktoken_counter(counter: TokenCounter) -> Callable[[list[BaseMessage]], int]:
+    """A ``token_counter`` for ``trim_messages`` that gives ctxlab's counts (a list counter)."""
+    def count(messages: list[BaseMessage]) -> int:
+        return sum(counter.message(message_from_langchain(m)) for m in messages)
+    return count
+
+
+def langchain_messages(view: View) -> tuple[list[BaseMessage], dict[int, int]]:
+    """The view's messages as langchain-core messages (converted once per view) and the input index
+    of each, keyed by ``id()`` of the LangChain object."""
+    cached = _CONVERTED.get(view)
+    if cached is None:
+        notes: list[str] = []
+        lcs = [to_langchain(m, i, notes) for i, m in enumerate(view.messages)]
+        cached = (lcs, {id(m): i for i, m in enumerate(lcs)})
+        _CONVERTED[view] = cached
+    return cached
+
+
+def _view_counter(view: View, index: dict[int, int]) -> Callable[[list[BaseMessage]], int]:
+    """A list counter: the view's counts for its own messages, a fresh count for partial copies."""
+    tokens = view.tokens
+
+    def count(messages: list[BaseMessage]) -> int:
+        try:
+            return sum(map(tokens.__getitem__, map(index.__getitem__, map(id, messages))))
+        except KeyError:  # a partial copy made by allow_partial
+            return sum(tokens[index[id(m)]] if id(m) in index else view.counter.message(message_from_langchain(m))
+                       for m in messages)
+    return count
+
+
+def _origins(out: Sequence[BaseMessage], index: dict[int, int], lcs: Sequence[BaseMessage],
+             strategy: str) -> list[int]:
+    """Input index of each output message. A partial message (``allow_partial``) is a copy:
+    ``trim_messages`` cuts the message next to its window, which gives its index."""
+    found = [index.get(id(m)) for m in out]
+    for k, o in enumerate(found):
+        if o is not None:
+            continue
+        if strategy == "first":
+            prev = found[k - 1] if k else None
+            found[k] = prev + 1 if prev is not None else 0
+        elif k + 1 < len(found) and found[k + 1] is not None:
+            found[k] = found[k + 1] - 1  # type: ignore[operator]
+        else:  # nothing whole kept after it: the newest message of its type (end_on filtering)
+            found[k] = max(i for i, m in enumerate(lcs) if type(m) is type(out[k]))
+    return found  # type: ignore[return-value]
+
+
+def _partial(original: Message, lc: BaseMessage, strategy: str) -> Message:
+    """The cut message as a new ctxlab Message: the text LangChain kept, or the blocks it kept
+    (the first ones for strategy 'first', the last ones for 'last')."""
+    if isinstance(lc.content, str):
+        return original.with_content(lc.content)
+    parts, k = original.parts, len(lc.content)
+    return original.with_content(parts[:k] if strategy == "first" else parts[len(parts) - k:])
+
+
+def _errors(messages: Sequence[Message]) -> dict[str, list[Finding]]:
+    """Validator errors of the output under each provider's rules."""
+    return {rules: [f for f in validate(messages, rules) if f.severity == "error"]
+            for rules in ("openai", "anthropic")}
+
+
+@register
+@dataclass(frozen=True)
+class LangChainTrim(Strategy):
+    """LangChain's ``trim_messages``, run as is, with ctxlab's token counts; not settled."""
+
+    name: ClassVar[str] = "langchain_trim"
+    title: ClassVar[str] = "LangChain trim_messages (baseline)"
+    summary: ClassVar[str] = ("Runs langchain_core.messages.trim_messages as a LangChain user would; its output "
+                              "is not repaired, so the validator shows when it breaks a tool call from its result.")
+    strategy: str = param("last", choices=("last", "first"),
+                          help="Keep the newest messages (last) or the oldest (first).")
+    start_on: str = param("human", choices=(*MESSAGE_TYPES, "none"),
+                          help="The kept window must start on this message type (strategy last only); none = anywhere.")
+    end_on: str = param("none", choices=(*MESSAGE_TYPES, "none"),
+                        help="The kept window must end on this message type; none = anywhere.")
+    include_system: bool = param(True, help="Always keep a system message at position 0 (strategy last only).")
+    allow_partial: bool = param(False, help="Cut the message at the window's edge by lines (or content blocks) "
+                                            "instead of dropping it.")
+    max_tokens: int | None = param(None, type="int", min=1,
+                                   help="trim_messages' max_tokens; empty = what the budget leaves for messages.")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.strategy == "first" and (self.start_on != "none" or self.include_system):
+            raise StrategyError("trim_messages accepts start_on and include_system only with strategy='last'",
+                                where=f"{self.name}.strategy",
+                                hint="With strategy='first', set start_on='none' and include_system=False")
+
+    def call_text(self) -> str:
+        """How the call reads in reasons: ``trim_messages(strategy='last', start_on='human')``."""
+        args = [f"strategy={self.strategy!r}"]
+        args += [f"{k}={v!r}" for k, v in (("start_on", self.start_on), ("end_on", self.end_on)) if v != "none"]
+        if self.allow_partial:
+            args.append("allow_partial=True")
+        return f"trim_messages({', '.join(args)})"
+
+    def _trim(self, lcs: list[BaseMessage], limit: int,
+              counter: Callable[[list[BaseMessage]], int]) -> list[BaseMessage]:
+        """Call trim_messages with this strategy's parameters."""
+        optional = {"start_on": None if self.start_on == "none" else self.start_on,
+                    "include_system": self.include_system} if self.strategy == "last" else {}
+        end_on = None if self.end_on == "none" else self.end_on
+        try:
+            return trim_messages(lcs, max_tokens=limit, token_counter=counter, strategy=self.strategy,  # type: ignore
+                                 allow_partial=self.allow_partial, end_on=end_on, **optional)
+        except ValueError as e:
+            raise StrategyError(f"trim_messages refused the call: {e}", where=self.name) from None
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Run trim_messages; keep what it returns, drop the rest, report validator errors."""
+        lcs, index = langchain_messages(view)
+        limit = max(self.max_tokens or budget.available, 0)
+        out = self._trim(lcs, limit, _view_counter(view, index))
+        origins = _origins(out, index, lcs, self.strategy)
+        replacements = {o: _partial(view.messages[o], m, self.strategy)
+                        for o, m in zip(origins, out) if id(m) not in index}
+        actions, reasons = self._decide(view, origins, replacements, limit)
+        result = [replacements.get(o, view.messages[o]) for o in origins]
+        errors = _errors(result)
+        warnings = self._warnings(view, origins, errors)
+        stats = {"max_tokens": limit, "kept": len(origins) - len(replacements),
+                 "dropped": len(view) - len(origins), "partial": len(replacements),
+                 "errors_openai": len(errors["openai"]),
+                 "errors_anthropic": len(errors["anthropic"]),
+                 "finding_codes": sorted({f.code for found in errors.values() for f in found}),
+                 "langchain_core": LANGCHAIN_CORE_VERSION}
+        return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
+                         warnings=warnings, stats=stats, settle_first=False)
+
+    def _decide(self, view: View, origins: list[int], replacements: dict[int, Message],
+                limit: int) -> tuple[list[str], list[str]]:
+        """An action and a reason per input message, from what trim_messages returned."""
+        call, n = self.call_text(), len(view)
+        first_is_system = bool(n) and view.messages[0].role == "system"
+        system = 0 if self.strategy == "last" and self.include_system and first_is_system and 0 in origins else None
+        window = [o for o in origins if o != system]
+        lo = window[0] if window else n
+        actions = ["drop"] * n
+        if window:
+            reasons = ([f"dropped by {call}: before the window it kept within {limit:,} tokens"] * lo
+                       + [f"dropped by {call}: after the window it kept within {limit:,} tokens"] * (n - lo))
+        else:
+            reasons = [f"dropped by {call}: it kept no message within {limit:,} tokens"] * n
+        inside = f"kept by {call}: inside its {limit:,}-token window"
+        for o in window:
+            actions[o], reasons[o] = "keep", inside
+        if system is not None:
+            actions[0], reasons[0] = "keep", f"kept by {call}: include_system keeps the first system message"
+        for o, new in replacements.items():
+            actions[o] = "truncate"
+            reasons[o] = f"cut by {call}: {view.counter.message(new):,} of {view.tokens[o]:,} tokens kept"
+        return actions, reasons
+
+    def _warnings(self, view: View, origins: list[int], errors: dict[str, list[Finding]]) -> list[str]:
+        """What a user must see: provider errors in the output, a lost question."""
+        out = []
+        found = errors["openai"] or errors["anthropic"]
+        if found:
+            first = found[0]
+            where = f" at message {origins[first.index]:,}" if first.index is not None else ""
+            out.append(f"{self.call_text()} returned a history the providers reject: {first.code}{where}; "
+                       f"{len(errors['openai'])} error(s) under OpenAI rules, {len(errors['anthropic'])} under "
+                       f"Anthropic rules (langchain-core {LANGCHAIN_CORE_VERSION})")
+        newest = view.newest_user()
+        if newest is not None and newest not in origins:
+            out.append(f"{self.call_text()} dropped the newest user message (message {newest:,}): "
+                       "the model would not see the question")
+        return out

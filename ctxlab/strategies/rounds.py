@@ -1,0 +1,334 @@
+"""Strategies that work on tool rounds: ``tool_rounds`` (keep only the newest rounds),
+``key_messages`` (a recent window plus the key messages of older history) and
+``clear_tool_results`` (Anthropic-style clearing of old tool results, every call kept)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+from ..model import Message
+from .base import Strategy, param, register
+from .plan import REMOVED, Plan, make_plan, minimum_warning, settle
+from .view import Budget, View
+from .windows import preamble_systems
+
+
+def _keep(actions: list[str], reasons: list[str], members: Sequence[int], reason: str) -> None:
+    """Keep those of ``members`` not kept yet, for ``reason``."""
+    for i in members:
+        if actions[i] in REMOVED:
+            actions[i], reasons[i] = "keep", reason
+
+
+def keep_pinned(view: View, actions: list[str], reasons: list[str]) -> None:
+    """Keep every pinned message with its whole group and the user message of its turn."""
+    seg = view.seg
+    for p in sorted(view.pins):
+        members = seg.group_members(p)
+        if all(actions[i] not in REMOVED for i in members):
+            continue
+        _keep(actions, reasons, [p], "pinned")
+        _keep(actions, reasons, members, f"kept with pinned message {p}")
+        if seg.turn_of[p] >= 0:
+            _keep(actions, reasons, [seg.turns[seg.turn_of[p]][0]], f"kept: its turn has pinned message {p}")
+
+
+def turn_reply(view: View, start: int, end: int) -> tuple[int, ...]:
+    """What best answers the user message of turn ``start..end``: its last assistant message
+    without tool calls, else its newest tool round (empty when the turn has neither)."""
+    seg, messages = view.seg, view.messages
+    for i in range(end - 1, start, -1):
+        if messages[i].role == "assistant" and not messages[i].tool_calls:
+            return (i,)
+    for i in range(end - 1, start, -1):
+        if seg.round_of[i] >= 0:
+            return seg.group_members(i)
+    return ()
+
+
+def answer_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
+    """Give a kept user message of an older turn with nothing kept after it a reply, so that it
+    survives (two user turns in a row are invalid, and ``settle`` would remove it)."""
+    for start, end in view.seg.turns[:-1]:
+        if actions[start] in REMOVED or any(actions[i] not in REMOVED for i in range(start + 1, end)):
+            continue
+        _keep(actions, reasons, turn_reply(view, start, end),
+              f"kept so that user message {start} has a reply (two user turns in a row are invalid)")
+
+
+def _removed_tokens(view: View, actions: Sequence[str]) -> int:
+    return sum(t for t, a in zip(view.tokens, actions) if a in REMOVED)
+
+
+@register
+@dataclass(frozen=True)
+class ToolRounds(Strategy):
+    """The multi-round optimization: keep the system messages, every user message (the first is
+    the original request), assistant answers, and only the newest ``keep_rounds`` tool rounds.
+
+    An older round (an assistant message with tool calls and all of its results) goes whole.
+    Exceptions, on top of ``keep_rounds``: a round holding a pinned message, and the newest round
+    of an older turn that has no other reply (its user message could not stay without one).
+    A tool result that answers no call is dropped: no provider accepts it.
+    """
+
+    name: ClassVar[str] = "tool_rounds"
+    title: ClassVar[str] = "Newest tool rounds"
+    summary: ClassVar[str] = ("Keeps system, user and answer messages and only the newest tool rounds; "
+                              "older tool calls go with all their results.")
+    keep_rounds: int = param(1, min=0, max=10_000, help="How many of the newest tool rounds to keep whole.")
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Drop every tool round older than the newest ``keep_rounds``."""
+        seg, n = view.seg, len(view)
+        total = len(seg.rounds)
+        oldest_kept = total - self.keep_rounds
+        newest = "newest tool round" if self.keep_rounds == 1 else f"among the newest {self.keep_rounds:,} tool rounds"
+        actions, reasons = ["keep"] * n, [""] * n
+        for r, members in enumerate(seg.rounds):
+            label = f"round {r + 1:,} of {total:,}"
+            keep = r >= oldest_kept
+            action, why = ("keep", f"{newest} ({label})") if keep else ("drop", f"older tool round ({label})")
+            for i in members:
+                actions[i], reasons[i] = action, why
+        for i, role in enumerate(view.roles):
+            if reasons[i]:
+                continue
+            if role == "tool":
+                actions[i], reasons[i] = "drop", "a tool result that answers no earlier call"
+            elif role == "assistant":
+                reasons[i] = "kept: assistant text (no tool calls)"
+            else:
+                reasons[i] = f"kept: {role} message"
+        if seg.turns:
+            reasons[seg.turns[0][0]] = "kept: the original request"
+        keep_pinned(view, actions, reasons)
+        answer_lone_users(view, actions, reasons)
+        settle(view, actions, reasons)
+        removed = sum(1 for members in seg.rounds if actions[members[0]] in REMOVED)
+        saved = _removed_tokens(view, actions)
+        what = f"the system, user and answer messages and the newest {self.keep_rounds:,} tool round(s)"
+        warn = minimum_warning(view, budget, what, view.total - saved)
+        return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
+                         stats={"rounds_total": total, "rounds_removed": removed, "tokens_saved": saved},
+                         settle_first=False)
+
+
+def _window_start(view: View, recent: int) -> int:
+    """Start of the last ``recent`` messages, moved back to the user message of its turn."""
+    n = len(view)
+    start = max(n - recent, 0)
+    if start == 0:
+        return 0
+    turn = view.seg.turn_of[start]
+    if turn >= 0:
+        return view.seg.turns[turn][0]
+    return 0 if view.newest_user() is not None else start
+
+
+@register
+@dataclass(frozen=True)
+class KeyMessages(Strategy):
+    """A recent window plus, from older history, the key messages: every user request and the
+    tool rounds that call a key tool (for a SQL agent, the generated and the executed SQL).
+
+    Older key messages are taken newest first until ``max_key`` messages are kept. A user message
+    kept this way needs a reply: its turn's key rounds, else its final answer; a turn with neither
+    loses its user message too. Pinned messages (with their group and turn's user message) come
+    on top of the cap.
+    """
+
+    name: ClassVar[str] = "key_messages"
+    title: ClassVar[str] = "Recent window + key messages"
+    summary: ClassVar[str] = ("Keeps the recent messages, and from older history the user requests and the "
+                              "results of key tools; everything else older is dropped.")
+    recent: int = param(50, min=1, max=100_000,
+                        help="Size of the recent window in messages (widened back to the start of its turn).")
+    key_tools: tuple[str, ...] = param(("generate_sql", "run_sql"),
+                                       help="Tools whose calls and results are key messages in older history.")
+    max_key: int = param(50, min=0, max=100_000, help="At most this many older messages are kept, newest first.")
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Keep the window, then older key messages newest first up to the cap."""
+        n = len(view)
+        start = _window_start(view, self.recent)
+        older = "older than the recent window and not a key message"
+        actions, reasons = ["drop"] * start + ["keep"] * (n - start), [older] * start + [""] * (n - start)
+        for i in range(start, n):
+            reasons[i] = f"within the last {self.recent:,} messages (turn-aligned)"
+        _keep(actions, reasons, [i for i in preamble_systems(view) if i < start], "always kept: the system prompt")
+        keep_pinned(view, actions, reasons)
+        key_rounds = self._key_rounds(view)
+        taken = self._take_keys(view, actions, reasons, start, key_rounds)
+        answer_lone_users(view, actions, reasons)
+        settle(view, actions, reasons)
+        older_kept = sum(1 for i in range(start) if actions[i] not in REMOVED)
+        systems = sum(view.tokens[i] for i in preamble_systems(view) if i < start)
+        warn = minimum_warning(view, budget, f"the system prompt and the last {self.recent:,} messages",
+                               systems + sum(view.tokens[start:]))
+        return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
+                         stats={"window_start": start, "key_kept": taken, "older_kept": older_kept,
+                                "older_dropped": start - older_kept,
+                                "tokens_saved": _removed_tokens(view, actions)}, settle_first=False)
+
+    def _key_rounds(self, view: View) -> dict[int, str]:
+        """Round number -> the first key tool it calls."""
+        keys = set(self.key_tools)
+        out = {}
+        for r, members in enumerate(view.seg.rounds):
+            name = next((c.name for c in view.messages[members[0]].tool_calls if c.name in keys), None)
+            if name is not None:
+                out[r] = name
+        return out
+
+    def _take_keys(self, view: View, actions: list[str], reasons: list[str], start: int,
+                   key_rounds: dict[int, str]) -> int:
+        """Keep older key messages, newest turn first, until the cap; returns how many were kept."""
+        seg, room = view.seg, self.max_key
+        blocks = [(s, e, True) for s, e in seg.turns if e <= start][::-1]
+        blocks.append((seg.preamble[0], min(seg.preamble[1], start), False))
+        for s, e, has_user in blocks:
+            items = [(seg.rounds[seg.round_of[i]], f"key message: {key_rounds[seg.round_of[i]]} call or result")
+                     for i in range(e - 1, s - 1, -1)
+                     if seg.round_of[i] in key_rounds and seg.rounds[seg.round_of[i]][0] == i]
+            if has_user and not items:
+                reply = turn_reply(view, s, e)
+                if not reply or view.messages[reply[0]].tool_calls:
+                    if actions[s] in REMOVED:
+                        reasons[s] = "older than the recent window; its turn has no key result or answer to keep"
+                    continue
+                items = [(reply, f"kept so that user message {s} has a reply (two user turns in a row are invalid)")]
+            head = [s] if has_user else []
+            for members, why in items:
+                cost = sum(1 for i in (*head, *members) if actions[i] in REMOVED)
+                if cost > room:
+                    self._mark_capped(view, actions, reasons, start, key_rounds)
+                    return self.max_key - room
+                room -= cost
+                _keep(actions, reasons, head, "key message: a user request from older history")
+                _keep(actions, reasons, members, why)
+                head = []
+        return self.max_key - room
+
+    def _mark_capped(self, view: View, actions: list[str], reasons: list[str], start: int,
+                     key_rounds: dict[int, str]) -> None:
+        """Say why the older key messages left out are dropped."""
+        why = f"older than the recent window; the cap of {self.max_key:,} older key messages is reached"
+        for i in range(start):
+            if actions[i] in REMOVED and (view.messages[i].role == "user" or view.seg.round_of[i] in key_rounds):
+                reasons[i] = why
+
+
+def _tool_names(view: View) -> dict[int, str]:
+    """Tool message index -> the name of the tool it answers (from its call, else its own name)."""
+    seg, messages, out = view.seg, view.messages, {}
+    for members in seg.rounds:
+        calls = {c.id: c.name for c in messages[members[0]].tool_calls}
+        for i in members[1:]:
+            out[i] = calls.get(messages[i].tool_call_id) or messages[i].name or "unknown tool"
+    for i in seg.orphans:
+        out[i] = messages[i].name or "unknown tool"
+    return out
+
+
+@register
+@dataclass(frozen=True)
+class ClearToolResults(Strategy):
+    """Tool-result clearing as Anthropic's API offers it (context editing, ``clear_tool_uses``):
+    once the conversation passes a trigger, the content of every tool result but the newest few
+    is replaced by a short placeholder; every call and its result stay, so nothing is unpaired.
+
+    Anthropic's strategy triggers at 100,000 *input* tokens (system prompt and tool definitions
+    included) and keeps the newest 3 tool uses; here the trigger counts message tokens only and
+    ``keep`` counts tool results (one per call, so the same thing). ``clear_at_least``,
+    ``exclude_tools`` and ``clear_tool_inputs`` follow Anthropic's options of the same names.
+    Pinned results, and results too small to gain from a placeholder, are never cleared.
+    """
+
+    name: ClassVar[str] = "clear_tool_results"
+    title: ClassVar[str] = "Clear old tool results"
+    summary: ClassVar[str] = ("Replaces the content of old tool results with a placeholder once the context "
+                              "passes a trigger; every call keeps its result.")
+    trigger_tokens: int = param(100_000, min=0, max=10_000_000,
+                                help="Clear only when the messages hold more tokens than this (0 = always).")
+    keep: int = param(3, min=0, max=10_000, help="How many of the newest tool results stay as they are.")
+    clear_at_least: int = param(0, min=0, max=10_000_000,
+                                help="Clear nothing unless clearing saves at least this many tokens.")
+    exclude_tools: tuple[str, ...] = param((), help="Tools whose results are never cleared.")
+    clear_tool_inputs: bool = param(False, help="Also replace the arguments of the cleared calls with {}.")
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Clear old tool results (and their calls' arguments) when the trigger is passed."""
+        n, total = len(view), view.total
+        actions = ["keep"] * n
+        stats: dict[str, Any] = {"triggered": False, "results_cleared": 0, "inputs_cleared": 0, "tokens_cleared": 0}
+        if self.trigger_tokens and total <= self.trigger_tokens:
+            why = f"sent as is: {total:,} message tokens, not over the {self.trigger_tokens:,}-token trigger"
+            return make_plan(view, budget, self.name, self.params(), actions, [why] * n, stats=stats)
+        reasons = ["sent as is: not a tool result"] * n
+        results = self._pick_results(view, reasons)
+        calls = self._pick_inputs(view, reasons, results) if self.clear_tool_inputs else {}
+        saved = sum(g for _, g in results.values()) + sum(g for _, g in calls.values())
+        stats["triggered"] = True
+        if saved < self.clear_at_least:
+            why = f"not cleared: clearing would save {saved:,} tokens, less than clear_at_least {self.clear_at_least:,}"
+            for i in (*results, *calls):
+                reasons[i] = why
+            results, calls, saved, stats["skipped"] = {}, {}, 0, why
+        replacements = {i: view.messages[i].with_content(text) for i, (text, _) in results.items()}
+        for a, (ids, _) in calls.items():
+            old = view.messages[a]
+            replacements[a] = replace(old, tool_calls=tuple(replace(c, arguments="{}") if c.id in ids else c
+                                                            for c in old.tool_calls))
+        for i in replacements:
+            actions[i] = "clear"
+        stats.update(results_cleared=len(results), inputs_cleared=sum(len(ids) for ids, _ in calls.values()),
+                     tokens_cleared=saved)
+        warn = minimum_warning(view, budget, "the conversation with its old tool results cleared", total - saved)
+        return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
+                         warnings=[warn] if warn else [], stats=stats)
+
+    def _pick_results(self, view: View, reasons: list[str]) -> dict[int, tuple[str, int]]:
+        """Tool result index -> (placeholder, tokens saved), for every result to clear; a reason
+        for every tool message."""
+        names, counter = _tool_names(view), view.counter
+        framing = counter.message(Message("tool", ""))  # a tool message's tokens besides its content
+        results = [i for i, role in enumerate(view.roles) if role == "tool"]
+        newest = set(results[len(results) - self.keep:]) if self.keep else set()
+        excluded = set(self.exclude_tools)
+        out: dict[int, tuple[str, int]] = {}
+        for i in results:
+            tokens = view.tokens[i]
+            if i in newest:
+                reasons[i] = f"one of the newest {self.keep:,} tool results: not cleared"
+            elif names[i] in excluded:
+                reasons[i] = f"not cleared: {names[i]} is excluded"
+            elif i in view.pins:
+                reasons[i] = "pinned: never cleared"
+            else:
+                text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
+                gain = tokens - framing - counter.text(text)
+                if gain <= 0:
+                    reasons[i] = f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)"
+                    continue
+                out[i] = text, gain
+                reasons[i] = f"old {names[i]} result cleared ({tokens:,} tokens, {gain:,} saved)"
+        return out
+
+    def _pick_inputs(self, view: View, reasons: list[str],
+                     results: dict[int, tuple[str, int]]) -> dict[int, tuple[frozenset[str], int]]:
+        """Assistant index -> (ids of the calls whose arguments to clear, tokens saved)."""
+        counter, out = view.counter, {}
+        empty = counter.text("{}")
+        for members in view.seg.rounds:
+            ids = frozenset(view.messages[i].tool_call_id for i in members[1:] if i in results)
+            if not ids:
+                continue
+            a = members[0]
+            gain = sum(counter.text(c.arguments) - empty for c in view.messages[a].tool_calls if c.id in ids)
+            if gain > 0:
+                out[a] = ids, gain
+                reasons[a] = (f"inputs cleared: the arguments of {len(ids):,} call(s) whose results are cleared "
+                              f"({gain:,} saved)")
+        return out

@@ -1,0 +1,223 @@
+"""The ``summarize`` strategy: fold the oldest turns into one running summary.
+
+When the view holds more than ``trigger_messages`` messages, or its messages use more than
+``trigger_ratio`` of what the budget leaves for messages, the oldest whole turns are folded into a
+summary: ONE system message, marked ``extra={"ctxlab_summary": True}``, placed right after the
+system prompt. The newest ``keep_recent`` messages stay as they are (widened back to the start of
+their turn), and more old turns are folded until the result fits ``target_ratio`` of the budget.
+
+Summaries are incremental. The plan's ``state`` holds ``{"summary": text, "summarized": origin
+indexes folded so far}``; a later application that receives this state (replay, a pipeline)
+summarizes only what it newly folds and merges it into the previous text; a summary message already
+in the view is replaced by the merged one. Messages already summarized are never summarized again.
+
+Summarizers are pluggable: ``SUMMARIZERS`` maps a name to an object with
+``summarize(messages, previous) -> str`` (``register_summarizer`` adds one). The built-in
+``extractive`` works offline and deterministically. Whatever a summarizer returns is bounded to
+``max_summary_tokens`` by dropping its least important lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import accumulate
+from types import MappingProxyType
+from typing import Any, ClassVar, Sequence
+
+from ..model import Message
+from .base import Strategy, StrategyError, param, register
+from .plan import Insertion, Plan, make_plan, minimum_warning, settle
+from .view import Budget, View
+from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
+from .windows import preamble_systems
+
+MARKER = "Summary of earlier conversation"
+SUMMARY_EXTRA = MappingProxyType({"ctxlab_summary": True})
+_MARKER_ALLOWANCE = 40  # tokens for the marker line and message framing, when planning the fit
+
+
+def covered_label(indexes: Sequence[int]) -> str:
+    """``"messages 1-14, 20"`` for sorted indexes (at most 8 ranges shown)."""
+    spans: list[list[int]] = []
+    for i in indexes:
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    parts = [f"{a}-{b}" if a != b else f"{a}" for a, b in spans]
+    if len(parts) > 8:
+        parts = parts[:4] + ["…"] + parts[-3:]
+    return ("messages " if len(indexes) > 1 else "message ") + ", ".join(parts)
+
+
+def summary_message(body: str, covered: Sequence[int]) -> Message:
+    """The summary as a system message: a marker line naming what it covers, then the body."""
+    head = f"{MARKER} ({covered_label(covered)}):" if covered else f"{MARKER}:"
+    return Message("system", f"{head}\n{body}" if body else head, extra=SUMMARY_EXTRA)
+
+
+def is_summary(m: Message) -> bool:
+    """Whether ``m`` is a summary this strategy inserted."""
+    return m.role == "system" and bool(m.extra.get("ctxlab_summary"))
+
+
+def summary_body(m: Message) -> str:
+    """The text of a summary message without its marker line."""
+    head, _, rest = m.text.partition("\n")
+    return rest if head.startswith(MARKER) else m.text
+
+
+def _previous(view: View, old: Sequence[int]) -> tuple[str | None, frozenset[int]]:
+    """The running summary (from the state, or else from summary messages in the view) and the
+    origin indexes summarized so far."""
+    text = view.state.get("summary") or "\n".join(b for i in old if (b := summary_body(view.messages[i])))
+    return (text or None), frozenset(view.state.get("summarized", ()))
+
+
+@register
+@dataclass(frozen=True)
+class Summarize(Strategy):
+    """Fold the oldest whole turns into one running summary; keep the newest turns as they are."""
+
+    name: ClassVar[str] = "summarize"
+    title: ClassVar[str] = "Running summary"
+    summary: ClassVar[str] = ("Past a size trigger, folds the oldest whole turns into one summary message after the "
+                              "system prompt (merged with the earlier summary) and keeps the newest turns as they are.")
+    trigger_messages: int = param(20, min=1, max=1_000_000,
+                                  help="Summarize when the context holds more messages than this.")
+    trigger_ratio: float = param(0.8, min=0.01, max=1.0,
+                                 help="... or when its messages use more than this share of the budget.")
+    target_ratio: float = param(0.5, min=0.01, max=1.0,
+                                help="Fold old turns until the result uses at most this share of the budget.")
+    keep_recent: int = param(10, min=1, max=1_000_000,
+                             help="Newest messages never folded (widened back to the start of their turn).")
+    summarizer: str = param("extractive", help="Who writes the summary: extractive (offline, deterministic) "
+                                               "or another registered summarizer.")
+    max_summary_tokens: int = param(400, min=20, max=20_000,
+                                    help="Longest summary text; the least important lines are dropped first.")
+
+    def _check(self, f: Any, value: Any) -> None:
+        super()._check(f, value)
+        if f.name == "summarizer" and value not in SUMMARIZERS:
+            raise StrategyError(f"summarizer must be one of {', '.join(SUMMARIZERS)}, got {value!r}",
+                                where=f"{self.name}.summarizer")
+
+    @classmethod
+    def schema(cls) -> list[dict[str, Any]]:
+        """The parameter schema, with the summarizers registered now as the choices."""
+        out = super().schema()
+        for spec in out:
+            if spec["name"] == "summarizer":
+                spec["choices"] = list(SUMMARIZERS)
+        return out
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Below the trigger keep everything; above it fold the oldest turns into the summary."""
+        n, total = len(view), view.total
+        old = [i for i, c in enumerate(view.categories) if c in ("system", "summary") and is_summary(view.messages[i])]
+        previous, done = _previous(view, old)
+        limit = int(budget.available * self.trigger_ratio)
+        if n <= self.trigger_messages and total <= limit:
+            why = f"below the trigger ({n:,} of {self.trigger_messages:,} messages, {total:,} of {limit:,} tokens)"
+            return self._keep_all(view, budget, why, previous, done, old, triggered=False)
+        first_kept, pinned = self._first_kept_turn(view, budget, old)
+        actions, reasons = self._fold(view, first_kept, pinned, set(old), done)
+        if not any(a == "summarize" for i, a in enumerate(actions) if i not in old):
+            why = (f"kept: over the trigger ({n:,} messages, {total:,} tokens) but every turn is recent (the newest "
+                   f"turn and the newest {self.keep_recent:,} messages are never folded)")
+            return self._keep_all(view, budget, why, previous, done, old, triggered=True)
+        settle(view, actions, reasons)
+        for i in old:  # settle keeps a first system message, but an old summary gives way to the new one
+            actions[i], reasons[i] = "summarize", "replaced by the updated summary"
+        return self._folded_plan(view, budget, actions, reasons, previous, done, set(old))
+
+    def _first_kept_turn(self, view: View, budget: Budget, old: Sequence[int]) -> tuple[int, frozenset[int]]:
+        """The oldest turn kept: the one holding the newest ``keep_recent`` messages' start, moved
+        later until the result fits ``target_ratio`` (the newest turn is always kept); and the
+        turns kept because they hold a pinned message."""
+        seg, count = view.seg, len(view.seg.turns)
+        pinned = frozenset(t for p in view.pins if (t := seg.turn_of[p]) >= 0)
+        if count < 2:
+            return 0, pinned
+        k = seg.turn_of[max(len(view) - self.keep_recent, seg.turns[0][0])]
+        prefix = [0, *accumulate(view.tokens)]
+        cost = [prefix[e] - prefix[s] for s, e in seg.turns]
+        fixed = sum(view.tokens[i] for i in preamble_systems(view) if i not in old)
+        kept = fixed + self.max_summary_tokens + _MARKER_ALLOWANCE + sum(cost[k:])
+        kept += sum(cost[t] for t in pinned if t < k)
+        target = int(budget.available * self.target_ratio)
+        while k < count - 1 and kept > target:
+            if k not in pinned:
+                kept -= cost[k]
+            k += 1
+        return k, pinned
+
+    def _fold(self, view: View, k: int, pinned: frozenset[int], old: set[int],
+              done: frozenset[int]) -> tuple[list[str], list[str]]:
+        """Actions and reasons: turns before ``k`` (and what precedes the first user message, except
+        system messages) are folded, unless pinned; the rest is kept. Works on slices, not messages."""
+        seg, n = view.seg, len(view)
+        turns, newest = seg.turns, len(seg.turns) - 1
+        if k == 0:
+            return ["keep"] * n, ["kept: no whole turn is old enough to fold"] * n
+        actions, reasons = ["keep"] * n, [f"kept: recent (the newest {n - turns[k][0]:,} messages, whole turns)"] * n
+        cut = turns[k][0]
+        actions[:cut] = ["summarize"] * cut
+        reasons[: turns[0][0]] = ["folded into the summary: before the first user message"] * turns[0][0]
+        for t in range(k):
+            s, e = turns[t]
+            if t in pinned:
+                actions[s:e], reasons[s:e] = ["keep"] * (e - s), ["pinned: its turn is kept whole"] * (e - s)
+            else:
+                reasons[s:e] = [f"folded into the summary: {newest - t:,} turn{'s' * (newest - t != 1)} old"] * (e - s)
+        for i in range(turns[0][0]):
+            if view.messages[i].role == "system" and i not in old:
+                actions[i], reasons[i] = "keep", "always kept: the system prompt"
+        for i in old:
+            actions[i], reasons[i] = "summarize", "replaced by the updated summary"
+        if done:
+            origin = view.origin if len(view.origin) == n else range(n)
+            for i in range(cut):
+                if actions[i] == "summarize" and origin[i] in done:
+                    reasons[i] = "already in the summary (folded earlier)"
+        return actions, reasons
+
+    def _folded_plan(self, view: View, budget: Budget, actions: list[str], reasons: list[str],
+                     previous: str | None, done: frozenset[int], old: set[int]) -> Plan:
+        """Summarize what is newly folded, merge it into the previous summary, insert it."""
+        n = len(view)
+        origin = view.origin if len(view.origin) == n else tuple(range(n))
+        folded = [i for i, a in enumerate(actions) if a == "summarize" and i not in old]
+        new = [i for i in folded if origin[i] is None or origin[i] not in done]
+        summarizer = SUMMARIZERS.get(self.summarizer)
+        if summarizer is None:
+            raise StrategyError(f"summarizer {self.summarizer!r} is no longer registered", where="summarize.summarizer",
+                                hint=f"Known summarizers: {', '.join(SUMMARIZERS)}")
+        body = summarizer.summarize([view.messages[i] for i in new], previous) if new else (previous or "")
+        body = trim_summary(body, self.max_summary_tokens, view.counter.text)
+        covered = tuple(sorted(done.union(o for i in folded if (o := origin[i]) is not None)))
+        message = summary_message(body, covered)
+        systems = [i for i in preamble_systems(view) if i not in old]
+        summary_tokens = view.counter.message(message)
+        start, end = view.seg.turns[-1]
+        needed = sum(view.tokens[i] for i in systems) + summary_tokens + sum(view.tokens[start:end])
+        warn = minimum_warning(view, budget, "the system prompt, the summary and the newest turn", needed)
+        stats = {"triggered": True, "messages_folded": len(folded), "messages_summarized": len(new),
+                 "turns_folded": sum(actions[s] == "summarize" for s, _ in view.seg.turns),
+                 "summary_tokens": summary_tokens}
+        return make_plan(view, budget, self.name, self.params(), actions, reasons,
+                         insertions=[Insertion(systems[-1] + 1 if systems else 0, message, tuple(folded))],
+                         warnings=[warn] if warn else [], stats=stats,
+                         state={"summary": body, "summarized": covered}, settle_first=False)
+
+    def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: frozenset[int],
+                  old: Sequence[int], *, triggered: bool) -> Plan:
+        """Everything kept (the running summary, if any, carried on in the state)."""
+        n = len(view)
+        reasons = [why] * n
+        for i in old:
+            reasons[i] = "the running summary so far"
+        state = {"summary": previous or "", "summarized": tuple(sorted(done))} if previous or done else {}
+        stats = {"triggered": triggered, "messages_folded": 0, "messages_summarized": 0, "turns_folded": 0,
+                 "summary_tokens": sum(view.tokens[i] for i in old)}
+        return make_plan(view, budget, self.name, self.params(), ["keep"] * n, reasons, stats=stats, state=state,
+                         settle_first=False)

