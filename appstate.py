@@ -1,7 +1,10 @@
-"""The app's session state: every key and its default in one place, plus the input panel
-shared by all pages. Domain work happens in ctxlab; this module only wires widgets to it."""
+"""The app's session state and shared sidebar: every key and its default in one place, the
+conversation input (sample, paste, upload, generate) and the model and budget every page uses.
+Domain work happens in ctxlab; this module only wires widgets to it and caches its results."""
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -10,17 +13,28 @@ import streamlit as st
 
 import ctxlab
 from ctxlab.errors import CtxlabError
+from ctxlab.generate import PARAMS as GEN_PARAMS
+from ctxlab.generate import generate
+from ctxlab.strategies import Budget, View, make_view
+from ctxlab.tokens import TokenCounter
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "sample_data"
 DEFAULT_SAMPLE = "ecommerce_refund.json"
+SOURCES = {"sample": "Sample", "paste": "Paste", "upload": "Upload", "generate": "Generate"}
 
 DEFAULTS: dict[str, Callable[[], Any]] = {
-    "source": lambda: "sample",        # sample | paste | upload
+    "source": lambda: "sample",          # sample | paste | upload | generate
     "sample_name": lambda: DEFAULT_SAMPLE,
     "paste_text": lambda: "",
-    "conversation_text": lambda: None,  # the text of the conversation in use (last good input)
-    "input_error": lambda: None,        # the engine's message for the last bad input
+    "conversation_text": lambda: None,   # the text of the conversation in use (last good input)
+    "conversation_label": lambda: "",    # where it came from, for captions
+    "input_error": lambda: None,         # the engine's message for the last bad input
     "model": lambda: "gpt-4o",
+    "max_tokens": lambda: 16_000,        # context limit in use (a small default so strategies have work)
+    "reserve": lambda: 0.15,
+    "pins": lambda: [],                  # message indexes pinned in the Strategy Lab
+    "tool_tokens_override": lambda: None,  # tokens of the tools retrieval selected, when used in the budget
+    **{f"gen_{p['name']}": (lambda d=p["default"]: d) for p in GEN_PARAMS},
 }
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
@@ -39,7 +53,7 @@ def md_escape(text: str) -> str:
 
 
 def sample_names() -> list[str]:
-    """The bundled sample conversations."""
+    """The bundled sample conversations (tool catalogs excluded)."""
     return sorted(p.name for p in SAMPLES_DIR.glob("*.json") if not p.name.startswith("tool"))
 
 
@@ -49,45 +63,117 @@ def parse(text: str) -> ctxlab.Conversation:
     return ctxlab.loads(text)
 
 
-def _try_use(text: str) -> None:
+@st.cache_data(show_spinner="Generating…", max_entries=16)
+def generated_text(**params: Any) -> str:
+    """A generated conversation as JSON text (facts kept), so it flows like any other input."""
+    conv = generate(**params)
+    data = ctxlab.export(conv, "openai").data
+    return json.dumps({**data, "facts": list(conv.facts), "title": conv.metadata.get("title", "")})
+
+
+@st.cache_resource(show_spinner="Counting tokens…", max_entries=16)
+def _view(text_hash: str, _text: str, model: str, pins: tuple[int, ...]) -> View:
+    conv = parse(_text)
+    return make_view(conv, counter=TokenCounter(model), pins=pins)
+
+
+def current_view(conv_text: str, model: str, pins: tuple[int, ...] = ()) -> View:
+    """The strategy view of the conversation for a model, built once and cached."""
+    return _view(hashlib.sha256(conv_text.encode()).hexdigest(), conv_text, model, pins)
+
+
+def _try_use(text: str, label: str) -> None:
     try:
         parse(text)
     except CtxlabError as e:
         st.session_state.input_error = str(e)
         return
+    if text != st.session_state.conversation_text:
+        st.session_state.pins = []
     st.session_state.conversation_text = text
+    st.session_state.conversation_label = label
     st.session_state.input_error = None
 
 
-def input_panel() -> None:
-    """Sidebar: choose a sample, paste, or upload; bad input keeps the previous conversation."""
-    init_state()
+def _on_model_change() -> None:
+    st.session_state.max_tokens = min(ctxlab.resolve_model(st.session_state.model).context_window, 1_000_000)
+
+
+def _conversation_input() -> None:
     sb = st.sidebar
-    sb.header("Conversation")
-    source = sb.radio("Source", ["sample", "paste", "upload"], key="source", horizontal=True,
-                      format_func={"sample": "Sample", "paste": "Paste", "upload": "Upload"}.get)
+    source = sb.radio("Source", list(SOURCES), key="source", horizontal=True, format_func=SOURCES.get)
     if source == "sample":
-        names = sample_names()
-        name = sb.selectbox("Sample", names, key="sample_name")
+        name = sb.selectbox("Sample", sample_names(), key="sample_name")
         if name:
-            _try_use((SAMPLES_DIR / name).read_text(encoding="utf-8"))
+            _try_use((SAMPLES_DIR / name).read_text(encoding="utf-8"), f"sample {name}")
     elif source == "paste":
-        text = sb.text_area("Paste JSON or JSONL", key="paste_text", height=200,
+        text = sb.text_area("Paste JSON or JSONL", key="paste_text", height=180,
                             help="OpenAI, Anthropic, LangChain or Responses messages; a list or {\"messages\": [...]}")
         if sb.button("Use pasted text", key="use_paste") and text.strip():
-            _try_use(text)
-    else:
+            _try_use(text, "pasted text")
+    elif source == "upload":
         up = sb.file_uploader("Upload .json / .jsonl", type=["json", "jsonl"], key="upload_file")
         if up is not None:
-            _try_use(up.getvalue().decode("utf-8", errors="replace"))
-    sb.selectbox("Model", list(ctxlab.MODELS), key="model", help="Picks the tokenizer, framing and context window")
+            _try_use(up.getvalue().decode("utf-8", errors="replace"), f"upload {up.name}")
+    else:
+        _generator_controls()
+
+
+def _generator_controls() -> None:
+    sb = st.sidebar
+    values = {}
+    for p in GEN_PARAMS:
+        key = f"gen_{p['name']}"
+        if "choices" in p:
+            values[p["name"]] = sb.selectbox(p["name"], list(p["choices"]), key=key, help=p["help"])
+        else:
+            values[p["name"]] = sb.number_input(p["name"], min_value=p["min"], max_value=p["max"], step=1, key=key,
+                                                help=p["help"])
+    if sb.button("Generate", key="gen_go"):
+        try:
+            _try_use(generated_text(**values), f"generated {values['domain']} (seed {values['seed']})")
+        except ValueError as e:
+            st.session_state.input_error = str(e)
+
+
+def input_panel() -> None:
+    """The shared sidebar: conversation input, then model and budget."""
+    init_state()
+    st.sidebar.header("Conversation")
+    _conversation_input()
     if st.session_state.input_error:
-        sb.error(md_escape(st.session_state.input_error))
+        st.sidebar.error(md_escape(st.session_state.input_error))
         if st.session_state.conversation_text:
-            sb.caption("Still showing the previous conversation.")
+            st.sidebar.caption("Still showing the previous conversation.")
+    st.sidebar.header("Model and budget")
+    st.sidebar.selectbox("Model", list(ctxlab.MODELS), key="model", on_change=_on_model_change,
+                         help="Picks the tokenizer, the framing and the context window")
+    st.sidebar.number_input("Context limit (tokens)", min_value=256, max_value=2_000_000, step=1000, key="max_tokens",
+                            help="The model's window, or a smaller limit to see strategies work")
+    st.sidebar.slider("Response reserve", 0.0, 0.5, step=0.05, key="reserve",
+                      help="Share of the limit kept free for the model's reply")
 
 
 def current_conversation() -> ctxlab.Conversation | None:
     """The conversation in use, or None before any good input."""
     text = st.session_state.get("conversation_text")
     return parse(text) if text else None
+
+
+def current_budget(conv: ctxlab.Conversation) -> Budget:
+    """The budget from the sidebar; tool definitions count in it (only the selected ones when the
+    Tool Retrieval page says so)."""
+    model = st.session_state.model
+    tools = st.session_state.tool_tokens_override
+    if tools is None:
+        tools = TokenCounter(model).tools(conv.tools)
+    return Budget(int(st.session_state.max_tokens), float(st.session_state.reserve), int(tools))
+
+
+def require_conversation() -> ctxlab.Conversation:
+    """The conversation, or an info box and a stop (a page's prerequisite guard)."""
+    conv = current_conversation()
+    if conv is None:
+        st.info("Pick a sample, paste, upload or generate a conversation in the sidebar.")
+        st.stop()
+    return conv

@@ -23,3 +23,22 @@ _register_builtins()
 __all__ = ["ACTIONS", "STRATEGIES", "Budget", "BudgetError", "Decision", "Insertion", "Pipeline", "Plan",
            "Strategy", "StrategyError", "View", "auto_facts", "build_plan", "get_strategy", "make_plan",
            "make_view", "param", "parse_param", "register", "settle"]
+
+
+def apply_strategy(conv, strategy: "Strategy | str", *, model: str | None = None, max_tokens: int | None = None,
+                   reserve: float = 0.15, pins=(), **params) -> Plan:
+    """One call for production code: build the view and the budget (the conversation's tool
+    definitions counted in it) and apply ``strategy`` (an object, or a name with ``params``)."""
+    from ..model import Conversation
+    from ..tokens import TokenCounter
+    if isinstance(strategy, str):
+        strategy = get_strategy(strategy, **params)
+    if model is None and isinstance(conv, Conversation):
+        model = conv.model
+    counter = TokenCounter(model)
+    tools = counter.tools(conv.tools) if isinstance(conv, Conversation) else 0
+    budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools, max_tokens=max_tokens)
+    return strategy.apply(make_view(conv, counter=counter, pins=pins), budget)
+
+
+__all__.append("apply_strategy")
