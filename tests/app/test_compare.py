@@ -1,0 +1,260 @@
+"""The Compare page in Streamlit's AppTest: two to four strategies on one conversation, their
+actions aligned per message exactly as the engine plans them, metrics with provider findings
+(the LangChain baseline's broken pair shows), a verdict that follows its rule, bad parameters
+reported in their column, pasted HTML shown as text."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ctxlab
+from ctxlab.compare import DEFAULT_STRATEGIES, VERDICT_RULE
+from ctxlab.strategies import Budget, get_strategy, make_view
+from ctxlab.validate import validate
+from ui import ACTION_ICONS
+
+from ..conftest import ROOT, SAMPLES
+
+PAGE = str(ROOT / "pages" / "compare.py")
+MODEL = "gpt-4o"
+
+
+@pytest.fixture
+def app(monkeypatch) -> AppTest:
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _engine(text: str, name: str, context_limit: int = 16_000, reserve: float = 0.15, **params):
+    """The engine's own plan for the same inputs the page has (by default the sidebar's budget)."""
+    conv = ctxlab.loads(text)
+    counter = ctxlab.TokenCounter(MODEL)
+    view = make_view(conv, counter=counter)
+    return view, get_strategy(name, **params).apply(view, Budget(context_limit, reserve, counter.tools(conv.tools)))
+
+
+def _sample(name: str = "ecommerce_refund.json") -> str:
+    return (SAMPLES / name).read_text(encoding="utf-8")
+
+
+def _actions(at: AppTest):
+    """The message table: one row per input message, one column per strategy."""
+    return next(d.value for d in at.dataframe if "#" in d.value.columns)
+
+
+def _metrics(at: AppTest):
+    """The metrics table, one row per strategy, indexed by column label."""
+    return next(d.value for d in at.dataframe if "tokens after" in d.value.columns).set_index("strategy")
+
+
+def _findings(at: AppTest):
+    """The provider findings table."""
+    return next(d.value for d in at.dataframe if "code" in d.value.columns)
+
+
+def _bars(at: AppTest) -> dict:
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
+def _paste(at: AppTest, text: str) -> None:
+    at.radio(key="source").set_value("paste").run()
+    at.text_area(key="paste_text").input(text).run()
+    at.button(key="use_paste").click().run()
+    assert not at.exception, at.exception
+
+
+def _orphan_case(call_id: str = "c1", user_text: str = "Where is order KC-1?") -> tuple[str, int]:
+    """A conversation and a trim_messages max_tokens at which strategy='last' without start_on keeps
+    a tool result whose call was trimmed (langchain issue 33245; see test_strategies_baseline)."""
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": user_text},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "track", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": call_id, "content": "shipped " * 40},
+            {"role": "assistant", "content": "It shipped."}, {"role": "user", "content": "Thanks, and KC-2?"},
+            {"role": "assistant", "content": "Let me check."}]
+    text = json.dumps(msgs)
+    view = make_view(ctxlab.loads(text), counter=ctxlab.TokenCounter(MODEL))
+    return text, view.tokens[0] + sum(view.tokens[3:])
+
+
+def _baseline_breaks_the_pair(at: AppTest, limit: int) -> None:
+    at.selectbox(key="cmp1_strategy").set_value("langchain_trim").run()
+    at.selectbox(key="cmp1_langchain_trim_start_on").set_value("none").run()
+    at.text_input(key="cmp1_langchain_trim_max_tokens").input(str(limit)).run()
+    assert not at.exception, at.exception
+
+
+def test_first_screen_compares_two_different_strategies_as_the_engine_plans_them(app):
+    assert app.number_input(key="cmp_count").value == 2
+    assert [app.selectbox(key=f"cmp{k}_strategy").value for k in (1, 2)] == list(DEFAULT_STRATEGIES[:2])
+    table = _actions(app)
+    labels = ["1 · sliding_window", "2 · tool_rounds"]
+    assert list(table.columns) == ["#", "role", "tokens", *labels]
+    for label, name in zip(labels, DEFAULT_STRATEGIES):
+        view, plan = _engine(_sample(), name)
+        assert len(table) == len(view)
+        assert list(table["role"]) == list(view.roles) and list(table["tokens"]) == list(view.tokens)
+        assert list(table[label]) == [ACTION_ICONS[a] for a in plan.actions]
+        row = _metrics(app).loc[label]
+        assert row["tokens after"] == plan.tokens_after and row["tokens saved"] == plan.saved
+        assert row["messages removed"] == plan.count("drop") + plan.count("summarize")
+        assert row["fits"] == ("yes" if plan.fits else "no") and row["retention"] == f"{plan.retention:.0%}"
+        assert row["saved"] == f"{plan.saved / plan.tokens_before:.1%}"
+    assert not app.error and not app.warning
+
+
+def test_token_bars_show_before_and_every_strategy_after_with_the_budget_lines(app):
+    spec = _bars(app)
+    assert spec["data"][0]["y"] == ["before", "1 · sliding_window (after)", "2 · tool_rounds (after)"]
+    _, plan = _engine(_sample(), "tool_rounds")
+    by_category = {d["name"]: d["x"][2] for d in spec["data"]}
+    assert sum(by_category.values()) == plan.tokens_after
+    assert sorted(s["x0"] for s in spec["layout"]["shapes"]) == [plan.budget.prompt_limit, 16_000]
+
+
+def test_the_number_of_strategies_sets_the_columns_the_table_and_the_bars(app):
+    app.number_input(key="cmp_count").set_value(4).run()
+    assert [app.selectbox(key=f"cmp{k}_strategy").value for k in (1, 2, 3, 4)] == list(DEFAULT_STRATEGIES)
+    table = _actions(app)
+    labels = [f"{k} · {n}" for k, n in enumerate(DEFAULT_STRATEGIES, 1)]
+    assert list(table.columns)[3:] == labels and len(_metrics(app)) == 4
+    assert len(_bars(app)["data"][0]["y"]) == 5
+    _, summarize = _engine(_sample(), "summarize")
+    assert list(table["3 · summarize"]) == [ACTION_ICONS[a] for a in summarize.actions]
+    assert "🟨 summarized" in set(table["3 · summarize"])
+    _, clear = _engine(_sample(), "clear_tool_results")
+    assert not clear.fits and _metrics(app).loc["4 · clear_tool_results", "fits"] == "no"
+    assert any("4 · clear\\_tool\\_results: the result needs" in w.value for w in app.warning)
+    app.number_input(key="cmp_count").set_value(3).run()
+    assert list(_actions(app).columns)[3:] == labels[:3]
+
+
+def test_each_column_s_strategy_and_parameters_drive_its_plan(app):
+    app.selectbox(key="cmp1_strategy").set_value("middle_out").run()
+    app.number_input(key="cmp2_tool_rounds_keep_rounds").set_value(3).run()
+    table = _actions(app)
+    _, middle = _engine(_sample(), "middle_out")
+    _, rounds = _engine(_sample(), "tool_rounds", keep_rounds=3)
+    _, rounds1 = _engine(_sample(), "tool_rounds")
+    assert list(table["1 · middle_out"]) == [ACTION_ICONS[a] for a in middle.actions]
+    assert list(table["2 · tool_rounds"]) == [ACTION_ICONS[a] for a in rounds.actions]
+    assert rounds.actions != rounds1.actions  # the slider made a visible difference
+    assert _metrics(app).loc["2 · tool_rounds", "tokens after"] == rounds.tokens_after
+
+
+def test_the_sidebar_budget_is_the_budget_every_column_plans_against(app):
+    app.sidebar.number_input(key="max_tokens").set_value(8_000).run()
+    _, plan = _engine(_sample(), "sliding_window", context_limit=8_000)
+    assert list(_actions(app)["1 · sliding_window"]) == [ACTION_ICONS[a] for a in plan.actions]
+    assert _metrics(app).loc["1 · sliding_window", "tokens after"] == plan.tokens_after
+
+
+def test_the_reasons_toggle_shows_why_in_that_column_only(app):
+    app.checkbox(key="cmp2_reasons").check().run()
+    table = _actions(app)
+    _, rounds = _engine(_sample(), "tool_rounds")
+    _, window = _engine(_sample(), "sliding_window")
+    assert list(table["2 · tool_rounds"]) == [f"{ACTION_ICONS[a]}: {r}" for a, r in zip(rounds.actions, rounds.reasons)]
+    assert list(table["1 · sliding_window"]) == [ACTION_ICONS[a] for a in window.actions]
+    app.checkbox(key="cmp2_reasons").uncheck().run()
+    assert list(_actions(app)["2 · tool_rounds"]) == [ACTION_ICONS[a] for a in rounds.actions]
+
+
+def test_the_langchain_baseline_breaking_a_pair_shows_its_findings_and_the_verdict_leaves_it_out(app):
+    text, limit = _orphan_case()
+    _paste(app, text)
+    _baseline_breaks_the_pair(app, limit)
+    _, plan = _engine(text, "langchain_trim", start_on="none", max_tokens=limit)
+    table = _actions(app)
+    assert len(table) == 7 and list(table["1 · langchain_trim"]) == [ACTION_ICONS[a] for a in plan.actions]
+    openai_errors = [f for f in validate(list(plan.messages), "openai") if f.severity == "error"]
+    assert [f.code for f in openai_errors] == ["orphan_tool_result"]
+    row = _metrics(app).loc["1 · langchain_trim"]
+    assert row["openai findings"] >= 1 and row["anthropic findings"] >= 1
+    findings = _findings(app)
+    orphan = findings[(findings["code"] == "orphan_tool_result") & (findings["rules"] == "openai")]
+    assert list(orphan["strategy"]) == ["1 · langchain_trim"] and list(orphan["input message"]) == [3]
+    assert any("orphan\\_tool\\_result at message 3" in w.value for w in app.warning)
+    verdict = app.success[0].value.replace("\\", "")
+    assert verdict.startswith("2 · tool_rounds wins") and "1 of 2 did not qualify" in verdict
+
+
+def test_start_on_human_repairs_the_same_case_and_the_findings_go_away(app):
+    text, limit = _orphan_case()
+    _paste(app, text)
+    _baseline_breaks_the_pair(app, limit)
+    app.selectbox(key="cmp1_langchain_trim_start_on").set_value("human").run()
+    row = _metrics(app).loc["1 · langchain_trim"]
+    assert row["openai findings"] == 0 and row["anthropic findings"] == 0
+    assert not any("code" in d.value.columns for d in app.dataframe)
+    assert any("No findings" in c.value for c in app.caption)
+
+
+def _expected_winner(metrics) -> str:
+    """The rule, written out independently: fits, no provider error, most retention, most saved, leftmost."""
+    ok = [(label, r) for label, r in metrics.iterrows()
+          if r["fits"] == "yes" and r["openai findings"] == 0 and r["anthropic findings"] == 0]
+    best = max(ok, key=lambda lr: (float(lr[1]["retention"].rstrip("%")), lr[1]["tokens saved"]))
+    return best[0]
+
+
+def test_the_verdict_names_the_strategy_the_rule_picks_and_states_the_rule(app):
+    app.number_input(key="cmp_count").set_value(4).run()
+    assert any(c.value == f"Rule: {VERDICT_RULE}" for c in app.caption)
+    winner = _expected_winner(_metrics(app))
+    assert winner == "2 · tool_rounds"  # all keep every fact; tool_rounds saves most; clear_tool_results is over
+    assert app.success[0].value.replace("\\", "").startswith(f"{winner} wins")
+    app.selectbox(key="sample_name").set_value("sql_agent.json").run()
+    winner = _expected_winner(_metrics(app))
+    assert app.success[0].value.replace("\\", "").startswith(f"{winner} wins")
+
+
+def test_when_nothing_fits_the_verdict_says_so(app):
+    app.selectbox(key="cmp1_strategy").set_value("none").run()
+    app.selectbox(key="cmp2_strategy").set_value("none").run()
+    assert not app.success
+    assert any("No strategy qualifies" in w.value and "over the budget" in w.value for w in app.warning)
+
+
+def test_bad_parameters_show_the_engine_error_in_their_column_and_the_rest_compares(app):
+    app.selectbox(key="cmp1_strategy").set_value("langchain_trim").run()
+    app.selectbox(key="cmp1_langchain_trim_strategy").set_value("first").run()
+    assert not app.exception
+    err = app.columns[0].error[0].value
+    assert "start\\_on and include\\_system only with strategy='last'" in err
+    assert list(_actions(app).columns)[3:] == ["2 · tool_rounds"]
+    assert list(_metrics(app).index) == ["2 · tool_rounds"]
+    app.selectbox(key="cmp2_strategy").set_value("sliding_window").run()
+    app.text_input(key="cmp2_sliding_window_max_tokens").input("0").run()
+    assert not app.exception
+    assert "max\\_tokens must be at least 1" in app.columns[1].error[0].value
+    assert any("No strategy can be applied" in i.value for i in app.info)
+    assert not app.dataframe
+
+
+def test_pasted_html_is_shown_as_text_not_rendered(app):
+    evil = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+    text, limit = _orphan_case(call_id=evil, user_text=f"{evil} KC-1")
+    _paste(app, text)
+    _baseline_breaks_the_pair(app, limit)
+    app.checkbox(key="cmp1_reasons").check().run()
+    findings = _findings(app)
+    assert any(evil in f for f in findings["finding"])  # verbatim in a data grid, which renders text only
+    for block in (*app.markdown, *app.caption, *app.warning, *app.success, *app.error, *app.info,
+                  *app.sidebar.markdown):
+        assert "<script>" not in block.value and "onerror" not in block.value
+
+
+def test_without_a_conversation_the_page_asks_for_one(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["source"] = "paste"
+    at.run()
+    assert not at.exception
+    assert "Pick a sample, paste, upload or generate" in at.info[0].value
+    assert not at.dataframe and not at.get("plotly_chart")

@@ -1,0 +1,157 @@
+"""Plans side by side: figures and findings per plan, decisions aligned by input message, and a
+verdict that follows its stated rule."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
+
+import ctxlab
+from ctxlab.compare import (DEFAULT_STRATEGIES, VERDICT_RULE, PlanMetrics, action_table, column_labels,
+                            finding_rows, measure, verdict)
+from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
+from ctxlab.validate import Finding, validate
+
+from .builders import assistant, system, tool, user
+from .conftest import SAMPLES
+
+LABELS = {"keep": "K", "drop": "D", "summarize": "S", "clear": "C", "truncate": "T"}
+
+
+@pytest.fixture(scope="module")
+def refund():
+    conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
+    counter = ctxlab.TokenCounter("gpt-4o")
+    view = make_view(conv, counter=counter)
+    budget = Budget(16_000, 0.15, counter.tools(conv.tools))  # the app's default budget
+    plans = [get_strategy(n).apply(view, budget) for n in DEFAULT_STRATEGIES]
+    return view, plans
+
+
+def _orphan_plan():
+    """langchain_trim keeping a tool result without its call (langchain issue 33245)."""
+    msgs = [system(), user("Where is order KC-1?"), assistant("", "c1"), tool("c1", "shipped " * 40),
+            assistant("It shipped."), user("Thanks, and KC-2?"), assistant("Let me check.")]
+    view = make_view(msgs, "gpt-4o")
+    limit = view.tokens[0] + sum(view.tokens[3:])
+    return get_strategy("langchain_trim", start_on="none", max_tokens=limit).apply(view, Budget(100_000))
+
+
+def _m(label: str, *, fits: bool = True, retention: float | None = 1.0, saved: int = 100,
+       error: bool = False) -> PlanMetrics:
+    found = (Finding("orphan_tool_result", "error", 1, "x", "openai"),) if error else ()
+    return PlanMetrics(label, 1_000, 1_000 - saved, 0, retention, fits, {"openai": found, "anthropic": ()}, ())
+
+
+def test_defaults_are_four_different_registered_strategies():
+    assert len(set(DEFAULT_STRATEGIES)) == 4 and all(n in STRATEGIES for n in DEFAULT_STRATEGIES)
+
+
+def test_measure_reports_the_plan_figures_and_its_findings_under_both_rule_sets(refund):
+    _, plans = refund
+    for p in plans:
+        m = measure(p, p.strategy)
+        assert (m.tokens_before, m.tokens_after, m.saved, m.fits, m.retention) == (
+            p.tokens_before, p.tokens_after, p.saved, p.fits, p.retention)
+        assert m.removed == p.count("drop") + p.count("summarize") == len(p.actions) - sum(
+            o is not None for o in p.origin)
+        assert m.findings["openai"] == tuple(validate(list(p.messages), "openai"))
+        assert m.findings["anthropic"] == tuple(validate(list(p.messages), "anthropic"))
+        assert m.warnings == p.warnings
+    clear = measure(plans[3], "clear")
+    assert not clear.fits and clear.saved_share == 0 and clear.row()["fits"] == "no"
+    assert clear.row()["warnings"] == 1
+
+
+def test_a_baseline_that_breaks_a_pair_is_measured_as_rejected():
+    plan = _orphan_plan()
+    m = measure(plan, "1 · langchain_trim")
+    assert m.errors("openai") == 1 and m.errors("anthropic") >= 1 and not m.accepted
+    assert m.row()["openai findings"] >= 1
+    rows = finding_rows([m], [plan])
+    orphan = next(r for r in rows if r["rules"] == "openai" and r["code"] == "orphan_tool_result")
+    assert orphan["input message"] == 3 and orphan["strategy"] == "1 · langchain_trim"
+    assert orphan["result message"] == 1 and orphan["severity"] == "error"
+
+
+def test_column_labels_are_unique_even_for_the_same_strategy_twice():
+    assert column_labels(["tool_rounds", "tool_rounds"]) == ["1 · tool_rounds", "2 · tool_rounds"]
+    assert column_labels(["a", "b"], [1, 3]) == ["1 · a", "3 · b"]
+    with pytest.raises(ValueError, match="column number"):
+        column_labels(["a", "b"], [1, 1])
+
+
+def test_action_table_has_one_row_per_message_and_one_column_per_plan(refund):
+    view, plans = refund
+    labels = column_labels([p.strategy for p in plans])
+    rows = action_table(view.roles, view.tokens, plans, labels, LABELS)
+    assert len(rows) == len(view)
+    assert list(rows[0]) == ["#", "role", "tokens", *labels]
+    for i, row in enumerate(rows):
+        assert (row["#"], row["role"], row["tokens"]) == (i, view.roles[i], view.tokens[i])
+        assert [row[lab] for lab in labels] == [LABELS[p.actions[i]] for p in plans]
+
+
+def test_reasons_replace_the_bare_label_only_in_the_columns_asked(refund):
+    view, plans = refund
+    labels = column_labels([p.strategy for p in plans])
+    rows = action_table(view.roles, view.tokens, plans, labels, LABELS, [False, True])
+    for i, row in enumerate(rows):
+        assert row[labels[1]] == f"{LABELS[plans[1].actions[i]]}: {plans[1].reasons[i]}"
+        assert row[labels[0]] == LABELS[plans[0].actions[i]] and row[labels[2]] == LABELS[plans[2].actions[i]]
+
+
+def test_action_table_refuses_plans_of_another_conversation(refund):
+    view, plans = refund
+    with pytest.raises(ValueError, match="decides 7 messages"):
+        action_table(view.roles, view.tokens, [plans[0], _orphan_plan()], ["a", "b"], LABELS)
+    with pytest.raises(ValueError, match="labels"):
+        action_table(view.roles, view.tokens, plans, ["a"], LABELS)
+
+
+def test_verdict_on_the_refund_sample_picks_the_fitting_plan_that_saves_most(refund):
+    _, plans = refund
+    metrics = [measure(p, lab) for p, lab in zip(plans, column_labels([p.strategy for p in plans]))]
+    v = verdict(metrics)
+    assert all(m.retention == 1.0 for m in metrics[:3]) and not metrics[3].fits
+    assert v.winner == max(range(3), key=lambda k: metrics[k].saved) == 1
+    assert v.text.startswith("2 · tool_rounds wins") and "1 of 4 did not qualify" in v.text
+
+
+@pytest.mark.parametrize("metrics, winner", [
+    ([_m("a", retention=0.5, saved=900), _m("b", retention=0.75, saved=10)], 1),   # retention first
+    ([_m("a", saved=10), _m("b", saved=900)], 1),                                  # then tokens saved
+    ([_m("a"), _m("b")], 0),                                                        # then leftmost
+    ([_m("a", fits=False), _m("b", retention=0.1, saved=1)], 1),                   # must fit
+    ([_m("a", error=True, saved=900), _m("b", retention=1.0, saved=1)], 1),        # must be accepted
+    ([_m("a", retention=None, saved=5), _m("b", retention=None, saved=6)], 1),     # no facts: saved decides
+])
+def test_verdict_follows_its_rule(metrics, winner):
+    assert verdict(metrics).winner == winner
+
+
+def test_a_tie_is_said_and_no_qualifier_is_explained():
+    assert "tied with b" in verdict([_m("a"), _m("b")]).text
+    v = verdict([_m("a", fits=False), _m("b", error=True)])
+    assert v.winner is None
+    assert "over the budget: a" in v.text and "rejected by a provider: b" in v.text
+
+
+def test_the_rule_on_the_page_is_the_rule_in_the_docstring():
+    doc = " ".join(verdict.__doc__.split())
+    assert " ".join(VERDICT_RULE.split()) in doc
+
+
+@given(hs.lists(hs.tuples(hs.booleans(), hs.booleans(), hs.sampled_from([0.0, 0.5, 1.0]), hs.integers(0, 5)),
+                min_size=2, max_size=4))
+def test_no_qualifying_plan_beats_the_winner(specs):
+    metrics = [_m(str(k), fits=f, error=e, retention=r, saved=s) for k, (f, e, r, s) in enumerate(specs)]
+    v = verdict(metrics)
+    ok = [k for k, m in enumerate(metrics) if m.fits and m.accepted]
+    assert (v.winner is None) == (not ok)
+    if ok:
+        w = metrics[v.winner]
+        assert v.winner in ok and re.match(rf"{v.winner} wins", v.text)
+        assert all((m.retention, m.saved) <= (w.retention, w.saved) for m in (metrics[k] for k in ok))
