@@ -125,3 +125,13 @@ def test_every_strategy_keeps_its_promises(name, data):
 
 def test_the_invariant_test_covers_the_registered_strategies():
     assert {"sliding_window", "turn_safe"} <= set(STRATEGY_NAMES)
+
+
+def test_settling_never_removes_the_first_system_prompt_even_inside_a_removed_turn():
+    from ctxlab.strategies import settle
+    from tests.builders import assistant, system, user
+    msgs = [user("a"), system("policy"), user("b"), assistant("ok"), user("c")]
+    view = make_view(msgs, counter=COUNTER)
+    actions, reasons = ["drop", "keep", "keep", "keep", "keep"], ["test"] * 5
+    settle(view, actions, reasons)
+    assert actions[1] == "keep" and actions[0] == "drop"

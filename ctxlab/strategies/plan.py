@@ -121,10 +121,13 @@ _REMOVED = frozenset(REMOVED)
 def settle(view: View, actions: list[str], reasons: list[str]) -> None:
     """Make decisions safe for every provider (see the module docstring); edits in place.
     Linear in the number of messages: it runs inside every slider move."""
+    protected = set()
     for i, why in ((view.first_system(), "always kept: the system prompt"),
                    (view.newest_user(), "always kept: the newest user message")):
-        if i is not None and actions[i] in _REMOVED:
-            actions[i], reasons[i] = "keep", why
+        if i is not None:
+            protected.add(i)
+            if actions[i] in _REMOVED:
+                actions[i], reasons[i] = "keep", why
     for members in view.multi_groups:
         gone = None
         for i in members:
@@ -141,7 +144,7 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
         if gone in _REMOVED:
             why = f"its turn's user message ({start}) is removed"
             for i in range(start + 1, end):
-                if actions[i] not in _REMOVED:
+                if actions[i] not in _REMOVED and i not in protected:
                     actions[i], reasons[i] = gone, why
     _drop_lone_users(view, actions, reasons)
 

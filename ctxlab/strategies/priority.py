@@ -1,0 +1,290 @@
+"""Strategies that remove whole groups by position or by priority: ``middle_out`` (the middle of
+the conversation goes first), ``oldest_first`` (the least valuable, oldest groups go first) and
+``hybrid`` (runs both, scores both results, keeps the better).
+
+All three remove atomic groups whole and keep their own books the way ``settle`` will: a user
+message whose turn has nothing else left is removed with it (two user turns in a row are
+invalid), and a message that must stay (preserved, pinned, the system prompt, the newest user
+message) keeps its turn's user message and, for a user message, the last reply of its turn. So
+the tokens they count are the tokens the settled plan sends.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import Strategy, param, register
+from .plan import Plan, make_plan, minimum_warning, settle
+from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
+from .view import Budget, View
+
+ROLE_SCORE = {"system": 1.0, "user": 0.75, "assistant_text": 0.5, "summary": 0.5, "tool_calls": 0.25,
+              "tool_results": 0.0}
+ROLE_LABEL = {"system": "system message", "user": "user message", "assistant_text": "assistant text",
+              "summary": "summary", "tool_calls": "tool call", "tool_results": "tool result"}
+
+
+def _middle_out_order(firsts: list[int], mid: float) -> Iterator[int]:
+    """Positions into ``firsts`` (sorted), nearest ``mid`` first, then alternately right and left."""
+    left = bisect_left(firsts, mid) - 1
+    right = left + 1
+    go_right = right < len(firsts) and (left < 0 or firsts[right] - mid <= mid - firsts[left])
+    while left >= 0 or right < len(firsts):
+        if (go_right and right < len(firsts)) or left < 0:
+            yield right
+            right += 1
+        else:
+            yield left
+            left -= 1
+        go_right = not go_right
+
+
+@register
+@dataclass(frozen=True)
+class MiddleOut(Strategy):
+    """Keep the first and the last messages; remove whole groups from the middle outwards.
+
+    The middle is everything between the first ``preserve_start`` and the last ``preserve_end``
+    messages. Removal starts at the group nearest the centre of the middle and alternates towards
+    both ends until the messages fit ``target_ratio`` of what the budget leaves for messages. User
+    messages are not removed on their own: one goes when its turn has nothing else left. The system
+    prompt, the newest user message and pinned messages are never removed; a preserved message keeps
+    its turn's user message, and a preserved user message keeps its turn's last reply.
+    """
+
+    name: ClassVar[str] = "middle_out"
+    title: ClassVar[str] = "Middle out"
+    summary: ClassVar[str] = ("Keeps the start (the task) and the end (the latest work); removes whole tool rounds "
+                              "and messages from the middle outwards until the rest fits.")
+    preserve_start: int = param(2, min=0, max=100_000, help="Messages at the start that are always kept.")
+    preserve_end: int = param(10, min=0, max=100_000, help="Messages at the end that are always kept.")
+    target_ratio: float = param(1.0, min=0.1, max=1.0, help="Share of the budget's message room to fill.")
+
+    def decide(self, view: View, budget: Budget) -> _Decided:
+        """Decisions and stats, before settling."""
+        n, ps, pe = len(view), self.preserve_start, self.preserve_end
+        lo, hi = min(ps, n), max(n - pe, min(ps, n))
+        target = int(budget.available * self.target_ratio)
+        must = [*range(lo), *range(hi, n), *view.pins]
+        must += [i for i in (view.first_system(), view.newest_user()) if i is not None]
+        book = _Ledger(view, must)
+        roles = book.roles
+        cands = [g for g, (first, *_) in enumerate(view.seg.groups) if not book.protected[g] and roles[first] != "user"]
+        firsts = [view.seg.groups[g][0] for g in cands]
+        why = f"removed from the middle to fit {target:,} tokens"
+        for k in _middle_out_order(firsts, (lo + hi) / 2):
+            if book.total <= target:
+                break
+            if book.actions[firsts[k]] == "keep":
+                book.drop_group(cands[k], why)
+        book.fill(f"kept: the rest fits {target:,} tokens", [(0, lo, f"kept: among the first {ps} messages"),
+                                                              (hi, n, f"kept: among the last {pe} messages")])
+        warn = None if book.total <= target else minimum_warning(
+            view, budget, f"the first {ps} and the last {pe} messages (whole rounds and turns)", book.total)
+        stats = {"target_tokens": target, "removed": n - book.kept, "groups_removed": book.groups_removed,
+                 "tokens_removed": view.total - book.total, "middle": [lo, hi]}
+        return _Decided(book.actions, book.reasons, [warn] if warn else [], stats)
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Remove from the middle outwards until the rest fits."""
+        d = self.decide(view, budget)
+        return make_plan(view, budget, self.name, self.params(), d.actions, d.reasons, warnings=d.warnings,
+                         stats=d.stats)
+
+
+def _age_text(age: int) -> str:
+    """How old a turn is, in words."""
+    return "current turn" if age == 0 else "1 turn old" if age == 1 else f"{age} turns old"
+
+
+@register
+@dataclass(frozen=True)
+class OldestFirst(Strategy):
+    """Remove the lowest-priority groups first (older, bigger, tool results) until the rest fits.
+
+    A group (a tool call with all its results, or one message) is scored as one unit::
+
+        priority = role_weight * role + age_weight / (1 + turns_old)
+                   + size_weight * (1 - min(log10(1 + tokens) / 5, 1))
+
+    ``role`` is the lowest of its members (system 1.0, user 0.75, assistant text 0.5, tool call
+    0.25, tool result 0.0), so a tool round ranks as its results; ``turns_old`` counts turns since
+    the group's turn (the preamble is older than turn 0); ``tokens`` is the group's total, on a log
+    scale (10 tokens -> 0.79, 1,000 -> 0.40, 100,000 and more -> 0). Lower goes first; on a tie,
+    the older. Removing a user message removes its turn. Never removed: the system prompt, the
+    newest user message, pinned messages (with their turn's user message and last reply), and
+    anything that would leave fewer than ``min_messages`` messages.
+    """
+
+    name: ClassVar[str] = "oldest_first"
+    title: ClassVar[str] = "Oldest / lowest priority first"
+    summary: ClassVar[str] = ("Scores every tool round and message by role, age and size, and removes the lowest "
+                              "first until the rest fits; pinned messages stay.")
+    min_messages: int = param(4, min=1, max=100_000, help="Never keep fewer messages than this.")
+    role_weight: float = param(1.0, min=0.0, max=10.0,
+                               help="Weight of the role (system > user > assistant > tool result).")
+    age_weight: float = param(1.0, min=0.0, max=10.0, help="Weight of recency, 1 / (1 + turns old).")
+    size_weight: float = param(0.5, min=0.0, max=10.0, help="Weight of smallness, on a log scale of tokens.")
+
+    def _scored(self, view: View, book: _Ledger) -> list[tuple[float, int, int, int]]:
+        """(priority, first index, group, tokens) per removable group, lowest first (older first on a tie)."""
+        seg, cats, tokens, prot, actions = view.seg, view.categories, view.tokens, book.protected, book.actions
+        n_turns, rw, sw, log10 = len(seg.turns), self.role_weight, self.size_weight, math.log10
+        recency = [self.age_weight / (1 + age) for age in range(n_turns, -1, -1)]  # by turn + 1
+        roles = {c: rw * s for c, s in ROLE_SCORE.items()}
+        out = []
+        for g, members in enumerate(seg.groups):
+            first = members[0]
+            if prot[g] or actions[first] != "keep":
+                continue
+            if len(members) == 1:  # several members make a tool round: its lowest member is a tool result
+                role, size = roles[cats[first]], tokens[first]
+            else:
+                role, size = roles["tool_results"], sum(map(tokens.__getitem__, members))
+            small = 1 - log10(1 + size) / 5
+            p = role + recency[seg.turn_of[first] + 1] + (sw * small if small > 0 else 0.0)
+            out.append((p, first, g, size))
+        out.sort()
+        return out
+
+    @staticmethod
+    def _describer(view: View) -> Callable[[int, int], str]:
+        """A function (group, tokens) -> role, age and size of the group, as reasons show them."""
+        seg, cats, newest = view.seg, view.categories, len(view.seg.turns) - 1
+        ages = [_age_text(age) for age in range(newest + 2)]
+
+        def describe(g: int, size: int) -> str:
+            members = seg.groups[g]
+            label = ROLE_LABEL[cats[members[0]] if len(members) == 1 else "tool_results"]
+            return f"{label}, {ages[newest - seg.turn_of[members[0]] if newest >= 0 else 0]}, {size:,} tokens"
+        return describe
+
+    def _remove(self, view: View, book: _Ledger, scored: list, target: int) -> tuple[float | None, int]:
+        """Remove the lowest groups until ``target`` fits; the last priority removed and the groups
+        kept for ``min_messages``."""
+        seg, actions, least, describe = view.seg, book.actions, self.min_messages, self._describer(view)
+        threshold, skipped = None, 0
+        for p, first, g, size in scored:
+            if book.total <= target:
+                break
+            if actions[first] != "keep":
+                continue
+            turn = seg.turn_of[first]
+            is_user = turn >= 0 and first == seg.turns[turn][0]
+            most = seg.turns[turn][1] - first if is_user else len(seg.groups[g]) + 1  # bounds book.cost(g)
+            if book.kept - most < least and book.kept - book.cost(g) < least:
+                for i in seg.groups[g]:
+                    book.reasons[i] = f"kept: removing it would leave fewer than {least} messages"
+                skipped += 1
+                continue
+            why = f"low priority {p:.2f}: {describe(g, size)}"
+            if is_user:
+                book.drop_turn(turn, why, f"removed with its turn's user message ({first})")
+            else:
+                book.drop_group(g, why)
+            threshold = p
+        return threshold, skipped
+
+    def decide(self, view: View, budget: Budget) -> _Decided:
+        """Decisions and stats, before settling."""
+        n, target = len(view), budget.available
+        must = [*view.pins, *(i for i in (view.first_system(), view.newest_user()) if i is not None)]
+        book = _Ledger(view, must)
+        scored = self._scored(view, book)
+        threshold, skipped = self._remove(view, book, scored, target)
+        cut = "nothing had to go" if threshold is None else f"above the {threshold:.2f} cut"
+        describe = self._describer(view)
+        for p, first, g, size in scored:
+            if book.actions[first] == "keep" and not book.reasons[first]:
+                why = f"kept: priority {p:.2f} ({describe(g, size)}), {cut}"
+                for i in view.seg.groups[g]:
+                    book.reasons[i] = why
+        book.fill("kept", why_protected="kept: its turn holds a pinned message")
+        warn = None
+        if book.total > target:
+            what = (f"the minimum of {self.min_messages} messages (min_messages)" if skipped else
+                    "the system prompt, the newest user message and the pinned messages")
+            warn = minimum_warning(view, budget, what, book.total)
+        stats = {"removed": n - book.kept, "groups_removed": book.groups_removed,
+                 "priority_threshold": None if threshold is None else round(threshold, 3),
+                 "tokens_removed": view.total - book.total, "kept_for_min_messages": skipped}
+        return _Decided(book.actions, book.reasons, [warn] if warn else [], stats)
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Remove the lowest-priority groups until the rest fits."""
+        d = self.decide(view, budget)
+        return make_plan(view, budget, self.name, self.params(), d.actions, d.reasons, warnings=d.warnings,
+                         stats=d.stats)
+
+
+SCORE_WEIGHTS = {"retention": 0.6, "recent_kept": 0.3, "fits": 0.1}
+OVER_BUDGET_FACTOR = 0.1
+
+
+@register
+@dataclass(frozen=True)
+class Hybrid(Strategy):
+    """Run ``middle_out`` and ``oldest_first`` (each with its defaults), score both results, keep
+    the better.
+
+    ``score = 0.6 * retention + 0.3 * recent_kept + 0.1 * fits``, where ``retention`` is the share of
+    the conversation's facts still in the result (1 when there are none), ``recent_kept`` the share
+    of the messages of the newest ``recent_turns`` turns that are kept, and ``fits`` 1 when the
+    result fits the budget. A result that does not fit scores a tenth of that (at most 0.09): a
+    provider rejects it, so it wins only against another result that does not fit. The analysis
+    (messages, tool-result share of tokens, share of tokens over budget) goes into the stats and
+    breaks a tie: ``oldest_first`` when tool results are at least half the tokens (it removes them
+    first), else ``middle_out``. The plan is the winner's, and every reason says so.
+    """
+
+    name: ClassVar[str] = "hybrid"
+    title: ClassVar[str] = "Hybrid (best of middle out and oldest first)"
+    summary: ClassVar[str] = ("Runs middle out and oldest first, scores both on facts kept, recent messages kept "
+                              "and fit, and keeps the better.")
+    recent_turns: int = param(3, min=1, max=10_000, help="How many newest turns count as recent in the score.")
+
+    def _score(self, view: View, budget: Budget, actions: list[str]) -> dict:
+        """The score of settled decisions and its parts."""
+        kept_tokens, mask = 0, 0
+        for a, t, m in zip(actions, view.tokens, view.fact_masks):
+            if a == "keep":
+                kept_tokens += t
+                mask |= m
+        retention = mask.bit_count() / len(view.facts) if view.facts else 1.0
+        turns = view.seg.turns
+        start = turns[-min(self.recent_turns, len(turns))][0] if turns else 0
+        recent_kept = actions[start:].count("keep") / (len(actions) - start) if len(actions) > start else 1.0
+        fits = kept_tokens <= budget.available
+        parts = {"retention": retention, "recent_kept": recent_kept, "fits": float(fits)}
+        score = sum(SCORE_WEIGHTS[k] * v for k, v in parts.items()) * (1.0 if fits else OVER_BUDGET_FACTOR)
+        return {"score": round(score, 4), **{k: round(v, 4) for k, v in parts.items()}}
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Plan with both strategies, keep the better by score."""
+        total = view.total
+        tool = sum(t for t, c in zip(view.tokens, view.categories) if c == "tool_results")
+        analysis = {"messages": len(view), "tool_result_share": round(tool / total, 4) if total else 0.0,
+                    "over_budget_fraction": round(max(total - budget.available, 0) / total, 4) if total else 0.0}
+        decided, scores = {}, {}
+        for s in (MiddleOut(), OldestFirst()):
+            d = decided[s.name] = s.decide(view, budget)
+            settle(view, d.actions, d.reasons)
+            scores[s.name] = self._score(view, budget, d.actions)
+        a, b = scores["middle_out"]["score"], scores["oldest_first"]["score"]
+        if a != b:
+            win, why = ("middle_out" if a > b else "oldest_first"), "higher score"
+        else:
+            prefer_tools = analysis["tool_result_share"] >= 0.5
+            win = "oldest_first" if prefer_tools else "middle_out"
+            why = f"a tie; tool results are {'at least' if prefer_tools else 'under'} half the tokens"
+        lose = "oldest_first" if win == "middle_out" else "middle_out"
+        tie = "" if a != b else f", {why}"
+        head = f"hybrid chose {win} (score {scores[win]['score']:.2f} vs {scores[lose]['score']:.2f}{tie}): "
+        d = decided[win]
+        stats = {"chosen": win, "why": why, **analysis, **{f"score.{k}": v["score"] for k, v in scores.items()},
+                 "score_parts": scores, **{f"{win}.{k}": v for k, v in d.stats.items()}}
+        return make_plan(view, budget, self.name, self.params(), d.actions, [head + r for r in d.reasons],
+                         warnings=d.warnings, stats=stats, settle_first=False)
