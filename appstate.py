@@ -40,11 +40,23 @@ DEFAULTS: dict[str, Callable[[], Any]] = {
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
 
 
+PERSISTENT = "_persistent_keys"
+
+
 def init_state() -> None:
-    """Put every key's default into session state once."""
+    """Put every key's default into session state once, and keep page widgets' values across
+    page switches (Streamlit forgets a widget's value when a page that does not draw it runs)."""
     for key, factory in DEFAULTS.items():
         if key not in st.session_state:
             st.session_state[key] = factory()
+    for key in st.session_state.get(PERSISTENT, ()):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
+def persist(*keys: str) -> None:
+    """Mark widget keys whose values should survive a visit to another page."""
+    st.session_state.setdefault(PERSISTENT, set()).update(keys)
 
 
 def md_escape(text: str) -> str:
@@ -57,9 +69,10 @@ def sample_names() -> list[str]:
     return sorted(p.name for p in SAMPLES_DIR.glob("*.json") if not p.name.startswith("tool"))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_resource(show_spinner=False, max_entries=32)
 def parse(text: str) -> ctxlab.Conversation:
-    """Parse conversation text once per distinct text."""
+    """Parse conversation text once per distinct text (a shared object: conversations are
+    immutable, and copying a large one on every rerun would cost more than planning it)."""
     return ctxlab.loads(text)
 
 
@@ -139,6 +152,7 @@ def _generator_controls() -> None:
 def input_panel() -> None:
     """The shared sidebar: conversation input, then model and budget."""
     init_state()
+    persist("pins")
     st.sidebar.header("Conversation")
     _conversation_input()
     if st.session_state.input_error:

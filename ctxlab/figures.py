@@ -39,10 +39,10 @@ def token_bars(plans: Sequence[Plan], names: Sequence[str] | None = None, extra_
                     y=[r[0] for r in rows], x=[r[1].get(cat, 0) for r in rows],
                     hovertemplate="%{y}: %{x:,} tokens<extra>" + _label(cat) + "</extra>")
     budget = plans[0].budget
-    for x, text, dash in ((budget.max_tokens, f"context limit {budget.max_tokens:,}", "solid"),
-                          (budget.prompt_limit, f"prompt limit {budget.prompt_limit:,} ({budget.reserve:.0%} reserved)",
-                           "dash")):
-        fig.add_vline(x=x, line_dash=dash, line_color="#333", annotation_text=text, annotation_position="top")
+    for x, text, dash, where in ((budget.max_tokens, f"context limit {budget.max_tokens:,}", "solid", "top right"),
+                                 (budget.prompt_limit, f"prompt limit {budget.prompt_limit:,} "
+                                  f"({budget.reserve:.0%} reserved)", "dash", "top left")):
+        fig.add_vline(x=x, line_dash=dash, line_color="#333", annotation_text=text, annotation_position=where)
     fig.update_layout(barmode="stack", height=140 + 45 * len(rows), margin=dict(l=10, r=10, t=40, b=10),
                       legend_orientation="h", legend_y=-0.25, xaxis_title="tokens")
     fig.update_yaxes(autorange="reversed")

@@ -25,10 +25,11 @@ __all__ = ["ACTIONS", "STRATEGIES", "Budget", "BudgetError", "Decision", "Insert
            "make_view", "param", "parse_param", "register", "settle"]
 
 
-def apply_strategy(conv, strategy: "Strategy | str", *, model: str | None = None, max_tokens: int | None = None,
+def apply_strategy(conv, strategy: "Strategy | str", *, model: str | None = None, context_limit: int | None = None,
                    reserve: float = 0.15, pins=(), **params) -> Plan:
     """One call for production code: build the view and the budget (the conversation's tool
-    definitions counted in it) and apply ``strategy`` (an object, or a name with ``params``)."""
+    definitions counted in it) and apply ``strategy`` (an object, or a name with ``params``).
+    ``context_limit`` overrides the model's context window."""
     from ..model import Conversation
     from ..tokens import TokenCounter
     if isinstance(strategy, str):
@@ -37,7 +38,7 @@ def apply_strategy(conv, strategy: "Strategy | str", *, model: str | None = None
         model = conv.model
     counter = TokenCounter(model)
     tools = counter.tools(conv.tools) if isinstance(conv, Conversation) else 0
-    budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools, max_tokens=max_tokens)
+    budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools, max_tokens=context_limit)
     return strategy.apply(make_view(conv, counter=counter, pins=pins), budget)
 
 

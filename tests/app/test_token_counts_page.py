@@ -11,7 +11,7 @@ from ctxlab import count_tokens, load
 
 from ..conftest import ROOT, SAMPLES
 
-APP = str(ROOT / "app.py")
+APP = str(ROOT / "pages" / "token_counts.py")
 
 
 @pytest.fixture

@@ -1,0 +1,327 @@
+"""Strategy Lab: apply a context strategy to the conversation and see, message by message, what
+is kept, summarized, cleared or dropped, what it costs, what is lost, whether a provider would
+accept the result, how it plays out turn by turn, and how to take it to production."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/strategy_lab.py`
+    sys.path.insert(0, str(ROOT))
+
+import ctxlab
+from appstate import current_budget, current_view, input_panel, md_escape, parse, require_conversation
+from ctxlab import figures
+from ctxlab.errors import CtxlabError
+from ctxlab.model import Message
+from ctxlab.replay import Replay, replay
+from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config
+from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View
+from ctxlab.strategies.base import removed_count
+from ctxlab.validate import Finding, validate
+from ui import ACTION_ICONS, strategy_picker
+
+RULES = {"openai": "OpenAI", "anthropic": "Anthropic"}
+LABELS = {**ACTION_ICONS, "insert": "📝 inserted summary"}
+ROLES = ("system", "user", "assistant", "tool")
+EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
+PREVIEW = 160
+MAX_FINDINGS = 5
+
+
+def _preview(m: Message) -> str:
+    text = m.text or ", ".join(f"{c.name}({c.arguments})" for c in m.tool_calls)
+    return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
+
+
+def _summary_slots(plan: Plan) -> list[tuple[int, int]]:
+    """(output index, input index it is inserted before; len(actions) for the end) per summary."""
+    slots, nxt = [], len(plan.actions)
+    for k in range(len(plan.origin) - 1, -1, -1):
+        if plan.origin[k] is None:
+            slots.append((k, nxt))
+        else:
+            nxt = plan.origin[k]
+    return slots[::-1]
+
+
+def _rows(view: View, plan: Plan) -> pd.DataFrame:
+    """One row per input message, with the inserted summaries where they go."""
+    before: dict[int, list[int]] = {}
+    for k, at in _summary_slots(plan):
+        before.setdefault(at, []).append(k)
+    rows: list[dict[str, Any]] = []
+
+    def summaries(at: int) -> None:
+        for k in before.get(at, ()):
+            rows.append({"#": None, "open": f"summary {k}", "role": "summary", "tokens": plan.output_tokens[k],
+                         "action": LABELS["insert"], "code": "insert",
+                         "reason": f"inserted by {plan.strategy}", "content": _preview(plan.messages[k])})
+
+    for i, (m, a, why) in enumerate(zip(view.messages, plan.actions, plan.reasons)):
+        summaries(i)
+        rows.append({"#": i, "open": i, "role": m.role, "tokens": view.tokens[i], "action": LABELS.get(a, a),
+                     "code": a, "reason": why, "content": _preview(m)})
+    summaries(len(plan.actions))
+    df = pd.DataFrame(rows, columns=["#", "open", "role", "tokens", "action", "code", "reason", "content"])
+    df["#"] = df["#"].astype("Int64")
+    return df
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _conversation(text_hash: str, _text: str) -> ctxlab.Conversation:
+    """The parsed conversation, shared rather than copied on every rerun (it is frozen)."""
+    return parse(_text)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _outcome(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
+             _budget: Budget) -> tuple[Plan, dict[str, list[Finding]], pd.DataFrame, list[int | str]]:
+    """The plan, the validator's findings on its result, the timeline rows and what each row
+    opens (a message index, or "summary k" for output message k), cached."""
+    plan = _strategy.apply(_view, _budget)
+    findings = {r: validate(list(plan.messages), r) for r in RULES}
+    rows = _rows(_view, plan)
+    return plan, findings, rows.drop(columns=["open"]), list(rows["open"])
+
+
+@st.cache_resource(show_spinner="Replaying turn by turn…", max_entries=16)
+def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
+            _budget: Budget) -> Replay:
+    return replay(_view, _strategy, _budget)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _figures(view_key: tuple, strategy_key: str, budget_key: str, title: str, _view: View, _plan: Plan) -> tuple:
+    return (figures.token_bars([_plan], names=[title]), figures.timeline(_plan, _view.roles, _view.tokens))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _exports(view_key: tuple, strategy_key: str, budget_key: str, _conv: ctxlab.Conversation,
+             _plan: Plan) -> dict[str, tuple[str | None, tuple[str, ...]]]:
+    """Per format: the resulting conversation as JSON text and the export's notes, or None and
+    the engine's error."""
+    result = _conv.with_messages(_plan.messages)
+    out: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+    for fmt in EXPORTS:
+        try:
+            exported = ctxlab.export(result, fmt)
+        except CtxlabError as e:
+            out[fmt] = (None, (str(e),))
+            continue
+        out[fmt] = (json.dumps(exported.data, indent=2, ensure_ascii=False), exported.notes)
+    return out
+
+
+def _show_message(m: Message) -> None:
+    """A message's full content, as text and JSON only (never rendered as Markdown or HTML)."""
+    if m.text:
+        st.code(m.text, language=None, wrap_lines=True)
+    others = [{"type": p.type, "text": p.text, **p.data} for p in m.parts if p.type != "text"]
+    if others:
+        st.json(others, expanded=False)
+    if m.tool_calls:
+        st.json([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls])
+    if m.tool_call_id:
+        st.text(f"answers tool call {m.tool_call_id}")
+
+
+def _toggle_pin(i: int) -> None:
+    pins = list(st.session_state.pins)
+    st.session_state.pins = sorted(set(pins) ^ {i})
+
+
+# ---------------------------------------------------------------- page
+
+st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
+input_panel()
+st.title("Strategy Lab")
+text, model = st.session_state.conversation_text, st.session_state.model
+if not text:
+    require_conversation()  # the prompt to pick a conversation, and a stop
+text_hash = hashlib.sha256(text.encode()).hexdigest()
+conv = _conversation(text_hash, text)
+headline = st.empty()
+n = len(conv)
+
+left, main = st.columns([1, 3], gap="large")
+with left:
+    st.subheader("Strategy")
+    strategy = strategy_picker("lab", left)
+    if [p for p in st.session_state.pins if not 0 <= p < n]:
+        st.session_state.pins = [p for p in st.session_state.pins if 0 <= p < n]
+    st.multiselect("Pinned messages", list(range(n)), key="pins",
+                   format_func=lambda i: f"#{i} {conv.messages[i].role}",
+                   help="Strategies that honour pins (newest tool rounds, recent window + key messages, running "
+                        "summary, clear old tool results, middle out, oldest first, hybrid) never remove or clear "
+                        "a pinned message.")
+if strategy is None:
+    st.stop()
+
+pins = tuple(sorted(st.session_state.pins))
+try:
+    view = current_view(text, model, pins)
+    budget = current_budget(conv)
+    keys = ((text_hash, model, pins), repr(strategy), repr(budget))
+    plan, findings, rows, options = _outcome(*keys, view, strategy, budget)
+except CtxlabError as e:
+    main.error(md_escape(str(e)))
+    st.stop()
+
+title = STRATEGIES[strategy.name].title if strategy.name in STRATEGIES else plan.strategy
+fits = "fits" if plan.fits else "does not fit"
+headline.markdown(
+    f"You are looking at the {md_escape(st.session_state.conversation_label or 'conversation')} "
+    f"({n:,} messages, {plan.tokens_before:,} tokens) after the **{title}** strategy: it sends "
+    f"{len(plan.messages):,} messages, {plan.tokens_after:,} tokens, which {fits} a "
+    f"{budget.prompt_limit:,}-token budget; change the strategy on the left and watch every message's fate below.")
+
+with main:
+    removed = removed_count(plan)
+    c1, c2, c3, c4, c5 = st.columns(5)
+    c1.metric("Tokens before", f"{plan.tokens_before:,}")
+    c2.metric("Tokens after", f"{plan.tokens_after:,}")
+    c3.metric("Saved", f"{plan.saved / plan.tokens_before:.0%}" if plan.tokens_before else "0%",
+              help=f"{plan.saved:,} tokens")
+    c4.metric("Messages removed", f"{removed:,}", help=f"dropped or folded into a summary, of {n:,}")
+    c5.metric("Facts retained", "n/a" if plan.retention is None else f"{plan.retention:.0%}",
+              help="Share of the conversation's facts (ids, amounts, arguments) still in the result")
+    ignored = [p for p in pins if plan.actions[p] != "keep"]
+    if ignored:
+        st.caption(f"Pinned message(s) {', '.join(f'#{p}' for p in ignored)} not kept as is: {title} does not "
+                   "honour pins.")
+    if plan.facts_lost:
+        with st.expander(f"Facts lost ({len(plan.facts_lost)})"):
+            for fact in plan.facts_lost:
+                st.text(fact)
+    token_fig, timeline_fig = _figures(*keys, title, view, plan)
+    st.plotly_chart(token_fig, key="lab_token_bars")
+    for w in plan.warnings:
+        st.warning(md_escape(w))
+    broken = False
+    for rules, name in RULES.items():
+        errors = [f for f in findings[rules] if f.severity == "error"]
+        broken |= bool(errors)
+        for f in errors[:MAX_FINDINGS]:
+            src = plan.origin[f.index] if f.index is not None and f.index < len(plan.origin) else None
+            where = f" (result message {f.index} is input message #{src})" if src is not None else ""
+            st.warning(md_escape(f"{name} would reject the result, {f.code}: {f.message}{where}"))
+        if len(errors) > MAX_FINDINGS:
+            st.warning(md_escape(f"{name}: {len(errors) - MAX_FINDINGS} more errors"))
+        for f in [f for f in findings[rules] if f.severity == "warning"][:MAX_FINDINGS]:
+            st.caption(md_escape(f"{name} warning, {f.code}: {f.message}"))
+    if not broken:
+        st.success("The result passes the OpenAI and Anthropic rules: every tool call is still followed by its results.")
+
+tab_timeline, tab_replay, tab_export = main.tabs(["Message timeline", "Replay turn by turn", "Export"],
+                                                 key="lab_tab", on_change="rerun")
+
+if tab_timeline.open:
+    with tab_timeline:
+        st.plotly_chart(timeline_fig, key="lab_timeline")
+        f1, f2 = st.columns(2)
+        acts = f1.multiselect("Action", list(LABELS), key="lab_filter_actions", format_func=LABELS.get,
+                              placeholder="all actions")
+        roles = f2.multiselect("Role", [*ROLES, "summary"], key="lab_filter_roles", placeholder="all roles")
+        shown = rows
+        if acts:
+            shown = shown[shown["code"].isin(acts)]
+        if roles:
+            shown = shown[shown["role"].isin(roles)]
+        st.caption(f"{len(shown):,} of {len(rows):,} rows")
+        st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
+                     column_order=["#", "role", "tokens", "action", "reason", "content"],
+                     column_config={
+                         "#": st.column_config.NumberColumn("#", format="%d", width="small"),
+                         "tokens": st.column_config.ProgressColumn("tokens", format="%d", min_value=0,
+                                                                   max_value=max(int(rows["tokens"].max()), 1)),
+                         "action": st.column_config.TextColumn("action", width="small"),
+                         "reason": st.column_config.TextColumn("reason", width="medium"),
+                         "content": st.column_config.TextColumn("content", width="large")})
+        if st.session_state.get("lab_open") not in options:
+            st.session_state.lab_open = options[0]
+        picked = st.selectbox("Open a message", options, key="lab_open",
+                              format_func=lambda o: f"#{o} {conv.messages[o].role}: {plan.actions[o]}"
+                              if isinstance(o, int) else f"{o} (inserted)")
+        if isinstance(picked, int):
+            m = conv.messages[picked]
+            st.text(f"#{picked} {m.role}, {view.tokens[picked]:,} tokens, {plan.actions[picked]}: "
+                    f"{plan.reasons[picked]}")
+            _show_message(m)
+            if plan.actions[picked] in ("clear", "truncate"):
+                k = plan.origin.index(picked)
+                st.text(f"What the model gets instead ({plan.output_tokens[k]:,} tokens):")
+                _show_message(plan.messages[k])
+            pinned = picked in st.session_state.pins
+            st.button("Unpin this message" if pinned else "Pin this message", key="lab_pin_toggle",
+                      on_click=_toggle_pin, args=(picked,),
+                      help="A pinned message is never removed by the strategies that honour pins")
+        else:
+            k = int(picked.split()[1])
+            st.text(f"Summary inserted by {plan.strategy}, {plan.output_tokens[k]:,} tokens")
+            _show_message(plan.messages[k])
+
+if tab_replay.open:
+    with tab_replay:
+        st.caption("The strategy applied where an agent applies it: at the start of every user turn, to what it "
+                   "left before plus what arrived since. Rows are turns, columns are messages.")
+        try:
+            rp: Replay | None = _replay(*keys, view, strategy, budget)
+        except CtxlabError as e:
+            st.error(md_escape(str(e)))
+            rp = None
+        if rp is not None and rp.turns == 0:
+            st.info("This conversation has no user message, so there is no turn to replay.")
+        elif rp is not None:
+            st.plotly_chart(figures.replay_heatmap(rp.matrix), key="lab_replay_heatmap")
+            if not 0 <= st.session_state.get("lab_turn", -1) < rp.turns:
+                st.session_state.lab_turn = rp.turns - 1  # the newest turn first
+            t = st.slider("Turn", 0, rp.turns - 1, key="lab_turn") if rp.turns > 1 else 0
+            t_before, t_after = rp.turn_tokens[t]
+            r1, r2, r3 = st.columns(3)
+            r1.metric("Turn tokens before", f"{t_before:,}")
+            r2.metric("Turn tokens after", f"{t_after:,}")
+            r3.metric("Turns where it acted", f"{rp.times_triggered} of {rp.turns}")
+            turn_plan = rp.plan_at(t)
+            st.caption(f"The context the model saw at turn {t} ({len(rp.context_at(t))} messages):")
+            st.dataframe(pd.DataFrame([{"#": o, "role": "summary" if o is None else m.role, "tokens": tok,
+                                        "content": _preview(m)}
+                                       for m, o, tok in zip(rp.context_at(t), rp.origins[t], turn_plan.output_tokens)]
+                                      ).astype({"#": "Int64"}),
+                         key="lab_turn_table", hide_index=True, width="stretch")
+
+if tab_export.open:
+    with tab_export:
+        st.caption("The resulting conversation, ready to send:")
+        exports = _exports(*keys, conv, plan)
+        for col, (fmt, name) in zip(st.columns(len(EXPORTS)), EXPORTS.items()):
+            data, notes = exports[fmt]
+            if data is None:
+                col.error(md_escape(f"{name}: {notes[0]}"))
+                continue
+            col.download_button(f"{name} JSON", data, file_name=f"context_{fmt}.json", mime="application/json",
+                                key=f"lab_dl_{fmt}")
+            for note in notes:
+                col.caption(md_escape(note))
+        config = strategy_config(strategy, budget, model)
+        st.caption("The strategy and budget as a config (reads back with ctxlab.snippets.strategy_from_config):")
+        d1, d2 = st.columns(2)
+        d1.download_button("Config JSON", config_json(config), file_name="strategy.json", mime="application/json",
+                           key="lab_dl_config_json")
+        d2.download_button("Config YAML", config_yaml(config), file_name="strategy.yaml", mime="application/yaml",
+                           key="lab_dl_config_yaml")
+        st.code(config_yaml(config), language="yaml")
+        if pins:
+            st.caption("Pins belong to this conversation and are not part of the config.")
+        snippet = python_snippet(config)
+        st.caption("Python that applies the same strategy in production: a plain function, and a LangGraph node "
+                   "placed right after START.")
+        st.download_button("Python snippet", snippet, file_name="manage_context.py", mime="text/x-python",
+                           key="lab_dl_snippet")
+        st.code(snippet, language="python")

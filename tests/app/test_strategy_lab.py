@@ -1,0 +1,399 @@
+"""The Strategy Lab in Streamlit's AppTest: the first screen explains itself and matches the
+engine's own plan; every strategy control re-plans; filters, pins, the broken-pair warning of the
+LangChain baseline, the replay slider and the exports do what a user expects; pasted HTML stays text."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
+
+import ctxlab
+from ctxlab.replay import replay
+from ctxlab.snippets import strategy_from_config
+from ctxlab.strategies import Budget, apply_strategy, get_strategy, make_view
+from ctxlab.strategies.base import removed_count
+from ctxlab.tokens import TokenCounter
+
+from ..conftest import ROOT, SAMPLES
+
+PAGE = str(ROOT / "pages" / "strategy_lab.py")
+SAMPLE = SAMPLES / "ecommerce_refund.json"
+LIMIT, RESERVE, MODEL = 16_000, 0.15, "gpt-4o"
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> dict[str, bytes]:
+    """What every st.download_button would hand the browser, by file name."""
+    got: dict[str, bytes] = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def record(self, data, mimetype, kind, filename=None):
+        got[filename] = data
+        return original(self, data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    return got
+
+
+@pytest.fixture
+def app(monkeypatch) -> AppTest:
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def _plan(name="tool_rounds", /, conv=None, limit=LIMIT, pins=(), **params):
+    """The engine's own plan for what the page shows by default (sidebar model, limit and reserve)."""
+    conv = conv or ctxlab.load(SAMPLE)
+    return apply_strategy(conv, get_strategy(name, **params), model=MODEL, context_limit=limit, reserve=RESERVE,
+                          pins=pins)
+
+
+def _assert_metrics_match(at: AppTest, plan) -> None:
+    assert _metric(at, "Tokens before") == f"{plan.tokens_before:,}"
+    assert _metric(at, "Tokens after") == f"{plan.tokens_after:,}"
+    assert _metric(at, "Messages removed") == f"{removed_count(plan):,}"
+    assert _metric(at, "Saved") == f"{plan.saved / plan.tokens_before:.0%}"
+
+
+def _table(at: AppTest):
+    """The message timeline table (AppTest does not expose a dataframe's key)."""
+    return next(d.value for d in at.dataframe if "reason" in d.value.columns)
+
+
+def _turn_table(at: AppTest):
+    """The table of the context the model saw at the chosen replay turn."""
+    return next(d.value for d in at.dataframe if "reason" not in d.value.columns)
+
+
+def _paste(at: AppTest, messages: list[dict]) -> None:
+    at.radio(key="source").set_value("paste").run()
+    at.text_area(key="paste_text").input(json.dumps(messages)).run()
+    at.button(key="use_paste").click().run()
+    assert not at.exception, at.exception
+
+
+def _tab(at: AppTest, label: str) -> None:
+    at.session_state["lab_tab"] = label
+    at.run()
+    assert not at.exception, at.exception
+
+
+# ---------------------------------------------------------------- first screen
+
+
+def test_first_screen_explains_the_default_sample_under_tool_rounds(app):
+    plan = _plan()
+    assert app.selectbox(key="lab_strategy").value == "tool_rounds"
+    sentence = app.markdown[0].value
+    assert sentence.startswith("You are looking at the sample ecommerce")
+    assert "Newest tool rounds" in sentence and f"{plan.tokens_after:,} tokens" in sentence
+    assert sentence.count(". ") == 0 and sentence.endswith(".")  # one sentence
+    _assert_metrics_match(app, plan)
+    assert _metric(app, "Facts retained") == f"{plan.retention:.0%}"
+    assert "passes the OpenAI and Anthropic rules" in app.success[0].value
+    assert not app.error and not app.warning
+    assert len(app.get("plotly_chart")) == 2  # token bars before/after, and the message timeline
+    table = _table(app)
+    assert len(table) == len(plan.actions)
+    assert list(table["reason"]) == list(plan.reasons)
+
+
+def test_without_a_conversation_the_page_says_what_to_do(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["source"] = "paste"
+    at.run()
+    assert not at.exception
+    assert "Pick a sample" in at.info[0].value
+    assert not at.metric
+
+
+# ---------------------------------------------------------------- controls
+
+
+def _set(at: AppTest, key: str, value) -> None:
+    for kind in ("number_input", "slider", "selectbox", "checkbox", "text_input"):
+        found = [w for w in getattr(at, kind) if w.key == key]
+        if found:
+            widget = found[0]
+            (widget.input(value) if kind == "text_input" else widget.set_value(value)).run()
+            assert not at.exception, at.exception
+            return
+    raise AssertionError(f"no widget with key {key}")
+
+
+CONTROLS = [  # (sidebar limit, strategy, controls set first, parameter, value typed, what the engine gets)
+    (6000, "sliding_window", {}, "max_tokens", "1500", 1500),
+    (6000, "sliding_window", {}, "buffer_ratio", 0.8, 0.8),
+    (6000, "turn_safe", {}, "last_n", 6, 6),
+    (30000, "summarize", {}, "trigger_messages", 30, 30),
+    (100000, "summarize", {}, "keep_recent", 3, 3),
+    (100000, "summarize", {}, "target_ratio", 0.05, 0.05),
+    (100000, "summarize", {"trigger_messages": 100, "keep_recent": 3}, "trigger_ratio", 0.1, 0.1),
+    (6000, "summarize", {}, "max_summary_tokens", 60, 60),
+    (6000, "tool_rounds", {}, "keep_rounds", 3, 3),
+    (16000, "key_messages", {}, "recent", 4, 4),
+    (16000, "key_messages", {"recent": 6}, "key_tools", "get_order, issue_refund", ("get_order", "issue_refund")),
+    (16000, "key_messages", {"recent": 6}, "max_key", 0, 0),
+    (6000, "clear_tool_results", {}, "trigger_tokens", 0, 0),
+    (6000, "clear_tool_results", {"trigger_tokens": 0}, "keep", 1, 1),
+    (6000, "clear_tool_results", {"trigger_tokens": 0}, "clear_at_least", 100000, 100000),
+    (6000, "clear_tool_results", {"trigger_tokens": 0}, "exclude_tools", "get_order", ("get_order",)),
+    (6000, "clear_tool_results", {"trigger_tokens": 0}, "clear_tool_inputs", True, True),
+    (6000, "middle_out", {}, "preserve_start", 0, 0),
+    (6000, "middle_out", {}, "preserve_end", 3, 3),
+    (30000, "middle_out", {}, "target_ratio", 0.1, 0.1),
+    (6000, "oldest_first", {}, "min_messages", 18, 18),
+    (6000, "oldest_first", {}, "role_weight", 10.0, 10.0),
+    (6000, "oldest_first", {}, "age_weight", 0.0, 0.0),
+    (6000, "oldest_first", {}, "size_weight", 5.0, 5.0),
+    (6000, "hybrid", {}, "recent_turns", 1, 1),
+    (6000, "langchain_trim", {}, "start_on", "none", "none"),
+    (6000, "langchain_trim", {}, "end_on", "human", "human"),
+    (6000, "langchain_trim", {}, "include_system", False, False),
+    (6000, "langchain_trim", {}, "allow_partial", True, True),
+    (6000, "langchain_trim", {}, "max_tokens", "1000", 1000),
+    (6000, "langchain_trim", {"start_on": "none", "include_system": False}, "strategy", "first", "first"),
+]
+# summarize.summarizer is not here: "extractive" is the only summarizer registered offline.
+
+
+def _assert_table_matches(at: AppTest, plan) -> None:
+    table = _table(at)
+    originals = table[table["role"] != "summary"]
+    assert list(originals["reason"]) == list(plan.reasons)
+
+
+@pytest.mark.parametrize("limit, strategy, first, param, value, engine_value", CONTROLS,
+                         ids=[f"{c[1]}.{c[3]}" for c in CONTROLS])
+def test_each_control_replans_like_the_engine(app, limit, strategy, first, param, value, engine_value):
+    app.sidebar.number_input(key="max_tokens").set_value(limit).run()
+    app.selectbox(key="lab_strategy").set_value(strategy).run()
+    for key, v in first.items():
+        _set(app, f"lab_{strategy}_{key}", v)
+    default = _plan(strategy, limit=limit, **first)
+    _assert_metrics_match(app, default)
+    _set(app, f"lab_{strategy}_{param}", value)
+    changed = _plan(strategy, limit=limit, **first, **{param: engine_value})
+    assert (changed.tokens_after, changed.reasons) != (default.tokens_after, default.reasons)  # the control matters
+    _assert_metrics_match(app, changed)
+    _assert_table_matches(app, changed)
+
+
+def test_keep_rounds_changes_tokens_after_at_once(app):
+    before = _metric(app, "Tokens after")
+    app.number_input(key="lab_tool_rounds_keep_rounds").set_value(4).run()
+    after = _metric(app, "Tokens after")
+    assert after != before and after == f"{_plan(keep_rounds=4).tokens_after:,}"
+    assert "kept" in " ".join(_table(app)["action"])
+
+
+def test_the_sidebar_budget_and_model_replan(app):
+    app.sidebar.number_input(key="max_tokens").set_value(3000).run()
+    app.selectbox(key="lab_strategy").set_value("sliding_window").run()
+    _assert_metrics_match(app, _plan("sliding_window", limit=3000))
+    app.sidebar.selectbox(key="model").set_value("gpt-4").run()
+    conv = ctxlab.load(SAMPLE)
+    plan = apply_strategy(conv, "sliding_window", model="gpt-4", context_limit=8192, reserve=RESERVE)
+    _assert_metrics_match(app, plan)  # gpt-4 resets the limit to its 8,192-token window
+
+
+def test_an_invalid_parameter_combination_shows_the_engines_error(app):
+    app.selectbox(key="lab_strategy").set_value("langchain_trim").run()
+    app.selectbox(key="lab_langchain_trim_strategy").set_value("first").run()
+    assert not app.exception
+    assert "start_on and include_system only with strategy='last'" in app.error[0].value.replace("\\", "")
+    assert not app.metric
+
+
+# ---------------------------------------------------------------- timeline, filters, pins
+
+
+def test_filters_by_action_and_role(app):
+    plan = _plan()
+    app.multiselect(key="lab_filter_actions").set_value(["drop"]).run()
+    table = _table(app)
+    assert len(table) == plan.count("drop") > 0
+    assert set(table["action"]) == {"🟥 dropped"}
+    app.multiselect(key="lab_filter_roles").set_value(["tool"]).run()
+    table = _table(app)
+    roles = [m.role for m in ctxlab.load(SAMPLE).messages]
+    expected = [i for i, (a, r) in enumerate(zip(plan.actions, roles)) if a == "drop" and r == "tool"]
+    assert list(table["#"]) == expected
+    app.multiselect(key="lab_filter_actions").set_value([]).run()
+    assert set(_table(app)["role"]) == {"tool"}
+
+
+def test_inserted_summaries_show_where_they_go_and_open(app):
+    app.selectbox(key="lab_strategy").set_value("summarize").run()
+    _set(app, "lab_summarize_keep_recent", 3)
+    table = _table(app)
+    summaries = table[table["role"] == "summary"]
+    assert len(summaries) == 1
+    at_row = summaries.index[0]
+    # after the messages it stands for, before the first message kept as is: where the model reads it
+    assert table["action"][at_row - 1] == "🟨 summarized" and table["action"][at_row + 1] == "🟩 kept"
+    app.multiselect(key="lab_filter_actions").set_value(["insert"]).run()
+    assert list(_table(app)["role"]) == ["summary"]
+    app.selectbox(key="lab_open").set_value("summary 1").run()
+    assert any(c.value.startswith("Summary of earlier conversation") for c in app.code)
+
+
+def test_opening_a_message_shows_its_full_content(app):
+    conv = ctxlab.load(SAMPLE)
+    app.selectbox(key="lab_open").set_value(3).run()
+    assert app.code[0].value == conv.messages[3].text  # the whole tool result, not the table's preview
+    assert "dropped" in app.text[0].value or "drop" in app.text[0].value
+    app.selectbox(key="lab_open").set_value(2).run()
+    assert any(j.value and "find_customer" in str(j.value) for j in app.json)
+
+
+def test_pinning_keeps_a_message_the_strategy_would_drop(app):
+    assert _plan().actions[3] == "drop"
+    app.multiselect(key="pins").set_value([3]).run()
+    pinned = _plan(pins=[3])
+    assert pinned.actions[3] == "keep"
+    table = _table(app)
+    assert table["action"][3] == "🟩 kept" and "pinned" in table["reason"][3]
+    _assert_metrics_match(app, pinned)
+
+
+def test_a_strategy_that_ignores_pins_says_so(app):
+    app.selectbox(key="lab_strategy").set_value("sliding_window").run()
+    app.multiselect(key="pins").set_value([3]).run()
+    assert _plan("sliding_window", pins=[3]).actions[3] == "drop"
+    assert any("#3 not kept as is" in c.value and "does not honour pins" in c.value for c in app.caption)
+    app.selectbox(key="lab_strategy").set_value("tool_rounds").run()
+    assert not any("does not honour pins" in c.value for c in app.caption)
+
+
+def test_the_pin_button_on_an_opened_message_pins_it(app):
+    app.selectbox(key="lab_open").set_value(3).run()
+    app.button(key="lab_pin_toggle").click().run()
+    assert app.multiselect(key="pins").value == [3]
+    assert _table(app)["action"][3] == "🟩 kept"
+    app.button(key="lab_pin_toggle").click().run()
+    assert app.multiselect(key="pins").value == []
+    assert _table(app)["action"][3] == "🟥 dropped"
+
+
+# ---------------------------------------------------------------- validity
+
+
+def test_the_langchain_baseline_breaking_a_pair_is_shown_as_a_warning(app):
+    app.sidebar.number_input(key="max_tokens").set_value(2000).run()
+    app.selectbox(key="lab_strategy").set_value("langchain_trim").run()
+    app.selectbox(key="lab_langchain_trim_start_on").set_value("none").run()
+    plan = _plan("langchain_trim", limit=2000, start_on="none")
+    assert plan.stats["finding_codes"] == ["orphan_tool_result"]
+    warnings = [w.value.replace("\\", "") for w in app.warning]
+    assert any("OpenAI would reject the result, orphan_tool_result" in w for w in warnings)
+    assert any("Anthropic would reject the result, orphan_tool_result" in w for w in warnings)
+    assert any("returned a history the providers reject" in w for w in warnings)
+    assert not app.success
+    app.selectbox(key="lab_strategy").set_value("tool_rounds").run()  # ctxlab's own strategy, same budget
+    assert not any("orphan_tool_result" in w.value for w in app.warning) and app.success
+
+
+def test_facts_lost_are_listed(app):
+    conv = ctxlab.load(SAMPLES / "sql_agent.json")
+    app.selectbox(key="sample_name").set_value("sql_agent.json").run()
+    app.selectbox(key="lab_strategy").set_value("summarize").run()
+    plan = _plan("summarize", conv=conv)
+    assert plan.facts_lost
+    assert _metric(app, "Facts retained") == f"{plan.retention:.0%}"
+    expander = next(e for e in app.expander if e.label.startswith("Facts lost"))
+    assert [t.value for t in expander.text] == list(plan.facts_lost)
+
+
+# ---------------------------------------------------------------- replay
+
+
+def test_replay_slider_shows_the_context_of_each_turn(app):
+    conv = ctxlab.load(SAMPLE)
+    counter = TokenCounter(MODEL)
+    expected = replay(make_view(conv, counter=counter), get_strategy("tool_rounds"),
+                      Budget.for_model(MODEL, max_tokens=LIMIT, reserve=RESERVE, tools_tokens=counter.tools(conv.tools)))
+    assert not [s for s in app.slider if s.key == "lab_turn"]  # not computed until asked for
+    _tab(app, "Replay turn by turn")
+    assert app.get("plotly_chart")  # the heatmap is drawn
+    assert app.slider(key="lab_turn").value == expected.turns - 1
+    for t in range(expected.turns):
+        app.slider(key="lab_turn").set_value(t).run()
+        assert _metric(app, "Turn tokens before") == f"{expected.turn_tokens[t][0]:,}"
+        assert _metric(app, "Turn tokens after") == f"{expected.turn_tokens[t][1]:,}"
+        context = _turn_table(app)
+        assert len(context) == len(expected.context_at(t))
+        assert list(context["#"].astype(object).where(context["#"].notna(), None)) == list(expected.origins[t])
+
+
+# ---------------------------------------------------------------- export
+
+
+def test_export_downloads_the_plans_messages_config_and_snippet(app, downloads):
+    app.number_input(key="lab_tool_rounds_keep_rounds").set_value(2).run()
+    _tab(app, "Export")
+    conv = ctxlab.load(SAMPLE)
+    plan = _plan(keep_rounds=2)
+    assert json.loads(downloads["context_openai.json"]) == ctxlab.export(conv.with_messages(plan.messages), "openai").data
+    anthropic = json.loads(downloads["context_anthropic.json"])
+    assert anthropic["system"] and len(anthropic["messages"]) >= 2
+    lc = ctxlab.loads(downloads["context_langchain.json"], format="langchain")
+    assert [m.role for m in lc.messages] == [m.role for m in plan.messages]
+    for name, load in (("strategy.json", json.loads), ("strategy.yaml", yaml.safe_load)):
+        strategy, budget_kwargs, model = strategy_from_config(load(downloads[name]))
+        assert strategy == get_strategy("tool_rounds", keep_rounds=2)
+        assert Budget(**budget_kwargs) == plan.budget and model == MODEL
+    snippet = downloads["manage_context.py"].decode()
+    assert "def manage_context(messages: list[dict]) -> list[dict]" in snippet
+    assert "def context_node(state: MessagesState) -> dict" in snippet
+    assert "get_strategy('tool_rounds', keep_rounds=2)" in snippet
+    assert any(c.language == "python" and c.value == snippet.rstrip() for c in app.code)  # shown too
+
+
+def test_export_that_a_format_cannot_carry_is_an_error_not_a_crash(app, downloads):
+    _paste(app, [{"role": "user", "content": "Book me a flight"},
+                 {"role": "assistant", "content": "Which day?"},
+                 {"role": "system", "content": "Be brief."},
+                 {"role": "user", "content": "Friday"}])
+    app.selectbox(key="lab_strategy").set_value("none").run()
+    _tab(app, "Export")
+    assert "system message after the conversation started" in app.error[0].value
+    assert "context_openai.json" in downloads and "context_langchain.json" in downloads
+    assert "context_anthropic.json" not in downloads
+
+
+def test_what_an_export_cannot_carry_is_noted_and_escaped(app, downloads):
+    _paste(app, [{"role": "user", "content": "hi", "name": "<b>alice</b>"},
+                 {"role": "assistant", "content": "Hello, how can I help?"}])
+    _tab(app, "Export")
+    notes = [c.value for c in app.caption if "has no place in Anthropic" in c.value]
+    assert len(notes) == 1 and "\\<b\\>alice" in notes[0]  # Markdown-escaped: no tag
+    assert "name" not in json.loads(downloads["context_anthropic.json"])["messages"][0]
+
+
+# ---------------------------------------------------------------- safety
+
+
+def test_pasted_html_is_shown_as_text_not_markup(app):
+    evil = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+    _paste(app, [{"role": "system", "content": "You help."}, {"role": "user", "content": evil},
+                 {"role": "assistant", "content": f"You said {evil}"}, {"role": "user", "content": evil}])
+    assert _metric(app, "Tokens before")
+    assert evil in list(_table(app)["content"])  # verbatim in a data grid, which renders text only
+    app.selectbox(key="lab_open").set_value(1).run()
+    assert app.code[0].value == evil
+    _tab(app, "Replay turn by turn")
+    assert any(evil in v for v in _turn_table(app)["content"])
+    for block in (*app.markdown, *app.caption, *app.warning, *app.error, *app.info, *app.success):
+        assert "<script>" not in block.value and "onerror=" not in block.value

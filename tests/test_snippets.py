@@ -1,0 +1,208 @@
+"""Strategy configs and production snippets: a config reads back to the same strategy and budget
+for every registered strategy and a pipeline, a bad config names its key, and the generated
+Python really runs: the plain function and the LangGraph node send the model the plan's messages."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import yaml
+
+import ctxlab
+from ctxlab.errors import CtxlabError
+from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config, strategy_from_config
+from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
+from ctxlab.tokens import TokenCounter
+
+from .conftest import SAMPLES
+
+MODEL = "gpt-4o"
+SAMPLE_NAMES = ("ecommerce_refund.json", "sql_agent.json", "parallel_travel.json")
+NON_DEFAULT = {  # one changed parameter per strategy that has any, so a round trip cannot pass by defaults
+    "sliding_window": {"max_tokens": 3000, "buffer_ratio": 0.25},
+    "turn_safe": {"last_n": 7},
+    "summarize": {"keep_recent": 4, "trigger_ratio": 0.3},
+    "tool_rounds": {"keep_rounds": 2},
+    "key_messages": {"key_tools": ["get_order", "issue_refund"], "recent": 6},
+    "clear_tool_results": {"trigger_tokens": 0, "exclude_tools": ["get_order"], "clear_tool_inputs": True},
+    "middle_out": {"preserve_end": 4},
+    "oldest_first": {"size_weight": 2.0},
+    "hybrid": {"recent_turns": 1},
+    "langchain_trim": {"start_on": "none", "allow_partial": True},
+}
+
+
+def _budget(conv: ctxlab.Conversation, max_tokens: int) -> Budget:
+    return Budget.for_model(MODEL, max_tokens=max_tokens, tools_tokens=TokenCounter(MODEL).tools(conv.tools))
+
+
+def _plan(conv: ctxlab.Conversation, strategy, budget: Budget):
+    return strategy.apply(make_view(conv, counter=TokenCounter(MODEL)), budget)
+
+
+def _openai(conv: ctxlab.Conversation, messages) -> list[dict]:
+    return ctxlab.export(conv.with_messages(messages), "openai").data["messages"]
+
+
+def _strategies() -> list:
+    out = []
+    for name in STRATEGIES:
+        out.append(get_strategy(name))
+        if name in NON_DEFAULT:
+            out.append(get_strategy(name, **NON_DEFAULT[name]))
+    return out
+
+
+def _pipeline():
+    return get_strategy("clear_tool_results", trigger_tokens=0, keep=1) >> get_strategy("tool_rounds", keep_rounds=2)
+
+
+def test_every_registered_strategy_has_a_round_trip_case():
+    assert set(STRATEGIES) - {"none"} <= set(NON_DEFAULT)
+
+
+@pytest.mark.parametrize("strategy", [*_strategies(), _pipeline()], ids=repr)
+@pytest.mark.parametrize("text_of, load", [(config_json, json.loads), (config_yaml, yaml.safe_load)],
+                         ids=["json", "yaml"])
+def test_config_text_reads_back_to_the_same_strategy_budget_and_model(strategy, text_of, load):
+    budget = Budget(20_000, 0.2, 512)
+    config = strategy_config(strategy, budget, "claude-sonnet-4")
+    again, budget_kwargs, model = strategy_from_config(load(text_of(config)))
+    assert again == strategy
+    assert Budget(**budget_kwargs) == budget
+    assert model == "claude-sonnet-4"
+
+
+def test_config_says_what_it_holds():
+    config = strategy_config(get_strategy("tool_rounds", keep_rounds=3), Budget(16_000, 0.15, 777), MODEL)
+    assert config == {"ctxlab": ctxlab.__version__, "strategy": "tool_rounds", "params": {"keep_rounds": 3},
+                      "model": MODEL, "max_tokens": 16_000, "reserve": 0.15, "tools_tokens": 777}
+    pipe = strategy_config(_pipeline(), Budget(16_000), MODEL)
+    assert [s["strategy"] for s in pipe["pipeline"]] == ["clear_tool_results", "tool_rounds"]
+    assert pipe["pipeline"][1]["params"] == {"keep_rounds": 2}
+    assert "strategy" not in pipe
+
+
+def test_a_config_without_a_limit_gets_the_models_window():
+    _, budget_kwargs, _ = strategy_from_config({"strategy": "none", "model": "gpt-4"})
+    assert Budget(**budget_kwargs) == Budget(8192, 0.15, 0)
+
+
+GOOD = {"strategy": "tool_rounds", "params": {"keep_rounds": 1}, "model": MODEL, "max_tokens": 16_000,
+        "reserve": 0.15, "tools_tokens": 0}
+
+
+@pytest.mark.parametrize("change, where", [
+    ({"strategy": "no_such"}, "config.strategy"),
+    ({"params": {"keep_rounds": -1}}, "config.params.keep_rounds"),
+    ({"params": {"keep_round": 1}}, "config.params.keep_round"),
+    ({"params": {"keep_rounds": "two"}}, "config.params.keep_rounds"),
+    ({"params": [1]}, "config.params"),
+    ({"max_tokens": 0}, "config.max_tokens"),
+    ({"max_tokens": "16k"}, "config.max_tokens"),
+    ({"reserve": 1.0}, "config.reserve"),
+    ({"tools_tokens": -5}, "config.tools_tokens"),
+    ({"model": "gpt-99-turbo-ultra"}, "config.model"),
+    ({"colour": "blue"}, "config.colour"),
+    ({"pipeline": [{"strategy": "none"}, {"strategy": "none"}]}, "config.strategy"),
+])
+def test_a_bad_config_names_the_key(change, where):
+    with pytest.raises(CtxlabError) as e:
+        strategy_from_config({**GOOD, **change})
+    assert e.value.where == where
+    assert str(e.value).startswith(where)
+
+
+@pytest.mark.parametrize("config, where", [
+    ([1, 2], "config"),
+    ({"pipeline": [{"strategy": "tool_rounds"}]}, "config.pipeline"),
+    ({"pipeline": [{"strategy": "tool_rounds"}, {"strategy": "turn_safe", "params": {"last_n": 0}}]},
+     "config.pipeline[1].params.last_n"),
+    ({"pipeline": [{"strategy": "tool_rounds"}, "turn_safe"]}, "config.pipeline[1]"),
+])
+def test_a_bad_pipeline_names_the_step(config, where):
+    with pytest.raises(CtxlabError) as e:
+        strategy_from_config(config)
+    assert e.value.where == where
+
+
+def test_the_snippet_names_its_parts():
+    code = python_snippet(strategy_config(get_strategy("tool_rounds"), Budget(16_000), MODEL))
+    assert "def manage_context(messages: list[dict]) -> list[dict]:" in code
+    assert "def context_node(state: MessagesState) -> dict:" in code
+    assert 'builder.add_edge(START, "manage_context")' in code
+    assert "RemoveMessage(id=REMOVE_ALL_MESSAGES)" in code
+    compile(code, "manage_context.py", "exec")
+    assert "langgraph" not in python_snippet(strategy_config(get_strategy("none"), Budget(16_000), MODEL),
+                                             langgraph=False)
+
+
+def _run_plain(config: dict) -> dict:
+    namespace: dict = {}
+    exec(compile(python_snippet(config, langgraph=False), "manage_context.py", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
+@pytest.mark.parametrize("strategy", [*_strategies(), _pipeline()], ids=repr)
+def test_the_plain_function_returns_the_plans_messages(sample, strategy):
+    conv = ctxlab.load(SAMPLES / sample)
+    budget = _budget(conv, 6_000)
+    plan = _plan(conv, strategy, budget)
+    manage_context = _run_plain(strategy_config(strategy, budget, MODEL))["manage_context"]
+    got = manage_context(ctxlab.export(conv, "openai").data["messages"])
+    assert got == _openai(conv, plan.messages)
+
+
+def test_the_plain_function_changes_what_it_is_given():
+    conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
+    budget = _budget(conv, 16_000)
+    manage_context = _run_plain(strategy_config(get_strategy("tool_rounds"), budget, MODEL))["manage_context"]
+    sent = manage_context(ctxlab.export(conv, "openai").data["messages"])
+    assert 1 < len(sent) < len(conv)  # it removed old tool rounds, kept the rest
+    assert sent[0]["role"] == "system" and sent[-1] == ctxlab.export(conv, "openai").data["messages"][-1]
+
+
+def test_parameter_text_cannot_inject_code_into_the_snippet():
+    evil = 'x"); import os; os.system("echo pwned"); ("'
+    strategy = get_strategy("key_messages", key_tools=(evil, "run_sql"))
+    namespace = _run_plain(strategy_config(strategy, Budget(16_000), MODEL))
+    assert namespace["STRATEGY"] == strategy
+    assert "os" not in namespace
+
+
+def _without_ids(messages):
+    return [dataclasses.replace(m, id=None) for m in messages]
+
+
+@pytest.mark.parametrize("strategy", [get_strategy("tool_rounds"), get_strategy("summarize", keep_recent=4),
+                                      get_strategy("clear_tool_results", trigger_tokens=0), _pipeline()], ids=repr)
+def test_the_langgraph_node_after_start_sends_the_model_the_plans_messages(strategy):
+    pytest.importorskip("langgraph")
+    from langchain_core.messages import AIMessage, messages_from_dict, messages_to_dict
+    from langgraph.graph import END, MessagesState, StateGraph
+
+    conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
+    budget = _budget(conv, 8_000)
+    plan = _plan(conv, strategy, budget)
+    namespace: dict = {}
+    exec(compile(python_snippet(strategy_config(strategy, budget, MODEL)), "manage_context.py", "exec"), namespace)
+    seen: list = []
+
+    def fake_model(state: MessagesState) -> dict:
+        seen.append(list(state["messages"]))
+        return {"messages": [AIMessage("Done: refund issued.")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", fake_model)
+    namespace["add_context_management"](builder, "model")
+    builder.add_edge("model", END)
+    final = builder.compile().invoke({"messages": messages_from_dict(ctxlab.export(conv, "langchain").data["messages"])})
+
+    assert len(seen) == 1
+    items = json.dumps({"messages": messages_to_dict(seen[0])})
+    got = _without_ids(ctxlab.loads(items, format="langchain").messages)
+    assert _openai(conv, got) == _openai(conv, plan.messages)  # what goes to the provider, message for message
+    assert len(final["messages"]) == len(plan.messages) + 1  # the graph's state was replaced, then answered
+    assert final["messages"][-1].content == "Done: refund issued."
