@@ -131,6 +131,7 @@ def _validate(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
     from . import cli_strategies  # noqa: F401  (registers strategies, apply, replay)
+    from . import cli_tools  # noqa: F401  (registers tools: index, status, query, eval)
     parser = _Parser(prog="ctxlab", description="Inspect, count, convert and trim LLM tool conversations.")
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (add_args, fn) in COMMANDS.items():

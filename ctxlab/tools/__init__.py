@@ -1,0 +1,27 @@
+"""Tool retrieval: a catalog of tool definitions, embedding providers, a Chroma-backed index,
+selection of the tools to send for a turn, and the evaluation of that selection.
+
+    >>> from ctxlab.tools import ToolCatalog, ToolIndex
+    >>> index = ToolIndex(ToolCatalog.load("tools.json"))          # doctest: +SKIP
+    >>> index.build(progress=print)                                 # doctest: +SKIP
+    >>> index.select("refund order 1234", top_k=5).names            # doctest: +SKIP
+
+Importing this package loads neither chromadb nor bm25s; they load on first use.
+"""
+from .catalog import ToolCatalog, content_hash, embedding_text
+from .embeddings import (DEFAULT_PROVIDER, PROVIDERS, ChromaEmbeddingFunction, EmbeddingError,
+                         EmbeddingProvider, HashEmbeddings, LocalEmbeddings, OpenAIEmbeddings, get_provider)
+from .evaluate import EvalQuery, QueriesError, evaluate, gold_aliases, load_queries, sweep
+from .index import (BuildReport, IndexMismatchError, IndexStatus, ToolIndex, ToolIndexError, collection_name,
+                    data_dir)
+from .select import (REASONS, LexicalIndex, Ranked, Ranking, SelectedTool, Selection, SelectionError,
+                     query_from_conversation, rank, select)
+
+__all__ = [
+    "DEFAULT_PROVIDER", "PROVIDERS", "REASONS", "BuildReport", "ChromaEmbeddingFunction", "EmbeddingError",
+    "EmbeddingProvider", "EvalQuery", "HashEmbeddings", "IndexMismatchError", "IndexStatus", "LexicalIndex",
+    "LocalEmbeddings", "OpenAIEmbeddings", "QueriesError", "Ranked", "Ranking", "SelectedTool", "Selection",
+    "SelectionError", "ToolCatalog", "ToolIndex", "ToolIndexError", "collection_name", "content_hash", "data_dir",
+    "embedding_text", "evaluate", "get_provider", "gold_aliases", "load_queries", "query_from_conversation",
+    "rank", "select", "sweep",
+]

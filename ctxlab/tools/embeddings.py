@@ -122,6 +122,10 @@ class LocalEmbeddings:
         return out
 
 
+#: published output sizes of OpenAI's embedding models (others are learnt from the first answer)
+OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+
 @dataclass
 class OpenAIEmbeddings:
     """OpenAI (or an OpenAI-compatible server) embeddings. The key is never stored or logged."""
@@ -135,6 +139,7 @@ class OpenAIEmbeddings:
 
     def __post_init__(self) -> None:
         self.model_id = f"openai:{self.model}"
+        self.dimensions = OPENAI_DIMENSIONS.get(self.model, self.dimensions)
         self._client = None
 
     def _get_client(self):

@@ -1,0 +1,175 @@
+"""CLI commands of tool retrieval: ``ctxlab tools index | status | query | eval``.
+
+Each prints JSON on stdout; ``index`` and ``eval`` report progress on stderr. The index lives in
+the embedded Chroma store under ``$CTXLAB_DATA_DIR`` (default ``~/.cache/ctxlab``) unless
+``--host``/``--port`` (or ``CTXLAB_CHROMA_HOST``/``CTXLAB_CHROMA_PORT``) name a Chroma server.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .cli import EXIT_OK, command
+from .errors import CtxlabError
+from .tools.catalog import ToolCatalog
+from .tools.embeddings import DEFAULT_PROVIDER, PROVIDERS
+from .tools.select import DEFAULT_THRESHOLD
+
+def _threshold(text: str) -> float | None:
+    if text.strip().lower() in ("none", "off", ""):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (use a cosine like 0.4, or none)") from None
+    if not -1.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is not a cosine similarity between -1 and 1")
+    return value
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(k) for k in text.split(",") if k.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected whole numbers separated by commas, got {text!r}") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"each k must be at least 1, got {text!r}")
+    return ks
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--catalog", required=True, help="tool catalog: OpenAI / Anthropic / MCP tool list or catalog JSON")
+    p.add_argument("--name", help="catalog name for the collection (default: the catalog's, else DIR-FILE)")
+    p.add_argument("--provider", default=DEFAULT_PROVIDER, choices=sorted(PROVIDERS),
+                   help=f"embedding provider (default {DEFAULT_PROVIDER}, offline)")
+    p.add_argument("--data-dir", help="embedded Chroma store directory (default $CTXLAB_DATA_DIR/chroma)")
+    p.add_argument("--host", help="Chroma server host (default $CTXLAB_CHROMA_HOST; none: embedded store)")
+    p.add_argument("--port", type=int, help="Chroma server port (default $CTXLAB_CHROMA_PORT, else 8000)")
+    p.add_argument("--model", default="gpt-4o", help="model whose token billing to count (default gpt-4o)")
+
+
+def _selection_args(p: argparse.ArgumentParser, threshold: float | None) -> None:
+    p.add_argument("--threshold", type=_threshold, default=threshold,
+                   help="minimum score of a pick (cosine, plus the BM25 bonus when hybrid), "
+                        f"or none (default {threshold})")
+    p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=True,
+                   help="fuse BM25 with the dense scores (default on)")
+
+
+def _tools_args(p: argparse.ArgumentParser) -> None:
+    subs = p.add_subparsers(dest="tools_command", required=True, metavar="{index,status,query,eval}")
+    sp = subs.add_parser("index", help="build or refresh the index of a catalog (incremental)")
+    _common(sp)
+    sp.add_argument("--rebuild", action="store_true", help="drop the stored index and embed everything again")
+    sp.set_defaults(tools_run=_index)
+    sp = subs.add_parser("status", help="print the stored index's model, size and build time")
+    _common(sp)
+    sp.set_defaults(tools_run=_status)
+    sp = subs.add_parser("query", help="print the tools that would be sent for a query")
+    _common(sp)
+    sp.add_argument("text", help="the user's message")
+    sp.add_argument("--k", type=_positive, default=5, help="similarity picks (default 5)")
+    _selection_args(sp, DEFAULT_THRESHOLD)
+    sp.add_argument("--no-expand", action="store_true", help="do not pull in the picks' categories")
+    sp.add_argument("--always", action="append", default=[], metavar="TOOL", help="always send this tool (repeatable)")
+    sp.add_argument("--no-build", action="store_true",
+                    help="do not build a missing index first (shows the cold-start fallback: all tools)")
+    sp.set_defaults(tools_run=_query)
+    sp = subs.add_parser("eval", help="recall@K, MRR and token savings on labeled queries (builds the index first)")
+    _common(sp)
+    sp.add_argument("--queries", required=True, help="JSONL: {query, gold_tools, previous_user_turns?}")
+    sp.add_argument("--k", type=_ks, default=(1, 5, 10), help="ranking cut-offs, e.g. 1,5,10 (default)")
+    sp.add_argument("--top-k", type=_positive, default=5, help="similarity picks of the selection figures (default 5)")
+    _selection_args(sp, None)
+    sp.add_argument("--expand", action="store_true", help="count category expansions in the selection figures")
+    sp.add_argument("--previous-turns", type=int, default=0, help="earlier user turns joined to each query (default 0)")
+    sp.set_defaults(tools_run=_eval)
+
+
+def _catalog(args: argparse.Namespace) -> ToolCatalog:
+    path = Path(args.catalog)
+    if not path.is_file():
+        raise CtxlabError(f"no such file: {args.catalog}", where="--catalog",
+                          hint="Give the path of a tool catalog JSON")
+    catalog = ToolCatalog.load(path)
+    if args.name:
+        return replace(catalog, name=args.name)
+    if catalog.name == path.stem:  # a bare tool list: its file name alone says little (tools.json)
+        return replace(catalog, name=f"{path.resolve().parent.name}-{path.stem}")
+    return catalog
+
+
+def _open(args: argparse.Namespace, rebuild: bool = False):
+    from .tools.index import ToolIndex
+    return ToolIndex(_catalog(args), args.provider, path=args.data_dir, host=args.host, port=args.port,
+                     rebuild=rebuild)
+
+
+def _progress(done: int, total: int, message: str) -> None:
+    live = sys.stderr.isatty() and done < total
+    print(f"\rctxlab: indexing: {message}" if live else f"ctxlab: indexing: {message}",
+          end="" if live else "\n", file=sys.stderr, flush=True)
+
+
+def _print(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def _index(args: argparse.Namespace) -> int:
+    index = _open(args, rebuild=args.rebuild)
+    report = index.build(progress=_progress)
+    _print({**report.to_dict(), "status": index.status().to_dict()})
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    _print(_open(args).status().to_dict())
+    return EXIT_OK
+
+
+def _query(args: argparse.Namespace) -> int:
+    from .tools.select import _check, select
+    index = _open(args)
+    _check(args.k, args.threshold, args.always, {n: None for n in index.catalog.names})  # bad input before work
+    if not args.no_build and index.pending():
+        index.build(progress=_progress)  # incremental: a built, unchanged index costs one check
+    selection = select(index, args.text, top_k=args.k, threshold=args.threshold,
+                       expand_categories=not args.no_expand, always_include=args.always, hybrid=args.hybrid,
+                       model=args.model)
+    for w in selection.warnings:
+        print(f"ctxlab: warning: {w}", file=sys.stderr)
+    _print(selection.to_dict())
+    return EXIT_OK
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .tools.evaluate import evaluate, load_queries
+    if args.previous_turns < 0:
+        raise CtxlabError("--previous-turns must be 0 or more", where="--previous-turns")
+    queries = load_queries(args.queries)
+    index = _open(args)
+    index.build(progress=_progress)
+    _print(evaluate(index, queries, ks=args.k, threshold=args.threshold, hybrid=args.hybrid,
+                    previous_turns=args.previous_turns, top_k=args.top_k, expand_categories=args.expand,
+                    model=args.model))
+    return EXIT_OK
+
+
+@command("tools", _tools_args)
+def _tools(args: argparse.Namespace) -> int:
+    """Tool retrieval: index a catalog, query it, evaluate it (see ctxlab tools --help)."""
+    return args.tools_run(args)
