@@ -101,7 +101,8 @@ def similarity_bars(rows: Sequence[Mapping[str, Any]], threshold: float | None) 
     if threshold is not None:
         fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"threshold {threshold:.2f}")
     fig.update_layout(height=120 + 26 * max(len(rows), 1), margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title="cosine similarity", xaxis_range=[0, 1], legend_orientation="h")
+                      xaxis_title="cosine similarity",
+                      xaxis_range=[min([0.0, *(r["similarity"] or 0 for r in rows)]), 1], legend_orientation="h")
     fig.update_yaxes(autorange="reversed")
     return fig
 

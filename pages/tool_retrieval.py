@@ -1,0 +1,346 @@
+"""Tool Retrieval: which of the catalog's tools a Chroma retrieval would send for this turn, why
+each one is there, and how many tool-definition tokens that saves; plus recall and tokens over a
+labeled query set, and the selected tools' tokens in the Strategy Lab's budget."""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/tool_retrieval.py`
+    sys.path.insert(0, str(ROOT))
+
+from appstate import current_conversation, input_panel, md_escape, persist
+from ctxlab import figures
+from ctxlab.errors import CtxlabError
+from ctxlab.formats import load_json_documents
+from ctxlab.tokens import TokenCounter
+from ctxlab.tools import (OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, data_dir, get_provider,
+                          query_from_conversation, sweep)
+from ctxlab.tools.select import DEFAULT_THRESHOLD, Selection
+
+SAMPLE_CATALOG = ROOT / "sample_data" / "tools_ecommerce.json"
+SAMPLE_QUERIES = ROOT / "sample_data" / "tool_queries_ecommerce.jsonl"
+DEFAULT_QUERY = "The blender from order ORD-104233 arrived broken. I want my money back."
+CATALOGS = {"sample": "Sample catalog", "conversation": "The conversation's tools", "upload": "Upload a tool list"}
+QUERY_SOURCES = {"text": "Free text", "conversation": "The conversation's newest user message"}
+PROVIDERS = {"local": "local (all-MiniLM-L6-v2, offline)", "hash": "hash (word-hash fake, instant)",
+             "openai": "openai (text-embedding-3-small)"}
+QUERY_SETS = {"bundled": "Bundled (labeled for the sample catalog)", "upload": "Upload JSONL"}
+REASON_LABELS = {"similarity": "similarity", "expansion": "category expansion", "always": "always included",
+                 "fallback": "fallback (all tools)"}
+SWEEP_KS = (1, 2, 3, 5, 8, 10, 15, 20)
+SWEEP_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+KEY_FIELD = "tr_openai_key"   # the password widget: its value lives only in the widget
+SWEEP_RESULT = "tr_sweep_result"  # the last sweep computed on this page (not a widget)
+DEFAULTS: dict[str, Any] = {  # this page's widget keys and their first values
+    "tr_catalog": "sample", "tr_query_source": "text", "tr_query": DEFAULT_QUERY, "tr_prev_turns": 0,
+    "tr_provider": "local", "tr_top_k": 5, "tr_threshold": DEFAULT_THRESHOLD, "tr_expand": True, "tr_hybrid": True,
+    "tr_always": [], "tool_use_selection": False, "tr_queries": "bundled",
+}
+
+
+# ---------------------------------------------------------------- cached engine objects
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _catalog(text: str, source: str) -> ToolCatalog:
+    """A catalog from JSON text; uploads get a name of their own (content hash), so they never
+    share a Chroma collection with the sample."""
+    docs, _ = load_json_documents(text)
+    catalog = ToolCatalog.from_data(docs[0], name="catalog")
+    if source == "sample":
+        return catalog
+    return ToolCatalog.from_tools(catalog.tools, catalog.expansions, f"{source}-{_digest(text)[:10]}")
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _conversation_catalog(tools_key: str, _tools: tuple) -> ToolCatalog:
+    return ToolCatalog.from_tools(_tools, name=f"conversation-{tools_key[:10]}")
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _costs(catalog_key: str, model: str, _catalog: ToolCatalog) -> dict[str, int]:
+    return _catalog.token_costs(TokenCounter(model))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _index_slot(catalog_key: str, provider: str, store: str, api_key: str | None) -> dict[str, ToolIndex | None]:
+    """The shared place of the ToolIndex of one catalog, provider and store, filled on first use
+    and replaced by a rebuild. A typed API key is part of the cache key (Streamlit hashes it), so
+    an index built with one session's key is never used by another session."""
+    return {"index": None}
+
+
+@st.cache_data(show_spinner="Embedding and ranking the labeled queries…", max_entries=16)
+def _sweep(params: tuple, _index: ToolIndex, _queries: list) -> tuple[list[dict], list[dict]]:
+    """Recall and tokens against k (threshold off, no expansion: recall@k) and against the
+    threshold (at the page's top-k and expansion)."""
+    _, _, _, _, hybrid, top_k, expand, model = params
+    by_k = sweep(_index, _queries, ks=SWEEP_KS, thresholds=(None,), hybrid=hybrid, expand_categories=False,
+                 model=model)
+    by_t = sweep(_index, _queries, ks=(top_k,), thresholds=SWEEP_THRESHOLDS, hybrid=hybrid,
+                 expand_categories=expand, model=model)
+    return by_k, by_t
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _catalog_key(catalog: ToolCatalog) -> str:
+    """Everything that defines the catalog, hashed: its name, tools and expansion map."""
+    return _digest(json.dumps([catalog.name, [content_hash(t) for t in catalog.tools],
+                               sorted((k, list(v)) for k, v in catalog.expansions.items())]))
+
+
+def _provider(name: str, typed_key: str) -> Any:
+    if name == "openai":
+        return OpenAIEmbeddings(api_key=typed_key or None)  # None: the client reads OPENAI_API_KEY
+    return get_provider(name)
+
+
+def _progress_bar(label: str):
+    bar = st.progress(0.0, text=label)
+
+    def update(done: int, total: int, message: str) -> None:
+        bar.progress(done / total if total else 1.0, text=message)
+    return update
+
+
+# ---------------------------------------------------------------- page
+
+st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
+input_panel()
+for _key, _value in DEFAULTS.items():
+    st.session_state.setdefault(_key, _value)
+persist(*DEFAULTS)
+st.title("Tool Retrieval")
+st.write("An agent with dozens of tools pays for every definition on every request. Retrieval embeds the "
+         "tools once and sends only those close to what the user asks: the whole catalog on the left, what "
+         "retrieval sends for this query on the right, and the tokens it saves.")
+conv = current_conversation()
+model = st.session_state.model
+
+cat_col, query_col = st.columns(2, gap="large")
+with cat_col:
+    sources = [s for s in CATALOGS if s != "conversation" or (conv is not None and conv.tools)]
+    if st.session_state.tr_catalog not in sources:
+        st.session_state.tr_catalog = "sample"
+    source = st.radio("Tool catalog", sources, key="tr_catalog", format_func=CATALOGS.get, horizontal=True,
+                      help="The bundled 42-tool e-commerce catalog, the tools of the conversation in the sidebar, "
+                           "or an OpenAI, Anthropic or MCP tool list of your own")
+    try:
+        if source == "sample":
+            catalog = _catalog(SAMPLE_CATALOG.read_text(encoding="utf-8"), "sample")
+        elif source == "conversation":
+            tools_key = _digest(json.dumps([content_hash(t) for t in conv.tools]))
+            catalog = _conversation_catalog(tools_key, tuple(conv.tools))
+        else:
+            up = st.file_uploader("Tool list (.json)", type=["json"], key="tr_catalog_upload",
+                                  help="OpenAI or Anthropic tools, an MCP tools/list result, or a catalog "
+                                       "{\"tools\": [...], \"expansions\": {...}}")
+            if up is None:
+                st.info("Upload a JSON tool list to retrieve from it.")
+                st.stop()
+            catalog = _catalog(up.getvalue().decode("utf-8", errors="replace"), "upload")
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+        st.stop()
+    if not len(catalog):
+        st.error("The tool list is empty: there is nothing to retrieve.")
+        st.stop()
+    st.caption(md_escape(f"{len(catalog)} tools in {len(catalog.categories())} categories"
+                         + (f", {len(catalog.expansions)} expansion rules" if catalog.expansions else "")))
+
+with query_col:
+    query_source = st.radio("Query", list(QUERY_SOURCES), key="tr_query_source", format_func=QUERY_SOURCES.get,
+                            horizontal=True)
+    if query_source == "text":
+        query = st.text_input("What the user asks", key="tr_query")
+    else:
+        prev = st.number_input("Earlier user turns to include", min_value=0, max_value=20, step=1,
+                               key="tr_prev_turns", help="Older user messages joined before the newest one, "
+                               "for follow-ups such as 'yes, do that'")
+        if conv is None:
+            st.info("Pick a sample, paste or upload a conversation in the sidebar, or type a query.")
+            st.stop()
+        query = query_from_conversation(conv, int(prev))
+        st.caption("The query sent to the index:")
+        st.code(query or "(the conversation has no user message)", language=None, wrap_lines=True)
+
+catalog_key = _catalog_key(catalog)
+costs = _costs(catalog_key, model, catalog)
+if [n for n in st.session_state.tr_always if n not in catalog.names]:
+    st.session_state.tr_always = [n for n in st.session_state.tr_always if n in catalog.names]
+
+st.subheader("Retrieval settings")
+s1, s2, s3 = st.columns([1, 1, 1], gap="large")
+top_k = s1.slider("Top k", 1, 20, key="tr_top_k", help="At most this many tools picked by similarity")
+threshold = s1.slider("Threshold", 0.0, 1.0, step=0.05, key="tr_threshold",
+                      help="A tool is picked only when its ranking score reaches this (when none does, the "
+                           "top k are sent anyway)")
+expand = s2.checkbox("Category expansion", key="tr_expand",
+                     help="A picked tool's category pulls in the other tools of the categories it maps to")
+hybrid = s2.checkbox("Hybrid (cosine + BM25)", key="tr_hybrid",
+                     help="Add a bonus of up to 0.15 for tools sharing rare words with the query")
+always = s3.multiselect("Always include", list(catalog.names), key="tr_always",
+                        help="Tools sent with every request, whatever the query")
+
+typed_key = s3.text_input("OpenAI API key", type="password", key=KEY_FIELD,
+                          help="Only for the openai provider; used for this session's embedding requests, never "
+                               "stored or shown. OPENAI_API_KEY from the environment works too.")
+providers = [p for p in PROVIDERS if p != "openai" or typed_key or os.environ.get("OPENAI_API_KEY")]
+if st.session_state.tr_provider not in providers:
+    st.session_state.tr_provider = "local"
+provider = s3.radio("Embedding provider", providers, key="tr_provider", format_func=PROVIDERS.get,
+                    help="openai appears once a key is typed above or OPENAI_API_KEY is set")
+
+slot = _index_slot(catalog_key, provider, str(data_dir()), (typed_key or None) if provider == "openai" else None)
+status_box = st.container()
+if slot["index"] is None:
+    try:
+        slot["index"] = ToolIndex(catalog, _provider(provider, typed_key))
+    except CtxlabError as e:  # e.g. a store built with another model: the rebuild below fixes it
+        status_box.error(md_escape(str(e)))
+if slot["index"] is not None and provider != "openai" and slot["index"].pending():  # offline, free: build now
+    try:
+        with status_box:
+            slot["index"].build(progress=_progress_bar("Embedding the tools (first time for this catalog and model)…"))
+    except CtxlabError as e:
+        status_box.error(md_escape(str(e)))
+built = slot["index"] is not None and slot["index"].count > 0
+if status_box.button("Rebuild index" if built else "Build index", key="tr_rebuild",
+                     help="Delete the stored index and embed every tool again"):
+    try:
+        slot["index"] = None
+        slot["index"] = ToolIndex(catalog, _provider(provider, typed_key), rebuild=True)
+        with status_box:
+            report = slot["index"].build(progress=_progress_bar("Embedding the tools…"))
+        status_box.success(f"Rebuilt: embedded {report.embedded} tools in {report.seconds:.1f} s.")
+    except CtxlabError as e:
+        status_box.error(md_escape(str(e)))
+index: ToolIndex | None = slot["index"]
+if index is not None:
+    s = index.status()
+    status_box.caption(md_escape(
+        f"Index: model {s.model_id}, {s.count} tools stored ({s.catalog_tools} in the catalog"
+        + (f", {s.pending} changed since the build" if s.pending else "")
+        + f"), built {s.built_at or 'never'}, collection {s.collection} in {s.location}"))
+    if provider == "openai" and not s.count:
+        status_box.caption("The openai provider calls the API: press Build index to embed the catalog.")
+
+selection: Selection | None = None
+if index is not None:
+    try:
+        selection = index.select(query, top_k=int(top_k), threshold=float(threshold), expand_categories=expand,
+                                 always_include=always, hybrid=hybrid, model=model)
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+
+left, right = st.columns([2, 3], gap="large")
+with left:
+    st.subheader("All tools")
+    sent = set(selection.names) if selection else set()
+    st.dataframe([{"name": t.name, "category": t.category or "", "tokens": costs[t.name], "sent": t.name in sent,
+                   "description": t.description[:160]} for t in catalog.tools],
+                 key="tr_catalog_table", hide_index=True, width="stretch", height=460,
+                 column_config={"tokens": st.column_config.NumberColumn("tokens", format="%d"),
+                                "sent": st.column_config.CheckboxColumn("sent", width="small")})
+    st.caption(f"Tokens per definition as the OpenAI API bills tools for {model} (without the per-request "
+               "overhead).")
+
+if selection is None:
+    st.stop()
+
+with right:
+    st.subheader("What retrieval sends")
+    for w in selection.warnings:
+        st.warning(md_escape(w))
+    saved = selection.tokens_all - selection.tokens_selected
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Tools sent", f"{len(selection.tools)} of {len(catalog)}")
+    m2.metric("Tool tokens, all", f"{selection.tokens_all:,}")
+    m3.metric("Tool tokens, selected", f"{selection.tokens_selected:,}")
+    m4.metric("Tokens saved", f"{saved:,}", help=f"{selection.saved_ratio:.0%} of the tool-definition tokens")
+    st.caption(f"Retrieval sends {selection.tokens_selected:,} of {selection.tokens_all:,} tool-definition tokens "
+               f"(OpenAI billing for {model}): {selection.saved_ratio:.0%} saved on this request.")
+    scored = [t for t in selection.tools if t.similarity is not None]
+    if scored:
+        rows = [{"name": html.escape(t.name), "similarity": t.similarity, "reason": t.reason} for t in scored]
+        st.plotly_chart(figures.similarity_bars(rows, float(threshold)), key="tr_similarity_bars")
+        st.caption("Bars: cosine similarity to the query, coloured by why the tool is sent (picked by similarity, "
+                   "pulled in by category expansion, always included). The threshold applies to the ranking "
+                   "score" + (", which with hybrid adds a lexical bonus, so a pick may sit left of the line."
+                              if hybrid else "."))
+    st.dataframe([{"name": t.name, "why": REASON_LABELS.get(t.reason, t.reason), "category": t.tool.category or "",
+                   "similarity": None if t.similarity is None else round(t.similarity, 3),
+                   "score": None if t.score is None else round(t.score, 3), "tokens": t.tokens}
+                  for t in selection.tools], key="tr_selected_table", hide_index=True, width="stretch")
+
+st.subheader("In the Strategy Lab's budget")
+conv_tools = TokenCounter(model).tools(conv.tools) if conv is not None else 0
+use = st.checkbox("Count only the selected tools in the Strategy Lab's budget", key="tool_use_selection")
+st.caption(f"When on, the Strategy Lab and Compare set aside {selection.tokens_selected:,} tokens for tool "
+           f"definitions (the tools retrieval sends here, billed as the OpenAI API does) instead of the "
+           f"{conv_tools:,} tokens of all the conversation's own tools, so their token bar shows both halves of "
+           "the context: the messages the strategy keeps and the tools retrieval sends. It follows this page's "
+           "selection; turn it off to count the conversation's tools again.")
+st.session_state.tool_tokens_override = int(selection.tokens_selected) if use else None
+
+st.subheader("Recall and tokens over labeled queries")
+st.caption("How often the right tools are among those sent, and what they cost, for a set of labeled queries "
+           "(JSON Lines: {\"query\": ..., \"gold_tools\": [...]}). It embeds every query, so it runs on request.")
+qset = st.radio("Labeled queries", list(QUERY_SETS), key="tr_queries", format_func=QUERY_SETS.get, horizontal=True)
+queries: list | None = None
+try:
+    if qset == "bundled":
+        queries, qlabel = load_json_documents(SAMPLE_QUERIES.read_text(encoding="utf-8"))[0], SAMPLE_QUERIES.name
+        if source != "sample":
+            st.caption("The bundled queries name tools of the sample catalog; with another catalog they mostly miss.")
+    else:
+        qup = st.file_uploader("Labeled queries (.jsonl)", type=["jsonl", "json"], key="tr_queries_upload")
+        if qup is not None:
+            docs, is_jsonl = load_json_documents(qup.getvalue())
+            queries = docs[0] if not is_jsonl and len(docs) == 1 and isinstance(docs[0], list) else docs
+            qlabel = qup.name
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    queries = None
+params = (catalog_key, provider, str(data_dir()), _digest(json.dumps(queries, sort_keys=True, default=str)),
+          hybrid, int(top_k), expand, model)
+if st.button("Compute recall and tokens", key="tr_sweep", disabled=queries is None or index is None):
+    try:
+        by_k, by_t = _sweep(params, index, queries)
+        st.session_state[SWEEP_RESULT] = {"params": params, "label": f"{len(queries)} queries from {qlabel}",
+                                          "by_k": by_k, "by_t": by_t}
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+result = st.session_state.get(SWEEP_RESULT)
+if result:
+    _, rp, _, _, r_hybrid, r_top_k, r_expand, _ = result["params"]
+    st.caption(md_escape(f"{result['label']}, provider {rp}, {'hybrid' if r_hybrid else 'dense'} ranking"
+                         + ("" if result["params"] == params else "; the settings changed since: press the button "
+                            "again to recompute")))
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**Recall against k** (no threshold, no expansion: recall@k)")
+        st.plotly_chart(figures.sweep_chart([{"k": r["k"], "recall@k": r["selection_recall"],
+                                              "tool tokens (mean)": r["tokens_selected_mean"]} for r in result["by_k"]],
+                                            "k", "recall@k", "tool tokens (mean)"), key="tr_sweep_k")
+    with c2:
+        st.markdown(f"**Tokens against the threshold** (top k {r_top_k}, expansion {'on' if r_expand else 'off'})")
+        st.plotly_chart(figures.sweep_chart([{"threshold": r["threshold"],
+                                              "tool tokens (mean)": r["tokens_selected_mean"],
+                                              "recall": r["selection_recall"]} for r in result["by_t"]],
+                                            "threshold", "tool tokens (mean)", "recall"), key="tr_sweep_threshold")
+        fallbacks = {r["threshold"]: r["fallbacks"] for r in result["by_t"] if r["fallbacks"]}
+        if fallbacks:
+            st.caption("Where no tool reaches the threshold for a query, its top k are sent anyway, so tokens can "
+                       "climb again at high thresholds (queries falling back: "
+                       + ", ".join(f"{n} at {t:.1f}" for t, n in fallbacks.items()) + ").")
