@@ -152,7 +152,7 @@ def _generator_controls() -> None:
 def input_panel() -> None:
     """The shared sidebar: conversation input, then model and budget."""
     init_state()
-    persist("pins")
+    persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum
     st.sidebar.header("Conversation")
     _conversation_input()
     if st.session_state.input_error:

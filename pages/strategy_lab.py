@@ -244,8 +244,10 @@ if tab_timeline.open:
                          "action": st.column_config.TextColumn("action", width="small"),
                          "reason": st.column_config.TextColumn("reason", width="medium"),
                          "content": st.column_config.TextColumn("content", width="large")})
-        if st.session_state.get("lab_open") not in options:
-            st.session_state.lab_open = options[0]
+        # Assigned on every run: the box then shows the current label (the role and the action change with
+        # the conversation and the strategy, and the browser would otherwise keep showing the old one).
+        current = st.session_state.get("lab_open")
+        st.session_state.lab_open = current if current in options else options[0]
         picked = st.selectbox("Open a message", options, key="lab_open",
                               format_func=lambda o: f"#{o} {conv.messages[o].role}: {plan.actions[o]}"
                               if isinstance(o, int) else f"{o} (inserted)")

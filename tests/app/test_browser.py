@@ -1,0 +1,234 @@
+"""The real app in a real browser: `streamlit run app.py` on 127.0.0.1, driven by headless Chromium.
+Every page of the navigation renders without an error (screenshots in test-artifacts/browser/), a
+strategy change reruns and changes the numbers, choices survive a page switch in the real runtime,
+and pasted HTML shows as text and never runs."""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from ..conftest import ROOT
+from .browser import (choose, error_texts, free_port, full_screenshot, launch, missing_requirements, open_page,
+                      settle, start_app, stop_app, wait_for_heading, wait_until_ready, widget)
+
+pytestmark = pytest.mark.browser
+if (_why := missing_requirements()) is not None:
+    pytest.skip(_why, allow_module_level=True)
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402  (after the skip: may be missing)
+
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+XSS_PASTE = json.dumps([{"role": "user", "content": XSS}])
+expect.set_options(timeout=15_000)  # a rerun on a busy CI machine can take a few seconds
+# A text each page shows once it has run on the default sample (besides its title).
+KNOWN_TEXT = {"Strategy Lab": "Tokens after", "Compare": "Verdict", "Token counts": "Prompt tokens"}
+
+
+def nav_pages() -> list[tuple[str, str]]:
+    """(title, URL path) of each page app.py puts in the navigation, read from its PAGES list."""
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    pages = next(ast.literal_eval(n.value) for n in tree.body
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES")
+    present = [(path, title) for path, title, _icon in pages if (ROOT / path).exists()]
+    return [(title, "/" if k == 0 else "/" + Path(path).stem) for k, (path, title) in enumerate(present)]
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    """The app served by `streamlit run` on a free local port; stopped whatever happens."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    port, log = free_port(), ARTIFACTS / "streamlit.log"
+    proc = start_app(ROOT, port, log)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_ready(proc, url, log)
+        yield url
+    finally:
+        stop_app(proc)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = launch(p)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def context(browser):
+    """One browser profile for the module (its HTTP cache saves reloading the app's scripts); each
+    test still opens its own page, so its own Streamlit session."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+@pytest.fixture
+def dialogs() -> list[str]:
+    """Messages of the JavaScript dialogs (alert, confirm, prompt) the page opened."""
+    return []
+
+
+@pytest.fixture
+def page(context, app_url, dialogs):
+    """A new page (a new Streamlit session) on the app's default page."""
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+
+    def on_dialog(d):
+        dialogs.append(d.message)
+        d.dismiss()
+
+    pg.on("dialog", on_dialog)
+    pg.goto(app_url + "/")
+    wait_for_heading(pg, "Strategy Lab")
+    try:
+        yield pg
+    finally:
+        pg.close()
+
+
+def metric(page, label: str) -> str:
+    """The value shown by the metric labelled exactly `label`."""
+    box = page.locator('[data-testid="stMetric"]').filter(
+        has=page.locator('[data-testid="stMetricLabel"]').get_by_text(label, exact=True))
+    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def pinned(page) -> list[str]:
+    """The tags of the Strategy Lab's "Pinned messages" box."""
+    box = widget(page, "stMultiSelect", "Pinned messages")
+    return [tag.get_attribute("aria-label") for tag in box.locator("[data-tag]").all()]
+
+
+def open_a_message(page, ending: str) -> str:
+    """Open, in the Strategy Lab's viewer, the first message whose label ends with `ending`."""
+    label = next(t for t in options_of(page, "Open a message") if t.endswith(ending))
+    choose(page, "Open a message", label)
+    return label
+
+
+def options_of(page, label: str) -> list[str]:
+    """The options of the selectbox labelled `label` (opens its list, then closes it)."""
+    box = widget(page, "stSelectbox", label).get_by_role("combobox")
+    box.scroll_into_view_if_needed()
+    box.click()
+    options = page.get_by_role("option")
+    expect(options.first).to_be_visible()
+    texts = [t.strip() for t in options.all_inner_texts()]
+    page.keyboard.press("Escape")
+    return texts
+
+
+def sidebar_values(page) -> dict[str, str]:
+    """The model and budget the sidebar shows."""
+    return {"model": widget(page, "stSelectbox", "Model").get_by_role("combobox").input_value(),
+            "limit": widget(page, "stNumberInput", "Context limit (tokens)").locator("input").input_value()}
+
+
+def injected(page) -> dict[str, int]:
+    """What the pasted HTML would have created had it been rendered as HTML."""
+    return page.evaluate("""() => ({
+        img: document.querySelectorAll('img[src="x"]').length,
+        onerror: document.querySelectorAll('[onerror]').length,
+        script: [...document.querySelectorAll('script')].filter(s => s.textContent.includes('alert(2)')).length,
+    })""")
+
+
+def test_every_page_of_the_navigation_renders_without_an_error(page, app_url):
+    expected = nav_pages()
+    links = page.locator('[data-testid="stSidebarNav"] a')
+    shown = [t.split("\n")[-1].strip() for t in links.all_inner_texts()]
+    assert shown == [title for title, _ in expected]
+    for k, (title, path) in enumerate(expected):
+        open_page(page, title)
+        assert urlparse(page.url).path == path, f"{title} is at {page.url}"
+        assert error_texts(page) == [], f"{title} shows an error"
+        if title in KNOWN_TEXT:
+            expect(page.locator('[data-testid="stMain"]').get_by_text(KNOWN_TEXT[title], exact=True).first).to_be_visible()
+        full_screenshot(page, ARTIFACTS / f"{k}_{path.strip('/') or 'strategy_lab'}.png")
+
+
+def test_a_strategy_change_reruns_and_changes_the_numbers(page):
+    before, after = metric(page, "Tokens before"), metric(page, "Tokens after")
+    assert after != before  # the default strategy has work to do on the default sample and budget
+    opened = open_a_message(page, ": drop")  # a message this strategy drops, opened in the viewer
+    choose(page, "Strategy", "None (send everything)")
+    expect(page.locator('[data-testid="stMain"]').get_by_text("None (send everything)", exact=True)).to_be_visible()
+    assert metric(page, "Tokens after") == before
+    assert metric(page, "Messages removed") == "0"
+    # The viewer's box names the message's new fate, not the one it had when it was opened.
+    expect(widget(page, "stSelectbox", "Open a message").get_by_role("combobox")).to_have_value(
+        opened.replace(": drop", ": keep"))
+    assert error_texts(page) == []
+
+
+def test_choices_and_pins_survive_a_visit_to_another_page(page):
+    choose(page, "Model", "gpt-4.1")
+    sidebar = sidebar_values(page)
+    assert sidebar["model"] == "gpt-4.1" and sidebar["limit"] != "16000"  # the limit follows the model
+    choose(page, "Strategy", "Middle out")
+    preserve = widget(page, "stNumberInput", "preserve_start")
+    start = int(preserve.locator("input").input_value())
+    preserve.locator('[data-testid="stNumberInputStepUp"]').click()
+    settle(page)
+    expect(preserve.locator("input")).to_have_value(str(start + 1))
+    page.get_by_role("button", name="Pin this message").click()
+    settle(page)
+    expect(page.get_by_role("button", name="Unpin this message")).to_be_visible()
+    pins = pinned(page)
+    assert len(pins) == 1 and pins[0].startswith("#0")
+
+    open_page(page, "Compare")
+    assert error_texts(page) == []
+    assert sidebar_values(page) == sidebar  # the other page uses the same model and budget
+    open_page(page, "Strategy Lab")
+
+    assert sidebar_values(page) == sidebar
+    expect(widget(page, "stSelectbox", "Strategy").get_by_role("combobox")).to_have_value("Middle out")
+    expect(widget(page, "stNumberInput", "preserve_start").locator("input")).to_have_value(str(start + 1))
+    assert pinned(page) == pins
+    expect(page.get_by_role("button", name="Unpin this message")).to_be_visible()
+    assert error_texts(page) == []
+
+
+def test_pasted_html_shows_as_text_and_never_runs(page, dialogs):
+    page.locator('[data-testid="stSidebar"] [data-testid="stRadio"]').get_by_text("Paste", exact=True).click()
+    settle(page)
+    box = widget(page, "stTextArea", "Paste JSON or JSONL").locator("textarea")
+    box.fill(XSS_PASTE)
+    box.press("Control+Enter")  # commits the text area's value, as a user's click elsewhere would
+    settle(page)
+    page.get_by_role("button", name="Use pasted text").click()
+    settle(page)
+    main = page.locator('[data-testid="stMain"]')
+    expect(main.get_by_text("pasted text (1 messages", exact=False)).to_be_visible()
+    assert error_texts(page) == []
+    # The message viewer opens message #0, the pasted one: its content is there, as text.
+    expect(main.locator('[data-testid="stCode"]').filter(has_text=XSS).first).to_be_visible()
+    assert injected(page) == {"img": 0, "onerror": 0, "script": 0}
+    full_screenshot(page, ARTIFACTS / "xss_strategy_lab.png")
+
+    for title, _path in nav_pages()[1:]:
+        open_page(page, title)
+        assert error_texts(page) == [], f"{title} shows an error for the pasted conversation"
+        assert injected(page) == {"img": 0, "onerror": 0, "script": 0}, title
+        # Still the pasted conversation: a page switch must not fall back to the sample.
+        expect(page.locator('[data-testid="stSidebar"]').get_by_role("radio", name="Paste")).to_be_checked()
+        if title == "Token counts":
+            assert metric(page, "Messages") == "1"
+            # The table draws on a canvas; its cells' text is in the grid's accessible copy.
+            expect(main.locator('[data-testid^="glide-cell"]').filter(has_text=XSS).first).to_be_attached()
+            full_screenshot(page, ARTIFACTS / "xss_token_counts.png")
+    page.wait_for_timeout(500)  # an injected image's onerror would fire by now
+    assert dialogs == []
