@@ -72,10 +72,9 @@ def _open(catalog: ToolCatalog, provider: Any, store: Path, **kw: Any) -> ToolIn
     return index
 
 
-def bench_bfcl(provider: Any, store: Path) -> None:
-    catalog = replace(ToolCatalog.load(BFCL / "tools.json"), name="bfcl")
-    queries = load_queries(BFCL / "queries.jsonl")
-    print(f"\nBFCL multi-turn: {len(catalog)} tools, {len(queries)} queries")
+def _variants(title: str, catalog: ToolCatalog, queries: list, provider: Any, store: Path):
+    """BM25 alone, then the default and its dense / no-prefix variants; returns (index, default row)."""
+    print(f"\n{title}: {len(catalog)} tools, {len(queries)} queries")
     index = _open(catalog, provider, store)
     _bm25(catalog, queries)
     default = evaluate(index, queries)
@@ -84,6 +83,13 @@ def bench_bfcl(provider: Any, store: Path) -> None:
     plain = ToolIndex(catalog, provider, path=store, query_prefix="")
     _row("dense only, no prefix (plain MiniLM)", evaluate(plain, queries, hybrid=False))
     _row("hybrid, no prefix", evaluate(plain, queries))
+    return index, default
+
+
+def bench_bfcl(provider: Any, store: Path) -> None:
+    catalog = replace(ToolCatalog.load(BFCL / "tools.json"), name="bfcl")
+    queries = load_queries(BFCL / "queries.jsonl")
+    index, default = _variants("BFCL multi-turn", catalog, queries, provider, store)
     for n in (1, 2):
         _row(f"default + {n} previous user turn(s) joined", evaluate(index, queries, previous_turns=n))
     _row("default + category expansion (selection)", evaluate(index, queries, expand_categories=True))
@@ -101,15 +107,7 @@ def bench_bfcl(provider: Any, store: Path) -> None:
 def bench_metatool(provider: Any, store: Path) -> None:
     catalog = replace(ToolCatalog.load(META / "tools.json"), name="metatool")
     queries = load_queries(META / "queries_single_tool_sample3000.jsonl")
-    print(f"\nMetaTool sample: {len(catalog)} tools, {len(queries)} queries")
-    index = _open(catalog, provider, store)
-    _bm25(catalog, queries)
-    default = evaluate(index, queries)
-    _row("DEFAULT: hybrid + query prefix, k=5", default)
-    _row("dense only (+ prefix)", evaluate(index, queries, hybrid=False))
-    plain = ToolIndex(catalog, provider, path=store, query_prefix="")
-    _row("dense only, no prefix (plain MiniLM)", evaluate(plain, queries, hybrid=False))
-    _row("hybrid, no prefix", evaluate(plain, queries))
+    _, default = _variants("MetaTool sample", catalog, queries, provider, store)
     print(f"  TARGET R@5 >= 0.60: {default['recall@5']:.3f} ({default['recall@5'] / 0.60:.2f}x)")
 
 

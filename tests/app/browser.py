@@ -3,7 +3,6 @@ Debian's Chromium through Playwright, and wait for Streamlit's reruns to finish.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess

@@ -16,18 +16,13 @@ from ctxlab.validate import validate
 from ui import ACTION_ICONS
 
 from ..conftest import ROOT, SAMPLES
+from .helpers import open_page
 
 PAGE = str(ROOT / "pages" / "compare.py")
 MODEL = "gpt-4o"
 
 
-@pytest.fixture
-def app(monkeypatch) -> AppTest:
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+
 
 
 def _engine(text: str, name: str, context_limit: int = 16_000, reserve: float = 0.15, **params):
@@ -258,3 +253,8 @@ def test_without_a_conversation_the_page_asks_for_one(monkeypatch):
     assert not at.exception
     assert "Pick a sample, paste, upload or generate" in at.info[0].value
     assert not at.dataframe and not at.get("plotly_chart")
+
+
+@pytest.fixture
+def app(monkeypatch) -> AppTest:
+    return open_page("compare.py", monkeypatch)

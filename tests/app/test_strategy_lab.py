@@ -18,6 +18,7 @@ from ctxlab.strategies.base import removed_count
 from ctxlab.tokens import TokenCounter
 
 from ..conftest import ROOT, SAMPLES
+from .helpers import metric, open_page, set_widget
 
 PAGE = str(ROOT / "pages" / "strategy_lab.py")
 SAMPLE = SAMPLES / "ecommerce_refund.json"
@@ -38,17 +39,10 @@ def downloads(monkeypatch) -> dict[str, bytes]:
     return got
 
 
-@pytest.fixture
-def app(monkeypatch) -> AppTest:
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
-def _metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+
+
 
 
 def _plan(name="tool_rounds", /, conv=None, limit=LIMIT, pins=(), **params):
@@ -59,10 +53,10 @@ def _plan(name="tool_rounds", /, conv=None, limit=LIMIT, pins=(), **params):
 
 
 def _assert_metrics_match(at: AppTest, plan) -> None:
-    assert _metric(at, "Tokens before") == f"{plan.tokens_before:,}"
-    assert _metric(at, "Tokens after") == f"{plan.tokens_after:,}"
-    assert _metric(at, "Messages removed") == f"{removed_count(plan):,}"
-    assert _metric(at, "Saved") == f"{plan.saved / plan.tokens_before:.0%}"
+    assert metric(at, "Tokens before") == f"{plan.tokens_before:,}"
+    assert metric(at, "Tokens after") == f"{plan.tokens_after:,}"
+    assert metric(at, "Messages removed") == f"{removed_count(plan):,}"
+    assert metric(at, "Saved") == f"{plan.saved / plan.tokens_before:.0%}"
 
 
 def _table(at: AppTest):
@@ -99,7 +93,7 @@ def test_first_screen_explains_the_default_sample_under_tool_rounds(app):
     assert "Newest tool rounds" in sentence and f"{plan.tokens_after:,} tokens" in sentence
     assert sentence.count(". ") == 0 and sentence.endswith(".")  # one sentence
     _assert_metrics_match(app, plan)
-    assert _metric(app, "Facts retained") == f"{plan.retention:.0%}"
+    assert metric(app, "Facts retained") == f"{plan.retention:.0%}"
     assert "passes the OpenAI and Anthropic rules" in app.success[0].value
     assert not app.error and not app.warning
     assert len(app.get("plotly_chart")) == 2  # token bars before/after, and the message timeline
@@ -121,15 +115,7 @@ def test_without_a_conversation_the_page_says_what_to_do(monkeypatch):
 # ---------------------------------------------------------------- controls
 
 
-def _set(at: AppTest, key: str, value) -> None:
-    for kind in ("number_input", "slider", "selectbox", "checkbox", "text_input"):
-        found = [w for w in getattr(at, kind) if w.key == key]
-        if found:
-            widget = found[0]
-            (widget.input(value) if kind == "text_input" else widget.set_value(value)).run()
-            assert not at.exception, at.exception
-            return
-    raise AssertionError(f"no widget with key {key}")
+
 
 
 CONTROLS = [  # (sidebar limit, strategy, controls set first, parameter, value typed, what the engine gets)
@@ -180,10 +166,10 @@ def test_each_control_replans_like_the_engine(app, limit, strategy, first, param
     app.sidebar.number_input(key="max_tokens").set_value(limit).run()
     app.selectbox(key="lab_strategy").set_value(strategy).run()
     for key, v in first.items():
-        _set(app, f"lab_{strategy}_{key}", v)
+        set_widget(app, f"lab_{strategy}_{key}", v)
     default = _plan(strategy, limit=limit, **first)
     _assert_metrics_match(app, default)
-    _set(app, f"lab_{strategy}_{param}", value)
+    set_widget(app, f"lab_{strategy}_{param}", value)
     changed = _plan(strategy, limit=limit, **first, **{param: engine_value})
     assert (changed.tokens_after, changed.reasons) != (default.tokens_after, default.reasons)  # the control matters
     _assert_metrics_match(app, changed)
@@ -191,9 +177,9 @@ def test_each_control_replans_like_the_engine(app, limit, strategy, first, param
 
 
 def test_keep_rounds_changes_tokens_after_at_once(app):
-    before = _metric(app, "Tokens after")
+    before = metric(app, "Tokens after")
     app.number_input(key="lab_tool_rounds_keep_rounds").set_value(4).run()
-    after = _metric(app, "Tokens after")
+    after = metric(app, "Tokens after")
     assert after != before and after == f"{_plan(keep_rounds=4).tokens_after:,}"
     assert "kept" in " ".join(_table(app)["action"])
 
@@ -236,7 +222,7 @@ def test_filters_by_action_and_role(app):
 
 def test_inserted_summaries_show_where_they_go_and_open(app):
     app.selectbox(key="lab_strategy").set_value("summarize").run()
-    _set(app, "lab_summarize_keep_recent", 3)
+    set_widget(app, "lab_summarize_keep_recent", 3)
     table = _table(app)
     summaries = table[table["role"] == "summary"]
     assert len(summaries) == 1
@@ -311,7 +297,7 @@ def test_facts_lost_are_listed(app):
     app.selectbox(key="lab_strategy").set_value("summarize").run()
     plan = _plan("summarize", conv=conv)
     assert plan.facts_lost
-    assert _metric(app, "Facts retained") == f"{plan.retention:.0%}"
+    assert metric(app, "Facts retained") == f"{plan.retention:.0%}"
     expander = next(e for e in app.expander if e.label.startswith("Facts lost"))
     assert [t.value for t in expander.text] == list(plan.facts_lost)
 
@@ -330,8 +316,8 @@ def test_replay_slider_shows_the_context_of_each_turn(app):
     assert app.slider(key="lab_turn").value == expected.turns - 1
     for t in range(expected.turns):
         app.slider(key="lab_turn").set_value(t).run()
-        assert _metric(app, "Turn tokens before") == f"{expected.turn_tokens[t][0]:,}"
-        assert _metric(app, "Turn tokens after") == f"{expected.turn_tokens[t][1]:,}"
+        assert metric(app, "Turn tokens before") == f"{expected.turn_tokens[t][0]:,}"
+        assert metric(app, "Turn tokens after") == f"{expected.turn_tokens[t][1]:,}"
         context = _turn_table(app)
         assert len(context) == len(expected.context_at(t))
         assert list(context["#"].astype(object).where(context["#"].notna(), None)) == list(expected.origins[t])
@@ -389,7 +375,7 @@ def test_pasted_html_is_shown_as_text_not_markup(app):
     evil = "<img src=x onerror=alert(1)><script>alert(2)</script>"
     _paste(app, [{"role": "system", "content": "You help."}, {"role": "user", "content": evil},
                  {"role": "assistant", "content": f"You said {evil}"}, {"role": "user", "content": evil}])
-    assert _metric(app, "Tokens before")
+    assert metric(app, "Tokens before")
     assert evil in list(_table(app)["content"])  # verbatim in a data grid, which renders text only
     app.selectbox(key="lab_open").set_value(1).run()
     assert app.code[0].value == evil
@@ -397,3 +383,8 @@ def test_pasted_html_is_shown_as_text_not_markup(app):
     assert any(evil in v for v in _turn_table(app)["content"])
     for block in (*app.markdown, *app.caption, *app.warning, *app.error, *app.info, *app.success):
         assert "<script>" not in block.value and "onerror=" not in block.value
+
+
+@pytest.fixture
+def app(monkeypatch) -> AppTest:
+    return open_page("strategy_lab.py", monkeypatch)

@@ -10,27 +10,21 @@ from streamlit.testing.v1 import AppTest
 from ctxlab import count_tokens, load
 
 from ..conftest import ROOT, SAMPLES
+from .helpers import metric, open_page
 
 APP = str(ROOT / "pages" / "token_counts.py")
 
 
-@pytest.fixture
-def app(monkeypatch) -> AppTest:
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
-def _metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+
+
 
 
 def test_first_screen_counts_the_default_sample(app):
     expected = count_tokens(load(SAMPLES / "ecommerce_refund.json"), model="gpt-4o").total
-    assert _metric(app, "Prompt tokens") == f"{expected:,}"
-    assert _metric(app, "Format") == "openai"
+    assert metric(app, "Prompt tokens") == f"{expected:,}"
+    assert metric(app, "Format") == "openai"
     assert "counted the way the OpenAI API bills it" in app.markdown[0].value
     assert not app.error
 
@@ -38,20 +32,20 @@ def test_first_screen_counts_the_default_sample(app):
 def test_each_sample_and_model_can_be_picked(app):
     for name in ("sql_agent.json", "parallel_travel.json"):
         app.selectbox(key="sample_name").set_value(name).run()
-        assert _metric(app, "Prompt tokens") == f"{count_tokens(load(SAMPLES / name), model='gpt-4o').total:,}"
+        assert metric(app, "Prompt tokens") == f"{count_tokens(load(SAMPLES / name), model='gpt-4o').total:,}"
     app.selectbox(key="model").set_value("gpt-4").run()
-    assert _metric(app, "Prompt tokens") == f"{count_tokens(load(SAMPLES / 'parallel_travel.json'), model='gpt-4').total:,}"
+    assert metric(app, "Prompt tokens") == f"{count_tokens(load(SAMPLES / 'parallel_travel.json'), model='gpt-4').total:,}"
 
 
 def test_bad_paste_shows_the_engine_error_and_keeps_the_previous_conversation(app):
-    before = _metric(app, "Prompt tokens")
+    before = metric(app, "Prompt tokens")
     app.radio(key="source").set_value("paste").run()
     app.text_area(key="paste_text").input('[{"role": "wizard", "content": "hi"}]').run()
     app.button(key="use_paste").click().run()
     assert not app.exception
     errors = [e.value for e in app.sidebar.error]
     assert errors and "message 0" in errors[0] and "wizard" in errors[0]
-    assert _metric(app, "Prompt tokens") == before
+    assert metric(app, "Prompt tokens") == before
 
 
 def test_pasted_html_is_shown_as_text_not_rendered(app):
@@ -59,7 +53,7 @@ def test_pasted_html_is_shown_as_text_not_rendered(app):
     app.radio(key="source").set_value("paste").run()
     app.text_area(key="paste_text").input(json.dumps([{"role": "user", "content": evil}])).run()
     app.button(key="use_paste").click().run()
-    assert _metric(app, "Messages") == "1"
+    assert metric(app, "Messages") == "1"
     table = app.dataframe[0].value
     assert evil in list(table["text"])  # shown verbatim in a data grid, which renders text only
     for block in (*app.markdown, *app.sidebar.markdown):
@@ -72,3 +66,8 @@ def test_bad_input_with_html_in_the_error_is_escaped(app):
     app.button(key="use_paste").click().run()
     err = app.sidebar.error[0].value
     assert "\\<b\\>" in err and "\\[link\\]" in err  # markdown-escaped: no tag, no link
+
+
+@pytest.fixture
+def app(monkeypatch) -> AppTest:
+    return open_page("token_counts.py", monkeypatch)

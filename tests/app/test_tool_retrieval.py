@@ -20,6 +20,7 @@ import ctxlab
 from ctxlab.tools import ToolCatalog, ToolIndex, evaluate, load_queries, query_from_conversation, sweep
 
 from ..conftest import ROOT, SAMPLES
+from .helpers import metric, set_widget
 from ..openai_fake import FakeOpenAI
 
 PAGE = str(ROOT / "pages" / "tool_retrieval.py")
@@ -73,8 +74,7 @@ def _select(query: str = QUERY, provider: str = "hash", catalog: ToolCatalog | N
     return _engine(provider, catalog).select(query, **{**DEFAULTS, **changes})
 
 
-def _metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+
 
 
 def _sent(at: AppTest):
@@ -104,10 +104,10 @@ def _assert_shows(at: AppTest, sel) -> None:
     table = _sent(at)
     assert list(table["name"]) == list(sel.names)
     assert list(table["why"]) == [LABELS[t.reason] for t in sel.tools]
-    assert _metric(at, "Tools sent") == f"{len(sel.tools)} of 42"
-    assert _metric(at, "Tool tokens, all") == f"{sel.tokens_all:,}"
-    assert _metric(at, "Tool tokens, selected") == f"{sel.tokens_selected:,}"
-    assert _metric(at, "Tokens saved") == f"{sel.tokens_all - sel.tokens_selected:,}"
+    assert metric(at, "Tools sent") == f"{len(sel.tools)} of 42"
+    assert metric(at, "Tool tokens, all") == f"{sel.tokens_all:,}"
+    assert metric(at, "Tool tokens, selected") == f"{sel.tokens_selected:,}"
+    assert metric(at, "Tokens saved") == f"{sel.tokens_all - sel.tokens_selected:,}"
     bars = _bars(at)
     shown = {(name, trace["name"]): x for trace in bars["data"] for name, x in zip(trace["y"], trace["x"])}
     expected = {(t.name, t.reason): t.similarity for t in sel.tools if t.similarity is not None}
@@ -158,32 +158,24 @@ CONTROLS = [  # (settings first, widget key, value, what the engine gets)
 ENGINE_NAMES = {"tr_threshold": "threshold", "tr_expand": "expand_categories", "tr_top_k": "top_k"}
 
 
-def _set(at: AppTest, key: str, value: Any) -> None:
-    for kind in ("slider", "checkbox", "multiselect", "radio", "number_input", "text_input"):
-        found = [w for w in getattr(at, kind) if w.key == key]
-        if found:
-            widget = found[0]
-            (widget.input(value) if kind == "text_input" else widget.set_value(value)).run()
-            assert not at.exception, at.exception
-            return
-    raise AssertionError(f"no widget with key {key}")
+
 
 
 @pytest.mark.parametrize("first, key, value, engine", CONTROLS, ids=[c[1] for c in CONTROLS])
 def test_each_control_changes_the_selection_like_the_engine(app, first, key, value, engine):
     for k, v in first.items():
-        _set(app, k, v)
+        set_widget(app, k, v)
     base = {ENGINE_NAMES[k]: v for k, v in first.items()}
     before = _select(**base)
     _assert_shows(app, before)
-    _set(app, key, value)
+    set_widget(app, key, value)
     after = _select(**{**base, **engine})
     assert (after.names, after.tokens_selected) != (before.names, before.tokens_selected)  # the control matters
     _assert_shows(app, after)
 
 
 def test_always_included_tools_are_marked(app):
-    _set(app, "tr_always", ["get_customer"])
+    set_widget(app, "tr_always", ["get_customer"])
     table = _sent(app)
     assert table[table["name"] == "get_customer"]["why"].item() == "always included"
     assert any(t["name"] == "always" and t["y"] == ["get_customer"] for t in _bars(app)["data"])
@@ -192,7 +184,7 @@ def test_always_included_tools_are_marked(app):
 
 
 def test_a_threshold_no_tool_reaches_sends_the_top_k_with_the_engines_warning(app):
-    _set(app, "tr_threshold", 0.9)
+    set_widget(app, "tr_threshold", 0.9)
     sel = _select(threshold=0.9)
     assert sel.fallback == "top_k"
     _assert_shows(app, sel)
@@ -221,7 +213,7 @@ def test_free_text_query_changes_the_selection(app):
 
 def test_an_empty_query_sends_every_tool_with_a_warning(app):
     app.text_input(key="tr_query").input("").run()
-    assert _metric(app, "Tools sent") == "42 of 42" and _metric(app, "Tokens saved") == "0"
+    assert metric(app, "Tools sent") == "42 of 42" and metric(app, "Tokens saved") == "0"
     assert "the query is empty" in app.warning[0].value
     assert len(_sent(app)) == 42
 
@@ -233,8 +225,8 @@ def test_the_conversations_own_tools_can_be_the_catalog(app):
     assert list(_catalog_table(app)["name"]) == [t.name for t in conv.tools]
     sel = _select(catalog=ToolCatalog.from_tools(conv.tools, name="conversation-test"))
     assert list(_sent(app)["name"]) == list(sel.names)
-    assert _metric(app, "Tools sent") == f"{len(sel.tools)} of {len(conv.tools)}"
-    assert _metric(app, "Tool tokens, selected") == f"{sel.tokens_selected:,}"
+    assert metric(app, "Tools sent") == f"{len(sel.tools)} of {len(conv.tools)}"
+    assert metric(app, "Tool tokens, selected") == f"{sel.tokens_selected:,}"
 
 
 # ---------------------------------------------------------------- index
@@ -320,7 +312,7 @@ def test_the_budget_checkbox_puts_the_selected_tools_into_the_strategy_labs_budg
     assert _tool_bar(at) == sel.tokens_selected  # both halves of the context in one bar
     at.switch_page("pages/tool_retrieval.py").run()
     assert at.checkbox(key="tool_use_selection").value is True
-    _set(at, "tr_expand", False)  # the override follows the selection
+    set_widget(at, "tr_expand", False)  # the override follows the selection
     assert at.session_state["tool_tokens_override"] == _select(expand_categories=False).tokens_selected
     at.checkbox(key="tool_use_selection").uncheck().run()
     assert at.session_state["tool_tokens_override"] is None
@@ -425,12 +417,12 @@ def test_openai_needs_a_key_and_a_typed_key_is_never_shown(app, monkeypatch):
     app.radio(key="tr_provider").set_value("openai").run()
     assert not app.exception, app.exception
     # a cold index: the engine's fallback, every tool, with its warning
-    assert _metric(app, "Tools sent") == "42 of 42"
+    assert metric(app, "Tools sent") == "42 of 42"
     assert "the tool index is empty" in app.warning[0].value
     app.button(key="tr_rebuild").click().run()  # the server is unreachable: the engine's error, shown escaped
     assert not app.exception, app.exception
     assert "the embeddings request failed" in app.error[0].value and "APIConnectionError" in app.error[0].value
-    assert _metric(app, "Tools sent") == "42 of 42"
+    assert metric(app, "Tools sent") == "42 of 42"
     _assert_secret_hidden(app, SECRET, widget_may_hold=True)
     _assert_no_rendered_html(app)
 
@@ -443,12 +435,12 @@ def test_openai_through_a_server_and_a_failing_query_falls_back_to_all_tools(app
         app.button(key="tr_rebuild").click().run()
         assert not app.exception, app.exception
         assert "model openai:text-embedding-3-small, 42 tools stored" in _status(app)
-        assert not app.warning and int(_metric(app, "Tools sent").split()[0]) < 42
+        assert not app.warning and int(metric(app, "Tools sent").split()[0]) < 42
         assert api.requests and all(r.bearer == SECRET for r in api.requests)  # the typed key is what was sent
         api.fail_next(401)  # the real API quotes the key back in this error
         app.text_input(key="tr_query").input("cancel my ticket for the concert").run()
         assert not app.exception, app.exception
-        assert _metric(app, "Tools sent") == "42 of 42"
+        assert metric(app, "Tools sent") == "42 of 42"
         warning = app.warning[0].value
         assert "tool retrieval failed" in warning and "sending all 42 tools" in warning
         _assert_secret_hidden(app, SECRET, widget_may_hold=True)

@@ -1,0 +1,36 @@
+"""What the AppTest files share: opening a page, reading a metric, setting a widget by key."""
+from __future__ import annotations
+
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from ..conftest import ROOT
+
+WIDGET_KINDS = ("slider", "checkbox", "multiselect", "radio", "number_input", "selectbox", "text_input")
+
+
+def open_page(page: str, monkeypatch, timeout: int = 60) -> AppTest:
+    """Run ``pages/<page>`` from the repository root, once, and check it raised nothing."""
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=timeout)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    """The value shown by the metric called ``label``."""
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def set_widget(at: AppTest, key: str, value: Any) -> None:
+    """Set the widget with ``key`` (whatever its kind), rerun, and check nothing raised."""
+    for kind in WIDGET_KINDS:
+        found = [w for w in getattr(at, kind) if w.key == key]
+        if found:
+            widget = found[0]
+            (widget.input(value) if kind == "text_input" else widget.set_value(value)).run()
+            assert not at.exception, at.exception
+            return
+    raise AssertionError(f"no widget with key {key}")
