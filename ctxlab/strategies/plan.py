@@ -174,9 +174,11 @@ def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
 def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
                reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None], *,
                warnings: Sequence[str] = (), stats: Mapping[str, Any] | None = None,
-               state: Mapping[str, Any] | None = None) -> Plan:
-    """A Plan from final decisions and output: counts what is new, measures retention, warns when
-    the result does not fit."""
+               state: Mapping[str, Any] | None = None, known_tokens: Mapping[int, int] | None = None) -> Plan:
+    """A Plan from final decisions and output: counts what is new (unless ``known_tokens`` gives
+    the tokens of a replaced input message), measures retention, warns when the result does not
+    fit."""
+    known_tokens = known_tokens or {}
     out_tokens: list[int] = []
     sums: dict[str, int] = {}
     mask = 0
@@ -189,7 +191,7 @@ def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, A
             n, cat = view.counter.message(m), SUMMARY
             mask |= fact_mask(m, view.facts)
         else:  # cleared or truncated: it can only keep facts the original had
-            n, cat = view.counter.message(m), vc[o]
+            n, cat = known_tokens.get(o) or view.counter.message(m), vc[o]
             if vf[o]:
                 mask |= fact_mask(m, view.facts, only=vf[o])
         out_tokens.append(n)
@@ -213,8 +215,9 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
               reasons: list[str], *, replacements: Mapping[int, Message] | None = None,
               insertions: Sequence[Insertion] = (), warnings: Sequence[str] = (),
               stats: Mapping[str, Any] | None = None, state: Mapping[str, Any] | None = None,
-              settle_first: bool = True) -> Plan:
-    """Settle the decisions, assemble the resulting messages, and build the Plan."""
+              settle_first: bool = True, replacement_tokens: Mapping[int, int] | None = None) -> Plan:
+    """Settle the decisions, assemble the resulting messages, and build the Plan.
+    ``replacement_tokens`` may give the exact tokens of replacements the strategy already counted."""
     if settle_first:
         settle(view, actions, reasons)
     replacements = replacements or {}
@@ -226,7 +229,7 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
         messages.insert(at, ins.message)
         origin.insert(at, None)
     return build_plan(view, budget, strategy, params, actions, reasons, messages, origin,
-                      warnings=warnings, stats=stats, state=state)
+                      warnings=warnings, stats=stats, state=state, known_tokens=replacement_tokens)
 
 
 def minimum_warning(view: View, budget: Budget, what: str, needed: int) -> str | None:

@@ -286,8 +286,9 @@ class ClearToolResults(Strategy):
         stats.update(results_cleared=len(results), inputs_cleared=sum(len(ids) for ids, _ in calls.values()),
                      tokens_cleared=saved)
         warn = minimum_warning(view, budget, "the conversation with its old tool results cleared", total - saved)
+        counted = {i: view.tokens[i] - gain for i, (_, gain) in results.items() if i not in calls}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
-                         warnings=[warn] if warn else [], stats=stats)
+                         warnings=[warn] if warn else [], stats=stats, replacement_tokens=counted)
 
     def _pick_results(self, view: View, reasons: list[str]) -> dict[int, tuple[str, int]]:
         """Tool result index -> (placeholder, tokens saved), for every result to clear; a reason
