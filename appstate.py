@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -90,9 +91,15 @@ def _view(text_hash: str, _text: str, model: str, pins: tuple[int, ...]) -> View
     return make_view(conv, counter=TokenCounter(model), pins=pins)
 
 
+@lru_cache(maxsize=8)
+def text_hash(text: str) -> str:
+    """sha256 of a conversation text, computed once per text (cache keys use it on every rerun)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def current_view(conv_text: str, model: str, pins: tuple[int, ...] = ()) -> View:
     """The strategy view of the conversation for a model, built once and cached."""
-    return _view(hashlib.sha256(conv_text.encode()).hexdigest(), conv_text, model, pins)
+    return _view(text_hash(conv_text), conv_text, model, pins)
 
 
 def _try_use(text: str, label: str) -> None:

@@ -11,8 +11,7 @@ from .cli import EXIT_OK, _conversations, _emit, _input_args, command
 from .errors import CtxlabError
 from .formats import FORMATS, export
 from .model import Conversation
-from .strategies import STRATEGIES, Budget, Strategy, StrategyError, get_strategy, make_view, parse_param
-from .tokens import TokenCounter
+from .strategies import STRATEGIES, Strategy, StrategyError, get_strategy, parse_param, prepare
 from .validate import validate
 
 
@@ -67,11 +66,7 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
 
 
 def _setup(args: argparse.Namespace, conv: Conversation):
-    model = args.model or conv.model
-    counter = TokenCounter(model)
-    tools_tokens = counter.tools(conv.tools)
-    budget = Budget.for_model(model, reserve=args.reserve, tools_tokens=tools_tokens, max_tokens=args.max_tokens)
-    view = make_view(conv, counter=counter, pins=args.pin)
+    view, budget = prepare(conv, args.model, context_limit=args.max_tokens, reserve=args.reserve, pins=args.pin)
     return build_strategy(args.strategy, args.param), budget, view
 
 

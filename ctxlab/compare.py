@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .strategies.plan import REMOVED, Plan
+from .strategies.plan import Plan
 from .validate import Finding, validate
 
 DEFAULT_STRATEGIES: tuple[str, ...] = ("sliding_window", "tool_rounds", "summarize", "clear_tool_results")
@@ -79,7 +79,7 @@ def column_labels(names: Sequence[str], columns: Sequence[int] | None = None) ->
 
 def measure(plan: Plan, label: str, rules: Sequence[str] = RULE_SETS) -> PlanMetrics:
     """A plan's figures, with its result validated under each rule set."""
-    return PlanMetrics(label, plan.tokens_before, plan.tokens_after, sum(a in REMOVED for a in plan.actions),
+    return PlanMetrics(label, plan.tokens_before, plan.tokens_after, plan.removed,
                        plan.retention, plan.fits, {r: tuple(validate(list(plan.messages), r)) for r in rules},
                        tuple(plan.warnings))
 

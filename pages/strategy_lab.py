@@ -3,7 +3,6 @@ is kept, summarized, cleared or dropped, what it costs, what is lost, whether a 
 accept the result, how it plays out turn by turn, and how to take it to production."""
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -16,14 +15,13 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import current_budget, current_view, input_panel, md_escape, parse, require_conversation
+from appstate import current_budget, current_view, input_panel, md_escape, require_conversation, text_hash
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.model import Message
 from ctxlab.replay import Replay, replay
 from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View
-from ctxlab.strategies.base import removed_count
 from ctxlab.validate import Finding, validate
 from ui import ACTION_ICONS, strategy_picker
 
@@ -72,12 +70,6 @@ def _rows(view: View, plan: Plan) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=["#", "open", "role", "tokens", "action", "code", "reason", "content"])
     df["#"] = df["#"].astype("Int64")
     return df
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _conversation(text_hash: str, _text: str) -> ctxlab.Conversation:
-    """The parsed conversation, shared rather than copied on every rerun (it is frozen)."""
-    return parse(_text)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -142,11 +134,8 @@ def _toggle_pin(i: int) -> None:
 st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
 input_panel()
 st.title("Strategy Lab")
+conv = require_conversation()  # the parsed conversation (shared, not copied), or a prompt and a stop
 text, model = st.session_state.conversation_text, st.session_state.model
-if not text:
-    require_conversation()  # the prompt to pick a conversation, and a stop
-text_hash = hashlib.sha256(text.encode()).hexdigest()
-conv = _conversation(text_hash, text)
 headline = st.empty()
 n = len(conv)
 
@@ -168,7 +157,7 @@ pins = tuple(sorted(st.session_state.pins))
 try:
     view = current_view(text, model, pins)
     budget = current_budget(conv)
-    keys = ((text_hash, model, pins), repr(strategy), repr(budget))
+    keys = ((text_hash(text), model, pins), repr(strategy), repr(budget))
     plan, findings, rows, options = _outcome(*keys, view, strategy, budget)
 except CtxlabError as e:
     main.error(md_escape(str(e)))
@@ -183,7 +172,7 @@ headline.markdown(
     f"{budget.prompt_limit:,}-token budget; change the strategy on the left and watch every message's fate below.")
 
 with main:
-    removed = removed_count(plan)
+    removed = plan.removed
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric("Tokens before", f"{plan.tokens_before:,}")
     c2.metric("Tokens after", f"{plan.tokens_after:,}")

@@ -47,10 +47,7 @@ def detect(items: list[Any]) -> str:
             where="$",
             hint=f"Expected messages of one of: {', '.join(sorted(FORMATS))}; or pass the format explicitly",
         )
-    for preferred in ("openai", *FORMATS):
-        if scores.get(preferred) == best:
-            return preferred
-    raise AssertionError("unreachable")
+    return "openai" if scores.get("openai") == best else max(scores, key=scores.__getitem__)
 
 
 def _envelope(doc: Any, where: str) -> tuple[list[Any], str, dict[str, Any]]:

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 from ..errors import CtxlabError
 from ..segments import segment
-from .plan import REMOVED, Plan, build_plan
-from .view import Budget, View
+from .plan import Plan, build_plan
+from .view import Budget, View, fact_mask
 
 
 class StrategyError(CtxlabError):
@@ -124,16 +124,11 @@ def result_view(view: View, plan: Plan) -> View:
     tokens = plan.output_tokens
     cats = tuple(view.categories[o] if o is not None else "summary" for o in plan.origin)
     masks = tuple(view.fact_masks[o] if o is not None and m is view.messages[o] else
-                  _mask(view, m) for m, o in zip(plan.messages, plan.origin))
+                  fact_mask(m, view.facts) for m, o in zip(plan.messages, plan.origin))
     pins = frozenset(k for k, o in enumerate(plan.origin) if o is not None and o in view.pins)
     origin = tuple(view.origin[o] if o is not None else None for o in plan.origin)  # the conversation's indexes
     return View(plan.messages, tokens, cats, segment(plan.messages), view.counter, view.facts, masks, pins,
                 origin, {**view.state, **plan.state})
-
-
-def _mask(view: View, m) -> int:
-    from .view import fact_mask
-    return fact_mask(m, view.facts)
 
 
 def _compose(view: View, budget: Budget, first: Plan, step: Strategy, pipe: Pipeline) -> Plan:
@@ -203,7 +198,3 @@ def parse_param(cls: type[Strategy], text: str) -> tuple[str, Any]:
         raise StrategyError(f"{key} must be {kind}, got {raw!r}", where=f"--param {key}") from None
     return key, None if raw == "" and spec["default"] is None else raw
 
-
-def removed_count(plan: Plan) -> int:
-    """Input messages the plan removes (dropped or folded into a summary)."""
-    return sum(plan.actions.count(a) for a in REMOVED)

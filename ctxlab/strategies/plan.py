@@ -89,6 +89,11 @@ class Plan:
         return self.tokens_before - self.tokens_after
 
     @property
+    def removed(self) -> int:
+        """Input messages removed (dropped or folded into a summary)."""
+        return sum(a in _REMOVED for a in self.actions)
+
+    @property
     def fits(self) -> bool:
         """Whether the result fits the budget's prompt limit."""
         return self.tokens_after <= self.budget.prompt_limit

@@ -11,7 +11,7 @@ from ..model import Message
 from .base import Strategy, param, register
 from .plan import REMOVED, Plan, make_plan, minimum_warning, settle
 from .view import Budget, View
-from .windows import preamble_systems
+from .windows import preamble_systems, turn_aligned_start
 
 
 def _keep(actions: list[str], reasons: list[str], members: Sequence[int], reason: str) -> None:
@@ -115,18 +115,6 @@ class ToolRounds(Strategy):
                          settle_first=False)
 
 
-def _window_start(view: View, recent: int) -> int:
-    """Start of the last ``recent`` messages, moved back to the user message of its turn."""
-    n = len(view)
-    start = max(n - recent, 0)
-    if start == 0:
-        return 0
-    turn = view.seg.turn_of[start]
-    if turn >= 0:
-        return view.seg.turns[turn][0]
-    return 0 if view.newest_user() is not None else start
-
-
 @register
 @dataclass(frozen=True)
 class KeyMessages(Strategy):
@@ -152,7 +140,7 @@ class KeyMessages(Strategy):
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep the window, then older key messages newest first up to the cap."""
         n = len(view)
-        start = _window_start(view, self.recent)
+        start = turn_aligned_start(view, self.recent)
         older = "older than the recent window and not a key message"
         actions, reasons = ["drop"] * start + ["keep"] * (n - start), [older] * start + [""] * (n - start)
         for i in range(start, n):

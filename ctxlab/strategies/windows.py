@@ -16,6 +16,18 @@ def preamble_systems(view: View) -> list[int]:
     return [i for i in range(start, end) if view.messages[i].role == "system"]
 
 
+def turn_aligned_start(view: View, last_n: int) -> int:
+    """Start of the last ``last_n`` messages, moved back to the user message of its turn (to 0
+    when it falls in the preamble and the conversation has a user message)."""
+    start = max(len(view) - last_n, 0)
+    if start == 0:
+        return 0
+    turn = view.seg.turn_of[start]
+    if turn >= 0:
+        return view.seg.turns[turn][0]
+    return 0 if view.newest_user() is not None else start
+
+
 def trim_to_first_user(view: View, actions: list[str], reasons: list[str], why: str) -> None:
     """Drop kept non-system messages before the first kept user message, so the window starts on
     a user turn, as providers expect."""
@@ -98,12 +110,7 @@ class TurnSafe(Strategy):
     def apply(self, view: View, budget: Budget) -> Plan:
         """Window of the last ``last_n`` messages, widened to a turn start."""
         n = len(view)
-        start = max(n - self.last_n, 0)
-        turn = view.seg.turn_of[start] if n else -1
-        if turn >= 0:
-            start = view.seg.turns[turn][0]
-        elif view.newest_user() is not None and start > 0:
-            start = 0
+        start = turn_aligned_start(view, self.last_n)
         actions, reasons = [], []
         systems = set(preamble_systems(view))
         for i in range(n):
