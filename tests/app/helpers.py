@@ -19,6 +19,15 @@ def open_page(page: str, monkeypatch, timeout: int = 60) -> AppTest:
     return at
 
 
+def open_page_without_conversation(page: str, monkeypatch, timeout: int = 60) -> AppTest:
+    """Run ``pages/<page>`` as a newcomer who chose Paste and has pasted nothing yet."""
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=timeout)
+    at.session_state["source"] = "paste"
+    at.run()
+    return at
+
+
 def metric(at: AppTest, label: str) -> str:
     """The value shown by the metric called ``label``."""
     return next(m.value for m in at.metric if m.label == label)

@@ -16,7 +16,7 @@ from ctxlab.validate import validate
 from ui import ACTION_ICONS
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import open_page
+from .helpers import open_page, open_page_without_conversation
 
 PAGE = str(ROOT / "pages" / "compare.py")
 MODEL = "gpt-4o"
@@ -246,10 +246,7 @@ def test_pasted_html_is_shown_as_text_not_rendered(app):
 
 
 def test_without_a_conversation_the_page_asks_for_one(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["source"] = "paste"
-    at.run()
+    at = open_page_without_conversation("compare.py", monkeypatch)
     assert not at.exception
     assert "Pick a sample, paste, upload or generate" in at.info[0].value
     assert not at.dataframe and not at.get("plotly_chart")

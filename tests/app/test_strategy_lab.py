@@ -17,7 +17,7 @@ from ctxlab.strategies import Budget, apply_strategy, get_strategy, make_view
 from ctxlab.tokens import TokenCounter
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import metric, open_page, set_widget
+from .helpers import metric, open_page, open_page_without_conversation, set_widget
 
 PAGE = str(ROOT / "pages" / "strategy_lab.py")
 SAMPLE = SAMPLES / "ecommerce_refund.json"
@@ -102,10 +102,7 @@ def test_first_screen_explains_the_default_sample_under_tool_rounds(app):
 
 
 def test_without_a_conversation_the_page_says_what_to_do(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    at.session_state["source"] = "paste"
-    at.run()
+    at = open_page_without_conversation("strategy_lab.py", monkeypatch)
     assert not at.exception
     assert "Pick a sample" in at.info[0].value
     assert not at.metric
