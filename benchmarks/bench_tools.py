@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from ctxlab.model import ToolDef
+from ctxlab.conversation import ToolDef
 from ctxlab.tools.select import DEFAULT_THRESHOLD
 from ctxlab.tools import (LexicalIndex, ToolCatalog, ToolIndex, evaluate, get_provider, gold_aliases,
                           load_queries, sweep)

@@ -4,8 +4,8 @@ The public API is these names; everything else is an implementation detail.
 """
 from .errors import CtxlabError
 from .formats import FORMATS, export, load, load_all, loads, parse_tools
-from .model import Conversation, Message, Part, ToolCall, ToolDef
-from .models import MODELS, ModelSpec, resolve_model
+from .conversation import Conversation, Message, Part, ToolCall, ToolDef
+from .model_specs import MODELS, ModelSpec, resolve_model
 from .tokens import TokenCount, TokenCounter, count_tokens
 
 __version__ = "0.1.0"

@@ -17,7 +17,7 @@ import random
 from typing import Any, Callable
 
 from ._domains import BUILTIN_WORLDS, CHARS_PER_TOKEN, JSONDict, Turn, World, dumps
-from .model import Conversation, Message, ToolCall, compact_json
+from .conversation import Conversation, Message, ToolCall, compact_json
 
 __all__ = ["DOMAINS", "PARAMS", "WORLDS", "CHARS_PER_TOKEN", "MAX_TOTAL_RESULT_TOKENS", "World",
            "generate", "validate_params"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import CtxlabError
-from .model import Conversation, Message
+from .conversation import Conversation, Message
 from .segments import segment
 from .strategies.base import Strategy, get_strategy
 from .strategies.plan import REMOVED, Plan

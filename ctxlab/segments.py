@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .model import Message
+from .conversation import Message
 
 Span = tuple[int, int]
 

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from .errors import CtxlabError
-from .models import resolve_model
+from .model_specs import resolve_model
 from .strategies import Budget, Pipeline, Strategy, StrategyError, get_strategy
 
 _KEYS = ("ctxlab", "strategy", "params", "pipeline", "model", "max_tokens", "reserve", "tools_tokens")

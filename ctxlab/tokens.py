@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ._encodings import get_encoding
-from .model import Conversation, Message, ToolDef
-from .models import ModelSpec, resolve_model
+from .conversation import Conversation, Message, ToolDef
+from .model_specs import ModelSpec, resolve_model
 
 CATEGORIES = ("system", "tool_definitions", "user", "assistant_text", "tool_calls", "tool_results",
               "reply_priming")

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal, Sequence
 
 from .errors import CtxlabError
-from .model import Conversation, Message, ToolCall
+from .conversation import Conversation, Message, ToolCall
 
 Severity = Literal["error", "warning"]
 

@@ -18,7 +18,7 @@ import ctxlab
 from appstate import current_budget, current_view, input_panel, md_escape, require_conversation, text_hash
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
-from ctxlab.model import Message
+from ctxlab.conversation import Message
 from ctxlab.replay import Replay, replay
 from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View

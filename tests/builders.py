@@ -1,7 +1,7 @@
 """Tiny message builders for readable tests."""
 from __future__ import annotations
 
-from ctxlab.model import Message, ToolCall
+from ctxlab.conversation import Message, ToolCall
 
 
 def system(text: str = "Be brief.") -> Message:

@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -138,3 +139,28 @@ def test_console_script_and_module_entry_point_work():
         out = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["total_tokens"] > 1000
+
+
+def test_cli_command_modules_depend_on_the_core_only():
+    """Issue 12.15: the command modules import the shared core, never each other (no cycle)."""
+    import ast
+    import ctxlab.cli
+    pkg = Path(ctxlab.cli.__file__).parent
+    modules = {p.stem for p in pkg.glob("*.py")} - {"__init__"}
+    assert {"core", "formats", "strategies", "tools"} <= modules
+    for name in modules:
+        tree = ast.parse((pkg / f"{name}.py").read_text())
+        siblings = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
+        siblings |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1
+                     and n.module is None for a in n.names}
+        allowed = set() if name == "core" else {"core"}
+        assert siblings <= allowed, f"cli/{name}.py imports {siblings - allowed}"
+
+
+def test_model_modules_are_named_for_what_they_hold():
+    """Issue 12.15: the conversation data model and the LLM model table no longer differ by one letter."""
+    from ctxlab.conversation import Conversation
+    from ctxlab.model_specs import MODELS
+    assert Conversation and MODELS
+    import importlib.util
+    assert importlib.util.find_spec("ctxlab.model") is None and importlib.util.find_spec("ctxlab.models") is None

@@ -8,7 +8,7 @@ import pytest
 from ctxlab.errors import (EmptyMessageError, ExportError, ShapeError, ToolArgumentsError,
                            UnknownRoleError)
 from ctxlab.formats import FORMATS, export, loads
-from ctxlab.model import Conversation, Message, Part, ToolCall
+from ctxlab.conversation import Conversation, Message, Part, ToolCall
 
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 

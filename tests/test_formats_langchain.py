@@ -13,7 +13,7 @@ from langchain_core.messages import (AIMessage, ChatMessage, FunctionMessage, Hu
 
 from ctxlab.errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError
 from ctxlab.formats import FORMATS, export, loads
-from ctxlab.model import Conversation, Message, Part, ToolCall
+from ctxlab.conversation import Conversation, Message, Part, ToolCall
 
 SPACED_ARGS = '{"city": "Paris",  "days": 3}'
 

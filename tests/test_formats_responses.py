@@ -7,7 +7,7 @@ import pytest
 
 from ctxlab.errors import EmptyMessageError, ShapeError, ToolArgumentsError, UnknownRoleError
 from ctxlab.formats import FORMATS, export, loads
-from ctxlab.model import Conversation, Message, Part, ToolCall
+from ctxlab.conversation import Conversation, Message, Part, ToolCall
 
 REQUEST = {
     "model": "o4-mini",

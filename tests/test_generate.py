@@ -9,7 +9,7 @@ import re
 import pytest
 
 from ctxlab.generate import CHARS_PER_TOKEN, DOMAINS, PARAMS, generate, validate_params
-from ctxlab.model import Conversation
+from ctxlab.conversation import Conversation
 
 PARAM = {p["name"]: p for p in PARAMS}
 

@@ -8,7 +8,7 @@ import pytest
 import ctxlab
 from ctxlab.errors import CtxlabError
 from ctxlab.generate import generate
-from ctxlab.model import Message
+from ctxlab.conversation import Message
 from ctxlab.replay import FUTURE, HISTORY_LIMIT, replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.strategies.plan import REMOVED

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ctxlab.errors import CtxlabError
 from ctxlab.formats import export, loads
-from ctxlab.model import Conversation, Message, Part, ToolCall
+from ctxlab.conversation import Conversation, Message, Part, ToolCall
 
 ALL_FORMATS = ("openai", "anthropic", "langchain", "responses")
 PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxlab.model import Message
+from ctxlab.conversation import Message
 from ctxlab.segments import segment
 
 from .builders import assistant, system, tool, user

@@ -7,7 +7,7 @@ from langchain_core.messages import ToolMessage, trim_messages
 
 import ctxlab
 from ctxlab.formats.langchain import to_langchain
-from ctxlab.model import Message, Part
+from ctxlab.conversation import Message, Part
 from ctxlab.strategies import STRATEGIES, Budget, StrategyError, get_strategy, make_view
 from ctxlab.strategies.baseline import LANGCHAIN_CORE_VERSION, message_from_langchain, tiktoken_counter
 from ctxlab.validate import validate

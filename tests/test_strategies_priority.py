@@ -9,7 +9,7 @@ import pytest
 
 import ctxlab
 from ctxlab.generate import generate
-from ctxlab.model import Message
+from ctxlab.conversation import Message
 from ctxlab.strategies import Budget, StrategyError, get_strategy, make_view
 from ctxlab.strategies.plan import Plan
 from ctxlab.strategies.priority import LONE, Hybrid, MiddleOut, OldestFirst

@@ -10,7 +10,7 @@ import pytest
 
 import ctxlab
 from ctxlab.generate import generate
-from ctxlab.model import Message, ToolCall
+from ctxlab.conversation import Message, ToolCall
 from ctxlab.strategies import Budget, StrategyError, get_strategy, make_view
 from ctxlab.validate import validate
 

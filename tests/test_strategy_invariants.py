@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxlab.model import Message, ToolCall
+from ctxlab.conversation import Message, ToolCall
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.tokens import TokenCounter
 from ctxlab.validate import is_valid, validate

@@ -8,7 +8,7 @@ import pytest
 
 import ctxlab
 from ctxlab.generate import generate
-from ctxlab.model import Message
+from ctxlab.conversation import Message
 from ctxlab.replay import replay
 from ctxlab.strategies import Budget, StrategyError, get_strategy, make_view
 from ctxlab.strategies.summarize import (SUMMARIZERS, ExtractiveSummarizer, Summarize, is_summary, summary_body,

@@ -10,7 +10,7 @@ import pytest
 
 from ctxlab import Message, TokenCounter, ToolCall, count_tokens, loads, parse_tools
 from ctxlab.errors import UnknownModelError
-from ctxlab.model import Part
+from ctxlab.conversation import Part
 from ctxlab.tokens import CATEGORIES, NOTE_CALLS, NOTE_IMAGES
 
 from .conftest import SHARED, needs_shared

@@ -7,7 +7,7 @@ import pytest
 
 from ctxlab.cli import main
 from ctxlab.formats import tools_to_openai
-from ctxlab.model import ToolDef
+from ctxlab.conversation import ToolDef
 from ctxlab.tokens import TokenCounter
 from ctxlab.tools import (EvalQuery, QueriesError, ToolCatalog, ToolIndex, evaluate, gold_aliases, load_queries, rank,
                           sweep)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxlab.model import ToolDef
+from ctxlab.conversation import ToolDef
 from ctxlab.tokens import TokenCounter
 from ctxlab.tools import (HashEmbeddings, IndexMismatchError, ToolCatalog, ToolIndex, ToolIndexError, collection_name,
                           content_hash, embedding_text)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from ctxlab.model import Conversation, Message
+from ctxlab.conversation import Conversation, Message
 from ctxlab.tokens import TokenCounter
 from ctxlab.tools import (LexicalIndex, Selection, SelectionError, ToolCatalog, ToolIndex, query_from_conversation,
                           rank)

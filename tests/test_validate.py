@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxlab.errors import CtxlabError
-from ctxlab.model import Conversation, Message, Part, ToolCall
+from ctxlab.conversation import Conversation, Message, Part, ToolCall
 from ctxlab.segments import segment
 
 from .builders import assistant, system, tool, user

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable
 
-from ..model import ToolDef
+from ..conversation import ToolDef
 
 JSONDict = dict[str, Any]
 Call = tuple[str, JSONDict, JSONDict]

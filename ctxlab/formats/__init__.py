@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError
-from ..model import Conversation, Message, Part
+from ..conversation import Conversation, Message, Part
 from ._base import Export, Format, ReadContext
 from ._json import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, load_json_documents
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import EmptyMessageError, ShapeError, ToolArgumentsError, UnknownRoleError
-from ..model import Conversation, Message, Part
+from ..conversation import Conversation, Message, Part
 
 
 #: keys ctxlab itself puts in Message.extra; writers never copy them out as provider fields

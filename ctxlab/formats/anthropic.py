@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import ExportError, ShapeError, ToolArgumentsError
-from ..model import Conversation, Message, Part, ToolCall, compact_json
+from ..conversation import Conversation, Message, Part, ToolCall, compact_json
 from ._base import INTERNAL_EXTRA, Export, Format, ReadContext, check_not_empty, expect_dict, role_of
 from .tools import tools_to_anthropic
 

@@ -18,7 +18,7 @@ from langchain_core.messages import (AIMessage, BaseMessage, HumanMessage, Syste
                                      messages_from_dict, messages_to_dict)
 
 from ..errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError
-from ..model import Conversation, Message, Part, ToolCall, compact_json
+from ..conversation import Conversation, Message, Part, ToolCall, compact_json
 from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
 from ._base import INTERNAL_EXTRA
 from .anthropic import anthropic_only_note, block_type, read_block, tool_result_message, tool_use_call

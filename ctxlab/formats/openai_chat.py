@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ShapeError
-from ..model import Conversation, Message, Part, ToolCall
+from ..conversation import Conversation, Message, Part, ToolCall
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict,
                     role_of, text_or_parts)
 from .tools import tools_to_openai

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ShapeError, UnknownRoleError
-from ..model import Conversation, Message, Part, ToolCall
+from ..conversation import Conversation, Message, Part, ToolCall
 from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
 from ._base import INTERNAL_EXTRA
 from .anthropic import anthropic_only_note

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ShapeError
-from ..model import ToolDef
+from ..conversation import ToolDef
 
 _EMPTY_SCHEMA = {"type": "object", "properties": {}}
 

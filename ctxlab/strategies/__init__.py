@@ -18,7 +18,7 @@ def prepare(conv, model: str | None = None, *, context_limit: int | None = None,
             pins=()) -> tuple[View, Budget]:
     """The view of a conversation and its budget: the model's window (or ``context_limit``) less the
     reserve, with the conversation's tool definitions counted in it."""
-    from ..model import Conversation
+    from ..conversation import Conversation
     from ..tokens import TokenCounter
     if model is None and isinstance(conv, Conversation):
         model = conv.model

@@ -22,7 +22,7 @@ import langchain_core
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, trim_messages
 
 from ..formats.langchain import to_langchain
-from ..model import Message, Part, ToolCall, compact_json
+from ..conversation import Message, Part, ToolCall, compact_json
 from ..tokens import TokenCounter
 from ..validate import Finding, validate
 from .base import Strategy, StrategyError, param, register

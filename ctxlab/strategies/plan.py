@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..model import Message
+from ..conversation import Message
 from ..tokens import CATEGORIES
 from .view import Budget, View, fact_mask
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from ..model import Message
+from ..conversation import Message
 from .base import Strategy, param, register
 from .plan import REMOVED, Plan, make_plan, minimum_warning, settle
 from .view import Budget, View

@@ -23,7 +23,7 @@ from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, ClassVar, Sequence
 
-from ..model import Message
+from ..conversation import Message
 from .base import Strategy, StrategyError, param, register
 from .plan import Insertion, Plan, make_plan, minimum_warning, settle
 from .view import Budget, View

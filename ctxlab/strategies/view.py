@@ -12,8 +12,8 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import CtxlabError
-from ..model import Conversation, Message
-from ..models import resolve_model
+from ..conversation import Conversation, Message
+from ..model_specs import resolve_model
 from ..segments import Segments, segment
 from ..tokens import TokenCounter
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import ShapeError
 from ..formats import parse_tools
 from ..formats._json import load_json_documents
-from ..model import ToolDef
+from ..conversation import ToolDef
 from ..tokens import TokenCounter
 
 

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import CtxlabError
-from ..model import Conversation, Message, ToolDef
+from ..conversation import Conversation, Message, ToolDef
 from ..tokens import TokenCounter
 
 REASONS = ("similarity", "expansion", "always", "fallback")

@@ -1,4 +1,6 @@
-"""The ``ctxlab`` command line: a JSON contract scripts can rely on.
+"""The CLI's shared core: the command registry, input reading, output, and the error boundary.
+
+Every command module depends on this one and on nothing else of the CLI.
 
 Exit codes: 0 success, 1 ``validate`` found errors, 2 bad input or usage (one line on stderr,
 never a traceback).
@@ -8,14 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .errors import CtxlabError
-from .formats import FORMATS, export, load_all
-from .model import Conversation
-from .tokens import count_tokens
+from ..errors import CtxlabError
+from ..formats import FORMATS, load_all
+from ..conversation import Conversation
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
@@ -73,65 +73,8 @@ def _input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-mb", type=float, default=50.0, help="refuse inputs larger than this (default 50)")
 
 
-def _count_args(p: argparse.ArgumentParser) -> None:
-    _input_args(p)
-    p.add_argument("--model", help="model whose encoding and framing to use (default: the file's, else gpt-4o)")
-
-
-@command("count", _count_args)
-def _count(args: argparse.Namespace) -> int:
-    """Print token counts as the API would bill them."""
-    convs = _conversations(args)
-    out = []
-    for i, conv in convs:
-        d = {"format": conv.format, **count_tokens(conv, model=args.model).to_dict(), "notes": list(conv.notes)}
-        out.append({"index": i, **d} if len(convs) > 1 else d)
-    _emit(out)
-    return EXIT_OK
-
-
-def _convert_args(p: argparse.ArgumentParser) -> None:
-    _input_args(p)
-    p.add_argument("--to", required=True, choices=sorted(n for n, f in FORMATS.items() if f.write))
-
-
-@command("convert", _convert_args)
-def _convert(args: argparse.Namespace) -> int:
-    """Print the conversation in another format; notes on anything left out go to stderr."""
-    out = []
-    for _, conv in _conversations(args):
-        result = export(conv, args.to)
-        for note in result.notes:
-            print(f"note: {note}", file=sys.stderr)
-        out.append(result.data)
-    _emit(out)
-    return EXIT_OK
-
-
-def _validate_args(p: argparse.ArgumentParser) -> None:
-    _input_args(p)
-    p.add_argument("--rules", default="openai", choices=["openai", "anthropic"])
-
-
-@command("validate", _validate_args)
-def _validate(args: argparse.Namespace) -> int:
-    """Print the provider-rule findings as JSON; exit 1 when any is an error."""
-    from .validate import is_valid, validate
-    out, ok = [], True
-    for i, conv in _conversations(args):
-        findings = validate(conv, rules=args.rules)
-        valid = is_valid(findings)
-        ok = ok and valid
-        out.append({"index": i, "rules": args.rules, "valid": valid, "messages": len(conv),
-                    "findings": [asdict(f) for f in findings]})
-    _emit(out)
-    return EXIT_OK if ok else EXIT_INVALID
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
-    from . import cli_strategies  # noqa: F401  (registers strategies, apply, replay)
-    from . import cli_tools  # noqa: F401  (registers tools: index, status, query, eval)
     parser = _Parser(prog="ctxlab", description="Inspect, count, convert and trim LLM tool conversations.")
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (add_args, fn) in COMMANDS.items():
@@ -156,6 +99,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ctxlab: internal error ({type(e).__name__}: {e}); please report it with the input", file=sys.stderr)
     return EXIT_BAD_INPUT
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,11 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .cli import EXIT_OK, command
-from .errors import CtxlabError
-from .tools.catalog import ToolCatalog
-from .tools.embeddings import DEFAULT_PROVIDER, PROVIDERS
-from .tools.select import DEFAULT_THRESHOLD
+from .core import EXIT_OK, command
+from ..errors import CtxlabError
+from ..tools.catalog import ToolCatalog
+from ..tools.embeddings import DEFAULT_PROVIDER, PROVIDERS
+from ..tools.select import DEFAULT_THRESHOLD
 
 def _threshold(text: str) -> float | None:
     if text.strip().lower() in ("none", "off", ""):
@@ -114,7 +114,7 @@ def _catalog(args: argparse.Namespace) -> ToolCatalog:
 
 
 def _open(args: argparse.Namespace, rebuild: bool = False):
-    from .tools.index import ToolIndex
+    from ..tools.index import ToolIndex
     return ToolIndex(_catalog(args), args.provider, path=args.data_dir, host=args.host, port=args.port,
                      rebuild=rebuild)
 
@@ -142,7 +142,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from .tools.select import _check, select
+    from ..tools.select import _check, select
     index = _open(args)
     _check(args.k, args.threshold, args.always, {n: None for n in index.catalog.names})  # bad input before work
     if not args.no_build and index.pending():
@@ -157,7 +157,7 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from .tools.evaluate import evaluate, load_queries
+    from ..tools.evaluate import evaluate, load_queries
     if args.previous_turns < 0:
         raise CtxlabError("--previous-turns must be 0 or more", where="--previous-turns")
     queries = load_queries(args.queries)

@@ -7,12 +7,12 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from .cli import EXIT_OK, _conversations, _emit, _input_args, command
-from .errors import CtxlabError
-from .formats import FORMATS, export
-from .model import Conversation
-from .strategies import STRATEGIES, Strategy, StrategyError, get_strategy, parse_param, prepare
-from .validate import validate
+from .core import EXIT_OK, _conversations, _emit, _input_args, command
+from ..errors import CtxlabError
+from ..formats import FORMATS, export
+from ..conversation import Conversation
+from ..strategies import STRATEGIES, Strategy, StrategyError, get_strategy, parse_param, prepare
+from ..validate import validate
 
 
 def _strategies_args(p: argparse.ArgumentParser) -> None:
@@ -101,7 +101,7 @@ def _apply(args: argparse.Namespace) -> int:
 @command("replay", _plan_args)
 def _replay(args: argparse.Namespace) -> int:
     """Replay a conversation turn by turn under a strategy; print the turns x messages matrix."""
-    from .replay import replay
+    from ..replay import replay
     out = []
     for i, conv in _conversations(args):
         strategy, budget, view = _setup(args, conv)

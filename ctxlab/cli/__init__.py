@@ -1,0 +1,12 @@
+"""The ``ctxlab`` command line: a JSON contract scripts can rely on.
+
+Exit codes: 0 success, 1 ``validate`` found errors, 2 bad input or usage (one line on stderr,
+never a traceback). Each command group is a module that registers its commands with
+:func:`ctxlab.cli.core.command`; the modules depend on the core, never on each other.
+"""
+from __future__ import annotations
+
+from . import formats, strategies, tools  # noqa: F401  (each registers its commands)
+from .core import EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, build_parser, main
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INVALID", "EXIT_OK", "build_parser", "main"]

@@ -1,0 +1,65 @@
+"""CLI commands of the engine's foundation: ``count``, ``convert``, ``validate``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict
+
+from ..formats import FORMATS, export
+from ..tokens import count_tokens
+from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command
+
+
+def _count_args(p: argparse.ArgumentParser) -> None:
+    _input_args(p)
+    p.add_argument("--model", help="model whose encoding and framing to use (default: the file's, else gpt-4o)")
+
+
+@command("count", _count_args)
+def _count(args: argparse.Namespace) -> int:
+    """Print token counts as the API would bill them."""
+    convs = _conversations(args)
+    out = []
+    for i, conv in convs:
+        d = {"format": conv.format, **count_tokens(conv, model=args.model).to_dict(), "notes": list(conv.notes)}
+        out.append({"index": i, **d} if len(convs) > 1 else d)
+    _emit(out)
+    return EXIT_OK
+
+
+def _convert_args(p: argparse.ArgumentParser) -> None:
+    _input_args(p)
+    p.add_argument("--to", required=True, choices=sorted(n for n, f in FORMATS.items() if f.write))
+
+
+@command("convert", _convert_args)
+def _convert(args: argparse.Namespace) -> int:
+    """Print the conversation in another format; notes on anything left out go to stderr."""
+    out = []
+    for _, conv in _conversations(args):
+        result = export(conv, args.to)
+        for note in result.notes:
+            print(f"note: {note}", file=sys.stderr)
+        out.append(result.data)
+    _emit(out)
+    return EXIT_OK
+
+
+def _validate_args(p: argparse.ArgumentParser) -> None:
+    _input_args(p)
+    p.add_argument("--rules", default="openai", choices=["openai", "anthropic"])
+
+
+@command("validate", _validate_args)
+def _validate(args: argparse.Namespace) -> int:
+    """Print the provider-rule findings as JSON; exit 1 when any is an error."""
+    from ..validate import is_valid, validate
+    out, ok = [], True
+    for i, conv in _conversations(args):
+        findings = validate(conv, rules=args.rules)
+        valid = is_valid(findings)
+        ok = ok and valid
+        out.append({"index": i, "rules": args.rules, "valid": valid, "messages": len(conv),
+                    "findings": [asdict(f) for f in findings]})
+    _emit(out)
+    return EXIT_OK if ok else EXIT_INVALID
