@@ -272,3 +272,71 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
         needed += len(needs)
         served += ok
     return Fidelity(replay.strategy, needed, served, tuple(rows))
+
+
+VERDICT_RULE = ("Among the strategies whose result fits the budget and that no provider rejects (OpenAI and "
+                "Anthropic rules), the highest needed_recall (on the turn-by-turn replay) wins; a tie goes to the "
+                "lowest cost over the conversation's life (prompt cache included; input tokens when the model has "
+                "no price), then to the leftmost column.")
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayMeasures:
+    """A strategy replayed over a conversation, with what it lost (``fidelity``) and what it costs
+    (``cost``), beside what keeping everything costs (``cost_none``)."""
+
+    replay: Any
+    fidelity: Fidelity
+    cost: Any
+    cost_none: Any
+
+    @property
+    def needed_recall(self) -> float | None:
+        """served / needed over the conversation."""
+        return self.fidelity.needed_recall
+
+    def summary(self) -> dict[str, Any]:
+        """The figures a table row shows: recall, tokens, cached share, cost, and the same for none."""
+        c, n = self.cost, self.cost_none
+        return {"needed_recall": self.needed_recall, "needed": self.fidelity.needed, "missed": len(self.fidelity.misses),
+                "input_tokens": c.input_tokens, "cached_share": c.cached_share, "cost_usd": c.cost_usd,
+                "none_input_tokens": n.input_tokens, "none_cost_usd": n.cost_usd,
+                "tokens_vs_none": c.input_tokens / n.input_tokens - 1 if n.input_tokens else None,
+                "cost_vs_none": c.cost_usd / n.cost_usd - 1 if c.cost_usd is not None and n.cost_usd else None}
+
+
+def measure_replay(conv: Conversation, strategy: Any, budget: Any, *, model: str | None = None,
+                   prices: Any = None, facts: NeededFacts | None = None) -> ReplayMeasures:
+    """Replay ``strategy`` (an object or a name) on ``conv`` under ``budget`` and measure it:
+    needed_recall and cost, plus the cost of ``none`` for comparison. ``prices`` is a
+    ``pricing.Price``, a ``PriceTable`` or None (the bundled table); pass ``facts`` (from
+    ``needed_facts(conv)``) when measuring several strategies of one conversation."""
+    from .pricing import load_prices, replay_cost
+    from .replay import replay
+    model = model or conv.model or "gpt-4o"
+    prices = prices if prices is not None else load_prices()
+    facts = facts or needed_facts(conv)
+    r = replay(conv, strategy, budget, model=model)
+    base = replay(conv, "none", budget, model=model)
+    return ReplayMeasures(r, needed_recall(r, facts), replay_cost(r, conv, model=model, price=prices),
+                          replay_cost(base, conv, model=model, price=prices))
+
+
+def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequence[bool],
+                   measures: Sequence[ReplayMeasures]) -> tuple[int | None, str]:
+    """The winner under ``VERDICT_RULE`` (None when none qualifies) and a sentence saying why."""
+    ok = [k for k in range(len(labels)) if fits[k] and accepted[k]]
+    if not ok:
+        return None, "No strategy qualifies (each is over the budget or rejected by a provider): raise the limit or tune."
+
+    def cost(k: int) -> float:
+        c = measures[k].cost
+        return c.cost_usd if c.cost_usd is not None else float(c.input_tokens)
+    best = min(ok, key=lambda k: (-(measures[k].needed_recall if measures[k].needed_recall is not None else 1.0),
+                                  cost(k), k))
+    m = measures[best].summary()
+    recall = "n/a (nothing needed)" if m["needed_recall"] is None else f"{m['needed_recall']:.0%}"
+    money = f"${m['cost_usd']:.4f}" if m["cost_usd"] is not None else f"{m['input_tokens']:,} input tokens"
+    vs = "" if m["cost_vs_none"] is None else f" ({m['cost_vs_none']:+.0%} vs none)"
+    return best, (f"{labels[best]} wins: it fits, no provider rejects it, it serves {recall} of the needed facts, "
+                  f"and costs {money}{vs} over the conversation.")

@@ -13,6 +13,7 @@ from ctxlab.strategies import Budget, get_strategy
 from ctxlab.tokens import TokenCounter
 
 from .builders import system, user
+from .conftest import SAMPLES
 
 POLICY = "Policy: " + " ".join(f"rule {k} says be kind and precise." for k in range(300))  # ~2,400 tokens
 
@@ -119,3 +120,16 @@ def test_bad_overrides_say_what_to_write(text, where):
 def test_a_bad_price_table_names_the_entry():
     with pytest.raises(PriceError, match=r"models.x.input"):
         parse_prices({"models": {"x": {"input": "cheap", "output": 1}}})
+
+
+def test_ctxlab_replay_reports_needed_recall_and_cost_beside_none(capsys):
+    from ctxlab.cli import main
+    sample = str(SAMPLES / "ecommerce_refund.json")
+    assert main(["replay", sample, "--strategy", "sliding_window", "--max-tokens", "4000"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert 0 < out["needed_recall"] < 1 and out["fidelity"]["misses"]
+    assert out["cost"]["input_tokens"] < out["cost_none"]["input_tokens"]
+    assert out["cost"]["cost_usd"] > 0 and out["cost"]["price"]["model"] == "gpt-4o"
+    assert main(["replay", sample, "--strategy", "none", "--price", "input=1,cached=0,output=0"]) == 0
+    cheap = json.loads(capsys.readouterr().out)["cost"]
+    assert cheap["cost_usd"] == pytest.approx((cheap["input_tokens"] - cheap["cached_tokens"]) / 1e6)

@@ -138,3 +138,24 @@ def test_the_cli_writes_csv_and_rejects_a_bad_grid_with_exit_2(capsys):
                  "--grid", "sliding_window.buffer_ratio=x", "--max-tokens", "4000"]) == 2
     err = capsys.readouterr().err
     assert "buffer_ratio" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_tune_figures_show_every_point_the_front_and_the_pick():
+    from ctxlab.figures_tune import cost_per_turn_figure, pareto_figure, points_table, sensitivity_figure
+    conv = Conversation(tuple(lookup_then_cancel()), model="gpt-4o")
+    res = run_sweep([conv], Grid.parse(["tool_rounds"], ["tool_rounds.keep_rounds=0,1"]), [100_000, 200_000],
+                    prices=PRICE, workers=1)
+    fig = pareto_figure(res)
+    names = [t.name for t in fig.data]
+    assert names == ["tool_rounds", "Pareto front", "recommended"]
+    assert len(fig.data[0].x) == 4 and fig.data[2].text[0].startswith("tool_rounds(keep_rounds=1)")
+    sens = sensitivity_figure(res, "tool_rounds", "keep_rounds")
+    assert [t.name for t in sens.data] == ["100,000 tokens", "200,000 tokens"] and list(sens.data[0].y)[1] == 1.0
+    rows = points_table(res)
+    assert [r["recommended"] for r in rows].count(True) == 1
+    from ctxlab.fidelity import measure_replay
+    from ctxlab.strategies import Budget
+    m = measure_replay(conv, "tool_rounds", Budget(100_000), prices=PRICE)
+    bars = cost_per_turn_figure(m.cost, m.cost_none)
+    assert [t.name for t in bars.data] == ["cached", "cache write", "uncached", "none: prompt tokens"]
+    assert sum(bars.data[0].y) + sum(bars.data[2].y) == m.cost.input_tokens
