@@ -211,7 +211,7 @@ def local_index(tmp_path_factory):
 def test_the_real_model_ranks_the_obvious_tool_first(local_index, query, expected):
     # the ranking, not the no-match rule: this catalog's one-line descriptions score lower than the
     # descriptive catalogs the rule was tuned on (two of these four plain queries fall under its floor)
-    s = local_index.select(query, top_k=3, expand_categories=False, no_match="off")
+    s = local_index.select(query, top_k=3, expand_categories=False, no_match="off", threshold=None)
     assert s.names[0] == expected and s.fallback is None
 
 
@@ -264,11 +264,11 @@ def test_a_keyboard_mash_is_unsure_and_sends_what_the_user_chose(sample_index, p
 
 def test_expansion_stays_within_k_extra_tools_for_a_real_question(sample_index):
     query = "Where is my package? It was supposed to arrive yesterday."
-    s = sample_index.select(query, top_k=5)  # was: 18 tools (5 picks + 13 expansions)
+    s = sample_index.select(query, top_k=5, threshold=0.2)  # was: 18 tools (5 picks + 13 expansions)
     assert s.confident and sum(t.reason == "similarity" for t in s.tools) == 5
     assert sum(t.reason == "expansion" for t in s.tools) == 5 and s.expansion_left_out > 0
     assert "track_shipment" in s.names and len(s.tools) == 10
-    assert sample_index.select(query, top_k=5, max_expansion=2).expansion_left_out == s.expansion_left_out + 3
+    assert sample_index.select(query, top_k=5, threshold=0.2, max_expansion=2).expansion_left_out == s.expansion_left_out + 3
 
 
 def test_real_questions_stay_confident_and_junk_is_mostly_caught(sample_index):

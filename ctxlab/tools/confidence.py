@@ -77,7 +77,7 @@ class NoMatchRule:
 #: (model id, hybrid) -> the rule tuned for it (see the module docstring for how)
 TUNED_RULES: dict[tuple[str, bool], NoMatchRule] = {
     (LOCAL_MODEL_ID, True): NoMatchRule(0.26, 0.07, 10, f"{LOCAL_MODEL_ID}, hybrid"),
-    (LOCAL_MODEL_ID, False): NoMatchRule(0.26, 0.05, 10, f"{LOCAL_MODEL_ID}, dense"),
+    (LOCAL_MODEL_ID, False): NoMatchRule(0.10, 0.05, 10, f"{LOCAL_MODEL_ID}, dense"),
 }
 
 

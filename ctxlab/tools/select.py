@@ -41,7 +41,7 @@ from .confidence import DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, rule_for
 
 REASONS = ("similarity", "expansion", "always", "fallback")
 LEXICAL_WEIGHT = 0.15
-DEFAULT_THRESHOLD = 0.2  # tuned by benchmarks/bench_tools.py on the tuning half (see confidence.py)
+DEFAULT_THRESHOLD = 0.27  # tuned by benchmarks/bench_tools.py on the tuning half (see confidence.py)
 CANDIDATES = 50
 
 
