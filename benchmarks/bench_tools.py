@@ -292,7 +292,7 @@ def tune_and_hold_out(provider: Any, store: Path) -> None:
             rows = [r for r in d["real"] if r[0] == "held"]
             junk = [rk for h, rk in d["junk"] if h == "held" or n == "ecommerce"]
             print(f"  {n} ({len(rows)} real, {len(junk)} junk), recall@5 {_recall5(rows, None):.3f}")
-            configs = [("before: threshold 0.2, no cap, no rule", 0.2, None, "all", 10 ** 6),
+            configs = [("threshold 0.2, no cap, no floor/gap rule", 0.2, None, "all", 10 ** 6),
                        ("tuned, cap k, on_no_match=all", threshold, rule, "all", None),
                        ("tuned, cap k, on_no_match=none", threshold, rule, "none", None)]
             for label, t, r, policy, cap in configs:
