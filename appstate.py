@@ -35,6 +35,7 @@ DEFAULTS: dict[str, Callable[[], Any]] = {
     "reserve": lambda: 0.15,
     "pins": lambda: [],                  # message indexes pinned in the Strategy Lab
     "tool_tokens_override": lambda: None,  # tokens of the tools retrieval selected, when used in the budget
+    "tool_tokens_source": lambda: None,    # where they come from: {label, own, model, conversation (text hash)}
     **{f"gen_{p['name']}": (lambda d=p["default"]: d) for p in GEN_PARAMS},
 }
 
@@ -181,14 +182,29 @@ def current_conversation() -> ctxlab.Conversation | None:
     return parse(text) if text else None
 
 
+def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
+    """The tool-definition tokens the budget counts, which catalog they come from (in words),
+    and whether they exceed all of the conversation's own tools. The Tool Retrieval selection
+    counts only while it was made for this conversation and model."""
+    model = st.session_state.model
+    own = TokenCounter(model).tools(conv.tools)
+    own_text = f"all the conversation's own {len(conv.tools)} tools ({own:,} tokens)"
+    override, src = st.session_state.tool_tokens_override, st.session_state.get("tool_tokens_source")
+    if override is None or not src:
+        return own, f"Tool definitions in the budget: {own_text}.", False
+    if src.get("conversation") != text_hash(st.session_state.conversation_text or "") or src.get("model") != model:
+        return own, (f"Tool definitions in the budget: {own_text}; the Tool Retrieval selection was made for "
+                     "another conversation or model: open Tool Retrieval to select again."), False
+    note = f"Tool definitions in the budget: {int(override):,} tokens, the tools retrieval selects from {src['label']}"
+    if int(override) > own:
+        return int(override), note + f", more than {own_text}: that catalog is not the conversation's.", True
+    return int(override), note + f" (all the conversation's own tools: {own:,} tokens).", False
+
+
 def current_budget(conv: ctxlab.Conversation) -> Budget:
     """The budget from the sidebar; tool definitions count in it (only the selected ones when the
-    Tool Retrieval page says so)."""
-    model = st.session_state.model
-    tools = st.session_state.tool_tokens_override
-    if tools is None:
-        tools = TokenCounter(model).tools(conv.tools)
-    return Budget(int(st.session_state.max_tokens), float(st.session_state.reserve), int(tools))
+    Tool Retrieval page says so: see tool_budget)."""
+    return Budget(int(st.session_state.max_tokens), float(st.session_state.reserve), tool_budget(conv)[0])
 
 
 def require_conversation() -> ctxlab.Conversation:

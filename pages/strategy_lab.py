@@ -15,7 +15,8 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import current_budget, current_view, input_panel, md_escape, require_conversation, text_hash
+from appstate import (current_budget, current_view, input_panel, md_escape, require_conversation, text_hash,
+                      tool_budget)
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.conversation import Message
@@ -170,6 +171,8 @@ headline.markdown(
     f"({n:,} messages, {plan.tokens_before:,} tokens) after the **{title}** strategy: it sends "
     f"{len(plan.messages):,} messages, {plan.tokens_after:,} tokens, which {fits} a "
     f"{budget.prompt_limit:,}-token budget; change the strategy on the left and watch every message's fate below.")
+_tools_note, _tools_raised = tool_budget(conv)[1:]  # which catalog's tools the budget counts (issue 12.11)
+(main.warning if _tools_raised else main.caption)(md_escape(_tools_note))
 
 with main:
     removed = plan.removed
