@@ -17,7 +17,7 @@ fitted the budget still fits.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..conversation import Message
 from ..tokens import CATEGORIES
@@ -72,6 +72,7 @@ class Plan:
     retention: float | None = None
     facts_kept: tuple[str, ...] = ()
     facts_lost: tuple[str, ...] = ()
+    idle: str | None = None
 
     @property
     def tokens_before(self) -> int:
@@ -112,7 +113,7 @@ class Plan:
             "strategy": self.strategy, "params": dict(self.params), "budget": self.budget.to_dict(),
             "before": {"tokens": self.tokens_before, "messages": len(self.actions), "by_category": dict(self.before)},
             "after": {"tokens": self.tokens_after, "messages": len(self.messages), "by_category": dict(self.after)},
-            "saved": self.saved, "fits": self.fits,
+            "saved": self.saved, "fits": self.fits, "idle": self.idle,
             "decisions": [{"index": i, "action": a, "reason": r}
                           for i, (a, r) in enumerate(zip(self.actions, self.reasons))],
             "warnings": list(self.warnings), "stats": dict(self.stats), "retention": self.retention,
@@ -179,10 +180,11 @@ def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
 def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
                reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None], *,
                warnings: Sequence[str] = (), stats: Mapping[str, Any] | None = None,
-               state: Mapping[str, Any] | None = None, known_tokens: Mapping[int, int] | None = None) -> Plan:
+               state: Mapping[str, Any] | None = None, known_tokens: Mapping[int, int] | None = None,
+               idle: "str | Callable[[], str] | None" = None) -> Plan:
     """A Plan from final decisions and output: counts what is new (unless ``known_tokens`` gives
     the tokens of a replaced input message), measures retention, warns when the result does not
-    fit."""
+    fit. ``idle`` says why nothing changed (a text, or a function called only when nothing did)."""
     known_tokens = known_tokens or {}
     out_tokens: list[int] = []
     sums: dict[str, int] = {}
@@ -211,18 +213,30 @@ def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, A
     kept = tuple(f for k, f in enumerate(view.facts) if mask >> k & 1)
     lost = tuple(f for k, f in enumerate(view.facts) if not mask >> k & 1)
     retention = len(kept) / len(view.facts) if view.facts else None
+    why_idle = idle_reason(strategy, actions, messages, idle)
     return Plan(strategy, dict(params), budget, tuple(actions), tuple(reasons), tuple(messages), tuple(origin),
                 tuple(out_tokens), before, after, tuple(warnings), dict(stats or {}), dict(state or {}),
-                retention, kept, lost)
+                retention, kept, lost, why_idle)
+
+
+def idle_reason(strategy: str, actions: Sequence[str], messages: Sequence[Message],
+                idle: "str | Callable[[], str] | None") -> str | None:
+    """None when the decisions change something; else the strategy's sentence for why not."""
+    if len(messages) != len(actions) or actions.count("keep") != len(actions):
+        return None
+    text = idle() if callable(idle) else idle
+    return text or f"{strategy} kept every message as it is"
 
 
 def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: list[str],
               reasons: list[str], *, replacements: Mapping[int, Message] | None = None,
               insertions: Sequence[Insertion] = (), warnings: Sequence[str] = (),
               stats: Mapping[str, Any] | None = None, state: Mapping[str, Any] | None = None,
-              settle_first: bool = True, replacement_tokens: Mapping[int, int] | None = None) -> Plan:
+              settle_first: bool = True, replacement_tokens: Mapping[int, int] | None = None,
+              idle: "str | Callable[[], str] | None" = None) -> Plan:
     """Settle the decisions, assemble the resulting messages, and build the Plan.
-    ``replacement_tokens`` may give the exact tokens of replacements the strategy already counted."""
+    ``replacement_tokens`` may give the exact tokens of replacements the strategy already counted;
+    ``idle`` says why nothing changed, when nothing did (see ``Plan.idle``)."""
     if settle_first:
         settle(view, actions, reasons)
     replacements = replacements or {}
@@ -234,7 +248,7 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
         messages.insert(at, ins.message)
         origin.insert(at, None)
     return build_plan(view, budget, strategy, params, actions, reasons, messages, origin,
-                      warnings=warnings, stats=stats, state=state, known_tokens=replacement_tokens)
+                      warnings=warnings, stats=stats, state=state, known_tokens=replacement_tokens, idle=idle)
 
 
 def minimum_warning(view: View, budget: Budget, what: str, needed: int) -> str | None:
