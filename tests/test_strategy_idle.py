@@ -109,3 +109,12 @@ def test_a_pipeline_that_does_nothing_joins_its_steps_reasons():
     plan = (get_strategy("clear_tool_results") >> get_strategy("turn_safe")).apply(view, Budget(128_000))
     assert plan.idle.startswith("clear_tool_results triggers above 100,000")
     assert "; then turn_safe keeps the last 100 messages" in plan.idle
+
+
+def test_clear_tool_results_over_its_trigger_names_what_protects_every_result():
+    big = "x " * 400
+    view = make_view([user("a"), assistant("", "c1"), tool("c1", big), assistant("", "c2"), tool("c2", big),
+                      assistant("done")], "gpt-4o")
+    plan = get_strategy("clear_tool_results", trigger_tokens=0, keep=3).apply(view, Budget(128_000))
+    assert plan.idle == ("clear_tool_results clears at any size (trigger_tokens 0) but none of its 2 tool results can "
+                         "be cleared: 2 among the newest 3 (keep)")

@@ -346,7 +346,7 @@ class ClearToolResults(Strategy):
         names, counter = _tool_names(view), view.counter
         framing = counter.message(Message("tool", ""))  # a tool message's tokens besides its content
         results = [i for i, role in enumerate(view.roles) if role == "tool"]
-        newest = set(results[len(results) - self.keep:]) if self.keep else set()
+        newest = set(results[max(len(results) - self.keep, 0):]) if self.keep else set()
         excluded = set(self.exclude_tools)
         out: dict[int, tuple[str, int]] = {}
         for i in results:
