@@ -30,7 +30,10 @@ def turn_aligned_start(view: View, last_n: int) -> int:
 
 def trim_to_first_user(view: View, actions: list[str], reasons: list[str], why: str) -> None:
     """Drop kept non-system messages before the first kept user message, so the window starts on
-    a user turn, as providers expect."""
+    a user turn, as providers expect. A conversation with no user message at all is left as it is:
+    there is no user turn to start on, and emptying it would help no one."""
+    if view.newest_user() is None:
+        return
     for i, role in enumerate(view.roles):
         if actions[i] == "drop" or role == "system":
             continue
