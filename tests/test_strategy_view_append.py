@@ -22,7 +22,7 @@ FIELDS = ("messages", "tokens", "categories", "seg", "facts", "fact_masks", "pin
 def _same(a, b) -> None:
     for f in FIELDS:
         assert getattr(a, f) == getattr(b, f), f
-    assert (a.roles, a.total, a.category_sums) == (b.roles, b.total, b.category_sums)
+    assert (a.roles, a.total, a.category_sums, a.fact_counts) == (b.roles, b.total, b.category_sums, b.fact_counts)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,7 +35,7 @@ def test_appending_message_by_message_gives_the_view_of_the_whole(messages, step
     facts = ("KC-1001", "refund", "KC-3")
     whole = make_view(messages, counter=COUNTER, facts=facts)
     view = make_view(messages[:1], counter=COUNTER, facts=facts)
-    view.roles, view.total, view.category_sums  # noqa: B018  (cached values are carried over, check them too)
+    view.roles, view.total, view.category_sums, view.fact_counts  # noqa: B018  (cached values are carried over, check them too)
     for k in range(1, len(messages), step):
         view = view.append(*messages[k:k + step])
     _same(view, whole)

@@ -148,6 +148,17 @@ class View:
         return out
 
     @cached_property
+    def fact_counts(self) -> tuple[int, ...]:
+        """How many messages hold each fact (by the order of ``facts``)."""
+        counts = [0] * len(self.facts)
+        for mask in self.fact_masks:
+            while mask:
+                low = mask & -mask
+                counts[low.bit_length() - 1] += 1
+                mask ^= low
+        return tuple(counts)
+
+    @cached_property
     def total(self) -> int:
         """Tokens of all messages."""
         return sum(self.tokens)
@@ -188,6 +199,12 @@ class View:
             new.__dict__["roles"] = known["roles"] + tuple(m.role for m in messages)
         if "total" in known:
             new.__dict__["total"] = known["total"] + sum(tokens)
+        if "fact_counts" in known:
+            counts = list(known["fact_counts"])
+            for mask in masks:
+                for k in range(len(counts)):
+                    counts[k] += mask >> k & 1
+            new.__dict__["fact_counts"] = tuple(counts)
         if "category_sums" in known:
             sums = dict(known["category_sums"])
             for c, t in zip(cats, tokens):
