@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from bisect import bisect_left
+from collections import deque
+from itertools import compress
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..conversation import Message
@@ -127,7 +129,8 @@ _REMOVED = frozenset(REMOVED)
 
 def settle(view: View, actions: list[str], reasons: list[str]) -> None:
     """Make decisions safe for every provider (see the module docstring); edits in place.
-    Linear in the number of messages: it runs inside every slider move."""
+    It runs inside every slider move: rule 2 walks the smaller of the kept and the removed
+    messages, rules 3 and 4 look at each turn through C-speed slice counts."""
     protected = set()
     for i, why in ((view.first_system(), "always kept: the system prompt"),
                    (view.newest_user(), "always kept: the newest user message")):
@@ -135,39 +138,66 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
             protected.add(i)
             if actions[i] in _REMOVED:
                 actions[i], reasons[i] = "keep", why
-    for members in view.multi_groups:
-        gone = None
-        for i in members:
-            if actions[i] in _REMOVED:
-                gone = actions[i]
-                break
-        if gone is not None:
-            why = f"{gone} with its tool call and results (message {members[0]})"
-            for i in members:
-                if actions[i] not in _REMOVED:
-                    actions[i], reasons[i] = gone, why
+    _whole_groups(view, actions, reasons)
     for start, end in view.seg.turns:
         gone = actions[start]
-        if gone in _REMOVED:
-            why = f"its turn's user message ({start}) is removed"
-            for i in range(start + 1, end):
-                if actions[i] not in _REMOVED and i not in protected:
-                    actions[i], reasons[i] = gone, why
+        if gone not in _REMOVED or _removed_in(actions, start + 1, end) == end - start - 1:
+            continue
+        why = f"its turn's user message ({start}) is removed"
+        for i in range(start + 1, end):
+            if actions[i] not in _REMOVED and i not in protected:
+                actions[i], reasons[i] = gone, why
     _drop_lone_users(view, actions, reasons)
 
 
-def _drop_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
-    last_user: int | None = None
-    for i, role in enumerate(view.roles):
-        if actions[i] in _REMOVED:
+def _removed_in(actions: list[str], start: int, end: int) -> int:
+    """How many of ``actions[start:end]`` remove their message."""
+    part = actions[start:end]
+    return part.count("drop") + part.count("summarize")
+
+
+def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
+    """Rule 2: a tool round with a removed member is removed whole, with the first removed
+    member's action."""
+    groups, group_of = view.seg.groups, view.seg.group_of
+    removed_n = sum(actions.count(a) for a in REMOVED)
+    if removed_n == 0 or removed_n == len(actions):
+        return
+    if removed_n <= len(actions) - removed_n:
+        side = positions(actions, REMOVED)
+    else:
+        side = _kept_indexes(actions)[0]
+    seen: set[int] = set()
+    for i in side:
+        g = group_of[i]
+        members = groups[g]
+        if len(members) == 1 or g in seen:
             continue
-        if role == "user":
-            if last_user is not None:
-                actions[last_user] = "drop"
-                reasons[last_user] = "nothing of its turn is kept: two user turns in a row are invalid"
-            last_user = i
-        elif role != "system":
-            last_user = None
+        seen.add(g)
+        gone = next((actions[k] for k in members if actions[k] in _REMOVED), None)
+        if gone is None:
+            continue
+        why = f"{gone} with its tool call and results (message {members[0]})"
+        for k in members:
+            if actions[k] not in _REMOVED:
+                actions[k], reasons[k] = gone, why
+
+
+def _drop_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
+    """Rule 4: a kept user message of an older turn whose turn keeps nothing else but system
+    messages is removed (after rule 3, a turn whose user message is removed keeps nothing that
+    could answer it, so the next kept user message would follow it directly)."""
+    turns, systems = view.seg.turns, view.turn_systems
+    for t in range(len(turns) - 1):
+        start, end = turns[t]
+        if actions[start] in _REMOVED:
+            continue
+        kept = end - start - 1 - _removed_in(actions, start + 1, end)
+        if kept and systems[t]:
+            kept -= sum(1 for i in systems[t] if actions[i] not in _REMOVED)
+        if kept <= 0:
+            actions[start] = "drop"
+            reasons[start] = "nothing of its turn is kept: two user turns in a row are invalid"
 
 
 def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
@@ -310,6 +340,30 @@ def _sums_and_facts(view: View, kept: list[int], removed: list[int] | None, acti
     return sums, mask
 
 
+def _put_replaced(view: View, replaced: Mapping[int, Message], known: Mapping[int, int], origin: list[int],
+                  whole: bool, messages: list[Message], out_tokens: list[int], sums: dict[str, int]) -> int:
+    """Put replaced (cleared, truncated) messages in the output, add their tokens to ``sums``, and
+    return the facts they still hold; at C speed for the thousands a clearing strategy replaces."""
+    vc, vf = view.categories, view.fact_masks
+    keys = list(replaced)
+    ks = keys if whole else [bisect_left(origin, i) for i in keys]
+    ns = list(map(known.get, keys))
+    if not all(ns):  # not counted by the strategy (or counted as 0): count it now
+        ns = [n or view.counter.message(replaced[i]) for i, n in zip(keys, ns)]
+    deque(map(messages.__setitem__, ks, replaced.values()), maxlen=0)
+    deque(map(out_tokens.__setitem__, ks, ns), maxlen=0)
+    for i, n in zip(keys, ns):
+        sums[vc[i]] = sums.get(vc[i], 0) + n
+    mask = 0
+    seen = view.memo.setdefault("replacement_fact_masks", {})  # placeholders repeat: search each text once
+    for i in compress(keys, map(vf.__getitem__, keys)):
+        key = (message_text(replaced[i]), vf[i])
+        if key not in seen:
+            seen[key] = fact_mask(replaced[i], view.facts, only=vf[i])
+        mask |= seen[key]
+    return mask
+
+
 def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: list[str],
               reasons: list[str], *, replacements: Mapping[int, Message] | None = None,
               insertions: Sequence[Insertion] = (), warnings: Sequence[str] = (),
@@ -332,17 +386,8 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
     messages = list(vm) if whole else list(map(vm.__getitem__, origin))
     out_tokens = list(vt) if whole else list(map(vt.__getitem__, origin))
     sums, mask = _sums_and_facts(view, origin, removed, actions, replaced)
-    seen: dict[tuple[str, int], int] = {}  # placeholders repeat: search each text for facts once
-    for i, m in replaced.items():
-        k = i if whole else bisect_left(origin, i)
-        n = known.get(i) or view.counter.message(m)
-        messages[k], out_tokens[k] = m, n
-        sums[vc[i]] = sums.get(vc[i], 0) + n
-        if vf[i]:
-            key = (message_text(m), vf[i])
-            if key not in seen:
-                seen[key] = fact_mask(m, facts, only=vf[i])
-            mask |= seen[key]
+    if replaced:
+        mask |= _put_replaced(view, replaced, known, origin, whole, messages, out_tokens, sums)
     if insertions:
         ordered = sorted(insertions, key=lambda x: x.position)
         at = [bisect_left(origin, ins.position) for ins in ordered]

@@ -3,13 +3,15 @@
 ``clear_tool_results`` (Anthropic-style clearing of old tool results, every call kept)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
+from itertools import repeat
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, param, register
-from .plan import REMOVED, Plan, make_plan, minimum_warning, settle
+from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
 from .view import Budget, View
 from .windows import preamble_systems, turn_aligned_start, window_idle
 
@@ -51,14 +53,59 @@ def answer_lone_users(view: View, actions: list[str], reasons: list[str]) -> Non
     """Give a kept user message of an older turn with nothing kept after it a reply, so that it
     survives (two user turns in a row are invalid, and ``settle`` would remove it)."""
     for start, end in view.seg.turns[:-1]:
-        if actions[start] in REMOVED or any(actions[i] not in REMOVED for i in range(start + 1, end)):
+        if actions[start] in REMOVED:
+            continue
+        rest = actions[start + 1:end]
+        if rest.count("drop") + rest.count("summarize") < len(rest):  # something after it is kept
             continue
         _keep(actions, reasons, turn_reply(view, start, end),
               f"kept so that user message {start} has a reply (two user turns in a row are invalid)")
 
 
-def _removed_tokens(view: View, actions: Sequence[str]) -> int:
-    return sum(t for t, a in zip(view.tokens, actions) if a in REMOVED)
+def _removed_tokens(view: View, actions: list[str]) -> int:
+    """Tokens of the removed messages (walking the smaller of the kept and the removed)."""
+    kept, removed = _kept_indexes(actions)
+    if removed is not None:
+        return sum(map(view.tokens.__getitem__, removed))
+    return view.total - sum(map(view.tokens.__getitem__, kept))
+
+
+def _set(items: list, indexes: Sequence[int], values: Iterable) -> None:
+    """``items[i] = value`` for each pair, at C speed."""
+    deque(map(items.__setitem__, indexes, values), maxlen=0)
+
+
+def _round_layout(view: View) -> tuple:
+    """What ``tool_rounds`` derives from the view alone, once per view: the action and reason of
+    every message outside the rounds, the round members in round order with the reason each gets
+    when its round is dropped, and where each round starts in that order."""
+    cached = view.memo.get("tool_rounds")
+    if cached is not None:
+        return cached
+    seg, roles = view.seg, view.roles
+    total = len(seg.rounds)
+    actions, reasons = ["keep"] * len(view), [""] * len(view)
+    for i, role in enumerate(roles):
+        if seg.round_of[i] >= 0:
+            continue
+        if role == "tool":
+            actions[i], reasons[i] = "drop", "a tool result that answers no earlier call"
+        elif role == "assistant":
+            reasons[i] = "kept: assistant text (no tool calls)"
+        else:
+            reasons[i] = f"kept: {role} message"
+    if seg.turns:
+        reasons[seg.turns[0][0]] = "kept: the original request"
+    flat: list[int] = []
+    older: list[str] = []
+    offsets = [0]
+    for r, members in enumerate(seg.rounds):
+        flat.extend(members)
+        older.extend([f"older tool round (round {r + 1:,} of {total:,})"] * len(members))
+        offsets.append(len(flat))
+    cached = view.memo["tool_rounds"] = (tuple(actions), tuple(reasons), tuple(flat), tuple(older), tuple(offsets),
+                                         tuple(members[0] for members in seg.rounds))
+    return cached
 
 
 @register
@@ -81,32 +128,23 @@ class ToolRounds(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Drop every tool round older than the newest ``keep_rounds``."""
-        seg, n = view.seg, len(view)
+        seg = view.seg
         total = len(seg.rounds)
-        oldest_kept = total - self.keep_rounds
+        oldest_kept = min(max(total - self.keep_rounds, 0), total)
         newest = "newest tool round" if self.keep_rounds == 1 else f"among the newest {self.keep_rounds:,} tool rounds"
-        actions, reasons = ["keep"] * n, [""] * n
-        for r, members in enumerate(seg.rounds):
-            label = f"round {r + 1:,} of {total:,}"
-            keep = r >= oldest_kept
-            action, why = ("keep", f"{newest} ({label})") if keep else ("drop", f"older tool round ({label})")
-            for i in members:
-                actions[i], reasons[i] = action, why
-        for i, role in enumerate(view.roles):
-            if reasons[i]:
-                continue
-            if role == "tool":
-                actions[i], reasons[i] = "drop", "a tool result that answers no earlier call"
-            elif role == "assistant":
-                reasons[i] = "kept: assistant text (no tool calls)"
-            else:
-                reasons[i] = f"kept: {role} message"
-        if seg.turns:
-            reasons[seg.turns[0][0]] = "kept: the original request"
+        base_actions, base_reasons, flat, older, offsets, firsts = _round_layout(view)
+        actions, reasons = list(base_actions), list(base_reasons)
+        cut = offsets[oldest_kept]
+        _set(actions, flat[:cut], repeat("drop", cut))
+        _set(reasons, flat[:cut], older[:cut])
+        for r in range(oldest_kept, total):
+            why = f"{newest} (round {r + 1:,} of {total:,})"
+            for i in seg.rounds[r]:
+                reasons[i] = why
         keep_pinned(view, actions, reasons)
         answer_lone_users(view, actions, reasons)
         settle(view, actions, reasons)
-        removed = sum(1 for members in seg.rounds if actions[members[0]] in REMOVED)
+        removed = sum(map(REMOVED.__contains__, map(actions.__getitem__, firsts)))
         saved = _removed_tokens(view, actions)
         what = f"the system, user and answer messages and the newest {self.keep_rounds:,} tool round(s)"
         warn = minimum_warning(view, budget, what, view.total - saved)
@@ -249,6 +287,31 @@ def _tool_names(view: View) -> dict[int, str]:
     return out
 
 
+def _clearing_layout(view: View) -> tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, int, str], ...]]:
+    """Once per view: the tool results, the tool each answers, and for each its placeholder, the
+    tokens clearing it saves, and the reason a cleared (or too small) result gets."""
+    cached = view.memo.get("clear_tool_results")
+    if cached is not None:
+        return cached
+    tool_names, counter = _tool_names(view), view.counter
+    framing = counter.message(Message("tool", ""))  # a tool message's tokens besides its content
+    results = tuple(i for i, role in enumerate(view.roles) if role == "tool")
+    names = tuple(tool_names[i] for i in results)
+    seen: dict[tuple[str, int], tuple[str, int, str]] = {}
+    info = []
+    for i, name in zip(results, names):
+        tokens = view.tokens[i]
+        if (name, tokens) not in seen:
+            text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
+            gain = tokens - framing - counter.text(text)
+            why = (f"old {name} result cleared ({tokens:,} tokens, {gain:,} saved)" if gain > 0 else
+                   f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)")
+            seen[name, tokens] = (text, gain, why)
+        info.append(seen[name, tokens])
+    cached = view.memo["clear_tool_results"] = (results, names, tuple(info))
+    return cached
+
+
 @register
 @dataclass(frozen=True)
 class ClearToolResults(Strategy):
@@ -305,13 +368,14 @@ class ClearToolResults(Strategy):
             for i in (*results, *calls):
                 reasons[i] = why
             results, calls, saved, stats["skipped"] = {}, {}, 0, why
-        replacements = {i: view.messages[i].with_content(text) for i, (text, _) in results.items()}
+        cleared = view.memo.setdefault("clear_tool_results.cleared", {})  # the same placeholder copy each plan
+        replacements = {i: cleared.get(i) or cleared.setdefault(i, view.messages[i].with_content(text))
+                        for i, (text, _) in results.items()}
         for a, (ids, _) in calls.items():
             old = view.messages[a]
             replacements[a] = replace(old, tool_calls=tuple(replace(c, arguments="{}") if c.id in ids else c
                                                             for c in old.tool_calls))
-        for i in replacements:
-            actions[i] = "clear"
+        _set(actions, list(replacements), repeat("clear", len(replacements)))
         stats.update(results_cleared=len(results), inputs_cleared=sum(len(ids) for ids, _ in calls.values()),
                      tokens_cleared=saved)
         warn = minimum_warning(view, budget, "the conversation with its old tool results cleared", total - saved)
@@ -343,28 +407,24 @@ class ClearToolResults(Strategy):
     def _pick_results(self, view: View, reasons: list[str]) -> dict[int, tuple[str, int]]:
         """Tool result index -> (placeholder, tokens saved), for every result to clear; a reason
         for every tool message."""
-        names, counter = _tool_names(view), view.counter
-        framing = counter.message(Message("tool", ""))  # a tool message's tokens besides its content
-        results = [i for i, role in enumerate(view.roles) if role == "tool"]
-        newest = set(results[max(len(results) - self.keep, 0):]) if self.keep else set()
+        results, names, info = _clearing_layout(view)
+        cut = max(len(results) - self.keep, 0) if self.keep else len(results)
+        newest = results[cut:]
+        _set(reasons, newest, repeat(f"one of the newest {self.keep:,} tool results: not cleared", len(newest)))
         excluded = set(self.exclude_tools)
+        if not excluded and not view.pins:  # the common case, at C speed: every older result with a gain
+            _set(reasons, results[:cut], (why for _, _, why in info[:cut]))
+            return {i: (text, gain) for i, (text, gain, _) in zip(results[:cut], info[:cut]) if gain > 0}
         out: dict[int, tuple[str, int]] = {}
-        for i in results:
-            tokens = view.tokens[i]
-            if i in newest:
-                reasons[i] = f"one of the newest {self.keep:,} tool results: not cleared"
-            elif names[i] in excluded:
-                reasons[i] = f"not cleared: {names[i]} is excluded"
+        for i, name, (text, gain, why) in zip(results[:cut], names, info):
+            if name in excluded:
+                reasons[i] = f"not cleared: {name} is excluded"
             elif i in view.pins:
                 reasons[i] = "pinned: never cleared"
             else:
-                text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
-                gain = tokens - framing - counter.text(text)
-                if gain <= 0:
-                    reasons[i] = f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)"
-                    continue
-                out[i] = text, gain
-                reasons[i] = f"old {names[i]} result cleared ({tokens:,} tokens, {gain:,} saved)"
+                reasons[i] = why
+                if gain > 0:
+                    out[i] = text, gain
         return out
 
     def _pick_inputs(self, view: View, reasons: list[str],

@@ -103,9 +103,16 @@ def fact_mask(m: Message, facts: Sequence[str], only: int = -1) -> int:
     """Bit k set when fact k appears in the message (checking only the bits set in ``only``)."""
     text = message_text(m)
     mask = 0
-    for k, f in enumerate(facts):
-        if only >> k & 1 and f in text:
-            mask |= 1 << k
+    if only < 0:
+        for k, f in enumerate(facts):
+            if f in text:
+                mask |= 1 << k
+        return mask
+    while only:  # only the facts asked about
+        low = only & -only
+        if facts[low.bit_length() - 1] in text:
+            mask |= low
+        only ^= low
     return mask
 
 
@@ -148,6 +155,23 @@ class View:
         return out
 
     @cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Scratch space for what strategies derive from this view alone (tool names per result,
+        cleared copies of messages, ...), so a re-plan while a slider moves does not derive it again.
+        Never holds anything that depends on a budget or on parameters' effect on decisions."""
+        return {}
+
+    @cached_property
+    def turn_systems(self) -> tuple[tuple[int, ...], ...]:
+        """Per turn, the indexes of the system messages inside it (after its user message)."""
+        out: list[list[int]] = [[] for _ in self.seg.turns]
+        for i in _positions(self.roles, "system"):
+            t = self.seg.turn_of[i]
+            if t >= 0:
+                out[t].append(i)
+        return tuple(map(tuple, out))
+
+    @cached_property
     def fact_counts(self) -> tuple[int, ...]:
         """How many messages hold each fact (by the order of ``facts``)."""
         counts = [0] * len(self.facts)
@@ -184,7 +208,8 @@ class View:
         tokens = tuple(t + c for _, t, c in split)
         cats = tuple(cat for cat, _, _ in split)
         masks = tuple(fact_mask(m, self.facts) for m in messages)
-        last = max((o for o in reversed(self.origin) if o is not None), default=-1) if self.origin else n - 1
+        # origins only grow: the newest one that is not an inserted summary is the highest
+        last = next((o for o in reversed(self.origin) if o is not None), -1) if self.origin else n - 1
         pins = frozenset(pins)
         bad = sorted(p for p in pins if not 0 <= p < n + len(messages))
         if bad:
@@ -257,6 +282,17 @@ def _caller_round(rounds: Sequence[tuple[int, ...]], messages: Sequence[Message]
         if any(c.id == m.tool_call_id for c in messages[rounds[r][0]].tool_calls):
             return r
     return None
+
+
+def _positions(items: tuple[str, ...], value: str) -> list[int]:
+    """Indexes where ``value`` occurs, by C-speed scans (fast when it is rare)."""
+    found, i = [], -1
+    try:
+        while True:
+            i = items.index(value, i + 1)
+            found.append(i)
+    except ValueError:
+        return found
 
 
 def make_view(conv: Conversation | Sequence[Message], model: str | None = None, *, pins: Iterable[int] = (),

@@ -135,15 +135,12 @@ class TurnSafe(Strategy):
         """Window of the last ``last_n`` messages, widened to a turn start."""
         n = len(view)
         start = turn_aligned_start(view, self.last_n)
-        actions, reasons = [], []
-        systems = set(preamble_systems(view))
-        for i in range(n):
-            if i >= start:
-                actions.append("keep"), reasons.append(f"within the last {self.last_n} messages (turn-aligned)")
-            elif i in systems:
-                actions.append("keep"), reasons.append("always kept: the system prompt")
-            else:
-                actions.append("drop"), reasons.append(f"older than the last {self.last_n} messages")
+        actions = ["drop"] * start + ["keep"] * (n - start)
+        reasons = ([f"older than the last {self.last_n} messages"] * start
+                   + [f"within the last {self.last_n} messages (turn-aligned)"] * (n - start))
+        for i in preamble_systems(view):
+            if i < start:
+                actions[i], reasons[i] = "keep", "always kept: the system prompt"
         return make_plan(view, budget, self.name, self.params(), actions, reasons,
                          stats={"window_start": start, "extended_by": max(n - self.last_n, 0) - start if n > self.last_n else 0},
                          idle=lambda: window_idle(self.name, "last_n", self.last_n, view, start))
