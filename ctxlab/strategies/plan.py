@@ -16,9 +16,9 @@ fitted the budget still fits.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from bisect import bisect_left
 from collections import deque
+from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -211,6 +211,11 @@ def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
 def positions(items: Sequence[str], values: Iterable[str]) -> list[int]:
     """Sorted indexes of the entries of ``items`` equal to one of ``values``, found by C-speed scans:
     the cost grows with the number found, not with the length of ``items``."""
+    values = tuple(values)
+    hits = sum(map(items.count, values))
+    if hits * 8 > len(items):  # many: one C-speed pass beats a Python step per hit
+        wanted = frozenset(values)
+        return list(compress(range(len(items)), map(wanted.__contains__, items)))
     found: list[int] = []
     for value in values:
         i = -1

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Sequence
 
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_window, param, register
-from .plan import Insertion, Plan, make_plan, minimum_warning, settle
+from .plan import Insertion, Plan, make_plan, minimum_warning, positions, settle
 from .view import Budget, View
 from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
 from .windows import preamble_systems
@@ -35,17 +35,34 @@ SUMMARY_EXTRA = MappingProxyType({"ctxlab_summary": True})
 _MARKER_ALLOWANCE = 40  # tokens for the marker line and message framing, when planning the fit
 
 
+def _spans(indexes: Sequence[int], limit: int) -> tuple[list[list[int]], bool]:
+    """The first ``limit`` runs of consecutive sorted indexes, and whether there are more. A run is
+    skipped at C speed: its end is where the value still matches its position."""
+    spans: list[list[int]] = []
+    k, n = 0, len(indexes)
+    while k < n:
+        if len(spans) == limit:
+            return spans, True
+        first = indexes[k]
+        lo, hi = k, n - 1  # the last position whose value is first + (position - k)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if indexes[mid] - first == mid - k:
+                lo = mid
+            else:
+                hi = mid - 1
+        spans.append([first, indexes[lo]])
+        k = lo + 1
+    return spans, False
+
+
 def covered_label(indexes: Sequence[int]) -> str:
     """``"messages 1-14, 20"`` for sorted indexes (at most 8 ranges shown)."""
-    spans: list[list[int]] = []
-    for i in indexes:
-        if spans and i == spans[-1][1] + 1:
-            spans[-1][1] = i
-        else:
-            spans.append([i, i])
-    parts = [f"{a}-{b}" if a != b else f"{a}" for a, b in spans]
-    if len(parts) > 8:
-        parts = parts[:4] + ["…"] + parts[-3:]
+    spans, more = _spans(indexes, 9)
+    if more or len(spans) > 8:  # more than 8 ranges: the first 4 and the last 3
+        tail = [[-b, -a] for a, b in _spans([-i for i in reversed(indexes)], 3)[0]][::-1]
+        spans = spans[:4] + [None] + tail  # type: ignore[list-item]
+    parts = ["…" if sp is None else f"{sp[0]}-{sp[1]}" if sp[0] != sp[1] else f"{sp[0]}" for sp in spans]
     return ("messages " if len(indexes) > 1 else "message ") + ", ".join(parts)
 
 
@@ -126,7 +143,7 @@ class Summarize(Strategy):
     def apply(self, view: View, budget: Budget) -> Plan:
         """Below the trigger keep everything; above it fold the oldest turns into the summary."""
         n, total = len(view), view.total
-        old = [i for i, c in enumerate(view.categories) if c in ("system", "summary") and is_summary(view.messages[i])]
+        old = [i for i in positions(view.categories, ("system", "summary")) if is_summary(view.messages[i])]
         previous, done = _previous(view, old)
         limit = int(budget.available * self.trigger_ratio)
         if n <= self.trigger_messages and total <= limit:
@@ -205,15 +222,18 @@ class Summarize(Strategy):
         """Summarize what is newly folded, merge it into the previous summary, insert it."""
         n = len(view)
         origin = view.origin if len(view.origin) == n else tuple(range(n))
-        folded = [i for i, a in enumerate(actions) if a == "summarize" and i not in old]
-        new = [i for i in folded if origin[i] is None or origin[i] not in done]
+        folded = [i for i in positions(actions, ("summarize",)) if i not in old] if old else \
+            positions(actions, ("summarize",))
+        new = [i for i in folded if origin[i] is None or origin[i] not in done] if done else folded
         summarizer = SUMMARIZERS.get(self.summarizer)
         if summarizer is None:
             raise StrategyError(f"summarizer {self.summarizer!r} is no longer registered", where="summarize.summarizer",
                                 hint=f"Known summarizers: {', '.join(SUMMARIZERS)}")
-        body = summarizer.summarize([view.messages[i] for i in new], previous) if new else (previous or "")
+        body = summarizer.summarize(list(map(view.messages.__getitem__, new)), previous) if new else (previous or "")
         body = trim_summary(body, self.max_summary_tokens, view.counter.text)
-        covered = tuple(sorted(done.union(o for i in folded if (o := origin[i]) is not None)))
+        folded_origins = set(map(origin.__getitem__, folded))
+        folded_origins.discard(None)
+        covered = tuple(sorted(done.union(folded_origins)))
         message = summary_message(body, covered)
         systems = [i for i in preamble_systems(view) if i not in old]
         summary_tokens = view.counter.message(message)
