@@ -46,7 +46,11 @@ def test_every_strategy_plans_the_appended_view_as_the_rebuilt_one():
     msgs = [Message("system", "Be brief."), user("Refund KC-1001"), assistant("", "a", "b"), tool("a", "x " * 300),
             tool("b", "y " * 300), assistant("Done."), user("And KC-1002?"), assistant("", "c"), tool("c", "z " * 300)]
     budget = Budget(900, reserve=0)
-    grown = make_view(msgs[:-1], counter=COUNTER).append(msgs[-1])
+    parent = make_view(msgs[:-1], counter=COUNTER)
+    for name in STRATEGIES:  # plan the parent first: caches of the parent (LangChain objects) are extended
+        get_strategy(name).apply(parent, budget)
+    grown = parent.append(msgs[-1])
+    assert grown.parent() is parent
     whole = make_view(msgs, counter=COUNTER)
     for name in STRATEGIES:
         a, b = get_strategy(name).apply(grown, budget), get_strategy(name).apply(whole, budget)

@@ -7,6 +7,7 @@ microseconds per message, not a recount.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
@@ -196,6 +197,11 @@ class View:
         turns = self.seg.turns
         return turns[-1][0] if turns else None
 
+    def parent(self) -> "View | None":
+        """The view this one was grown from by ``append``, while it is still alive (else None)."""
+        ref = self.__dict__.get("grown_from")
+        return ref() if ref is not None else None
+
     def append(self, *messages: Message, pins: Iterable[int] = ()) -> "View":
         """This view with ``messages`` added at the end: what a live agent calls each turn. Only the
         new messages are counted and searched for facts; segments are extended, not rebuilt, so the
@@ -220,6 +226,7 @@ class View:
                    self.fact_masks + masks, self.pins | pins,
                    self.origin + tuple(range(last + 1, last + 1 + len(messages))), self.state)
         known = self.__dict__
+        new.__dict__["grown_from"] = weakref.ref(self)  # lets per-view caches extend the parent's
         if "roles" in known:
             new.__dict__["roles"] = known["roles"] + tuple(m.role for m in messages)
         if "total" in known:
