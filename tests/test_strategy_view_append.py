@@ -62,3 +62,23 @@ def test_append_checks_new_pins_and_continues_the_origin_numbering():
     assert view.origin == (0, 1, 2) and view.pins == frozenset({2})
     with pytest.raises(CtxlabError, match="pinned index 7"):
         view.append(assistant("d"), pins=[7])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.data())
+def test_plans_of_a_grown_view_match_the_rebuilt_view_over_generated_conversations(messages, data):
+    """Per-view tables that append extends (clear_tool_results') give the plans a rebuild gives."""
+    cut = data.draw(st.integers(1, len(messages)))
+    budget = Budget(data.draw(st.integers(200, 3_000)), reserve=0)
+    names = ["clear_tool_results", "tool_rounds", "oldest_first", "summarize"]
+    parent = make_view(messages[:cut], counter=COUNTER)
+    strategies = {name: get_strategy(name, trigger_tokens=0) if name == "clear_tool_results" else get_strategy(name)
+                  for name in names}
+    for strategy in strategies.values():  # fills the parent's per-view tables
+        strategy.apply(parent, budget)
+    grown = parent.append(*messages[cut:]) if cut < len(messages) else parent
+    whole = make_view(messages, counter=COUNTER)
+    for strategy in strategies.values():
+        a, b = strategy.apply(grown, budget), strategy.apply(whole, budget)
+        assert (a.actions, a.reasons, a.origin, a.output_tokens) == (b.actions, b.reasons, b.origin, b.output_tokens)
+        assert [m.content for m in a.messages] == [m.content for m in b.messages]

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
-from .view import Budget, View
+from .view import MEMO_EXTENDERS, Budget, View
 from .windows import preamble_systems, turn_aligned_start, window_idle
 
 
@@ -302,14 +302,40 @@ def _clearing_layout(view: View) -> tuple[tuple[int, ...], tuple[str, ...], tupl
     for i, name in zip(results, names):
         tokens = view.tokens[i]
         if (name, tokens) not in seen:
-            text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
-            gain = tokens - framing - counter.text(text)
-            why = (f"old {name} result cleared ({tokens:,} tokens, {gain:,} saved)" if gain > 0 else
-                   f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)")
-            seen[name, tokens] = (text, gain, why)
+            seen[name, tokens] = _clearing_info(view, framing, name, tokens)
         info.append(seen[name, tokens])
     cached = view.memo["clear_tool_results"] = (results, names, tuple(info))
     return cached
+
+
+def _clearing_info(view: View, framing: int, name: str, tokens: int) -> tuple[str, int, str]:
+    """Placeholder, tokens saved, and reason, for a result of ``tokens`` tokens from tool ``name``."""
+    text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
+    gain = tokens - framing - view.counter.text(text)
+    why = (f"old {name} result cleared ({tokens:,} tokens, {gain:,} saved)" if gain > 0 else
+           f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)")
+    return text, gain, why
+
+
+def _extend_clearing_layout(old: View, new: View, layout: tuple) -> tuple:
+    """The clearing table of a grown view: the old entries stand (a result answers the call it
+    answered), the new results are added."""
+    results, names, info = layout
+    framing = new.counter.message(Message("tool", ""))
+    added = [i for i in range(len(old), len(new)) if new.roles[i] == "tool"]
+    seg, messages = new.seg, new.messages
+    new_names = []
+    for i in added:
+        r = seg.round_of[i]
+        calls = {c.id: c.name for c in messages[seg.rounds[r][0]].tool_calls} if r >= 0 else {}
+        new_names.append(calls.get(messages[i].tool_call_id) or messages[i].name or "unknown tool")
+    new_info = [_clearing_info(new, framing, name, new.tokens[i]) for i, name in zip(added, new_names)]
+    return results + tuple(added), names + tuple(new_names), info + tuple(new_info)
+
+
+MEMO_EXTENDERS["clear_tool_results"] = _extend_clearing_layout
+MEMO_EXTENDERS["clear_tool_results.cleared"] = lambda old, new, cleared: cleared  # by index: still right
+MEMO_EXTENDERS["replacement_fact_masks"] = lambda old, new, masks: masks  # by text and facts: still right
 
 
 @register

@@ -10,7 +10,7 @@ import re
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import CtxlabError
 from ..conversation import Conversation, Message
@@ -115,6 +115,12 @@ def fact_mask(m: Message, facts: Sequence[str], only: int = -1) -> int:
             mask |= low
         only ^= low
     return mask
+
+
+MEMO_EXTENDERS: dict[str, Callable[["View", "View", Any], Any]] = {}
+"""``View.memo`` key -> ``f(old_view, grown_view, old_value)``: the value for the grown view, made
+from the old one (None: derive it again). ``View.append`` calls these, so a re-plan after an
+append does not derive per-view tables from the whole history again."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,6 +233,10 @@ class View:
                    self.origin + tuple(range(last + 1, last + 1 + len(messages))), self.state)
         known = self.__dict__
         new.__dict__["grown_from"] = weakref.ref(self)  # lets per-view caches extend the parent's
+        for key, value in known.get("memo", {}).items():
+            extend = MEMO_EXTENDERS.get(key)
+            if extend is not None and (grown := extend(self, new, value)) is not None:
+                new.memo[key] = grown
         if "roles" in known:
             new.__dict__["roles"] = known["roles"] + tuple(m.role for m in messages)
         if "total" in known:
