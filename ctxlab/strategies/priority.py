@@ -21,7 +21,7 @@ import numpy as np
 from .base import Strategy, param, register
 from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, settle
 from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
-from .view import Budget, View
+from .view import MEMO_EXTENDERS, Budget, View
 
 ROLE_SCORE = {"system": 1.0, "user": 0.75, "assistant_text": 0.5, "summary": 0.5, "tool_calls": 0.25,
               "tool_results": 0.0}
@@ -113,23 +113,45 @@ def _group_table(view: View) -> tuple[np.ndarray, ...]:
     cached = view.memo.get("oldest_first.groups")
     if cached is not None:
         return cached
-    seg, cats, tokens = view.seg, view.categories, view.tokens
-    firsts, scores, sizes = [], [], []
-    for members in seg.groups:
-        first = members[0]
-        firsts.append(first)
-        if len(members) == 1:
-            scores.append(ROLE_SCORE[cats[first]])
-            sizes.append(tokens[first])
-        else:
-            scores.append(ROLE_SCORE["tool_results"])
-            sizes.append(sum(map(tokens.__getitem__, members)))
-    small = [1 - math.log10(1 + size) / 5 for size in sizes]  # math.log10, as the formula always used
-    turn_plus_one = [seg.turn_of[f] + 1 for f in firsts]
-    cached = view.memo["oldest_first.groups"] = (np.array(firsts, dtype=np.int64), np.array(scores, dtype=float),
-                                                 np.array(sizes, dtype=np.int64), np.array(small, dtype=float),
-                                                 np.array(turn_plus_one, dtype=np.int64))
+    rows = [_group_row(view, members) for members in view.seg.groups]
+    cached = view.memo["oldest_first.groups"] = _table(rows)
     return cached
+
+
+def _group_row(view: View, members: tuple[int, ...]) -> tuple[int, float, int, float, int]:
+    """One group's row of ``_group_table``."""
+    first = members[0]
+    if len(members) == 1:
+        score, size = ROLE_SCORE[view.categories[first]], view.tokens[first]
+    else:  # several members make a tool round: its lowest member is a tool result
+        score, size = ROLE_SCORE["tool_results"], sum(map(view.tokens.__getitem__, members))
+    return first, score, size, 1 - math.log10(1 + size) / 5, view.seg.turn_of[first] + 1  # math.log10, as always
+
+
+def _table(rows: list[tuple[int, float, int, float, int]]) -> tuple[np.ndarray, ...]:
+    """Rows as the columns of ``_group_table``."""
+    firsts, scores, sizes, small, turns = zip(*rows) if rows else ((),) * 5
+    return (np.array(firsts, dtype=np.int64), np.array(scores, dtype=float), np.array(sizes, dtype=np.int64),
+            np.array(small, dtype=float), np.array(turns, dtype=np.int64))
+
+
+def _extend_group_table(old: View, new: View, table: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """The group table of a grown view: rows of groups the new messages joined are redone, rows of
+    new groups added, the others stand."""
+    groups = new.seg.groups
+    touched = sorted({new.seg.group_of[i] for i in range(len(old), len(new))})
+    kept = len(table[0])
+    columns = [column.copy() for column in table]
+    for g in (g for g in touched if g < kept):
+        for column, value in zip(columns, _group_row(new, groups[g])):
+            column[g] = value
+    added = _table([_group_row(new, groups[g]) for g in range(kept, len(groups))])
+    return tuple(np.concatenate((column, extra)) for column, extra in zip(columns, added))
+
+
+MEMO_EXTENDERS["oldest_first.groups"] = _extend_group_table
+MEMO_EXTENDERS["oldest_first.describe"] = lambda old, new, known: (
+    known if len(new.seg.turns) == len(old.seg.turns) else None)  # ages count from the newest turn
 
 
 @register
