@@ -70,10 +70,10 @@ def test_plans_of_a_grown_view_match_the_rebuilt_view_over_generated_conversatio
     """Per-view tables that append extends (clear_tool_results') give the plans a rebuild gives."""
     cut = data.draw(st.integers(1, len(messages)))
     budget = Budget(data.draw(st.integers(200, 3_000)), reserve=0)
-    names = ["clear_tool_results", "tool_rounds", "oldest_first", "summarize"]
+    names = ["clear_tool_results", "tool_rounds", "oldest_first", "summarize", "key_messages"]
     parent = make_view(messages[:cut], counter=COUNTER)
-    strategies = {name: get_strategy(name, trigger_tokens=0) if name == "clear_tool_results" else get_strategy(name)
-                  for name in names}
+    special = {"clear_tool_results": {"trigger_tokens": 0}, "key_messages": {"recent": 2, "key_tools": ("run_sql",)}}
+    strategies = {name: get_strategy(name, **special.get(name, {})) for name in names}
     for strategy in strategies.values():  # fills the parent's per-view tables
         strategy.apply(parent, budget)
     grown = parent.append(*messages[cut:]) if cut < len(messages) else parent

@@ -230,12 +230,9 @@ class KeyMessages(Strategy):
     def _key_rounds(self, view: View) -> dict[int, str]:
         """Round number -> the first key tool it calls."""
         keys = set(self.key_tools)
-        out = {}
-        for r, members in enumerate(view.seg.rounds):
-            name = next((c.name for c in view.messages[members[0]].tool_calls if c.name in keys), None)
-            if name is not None:
-                out[r] = name
-        return out
+        calls, rounds_of = _round_calls(view)
+        candidates = sorted({r for k in keys for r in rounds_of.get(k, ())})  # only rounds calling a key tool
+        return {r: next(name for name in calls[r] if name in keys) for r in candidates}
 
     def _take_keys(self, view: View, actions: list[str], reasons: list[str], start: int,
                    key_rounds: dict[int, str]) -> int:
@@ -270,9 +267,35 @@ class KeyMessages(Strategy):
                      key_rounds: dict[int, str]) -> None:
         """Say why the older key messages left out are dropped."""
         why = f"older than the recent window; the cap of {self.max_key:,} older key messages is reached"
-        for i in range(start):
-            if actions[i] in REMOVED and (view.messages[i].role == "user" or view.seg.round_of[i] in key_rounds):
+        seg = view.seg
+        users = (s for s, _ in seg.turns if s < start)
+        keyed = (i for r in key_rounds for i in seg.rounds[r] if i < start)
+        for i in (*users, *keyed):
+            if actions[i] in REMOVED:
                 reasons[i] = why
+
+
+def _round_calls(view: View) -> tuple[list[tuple[str, ...]], dict[str, list[int]]]:
+    """Once per view: the tool names each round calls, in order, and the rounds calling each tool."""
+    cached = view.memo.get("key_messages.calls")
+    if cached is None:
+        cached = view.memo["key_messages.calls"] = _add_round_calls(view, [], {})
+    return cached
+
+
+def _add_round_calls(view: View, calls: list[tuple[str, ...]],
+                     rounds_of: dict[str, list[int]]) -> tuple[list[tuple[str, ...]], dict[str, list[int]]]:
+    """``calls`` and ``rounds_of`` completed with the rounds of ``view`` they do not cover yet."""
+    for r in range(len(calls), len(view.seg.rounds)):
+        names = tuple(c.name for c in view.messages[view.seg.rounds[r][0]].tool_calls)
+        calls.append(names)
+        for name in dict.fromkeys(names):
+            rounds_of.setdefault(name, []).append(r)
+    return calls, rounds_of
+
+
+MEMO_EXTENDERS["key_messages.calls"] = lambda old, new, table: _add_round_calls(
+    new, list(table[0]), {k: list(v) for k, v in table[1].items()})  # a round's calls never change
 
 
 def _tool_names(view: View) -> dict[int, str]:
