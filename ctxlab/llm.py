@@ -205,13 +205,14 @@ class ChatResult:
     latency_ms: float
     attempts: int
     finish_reason: str | None = None
+    tool_calls: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
         return {"text": self.text, "model": self.model, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "cached_tokens": self.cached_tokens,
                 "latency_ms": round(self.latency_ms, 1), "attempts": self.attempts,
-                "finish_reason": self.finish_reason}
+                "finish_reason": self.finish_reason, "tool_calls": list(self.tool_calls)}
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -274,8 +275,8 @@ class LLM:
         kwargs: dict[str, Any] = {"model": cfg.model, "messages": list(messages), "temperature": cfg.temperature}
         if max_tokens is not None:
             kwargs["max_tokens"] = int(max_tokens)
-        if tools:
-            kwargs["tools"] = list(tools)
+        if tools:  # sent so the prompt is what the agent's would be; the model is asked to answer in text
+            kwargs["tools"], kwargs["tool_choice"] = list(tools), "none"
         while True:
             attempt += 1
             self.requests_sent += 1
@@ -351,18 +352,20 @@ class LLM:
             raise _bad_reply(where, "it has no choices", attempts)
         message = getattr(choices[0], "message", None)
         text = getattr(message, "content", None)
-        if not isinstance(text, str):
+        calls = tuple(str(getattr(getattr(c, "function", None), "name", "?")) for c in
+                      (getattr(message, "tool_calls", None) or ()))
+        if not isinstance(text, str) and not calls:
             raise _bad_reply(where, "its first choice has no text content", attempts)
         usage = getattr(raw, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
         cached = getattr(details, "cached_tokens", None) if details is not None else None
         log.info("model call to %s (%s): %.0f ms, %s attempt(s)", self.config.host, self.config.model, latency_ms,
                  attempts)
-        return ChatResult(text=text, model=str(getattr(raw, "model", None) or self.config.model),
+        return ChatResult(text=text if isinstance(text, str) else "", model=str(getattr(raw, "model", None) or self.config.model),
                           prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
                           completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
                           cached_tokens=_int_or_none(cached), latency_ms=latency_ms, attempts=attempts,
-                          finish_reason=getattr(choices[0], "finish_reason", None))
+                          finish_reason=getattr(choices[0], "finish_reason", None), tool_calls=calls)
 
 
 def _int_or_none(value: Any) -> int | None:
