@@ -128,15 +128,31 @@ def _apply(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@command("replay", _plan_args)
+def _replay_args(p: argparse.ArgumentParser) -> None:
+    _plan_args(p)
+    p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
+    p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
+
+
+@command("replay", _replay_args)
 def _replay(args: argparse.Namespace) -> int:
-    """Replay a conversation turn by turn under a strategy; print the turns x messages matrix."""
+    """Replay a conversation turn by turn under a strategy; print the matrix, needed_recall and cost."""
+    from ..fidelity import needed_recall
+    from ..pricing import load_prices, parse_price_override, replay_cost
     from ..replay import replay
     out = []
     for i, conv in _conversations(args):
         strategy, budget, view = _setup(args, conv)
         r = replay(conv, strategy, budget, model=args.model, pins=args.pin)
-        out.append(r.to_dict() if hasattr(r, "to_dict") else {"matrix": r.matrix, "turn_tokens": r.turn_tokens})
+        d = r.to_dict()
+        model = args.model or conv.model or "gpt-4o"
+        prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
+        d["fidelity"] = needed_recall(r, conv).to_dict()
+        d["needed_recall"] = d["fidelity"]["needed_recall"]
+        d["cost"] = replay_cost(r, conv, model=model, price=prices).to_dict()
+        none = replay_cost(replay(conv, "none", budget, model=args.model), conv, model=model, price=prices)
+        d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
+        out.append(d)
     _emit(out)
     return EXIT_OK
 
