@@ -29,6 +29,7 @@ from .plan import Insertion, Plan, make_plan, minimum_warning, positions, settle
 from .view import Budget, View
 from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
 from .windows import preamble_systems
+from .llm_summarizer import SummaryResult, check_prompt  # also registers the "llm" summarizer
 
 MARKER = "Summary of earlier conversation"
 SUMMARY_EXTRA = MappingProxyType({"ctxlab_summary": True})
@@ -118,12 +119,18 @@ class Summarize(Strategy):
                                                "or another registered summarizer.")
     max_summary_tokens: int = param(400, min=20, max=20_000,
                                     help="Longest summary text; the least important lines are dropped first.")
+    summary_prompt: str = param("", help="summarizer=llm: the prompt of the first summary ({span}: the folded "
+                                         "messages, {max_tokens}: the cap); empty = the built-in prompt.")
+    merge_prompt: str = param("", help="summarizer=llm: the prompt that extends the running summary ({summary}: "
+                                       "it, {span}: the newly folded messages); empty = the built-in prompt.")
 
     def _check(self, f: Any, value: Any) -> None:
         super()._check(f, value)
         if f.name == "summarizer" and value not in SUMMARIZERS:
             raise StrategyError(f"summarizer must be one of {', '.join(SUMMARIZERS)}, got {value!r}",
                                 where=f"{self.name}.summarizer")
+        if f.name in ("summary_prompt", "merge_prompt") and (problem := check_prompt(f.name, value)):
+            raise StrategyError(problem, where=f"{self.name}.{f.name}", hint="Or leave it empty for the built-in prompt")
 
     @classmethod
     def schema(cls) -> list[dict[str, Any]]:
@@ -229,7 +236,8 @@ class Summarize(Strategy):
         if summarizer is None:
             raise StrategyError(f"summarizer {self.summarizer!r} is no longer registered", where="summarize.summarizer",
                                 hint=f"Known summarizers: {', '.join(SUMMARIZERS)}")
-        body = summarizer.summarize(list(map(view.messages.__getitem__, new)), previous) if new else (previous or "")
+        written = self._write_summary(summarizer, list(map(view.messages.__getitem__, new)), previous, view) if new else None
+        body = written.text if written is not None else (previous or "")
         body = trim_summary(body, self.max_summary_tokens, view.counter.text)
         folded_origins = set(map(origin.__getitem__, folded))
         folded_origins.discard(None)
@@ -243,10 +251,23 @@ class Summarize(Strategy):
         stats = {"triggered": True, "messages_folded": len(folded), "messages_summarized": len(new),
                  "turns_folded": sum(actions[s] == "summarize" for s, _ in view.seg.turns),
                  "summary_tokens": summary_tokens}
+        if written is not None and written.record:
+            stats["summary_by"] = written.record  # who wrote it: model, tokens used, time taken
+        warnings = [w for w in (warn, written.warning if written is not None else None) if w]
         return make_plan(view, budget, self.name, self.params(), actions, reasons,
                          insertions=[Insertion(systems[-1] + 1 if systems else 0, message, tuple(folded))],
-                         warnings=[warn] if warn else [], stats=stats,
+                         warnings=warnings, stats=stats,
                          state={"summary": body, "summarized": covered}, settle_first=False)
+
+    def _write_summary(self, summarizer: Summarizer, messages: list[Message], previous: str | None,
+                       view: View) -> SummaryResult:
+        """The new running summary; a summarizer with ``summarize_span`` (the LLM one) also gets the
+        prompts and the cap and returns a record of who wrote it and any fallback warning."""
+        if hasattr(summarizer, "summarize_span"):
+            return summarizer.summarize_span(messages, previous, summary_prompt=self.summary_prompt,
+                                             merge_prompt=self.merge_prompt, max_tokens=self.max_summary_tokens,
+                                             count=view.counter.text)
+        return SummaryResult(summarizer.summarize(messages, previous), {})
 
     def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: frozenset[int],
                   old: Sequence[int], *, triggered: bool, idle: str) -> Plan:
