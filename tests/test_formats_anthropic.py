@@ -8,6 +8,7 @@ import pytest
 from ctxlab.errors import (EmptyMessageError, ExportError, ShapeError, ToolArgumentsError,
                            UnknownRoleError)
 from ctxlab.formats import FORMATS, export, loads
+from ctxlab.formats._base import noted
 from ctxlab.conversation import Conversation, Message, Part, ToolCall
 
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -200,13 +201,15 @@ def test_fields_anthropic_has_no_place_for_are_noted_not_dropped_silently():
     assert any("message 1" in n and "refusal" in n for n in out.notes)
 
 
-def test_a_tool_result_name_equal_to_its_call_is_implied_and_not_noted():
+def test_every_tool_result_name_is_noted_once_even_when_it_equals_the_calls():
+    """Issue 13.6: Anthropic has no name on a tool_result, so reading back loses every one of them;
+    each is noted (one grouped note, printed once), not only those that differ from the call."""
     conv = conv_of(Message("assistant", "", tool_calls=(ToolCall("c1", "lookup"),)),
                    Message("tool", "x", name="lookup", tool_call_id="c1"),
                    Message("tool", "y", name="other", tool_call_id="c1x"))
     notes = export(conv, "anthropic").notes
-    assert not any("message 1" in n for n in notes)
-    assert any("message 2" in n and "'other'" in n for n in notes)
+    assert notes == ("messages 1, 2: the name field has no place in Anthropic; left out",)
+    assert noted(notes, 1, "name") and noted(notes, 2, "name")
 
 
 def test_thinking_from_another_provider_is_left_out_with_a_note():

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ctxlab.errors import CtxlabError
 from ctxlab.formats import export, loads
+from ctxlab.formats._base import noted
 from ctxlab.conversation import Conversation, Message, Part, ToolCall
 
 ALL_FORMATS = ("openai", "anthropic", "langchain", "responses")
@@ -46,7 +47,7 @@ def read_back(conv: Conversation, fmt: str, *, detect: bool = False) -> tuple[Co
 
 
 def _noted(notes: tuple[str, ...], index: int, words: str) -> bool:
-    return any(n.startswith(f"message {index}:") and words in n for n in notes)
+    return noted(notes, index, words)
 
 
 def assert_kept(before: Conversation, after: Conversation, notes: tuple[str, ...]) -> None:

@@ -12,8 +12,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ExportError, ShapeError, ToolArgumentsError
-from ..conversation import Conversation, Message, Part, ToolCall, compact_json
+from ..errors import ExportError, ShapeError, ToolArgumentsError, shown
+from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part, ToolCall, compact_json
 from ._base import INTERNAL_EXTRA, Export, Format, ReadContext, check_not_empty, expect_dict, role_of
 from .tools import tools_to_anthropic
 
@@ -77,6 +77,8 @@ def read_block(raw: Any, ctx: ReadContext, index: int, path: Path) -> Part:
         return image_part(raw, ctx, index, path)
     if kind == "thinking":
         return Part("thinking", _string(raw, "thinking", ctx, index, path), _rest(raw, "thinking"))
+    if kind not in MODELED_PART_TYPES:
+        ctx.unmodeled_part(index, kind)
     return Part(kind, data=_rest(raw))
 
 
@@ -219,7 +221,7 @@ def image_block(p: Part, i: int, notes: list[str]) -> dict | None:
     url = data.pop("url", None)
     detail = data.pop("detail", None)
     if detail not in (None, "auto"):
-        notes.append(f"message {i}: image detail {detail!r} has no place in Anthropic; left out")
+        notes.append(f"message {i}: image detail {shown(detail)} has no place in Anthropic; left out")
     if isinstance(url, str):
         m = _DATA_URL.fullmatch(url)
         source = {"type": "base64", "media_type": m["media"], "data": m["data"]} if m else {"type": "url", "url": url}
@@ -262,8 +264,8 @@ def _blocks(m: Message, i: int, notes: list[str]) -> list[dict]:
 def _field_notes(m: Message, i: int, call_names: dict[str, str], notes: list[str]) -> None:
     """Notes for message fields Anthropic has no place for (a tool result's name is implied by
     its call, so only a name that differs from the call's is reported)."""
-    if m.name is not None and call_names.get(m.tool_call_id or "") != m.name:
-        notes.append(f"message {i}: the name field ({m.name!r}) has no place in Anthropic; left out")
+    if m.name is not None:
+        notes.append(f"message {i}: the name field has no place in Anthropic; left out")
     fields = sorted(k for k, v in m.extra.items() if k not in INTERNAL_EXTRA and v is not None)
     if fields:
         notes.append(f"message {i}: field(s) {', '.join(fields)} have no place in Anthropic; left out")
@@ -328,8 +330,8 @@ def _turns(msgs: tuple[Message, ...], start: int, notes: list[str]) -> list[dict
                 f"message {i} is a system message after the conversation started", where=f"message {i}",
                 hint="Anthropic accepts system text only at the top (the top-level 'system' field): move it "
                      "to the start, or make it a user message")
-        _field_notes(m, i, call_names, notes)
         if m.role != "tool":
+            _field_notes(m, i, call_names, notes)
             turns.append(_plain_turn(m, i, notes))
             i += 1
             continue
