@@ -57,8 +57,9 @@ def test_reads_every_block_kind_of_a_real_request():
     assert asst.parts[0] == Part("thinking", "The photo shows Paris. Two lookups.", {"signature": "EqQBCgIYAhIM"})
     assert asst.parts[1] == Part("redacted_thinking", data={"data": "EmwKAhgBEgy3va3pzix"})
     assert asst.text == "Let me check both cities."
-    assert asst.tool_calls == (ToolCall("toolu_01A", "get_weather", '{"city":"Paris"}'),
-                               ToolCall("toolu_01B", "get_weather", '{"city":"Rome","units":"c"}'))
+    # arguments are the input's text as the file has it (json.dumps spaced it)
+    assert asst.tool_calls == (ToolCall("toolu_01A", "get_weather", '{"city": "Paris"}'),
+                               ToolCall("toolu_01B", "get_weather", '{"city": "Rome", "units": "c"}'))
     ok, failed = conv.messages[3], conv.messages[4]
     assert (ok.tool_call_id, ok.text, ok.is_error) == ("toolu_01A", "18°C, cloudy", False)
     assert (failed.tool_call_id, failed.text, failed.is_error) == ("toolu_01B", "upstream timeout", True)

@@ -8,14 +8,13 @@ never a traceback).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import CtxlabError, one_line, shown
-from ..formats import FORMATS, load_all
+from ..formats import FORMATS, dumps, load_all
 from ..conversation import Conversation
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
@@ -67,7 +66,7 @@ def to_json(obj: Any, indent: int | None = None) -> tuple[str, int]:
     except that a lone surrogate (U+D800..U+DFFF: it can come in as a JSON escape, and is not a
     character UTF-8 can encode) is written as its ``\\uXXXX`` escape, so the output is always
     valid UTF-8 and reads back to the same string."""
-    text = json.dumps(obj, indent=indent, ensure_ascii=False)
+    text = dumps(obj, indent=indent)
     escaped, n = _LONE_SURROGATE.subn(lambda m: f"\\u{ord(m.group()):04x}", text)
     return escaped, n
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import Conversation, Message, Part
 from ._base import Export, Format, ReadContext, group_notes
-from ._json import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, load_json_documents
+from ._json import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, dumps, load_with_text
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
 
 FORMATS: dict[str, Format] = {}
@@ -151,9 +151,9 @@ _OWN_KEYS = ("tools", "system", "instructions", "model", "facts")
 
 
 def _conversation(doc: Any, where: str, format: str | None, lines: list[int] | None = None,
-                  max_depth: int = DEFAULT_MAX_DEPTH) -> Conversation:
+                  max_depth: int = DEFAULT_MAX_DEPTH, source: SourceObjects | None = None) -> Conversation:
     items, base, top = _envelope(doc, where)
-    ctx = ReadContext(base=base, lines=tuple(lines) if lines else None, max_depth=max_depth)
+    ctx = ReadContext(base=base, lines=tuple(lines) if lines else None, max_depth=max_depth, source=source)
     name = format or (_top_hint(top) or detect(items, ctx))
     fmt = get_format(name)
     try:
@@ -197,7 +197,9 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     objects, one for JSONL of messages. ``format`` skips detection."""
     if format is not None:
         get_format(format)
-    docs, lines = load_json_documents(text, max_bytes=max_bytes, max_depth=max_depth)
+    docs, lines, source_text = load_with_text(text, max_bytes=max_bytes, max_depth=max_depth)
+    source = SourceObjects(source_text)  # one scanner: conversations come in document order
+    kw: dict[str, Any] = {"max_depth": max_depth, "source": source}
     if lines is not None and _is_message_like(docs[0]):
         misfit = next((k for k, d in enumerate(docs) if not _is_message_like(d)), None)
         if misfit is not None:
@@ -206,13 +208,13 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
                     else f"a {type(bad).__name__}")
             raise ShapeError(f"not a message like line {lines[0]} (found {seen})", where=f"JSONL line {lines[misfit]}",
                              hint="A JSONL file holds one message a line, or one conversation a line")
-        return [_conversation(docs, "$", format, lines, max_depth)]
+        return [_conversation(docs, "$", format, lines, **kw)]
     if lines is None and isinstance(docs[0], list) and docs[0] and all(
             isinstance(d, dict) and isinstance(d.get("messages"), list) for d in docs[0]):
-        return [_conversation(d, f"$[{i}]", format, max_depth=max_depth) for i, d in enumerate(docs[0])]
+        return [_conversation(d, f"$[{i}]", format, **kw) for i, d in enumerate(docs[0])]
     if lines is None:
-        return [_conversation(docs[0], "$", format, max_depth=max_depth)]
-    return [_conversation(d, f"JSONL line {n}: $", format, max_depth=max_depth) for n, d in zip(lines, docs)]
+        return [_conversation(docs[0], "$", format, **kw)]
+    return [_conversation(d, f"JSONL line {n}: $", format, **kw) for n, d in zip(lines, docs)]
 
 
 def loads(text: str | bytes, *, format: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -249,5 +251,6 @@ def _register_builtins() -> None:
 
 _register_builtins()
 
-__all__ = ["FORMATS", "Export", "Format", "ReadContext", "detect", "export", "get_format", "load", "load_all",
+__all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
+           "load", "load_all",
            "loads", "parse_tools", "register", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]

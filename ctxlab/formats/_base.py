@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ..errors import (EmptyMessageError, NestingTooDeepError, ShapeError, ToolArgumentsError, UnknownRoleError,
                       path_key, shown)
 from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part
-from ._json import DEFAULT_MAX_DEPTH, decode_error_text, depth_check
+from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check
 
 
 #: keys ctxlab itself puts in Message.extra; writers never copy them out as provider fields
@@ -26,6 +26,9 @@ class ReadContext:
     #: for JSONL of messages, the line each item was read from
     lines: tuple[int, ...] | None = None
     max_depth: int = DEFAULT_MAX_DEPTH
+    #: the source text's objects, for readers that keep the exact text of an object (Anthropic
+    #: tool_use inputs become arguments text); None when reading parsed data
+    source: SourceObjects | None = None
 
     def where(self, index: int, *path: str | int) -> str:
         """``message 3 ($.messages[3].tool_calls[0])`` for error messages, or ``message 3 (JSONL

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from typing import Any
 
 from ..errors import InputTooLargeError, NestingTooDeepError, NotJSONError, path_key
@@ -108,6 +110,14 @@ def load_json_documents(
     Returns ``(documents, lines)``: ``lines`` is None for JSON, else the line number of each
     JSONL document. Errors name the line of a bad JSONL record.
     """
+    docs, lines, _ = load_with_text(text, max_bytes=max_bytes, max_depth=max_depth)
+    return docs, lines
+
+
+def load_with_text(
+    text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
+) -> tuple[list[Any], list[int] | None, str]:
+    """``load_json_documents`` plus the decoded source text (readers take exact spans from it)."""
     _size_check(text, max_bytes)
     text = _text(text)
     if not text.strip():
@@ -122,9 +132,83 @@ def load_json_documents(
         docs = [_decode(ln, f"JSONL line {n}") for n, ln in lines]
         for (n, _), d in zip(lines, docs):
             depth_check(d, max_depth, f"JSONL line {n}: $")
-        return docs, [n for n, _ in lines]
+        return docs, [n for n, _ in lines], text
     except RecursionError:
         raise NestingTooDeepError("JSON nests too deep to read", where="input",
                                   hint="Check the file for runaway nesting") from None
     depth_check(doc, max_depth)
-    return [doc], None
+    return [doc], None, text
+
+
+# ---------------------------------------------------------------- exact JSON text of objects
+
+
+class JSONText(dict):
+    """A JSON object that carries the exact text it stands for (tool-call arguments written as an
+    Anthropic ``input`` object): it behaves as the dict everywhere, and :func:`dumps` writes the
+    text itself, so spacing, key order and escapes survive a file round trip byte for byte."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: dict, text: str):
+        super().__init__(value)
+        self.text = text
+
+
+def dumps(data: Any, indent: int | None = None) -> str:
+    """``json.dumps`` (UTF-8 characters, not ASCII escapes) that writes every :class:`JSONText`
+    as its own text."""
+    raws: list[str] = []
+    mark = f"\x00{uuid.uuid4().hex}:"
+
+    def swap(node: Any) -> Any:
+        if isinstance(node, JSONText):
+            raws.append(node.text)
+            return f"{mark}{len(raws) - 1}\x00"
+        if isinstance(node, dict):
+            return {k: swap(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [swap(v) for v in node]
+        return node
+
+    text = json.dumps(swap(data), indent=indent, ensure_ascii=False)
+    if not raws:
+        return text
+    quoted = re.escape(json.dumps(mark)[:-1]) + r"(\d+)\\u0000\""
+    return re.sub(quoted, lambda m: raws[int(m[1])], text)
+
+
+class SourceObjects:
+    """Finds, in the source text, the exact text of each object under ``"input"`` (Anthropic
+    tool_use inputs), in document order: the reader asks for the next one equal to the object it
+    has, so arguments written by :func:`dumps` read back as the same text."""
+
+    _KEY = re.compile(r'"input"\s*:\s*(?=\{)')
+
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+        self.budget = 4 * len(text) + 4096  # characters decoded at most: no quadratic rescans
+
+    def take(self, value: dict) -> str | None:
+        """The source text of the next ``"input"`` object equal to ``value`` (None if not found)."""
+        want = json.dumps(value, sort_keys=True)
+        pos = self.pos
+        while self.budget > 0:
+            m = self._KEY.search(self.text, pos)
+            if m is None:
+                return None
+            try:
+                obj, end = _DECODER.raw_decode(self.text, m.end())
+            except (ValueError, RecursionError):
+                pos = m.end()
+                continue
+            self.budget -= end - m.end()
+            if json.dumps(obj, sort_keys=True) == want:
+                self.pos = end
+                return self.text[m.end():end]
+            pos = m.end()
+        return None
+
+
+_DECODER = json.JSONDecoder()

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import ExportError, ShapeError, ToolArgumentsError, shown
 from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part, ToolCall, compact_json
 from ._base import INTERNAL_EXTRA, Export, Format, ReadContext, check_not_empty, expect_dict, role_of
+from ._json import JSONText
 from .tools import tools_to_anthropic
 
 _ROLES = ("user", "assistant", "system")
@@ -82,8 +83,11 @@ def read_block(raw: Any, ctx: ReadContext, index: int, path: Path) -> Part:
     return Part(kind, data=_rest(raw))
 
 
-def tool_use_call(raw: dict, ctx: ReadContext, index: int, path: Path) -> ToolCall:
-    """A ``tool_use`` block as a ToolCall whose arguments are the compact JSON of ``input``."""
+def tool_use_call(raw: dict, ctx: ReadContext, index: int, path: Path, from_source: bool = True) -> ToolCall:
+    """A ``tool_use`` block as a ToolCall. Its arguments are the exact text of ``input`` in the
+    source (what :func:`ctxlab.formats.dumps` wrote, so OpenAI -> Anthropic -> OpenAI keeps
+    every byte), or the compact JSON of ``input`` when there is no source text to take it from or
+    that text spans lines (a pretty-printed file)."""
     for key in ("id", "name"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise ShapeError(f"a tool_use block has no {key}", where=ctx.where(index, *path, key),
@@ -92,7 +96,10 @@ def tool_use_call(raw: dict, ctx: ReadContext, index: int, path: Path) -> ToolCa
     if not isinstance(args, dict):
         raise ToolArgumentsError(f"tool_use input must be a JSON object, found {type(args).__name__}",
                                  where=ctx.where(index, *path, "input"))
-    return ToolCall(raw["id"], raw["name"], compact_json(args))
+    text = ctx.source.take(args) if from_source and ctx.source is not None else None
+    if text is None or "\n" in text:  # a pretty-printed file's indentation is not the arguments' text
+        text = compact_json(args)
+    return ToolCall(raw["id"], raw["name"], text)
 
 
 def tool_result_message(raw: dict, ctx: ReadContext, index: int, path: Path) -> Message:
@@ -292,12 +299,28 @@ def _plain_turn(m: Message, i: int, notes: list[str]) -> dict:
         turn: dict[str, Any] = {"role": m.role, "content": m.content}
     else:
         uses = anth.get("tool_use", {})
-        calls = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.parsed_arguments(), **uses.get(c.id, {})}
+        calls = [{"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c, i, notes), **uses.get(c.id, {})}
                  for c in m.tool_calls]
         turn = {"role": m.role, "content": _blocks(m, i, notes) + calls}
     for k, v in anth.get("message", {}).items():
         turn.setdefault(k, v)
     return turn
+
+
+def _input(c: ToolCall, i: int, notes: list[str]) -> dict:
+    """A call's ``input``: the arguments object, carrying its original text (``dumps`` writes
+    that text, so spacing and escapes survive). Only the whitespace around the object, or an
+    empty arguments text (written as ``{}``), cannot be kept: a note says so."""
+    text = c.arguments.strip()
+    if not text:
+        notes.append(f"message {i}: empty tool-call arguments are written as {{}} in Anthropic")
+        return {}
+    if text != c.arguments:
+        notes.append(f"message {i}: whitespace around tool-call arguments has no place in Anthropic; left out")
+    if "\n" in text:
+        notes.append(f"message {i}: tool-call arguments written over several lines are read back from Anthropic "
+                     "as compact JSON")
+    return JSONText(c.parsed_arguments(), text)
 
 
 def _result_block(m: Message, i: int, notes: list[str]) -> dict:

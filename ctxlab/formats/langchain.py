@@ -168,7 +168,7 @@ def _content(content: str | list, ctx: ReadContext, i: int, path: Path,
         kind = block_type(raw, ctx, i, (*path, k))
         if kind in ("tool_use", "tool_call") and role == "assistant":
             raw = {**raw, "input": raw.get("args", {})} if kind == "tool_call" else raw
-            calls.append(tool_use_call(raw, ctx, i, (*path, k)))
+            calls.append(tool_use_call(raw, ctx, i, (*path, k), from_source=False))
         elif kind == "tool_result" and role == "user":
             results.append(tool_result_message(raw, ctx, i, (*path, k)))
         elif kind in ("tool_use", "tool_call", "tool_result"):
