@@ -21,6 +21,13 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
     return text if len(text) <= limit + 2 else f"{text[:limit]}... ({type(value).__name__})"
 
 
+def shown_keys(keys, limit: int = 6) -> str:
+    """Field names for one line: each capped, at most ``limit`` of them, the rest counted."""
+    keys = [str(k) for k in keys]
+    text = ", ".join(k if _PLAIN_KEY.fullmatch(k) else shown(k, 20) for k in keys[:limit])
+    return text + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
 def path_key(key: str | int) -> str:
     """One step of a JSON path: ``[3]``, ``.name``, or ``["odd key"]`` (escaped and cut) for a key
     that is not a plain name."""

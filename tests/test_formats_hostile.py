@@ -274,3 +274,12 @@ def test_convert_prints_the_notes_of_reading_too(capsys, tmp_path):
     doc = json.dumps([{"role": "user", "content": [{"type": "teleport"}]}, {"role": "assistant", "content": "ok"}])
     code, _, err = run(capsys, tmp_path, doc, "convert", "--to", "openai")
     assert code == 0 and "note: message 0: content part of type 'teleport' is kept as sent" in err
+
+
+def test_notes_cap_the_field_names_they_list(capsys, tmp_path):
+    """Found by the long fuzz run: a 100,000-character unknown key became a 100,000-character note."""
+    doc = json.dumps([{"role": "user", "content": "hi", "k" * 100_000: 1, "a\nb": 2}, CHAT[3]])
+    for target in ("anthropic", "responses"):
+        code, _, err = run(capsys, tmp_path, doc, "convert", "--to", target)
+        assert code == 0 and err.count("\n") == 1 and len(err) < 300, err[:300]
+        assert "(100,000 characters)" in err and "'a\\nb'" in err

@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ExportError, ShapeError, ToolArgumentsError, shown
+from ..errors import ExportError, ShapeError, ToolArgumentsError, shown, shown_keys
 from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part, ToolCall, compact_json
 from ._base import INTERNAL_EXTRA, Export, Format, ReadContext, check_not_empty, expect_dict, role_of
 from ._json import JSONText
@@ -218,7 +218,7 @@ def anthropic_only_note(m: Message, i: int, target: str, notes: list[str]) -> No
     for fields in anth.get("tool_use", {}).values():
         names |= set(fields)
     if names:
-        notes.append(f"message {i}: Anthropic field(s) {', '.join(sorted(names))} have no place in {target}; left out")
+        notes.append(f"message {i}: Anthropic field(s) {shown_keys(sorted(names))} have no place in {target}; left out")
 
 
 def image_block(p: Part, i: int, notes: list[str]) -> dict | None:
@@ -243,7 +243,7 @@ def _text_block(p: Part, i: int, notes: list[str]) -> dict:
     data = {k: v for k, v in p.data.items() if k in _TEXT_KEYS}
     foreign = sorted(k for k, v in p.data.items() if k not in _TEXT_KEYS and v)
     if foreign:
-        notes.append(f"message {i}: text-part fields {', '.join(foreign)} have no place in Anthropic; left out")
+        notes.append(f"message {i}: text-part fields {shown_keys(foreign)} have no place in Anthropic; left out")
     return {"type": "text", "text": p.text, **data}
 
 
@@ -275,7 +275,7 @@ def _field_notes(m: Message, i: int, call_names: dict[str, str], notes: list[str
         notes.append(f"message {i}: the name field has no place in Anthropic; left out")
     fields = sorted(k for k, v in m.extra.items() if k not in INTERNAL_EXTRA and v is not None)
     if fields:
-        notes.append(f"message {i}: field(s) {', '.join(fields)} have no place in Anthropic; left out")
+        notes.append(f"message {i}: field(s) {shown_keys(fields)} have no place in Anthropic; left out")
 
 
 def _system_out(msgs: tuple[Message, ...], notes: list[str]) -> str | list[dict]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ShapeError, shown
+from ..errors import ShapeError, shown, shown_keys
 from ..conversation import Conversation, Message, Part, ToolCall
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict,
                     role_of, text_or_parts)
@@ -127,7 +127,7 @@ def _part_out(p: Part, i: int, dropped: list[str]) -> dict | None:
         img = {k: v for k, v in p.data.items() if k in ("url", "detail")}
         left = sorted(set(p.data) - set(img))
         if left:
-            dropped.append(f"message {i}: image fields {', '.join(left)} have no place in OpenAI Chat; left out")
+            dropped.append(f"message {i}: image fields {shown_keys(left)} have no place in OpenAI Chat; left out")
         return {"type": "image_url", "image_url": img}
     if p.type == "refusal":
         return {"type": "refusal", "refusal": p.text}

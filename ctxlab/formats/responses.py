@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import ShapeError, UnknownRoleError, shown
+from ..errors import ShapeError, UnknownRoleError, shown, shown_keys
 from ..conversation import Conversation, Message, Part, ToolCall
 from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
 from ._base import INTERNAL_EXTRA
@@ -190,7 +190,7 @@ def _text_out(p: Part, i: int, text_type: str, notes: list[str]) -> dict:
     kept = ("annotations", "logprobs") if text_type == "output_text" else ()
     left = sorted(k for k, v in p.data.items() if k not in kept and v)
     if left:
-        notes.append(f"message {i}: text-part fields {', '.join(left)} have no place in Responses; left out")
+        notes.append(f"message {i}: text-part fields {shown_keys(left)} have no place in Responses; left out")
     return {"type": text_type, "text": p.text, **{k: v for k, v in p.data.items() if k in kept}}
 
 
@@ -203,7 +203,7 @@ def _image_out(p: Part, i: int, notes: list[str]) -> dict | None:
         return None
     out.update({k: v for k, v in (("image_url", url), ("file_id", file_id)) if v is not None})
     if any(data.values()):
-        notes.append(f"message {i}: image fields {', '.join(sorted(data))} have no place in Responses; left out")
+        notes.append(f"message {i}: image fields {shown_keys(sorted(data))} have no place in Responses; left out")
     return out
 
 
@@ -259,7 +259,7 @@ def _field_notes(m: Message, i: int, call_names: dict[str, str], notes: list[str
         notes.append(f"message {i}: the name field has no place in Responses; left out")
     fields = sorted(k for k, v in m.extra.items() if k not in INTERNAL_EXTRA and v is not None)
     if fields:
-        notes.append(f"message {i}: field(s) {', '.join(fields)} have no place in Responses; left out")
+        notes.append(f"message {i}: field(s) {shown_keys(fields)} have no place in Responses; left out")
     anthropic_only_note(m, i, "Responses", notes)
 
 
