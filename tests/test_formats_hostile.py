@@ -283,3 +283,12 @@ def test_notes_cap_the_field_names_they_list(capsys, tmp_path):
         code, _, err = run(capsys, tmp_path, doc, "convert", "--to", target)
         assert code == 0 and err.count("\n") == 1 and len(err) < 300, err[:300]
         assert "(100,000 characters)" in err and "'a\\nb'" in err
+
+
+def test_langchain_validation_errors_are_capped_too():
+    """Found by the long fuzz run: pydantic's message echoed a 100,000-character unknown key."""
+    ai = {"type": "ai", "data": {"content": "", "tool_calls": [{"id": "c1", "name": "f", "args": {},
+                                                                 "k" * 100_000: 1}]}}
+    with pytest.raises(CtxlabError) as e:
+        loads(json.dumps([{"type": "human", "data": {"content": "x"}}, ai]))
+    assert len(str(e.value)) < 300 and e.value.where.startswith("message 1")

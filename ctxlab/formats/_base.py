@@ -49,25 +49,28 @@ class ReadContext:
 _NOTE = re.compile(r"message (\d+): (.*)", re.DOTALL)
 
 
-def group_notes(notes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+def group_notes(notes: list[str] | tuple[str, ...], listed: int = 100) -> tuple[str, ...]:
     """Notes with duplicates removed and ``message N: X`` notes of the same X merged into one
-    ``messages 3, 5, 9: X`` note, in order of first appearance."""
-    order: dict[str, list[int] | None] = {}
+    ``messages 3, 5, 9: X`` note (the first ``listed`` indexes, then how many more), in order of
+    first appearance."""
+    order: dict[str, dict[int, None] | None] = {}
     for note in notes:
         m = _NOTE.fullmatch(note)
         if m is None:
             order.setdefault(note, None)
             continue
-        idx = order.setdefault(m[2], [])
-        if idx is not None and int(m[1]) not in idx:
-            idx.append(int(m[1]))
+        idx = order.setdefault(m[2], {})
+        if idx is not None:
+            idx[int(m[1])] = None
     out = []
     for text, idx in order.items():
         if idx is None:
             out.append(text)
-        else:
-            out.append(f"message {idx[0]}: {text}" if len(idx) == 1
-                       else f"messages {', '.join(map(str, idx))}: {text}")
+            continue
+        first = list(idx)[:listed]
+        more = f" and {len(idx) - listed:,} more ({len(idx):,} in all)" if len(idx) > listed else ""
+        out.append(f"message {first[0]}: {text}" if len(idx) == 1
+                   else f"messages {', '.join(map(str, first))}{more}: {text}")
     return tuple(out)
 
 
@@ -75,7 +78,8 @@ def noted(notes: tuple[str, ...] | list[str], index: int, words: str) -> bool:
     """Whether a note names message ``index`` and contains ``words`` (grouped notes too)."""
     for n in notes:
         head, _, rest = n.partition(": ")
-        if words in rest and head.startswith("message") and str(index) in head.split(" ", 1)[1].split(", "):
+        listed = head.split(" ", 1)[1].split(" and ")[0].split(", ") if head.startswith("message") else []
+        if words in rest and str(index) in listed:
             return True
     return False
 

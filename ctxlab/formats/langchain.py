@@ -112,8 +112,10 @@ def _reason(e: Exception) -> str:
     errors = getattr(e, "errors", None)
     if callable(errors) and errors():
         first = errors()[0]
-        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
-    return f"missing {e}" if isinstance(e, KeyError) else str(e)
+        text = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    else:
+        text = f"missing {e}" if isinstance(e, KeyError) else str(e)
+    return text if len(text) <= 160 else f"{text[:120]}... ({len(text):,} characters)"  # it can echo input
 
 
 def _image(raw: dict, ctx: ReadContext, i: int, path: Path) -> Part:
