@@ -255,8 +255,9 @@ def _output_item(m: Message, i: int, notes: list[str]) -> dict:
 
 
 def _field_notes(m: Message, i: int, call_names: dict[str, str], notes: list[str]) -> None:
-    if m.name is not None:
-        notes.append(f"message {i}: the name field has no place in Responses; left out")
+    if m.name is not None:  # a tool result's name is noted without its value, so one note lists them all
+        value = "" if m.role == "tool" else f" ({shown(m.name)})"
+        notes.append(f"message {i}: the name field{value} has no place in Responses; left out")
     fields = sorted(k for k, v in m.extra.items() if k not in INTERNAL_EXTRA and v is not None)
     if fields:
         notes.append(f"message {i}: field(s) {shown_keys(fields)} have no place in Responses; left out")
