@@ -206,7 +206,7 @@ def test_filters_by_action_and_role(app):
     app.multiselect(key="lab_filter_actions").set_value(["drop"]).run()
     table = _table(app)
     assert len(table) == plan.count("drop") > 0
-    assert set(table["action"]) == {"🟥 dropped"}
+    assert set(table["action"]) == {"dropped"}
     app.multiselect(key="lab_filter_roles").set_value(["tool"]).run()
     table = _table(app)
     roles = [m.role for m in ctxlab.load(SAMPLE).messages]
@@ -224,7 +224,7 @@ def test_inserted_summaries_show_where_they_go_and_open(app):
     assert len(summaries) == 1
     at_row = summaries.index[0]
     # after the messages it stands for, before the first message kept as is: where the model reads it
-    assert table["action"][at_row - 1] == "🟨 summarized" and table["action"][at_row + 1] == "🟩 kept"
+    assert table["action"][at_row - 1] == "summarized" and table["action"][at_row + 1] == "kept"
     app.multiselect(key="lab_filter_actions").set_value(["insert"]).run()
     assert list(_table(app)["role"]) == ["summary"]
     app.selectbox(key="lab_open").set_value("summary 1").run()
@@ -246,7 +246,7 @@ def test_pinning_keeps_a_message_the_strategy_would_drop(app):
     pinned = _plan(pins=[3])
     assert pinned.actions[3] == "keep"
     table = _table(app)
-    assert table["action"][3] == "🟩 kept" and "pinned" in table["reason"][3]
+    assert table["action"][3] == "kept" and "pinned" in table["reason"][3]
     _assert_metrics_match(app, pinned)
 
 
@@ -263,10 +263,10 @@ def test_the_pin_button_on_an_opened_message_pins_it(app):
     app.selectbox(key="lab_open").set_value(3).run()
     app.button(key="lab_pin_toggle").click().run()
     assert app.multiselect(key="pins").value == [3]
-    assert _table(app)["action"][3] == "🟩 kept"
+    assert _table(app)["action"][3] == "kept"
     app.button(key="lab_pin_toggle").click().run()
     assert app.multiselect(key="pins").value == []
-    assert _table(app)["action"][3] == "🟥 dropped"
+    assert _table(app)["action"][3] == "dropped"
 
 
 # ---------------------------------------------------------------- validity
@@ -284,7 +284,14 @@ def test_the_langchain_baseline_breaking_a_pair_is_shown_as_a_warning(app):
     assert any("returned a history the providers reject" in w for w in warnings)
     assert not app.success
     app.selectbox(key="lab_strategy").set_value("tool_rounds").run()  # ctxlab's own strategy, same budget
-    assert not any("orphan_tool_result" in w.value for w in app.warning) and app.success
+    assert not any("orphan_tool_result" in w.value for w in app.warning)
+    assert not _plan("tool_rounds", limit=2000).fits
+    # Valid but over budget: said so first, and no green "all good" box under it.
+    assert "The result does not fit" in app.warning[0].value and not app.success
+    assert any("follows the OpenAI and Anthropic tool-call rules" in c.value.replace("\\", "") for c in app.caption)
+    app.sidebar.number_input(key="max_tokens").set_value(3000).run()
+    assert _plan("tool_rounds", limit=3000).fits
+    assert "passes the OpenAI and Anthropic rules" in app.success[0].value and not app.warning
 
 
 def test_facts_lost_are_listed(app):
