@@ -186,8 +186,8 @@ def test_the_sidebar_budget_and_model_replan(app):
     _assert_metrics_match(app, _plan("sliding_window", limit=3000))
     app.sidebar.selectbox(key="model").set_value("gpt-4").run()
     conv = ctxlab.load(SAMPLE)
-    plan = apply_strategy(conv, "sliding_window", model="gpt-4", context_limit=8192, reserve=RESERVE)
-    _assert_metrics_match(app, plan)  # gpt-4 resets the limit to its 8,192-token window
+    plan = apply_strategy(conv, "sliding_window", model="gpt-4", context_limit=3000, reserve=RESERVE)
+    _assert_metrics_match(app, plan)  # gpt-4's tokenizer, the limit the user typed
 
 
 def test_an_invalid_parameter_combination_shows_the_engines_error(app):
