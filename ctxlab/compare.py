@@ -275,6 +275,6 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
         notes.append(Note("success", f"The result fits the budget and passes the {names} rules: every tool call "
                                      "is still followed by its results."))
     elif result_ok:
-        notes.append(Note("caption", "The result follows the OpenAI and Anthropic tool-call rules; see above for "
-                                     "what is not right."))
+        notes.append(Note("caption", "The result follows the OpenAI and Anthropic tool-call rules, but it is not "
+                                     "all good: see the notes above."))
     return notes

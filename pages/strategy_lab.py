@@ -216,7 +216,7 @@ with main:
     for note in outcome_notes(plan, input_findings, findings, idle=idle, limit=MAX_FINDINGS):
         NOTE_BOXES[note.level](md_escape(note.text))
     for w in plan.warnings:
-        st.warning(md_escape(w))
+        st.warning(md_escape(w[:1].upper() + w[1:]))
     for rules, name in RULES.items():
         for f in [f for f in findings[rules] if f.severity == "warning"][:MAX_FINDINGS]:
             st.caption(md_escape(f"{name} warning, {f.code}: {f.message}"))
@@ -262,11 +262,11 @@ if tab_timeline.open:
         current = st.session_state.get("lab_open")
         st.session_state.lab_open = current if current in options else options[0]
         picked = st.selectbox("Open a message", options, key="lab_open",
-                              format_func=lambda o: f"#{o} {conv.messages[o].role}: {plan.actions[o]}"
+                              format_func=lambda o: f"#{o} {conv.messages[o].role}: {LABELS[plan.actions[o]]}"
                               if isinstance(o, int) else f"{o} (inserted)")
         if isinstance(picked, int):
             m = conv.messages[picked]
-            st.text(f"#{picked} {m.role}, {view.tokens[picked]:,} tokens, {plan.actions[picked]}: "
+            st.text(f"#{picked} {m.role}, {view.tokens[picked]:,} tokens, {LABELS[plan.actions[picked]]}: "
                     f"{plan.reasons[picked]}")
             _show_message(m)
             if plan.actions[picked] in ("clear", "truncate"):
@@ -309,7 +309,8 @@ if tab_replay.open:
                                         "content": _preview(m)}
                                        for m, o, tok in zip(rp.context_at(t), rp.origins[t], turn_plan.output_tokens)]
                                       ).astype({"#": "Int64"}),
-                         key="lab_turn_table", hide_index=True, width="stretch")
+                         key="lab_turn_table", hide_index=True, width="stretch",
+                         column_config={"#": count_column("#"), "tokens": count_column("tokens")})
 
 if tab_export.open:
     with tab_export:
