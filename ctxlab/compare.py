@@ -235,8 +235,8 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
     """What to tell the user about a plan, most pressing first: that the strategy did nothing
     (``idle``, its own sentence), that the result does not fit, the result's errors, the input's own
     errors and which of them the strategy happened to repair; a ``success`` note only when the
-    strategy acted and the result fits and passes every rule set (never "all good" beside a
-    problem). At most ``limit`` errors are listed per kind."""
+    strategy acted, the result fits and passes every rule set and the input had no error of its own
+    (never "all good" beside a problem). At most ``limit`` errors are listed per kind."""
     notes: list[Note] = []
     if idle:
         notes.append(Note("info", f"The strategy did not act: {idle}"))
@@ -270,7 +270,7 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
             at = ", ".join(f"{f.code}{_where(f, plan.origin)}" for _, f in remaining[:limit])
             notes.append(Note("warning", f"{len(remaining)} of them are still in the result: {at}."))
     result_ok = not any(ch.introduced or ch.remaining for ch in changes.values())
-    if result_ok and plan.fits and not idle:
+    if result_ok and plan.fits and not idle and not input_errors:
         names = " and ".join(RULE_NAMES.get(r, r) for r in result_findings)
         notes.append(Note("success", f"The result fits the budget and passes the {names} rules: every tool call "
                                      "is still followed by its results."))

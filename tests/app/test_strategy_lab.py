@@ -17,7 +17,7 @@ from ctxlab.strategies import Budget, apply_strategy, get_strategy, make_view
 from ctxlab.tokens import TokenCounter
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import metric, open_page, open_page_without_conversation, set_widget
+from .helpers import column_config, metric, open_page, open_page_without_conversation, set_widget
 
 PAGE = str(ROOT / "pages" / "strategy_lab.py")
 SAMPLE = SAMPLES / "ecommerce_refund.json"
@@ -292,6 +292,52 @@ def test_the_langchain_baseline_breaking_a_pair_is_shown_as_a_warning(app):
     app.sidebar.number_input(key="max_tokens").set_value(3000).run()
     assert _plan("tool_rounds", limit=3000).fits
     assert "passes the OpenAI and Anthropic rules" in app.success[0].value and not app.warning
+
+
+ORPHAN_INPUT = [  # a pasted conversation whose tool result (#3) answers no call
+    {"role": "system", "content": "You help."}, {"role": "user", "content": "Where is order KC-1?"},
+    {"role": "assistant", "content": "Let me look."},
+    {"role": "tool", "tool_call_id": "call_9", "content": "status: shipped, carrier UPS, eta Friday. " * 60},
+    {"role": "assistant", "content": "It shipped."}, {"role": "user", "content": "And KC-2?"},
+    {"role": "assistant", "content": "Checking."}]
+
+
+def _texts(elements) -> list[str]:
+    return [e.value.replace("\\", "") for e in elements]
+
+
+def test_an_invalid_pasted_input_is_reported_and_never_called_valid(app):
+    """Issue 12.3: the page accepted a tool result answering no call and said the result passed."""
+    _paste(app, ORPHAN_INPUT)
+    app.selectbox(key="lab_strategy").set_value("none").run()
+    warnings = _texts(app.warning)
+    assert any("The input itself breaks the rules: OpenAI and Anthropic would reject it as it is" in w
+               and "orphan_tool_result at message #3" in w for w in warnings), warnings
+    assert any("still in the result" in w for w in warnings)
+    assert not app.success
+
+
+def test_a_strategy_that_happens_to_drop_the_broken_message_says_it_repaired_it_by_chance(app):
+    _paste(app, ORPHAN_INPUT)
+    app.sidebar.number_input(key="max_tokens").set_value(400).run()
+    app.selectbox(key="lab_strategy").set_value("sliding_window").run()
+    plan = _plan("sliding_window", conv=ctxlab.loads(json.dumps(ORPHAN_INPUT)), limit=400)
+    assert plan.actions[3] == "drop" and plan.fits
+    assert any("input itself breaks the rules" in w for w in _texts(app.warning))
+    assert any("happened to repair 1 of them (orphan_tool_result at #3)" in i for i in _texts(app.info))
+    assert not app.success  # a result that is valid only by chance is not "all good"
+
+
+def test_the_action_column_shows_words_on_badges_wide_enough_for_them(app):
+    """Issue 12.9: "droppec" (a 75-pixel column) and emoji that show as empty boxes."""
+    table = next(d for d in app.dataframe if "reason" in d.value.columns)
+    config = column_config(table)["action"]
+    assert config["type_config"]["type"] == "multiselect"  # a coloured badge per word
+    options = {o["value"]: o.get("color") for o in config["type_config"]["options"]}
+    assert set(options) >= {"kept", "dropped", "summarized", "cleared", "truncated", "inserted summary"}
+    assert len(set(options.values())) == len(options)  # one colour per action
+    assert config["width"] >= 8 * len("inserted summary") + 30
+    assert all(v.isascii() for v in table.value["action"])
 
 
 def test_facts_lost_are_listed(app):
