@@ -17,11 +17,12 @@ fitted the budget still fits.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from bisect import bisect_left
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..conversation import Message
 from ..tokens import CATEGORIES
-from .view import Budget, View, fact_mask
+from .view import Budget, View, fact_mask, message_text
 
 ACTIONS = ("keep", "drop", "summarize", "clear", "truncate")
 REMOVED = ("drop", "summarize")
@@ -72,6 +73,7 @@ class Plan:
     retention: float | None = None
     facts_kept: tuple[str, ...] = ()
     facts_lost: tuple[str, ...] = ()
+    idle: str | None = None
 
     @property
     def tokens_before(self) -> int:
@@ -112,7 +114,7 @@ class Plan:
             "strategy": self.strategy, "params": dict(self.params), "budget": self.budget.to_dict(),
             "before": {"tokens": self.tokens_before, "messages": len(self.actions), "by_category": dict(self.before)},
             "after": {"tokens": self.tokens_after, "messages": len(self.messages), "by_category": dict(self.after)},
-            "saved": self.saved, "fits": self.fits,
+            "saved": self.saved, "fits": self.fits, "idle": self.idle,
             "decisions": [{"index": i, "action": a, "reason": r}
                           for i, (a, r) in enumerate(zip(self.actions, self.reasons))],
             "warnings": list(self.warnings), "stats": dict(self.stats), "retention": self.retention,
@@ -176,13 +178,38 @@ def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
     return out
 
 
+def positions(items: Sequence[str], values: Iterable[str]) -> list[int]:
+    """Sorted indexes of the entries of ``items`` equal to one of ``values``, found by C-speed scans:
+    the cost grows with the number found, not with the length of ``items``."""
+    found: list[int] = []
+    for value in values:
+        i = -1
+        try:
+            while True:
+                i = items.index(value, i + 1)
+                found.append(i)
+        except ValueError:
+            pass
+    found.sort()
+    return found
+
+
+def _uncount(counts: list[int], mask: int) -> None:
+    """Take one occurrence of every fact of ``mask`` out of ``counts``."""
+    while mask:
+        low = mask & -mask
+        counts[low.bit_length() - 1] -= 1
+        mask ^= low
+
+
 def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
                reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None], *,
                warnings: Sequence[str] = (), stats: Mapping[str, Any] | None = None,
-               state: Mapping[str, Any] | None = None, known_tokens: Mapping[int, int] | None = None) -> Plan:
+               state: Mapping[str, Any] | None = None, known_tokens: Mapping[int, int] | None = None,
+               idle: "str | Callable[[], str] | None" = None) -> Plan:
     """A Plan from final decisions and output: counts what is new (unless ``known_tokens`` gives
     the tokens of a replaced input message), measures retention, warns when the result does not
-    fit."""
+    fit. ``idle`` says why nothing changed (a text, or a function called only when nothing did)."""
     known_tokens = known_tokens or {}
     out_tokens: list[int] = []
     sums: dict[str, int] = {}
@@ -201,6 +228,16 @@ def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, A
                 mask |= fact_mask(m, view.facts, only=vf[o])
         out_tokens.append(n)
         sums[cat] = sums.get(cat, 0) + n
+    return _finish(view, budget, strategy, params, actions, reasons, messages, origin, out_tokens, sums, mask,
+                   warnings, stats, state, idle)
+
+
+def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
+            reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None],
+            out_tokens: Sequence[int], sums: Mapping[str, int], mask: int, warnings: Sequence[str],
+            stats: Mapping[str, Any] | None, state: Mapping[str, Any] | None,
+            idle: "str | Callable[[], str] | None") -> Plan:
+    """The Plan, from the output's tokens, its tokens per category and the facts it holds."""
     before = _with_budget(view.category_sums, budget)
     after = _with_budget(sums, budget)
     warnings = list(warnings)
@@ -211,30 +248,114 @@ def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, A
     kept = tuple(f for k, f in enumerate(view.facts) if mask >> k & 1)
     lost = tuple(f for k, f in enumerate(view.facts) if not mask >> k & 1)
     retention = len(kept) / len(view.facts) if view.facts else None
+    why_idle = idle_reason(strategy, actions, messages, idle)
     return Plan(strategy, dict(params), budget, tuple(actions), tuple(reasons), tuple(messages), tuple(origin),
                 tuple(out_tokens), before, after, tuple(warnings), dict(stats or {}), dict(state or {}),
-                retention, kept, lost)
+                retention, kept, lost, why_idle)
+
+
+def idle_reason(strategy: str, actions: Sequence[str], messages: Sequence[Message],
+                idle: "str | Callable[[], str] | None") -> str | None:
+    """None when the decisions change something; else the strategy's sentence for why not."""
+    if len(messages) != len(actions) or actions.count("keep") != len(actions):
+        return None
+    text = idle() if callable(idle) else idle
+    return text or f"{strategy} kept every message as it is"
+
+
+_KEPT_ACTIONS = tuple(a for a in ACTIONS if a not in REMOVED)
+
+
+def _kept_indexes(actions: list[str]) -> tuple[list[int], list[int] | None]:
+    """Indexes of the kept input messages, in order, and of the removed ones when that list was
+    cheaper to find (None otherwise); the cost grows with the smaller of the two."""
+    n = len(actions)
+    removed_n = sum(actions.count(a) for a in REMOVED)
+    if removed_n == 0:
+        return list(range(n)), []
+    if removed_n <= n - removed_n:
+        removed = positions(actions, REMOVED)
+        kept: list[int] = []
+        prev = 0
+        for r in removed:
+            kept.extend(range(prev, r))
+            prev = r + 1
+        kept.extend(range(prev, n))
+        return kept, removed
+    kept = positions(actions, _KEPT_ACTIONS)
+    if len(kept) != n - removed_n:  # an action outside ACTIONS: counted as kept, as the plan always did
+        kept = [i for i, a in enumerate(actions) if a not in _REMOVED]
+    return kept, None
+
+
+def _sums_and_facts(view: View, kept: list[int], removed: list[int] | None, actions: list[str],
+                    replaced: Mapping[int, Message]) -> tuple[dict[str, int], int]:
+    """Tokens per category and facts of the kept messages as they are (replaced ones left out),
+    by subtracting what is gone when that is the smaller side, else by adding what stays."""
+    vt, vc, vf = view.tokens, view.categories, view.fact_masks
+    if removed is not None and len(removed) + len(replaced) <= len(kept):
+        sums, counts = dict(view.category_sums), list(view.fact_counts)
+        for i in (*removed, *replaced):
+            sums[vc[i]] -= vt[i]
+            if vf[i]:
+                _uncount(counts, vf[i])
+        return sums, sum(1 << k for k, c in enumerate(counts) if c > 0)
+    sums, mask = {}, 0
+    for i in kept:
+        if i in replaced:
+            continue
+        c = vc[i]
+        sums[c] = sums.get(c, 0) + vt[i]
+        mask |= vf[i]
+    return sums, mask
 
 
 def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: list[str],
               reasons: list[str], *, replacements: Mapping[int, Message] | None = None,
               insertions: Sequence[Insertion] = (), warnings: Sequence[str] = (),
               stats: Mapping[str, Any] | None = None, state: Mapping[str, Any] | None = None,
-              settle_first: bool = True, replacement_tokens: Mapping[int, int] | None = None) -> Plan:
+              settle_first: bool = True, replacement_tokens: Mapping[int, int] | None = None,
+              idle: "str | Callable[[], str] | None" = None) -> Plan:
     """Settle the decisions, assemble the resulting messages, and build the Plan.
-    ``replacement_tokens`` may give the exact tokens of replacements the strategy already counted."""
+    ``replacement_tokens`` may give the exact tokens of replacements the strategy already counted;
+    ``idle`` says why nothing changed, when nothing did (see ``Plan.idle``).
+
+    Its cost grows with the smaller of what is kept and what is removed, plus C-speed copies: it
+    runs in every re-plan."""
     if settle_first:
         settle(view, actions, reasons)
-    replacements = replacements or {}
-    vm = view.messages
-    origin: list[int | None] = [i for i, a in enumerate(actions) if a not in _REMOVED]
-    messages: list[Message] = [replacements.get(i, vm[i]) if replacements else vm[i] for i in origin]
-    for ins in reversed(sorted(insertions, key=lambda x: x.position)):  # equal positions keep their order
-        at = next((k for k, o in enumerate(origin) if o is not None and o >= ins.position), len(origin))
-        messages.insert(at, ins.message)
-        origin.insert(at, None)
-    return build_plan(view, budget, strategy, params, actions, reasons, messages, origin,
-                      warnings=warnings, stats=stats, state=state, known_tokens=replacement_tokens)
+    vm, vt, vc, vf, facts = view.messages, view.tokens, view.categories, view.fact_masks, view.facts
+    known = replacement_tokens or {}
+    origin, removed = _kept_indexes(actions)
+    whole = len(origin) == len(vm)
+    replaced = {i: m for i, m in (replacements or {}).items() if actions[i] not in _REMOVED}
+    messages = list(vm) if whole else list(map(vm.__getitem__, origin))
+    out_tokens = list(vt) if whole else list(map(vt.__getitem__, origin))
+    sums, mask = _sums_and_facts(view, origin, removed, actions, replaced)
+    seen: dict[tuple[str, int], int] = {}  # placeholders repeat: search each text for facts once
+    for i, m in replaced.items():
+        k = i if whole else bisect_left(origin, i)
+        n = known.get(i) or view.counter.message(m)
+        messages[k], out_tokens[k] = m, n
+        sums[vc[i]] = sums.get(vc[i], 0) + n
+        if vf[i]:
+            key = (message_text(m), vf[i])
+            if key not in seen:
+                seen[key] = fact_mask(m, facts, only=vf[i])
+            mask |= seen[key]
+    if insertions:
+        ordered = sorted(insertions, key=lambda x: x.position)
+        at = [bisect_left(origin, ins.position) for ins in ordered]
+        origin = list(origin)
+        for ins, k in reversed(list(zip(ordered, at))):  # equal positions keep their order
+            n = view.counter.message(ins.message)
+            messages.insert(k, ins.message)
+            origin.insert(k, None)  # type: ignore[arg-type]
+            out_tokens.insert(k, n)
+            sums[SUMMARY] = sums.get(SUMMARY, 0) + n
+            mask |= fact_mask(ins.message, facts)
+    return _finish(view, budget, strategy, params, actions, reasons, messages, origin, out_tokens, sums, mask,
+                   warnings, stats, state, idle)
 
 
 def minimum_warning(view: View, budget: Budget, what: str, needed: int) -> str | None:

@@ -8,10 +8,10 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ..conversation import Message
-from .base import Strategy, param, register
+from .base import Strategy, budget_trigger, budget_window, param, register
 from .plan import REMOVED, Plan, make_plan, minimum_warning, settle
 from .view import Budget, View
-from .windows import preamble_systems, turn_aligned_start
+from .windows import preamble_systems, turn_aligned_start, window_idle
 
 
 def _keep(actions: list[str], reasons: list[str], members: Sequence[int], reason: str) -> None:
@@ -112,7 +112,15 @@ class ToolRounds(Strategy):
         warn = minimum_warning(view, budget, what, view.total - saved)
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
                          stats={"rounds_total": total, "rounds_removed": removed, "tokens_saved": saved},
-                         settle_first=False)
+                         settle_first=False, idle=lambda: self._idle(total))
+
+    def _idle(self, total: int) -> str:
+        """Why no tool round was removed."""
+        head = f"tool_rounds keeps the newest {self.keep_rounds:,} tool round(s) (keep_rounds)"
+        if total <= self.keep_rounds:
+            return f"{head} and the conversation has {total:,}"
+        return (f"{head}; each of the {total - self.keep_rounds:,} older round(s) holds a pinned message or is "
+                "the only reply to its turn's user message, so it stays")
 
 
 @register
@@ -131,11 +139,23 @@ class KeyMessages(Strategy):
     title: ClassVar[str] = "Recent window + key messages"
     summary: ClassVar[str] = ("Keeps the recent messages, and from older history the user requests and the "
                               "results of key tools; everything else older is dropped.")
+    scaling: ClassVar[str] = ("Scaled to the budget, recent and max_key are each the number of 1,000-token "
+                              "messages that fill half of what the budget leaves for messages.")
     recent: int = param(50, min=1, max=100_000,
-                        help="Size of the recent window in messages (widened back to the start of its turn).")
+                        help="Size of the recent window in messages (widened back to the start of its turn). "
+                             "Default 50 (fixed); the budget-scaled value is half the budget's message room in "
+                             "1,000-token messages.")
     key_tools: tuple[str, ...] = param(("generate_sql", "run_sql"),
                                        help="Tools whose calls and results are key messages in older history.")
-    max_key: int = param(50, min=0, max=100_000, help="At most this many older messages are kept, newest first.")
+    max_key: int = param(50, min=0, max=100_000,
+                         help="At most this many older messages are kept, newest first. Default 50 (fixed); "
+                              "budget-scaled like recent.")
+
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``recent`` and ``max_key``: half the budget's message room, in messages of 1,000 tokens."""
+        window = budget_window(budget)
+        return {"recent": window, "max_key": window}
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep the window, then older key messages newest first up to the cap."""
@@ -158,7 +178,16 @@ class KeyMessages(Strategy):
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
                          stats={"window_start": start, "key_kept": taken, "older_kept": older_kept,
                                 "older_dropped": start - older_kept,
-                                "tokens_saved": _removed_tokens(view, actions)}, settle_first=False)
+                                "tokens_saved": _removed_tokens(view, actions)}, settle_first=False,
+                         idle=lambda: self._idle(view, start))
+
+    def _idle(self, view: View, start: int) -> str:
+        """Why nothing older than the window was dropped."""
+        if not any(view.roles[i] != "system" for i in range(start)):
+            return window_idle(self.name, "recent", self.recent, view, start)
+        return (f"key_messages keeps the last {self.recent:,} messages (recent, from message {start:,}), and every "
+                f"older message is a system prompt, a pinned message, a user request or key message within the cap "
+                f"of {self.max_key:,} (max_key), or the reply such a request needs")
 
     def _key_rounds(self, view: View) -> dict[int, str]:
         """Round number -> the first key tool it calls."""
@@ -238,13 +267,23 @@ class ClearToolResults(Strategy):
     title: ClassVar[str] = "Clear old tool results"
     summary: ClassVar[str] = ("Replaces the content of old tool results with a placeholder once the context "
                               "passes a trigger; every call keeps its result.")
+    scaling: ClassVar[str] = ("The defaults are Anthropic's (trigger 100,000 tokens, keep 3); scaled to the budget, "
+                              "trigger_tokens is 80% of what the budget leaves for messages.")
     trigger_tokens: int = param(100_000, min=0, max=10_000_000,
-                                help="Clear only when the messages hold more tokens than this (0 = always).")
-    keep: int = param(3, min=0, max=10_000, help="How many of the newest tool results stay as they are.")
+                                help="Clear only when the messages hold more tokens than this (0 = always). Default "
+                                     "100,000, Anthropic's clear_tool_uses_20250919 default; the budget-scaled value "
+                                     "is 80% of the budget's message room.")
+    keep: int = param(3, min=0, max=10_000, help="How many of the newest tool results stay as they are "
+                                                 "(default 3, Anthropic's).")
     clear_at_least: int = param(0, min=0, max=10_000_000,
                                 help="Clear nothing unless clearing saves at least this many tokens.")
     exclude_tools: tuple[str, ...] = param((), help="Tools whose results are never cleared.")
     clear_tool_inputs: bool = param(False, help="Also replace the arguments of the cleared calls with {}.")
+
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``trigger_tokens``: 80% of the budget's message room."""
+        return {"trigger_tokens": budget_trigger(budget)}
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Clear old tool results (and their calls' arguments) when the trigger is passed."""
@@ -253,7 +292,9 @@ class ClearToolResults(Strategy):
         stats: dict[str, Any] = {"triggered": False, "results_cleared": 0, "inputs_cleared": 0, "tokens_cleared": 0}
         if self.trigger_tokens and total <= self.trigger_tokens:
             why = f"sent as is: {total:,} message tokens, not over the {self.trigger_tokens:,}-token trigger"
-            return make_plan(view, budget, self.name, self.params(), actions, [why] * n, stats=stats)
+            idle = (f"clear_tool_results triggers above {self.trigger_tokens:,} message tokens (trigger_tokens); "
+                    f"this conversation's messages hold {total:,}")
+            return make_plan(view, budget, self.name, self.params(), actions, [why] * n, stats=stats, idle=idle)
         reasons = ["sent as is: not a tool result"] * n
         results = self._pick_results(view, reasons)
         calls = self._pick_inputs(view, reasons, results) if self.clear_tool_inputs else {}
@@ -276,7 +317,28 @@ class ClearToolResults(Strategy):
         warn = minimum_warning(view, budget, "the conversation with its old tool results cleared", total - saved)
         counted = {i: view.tokens[i] - gain for i, (_, gain) in results.items() if i not in calls}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
-                         warnings=[warn] if warn else [], stats=stats, replacement_tokens=counted)
+                         warnings=[warn] if warn else [], stats=stats, replacement_tokens=counted,
+                         idle=lambda: self._idle(view, reasons, total, stats.get("skipped")))
+
+    def _idle(self, view: View, reasons: Sequence[str], total: int, skipped: str | None) -> str:
+        """Why nothing was cleared although the trigger was passed."""
+        head = (f"clear_tool_results is over its trigger ({total:,} message tokens, trigger_tokens "
+                f"{self.trigger_tokens:,})" if self.trigger_tokens else "clear_tool_results clears at any size "
+                                                                        "(trigger_tokens 0)")
+        if skipped:
+            return f"{head} but clears nothing: clearing would save less than clear_at_least {self.clear_at_least:,}"
+        results = [i for i, role in enumerate(view.roles) if role == "tool"]
+        if not results:
+            return f"{head} but the conversation has no tool result"
+        kinds = {"one of the newest": f"among the newest {self.keep:,} (keep)", "pinned:": "pinned",
+                 "not cleared: too small": "too small to gain from a placeholder", "not cleared:": "of excluded tools"}
+        counts = dict.fromkeys(kinds.values(), 0)
+        for i in results:
+            label = next((label for key, label in kinds.items() if reasons[i].startswith(key)), None)
+            if label is not None:
+                counts[label] += 1
+        parts = ", ".join(f"{c:,} {label}" for label, c in counts.items() if c)
+        return f"{head} but none of its {len(results):,} tool results can be cleared: {parts}"
 
     def _pick_results(self, view: View, reasons: list[str]) -> dict[int, tuple[str, int]]:
         """Tool result index -> (placeholder, tokens saved), for every result to clear; a reason
@@ -284,7 +346,7 @@ class ClearToolResults(Strategy):
         names, counter = _tool_names(view), view.counter
         framing = counter.message(Message("tool", ""))  # a tool message's tokens besides its content
         results = [i for i, role in enumerate(view.roles) if role == "tool"]
-        newest = set(results[len(results) - self.keep:]) if self.keep else set()
+        newest = set(results[max(len(results) - self.keep, 0):]) if self.keep else set()
         excluded = set(self.exclude_tools)
         out: dict[int, tuple[str, int]] = {}
         for i in results:

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Sequence
 
 from ..conversation import Message
-from .base import Strategy, StrategyError, param, register
+from .base import Strategy, StrategyError, budget_window, param, register
 from .plan import Insertion, Plan, make_plan, minimum_warning, settle
 from .view import Budget, View
 from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
@@ -82,14 +82,21 @@ class Summarize(Strategy):
     title: ClassVar[str] = "Running summary"
     summary: ClassVar[str] = ("Past a size trigger, folds the oldest whole turns into one summary message after the "
                               "system prompt (merged with the earlier summary) and keeps the newest turns as they are.")
+    scaling: ClassVar[str] = ("Scaled to the budget, trigger_messages is the number of 1,000-token messages the "
+                              "budget leaves room for, and keep_recent half that; the token trigger and target are "
+                              "already shares of the budget.")
     trigger_messages: int = param(20, min=1, max=1_000_000,
-                                  help="Summarize when the context holds more messages than this.")
+                                  help="Summarize when the context holds more messages than this. Default 20 "
+                                       "(fixed); the budget-scaled value is the budget's message room in "
+                                       "1,000-token messages.")
     trigger_ratio: float = param(0.8, min=0.01, max=1.0,
                                  help="... or when its messages use more than this share of the budget.")
     target_ratio: float = param(0.5, min=0.01, max=1.0,
                                 help="Fold old turns until the result uses at most this share of the budget.")
     keep_recent: int = param(10, min=1, max=1_000_000,
-                             help="Newest messages never folded (widened back to the start of their turn).")
+                             help="Newest messages never folded (widened back to the start of their turn). Default "
+                                  "10 (fixed); the budget-scaled value is half the budget's message room in "
+                                  "1,000-token messages.")
     summarizer: str = param("extractive", help="Who writes the summary: extractive (offline, deterministic) "
                                                "or another registered summarizer.")
     max_summary_tokens: int = param(400, min=20, max=20_000,
@@ -110,6 +117,12 @@ class Summarize(Strategy):
                 spec["choices"] = list(SUMMARIZERS)
         return out
 
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``trigger_messages``: the budget's message room in 1,000-token messages; ``keep_recent``: half that."""
+        window = budget_window(budget)
+        return {"trigger_messages": 2 * window, "keep_recent": window}
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Below the trigger keep everything; above it fold the oldest turns into the summary."""
         n, total = len(view), view.total
@@ -118,13 +131,19 @@ class Summarize(Strategy):
         limit = int(budget.available * self.trigger_ratio)
         if n <= self.trigger_messages and total <= limit:
             why = f"below the trigger ({n:,} of {self.trigger_messages:,} messages, {total:,} of {limit:,} tokens)"
-            return self._keep_all(view, budget, why, previous, done, old, triggered=False)
+            idle = (f"summarize triggers above {self.trigger_messages:,} messages (trigger_messages) or {limit:,} "
+                    f"message tokens ({self.trigger_ratio:.0%} of the {budget.available:,} the budget leaves, "
+                    f"trigger_ratio); the conversation has {n:,} messages and {total:,} tokens")
+            return self._keep_all(view, budget, why, previous, done, old, triggered=False, idle=idle)
         first_kept, pinned = self._first_kept_turn(view, budget, old)
         actions, reasons = self._fold(view, first_kept, pinned, set(old), done)
         if not any(a == "summarize" for i, a in enumerate(actions) if i not in old):
             why = (f"kept: over the trigger ({n:,} messages, {total:,} tokens) but every turn is recent (the newest "
                    f"turn and the newest {self.keep_recent:,} messages are never folded)")
-            return self._keep_all(view, budget, why, previous, done, old, triggered=True)
+            idle = (f"summarize is over its trigger ({n:,} messages, {total:,} tokens) but has no whole turn to fold: "
+                    f"the newest turn and the newest {self.keep_recent:,} messages (keep_recent) are never folded, "
+                    f"and pinned turns stay")
+            return self._keep_all(view, budget, why, previous, done, old, triggered=True, idle=idle)
         settle(view, actions, reasons)
         for i in old:  # settle keeps a first system message, but an old summary gives way to the new one
             actions[i], reasons[i] = "summarize", "replaced by the updated summary"
@@ -210,7 +229,7 @@ class Summarize(Strategy):
                          state={"summary": body, "summarized": covered}, settle_first=False)
 
     def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: frozenset[int],
-                  old: Sequence[int], *, triggered: bool) -> Plan:
+                  old: Sequence[int], *, triggered: bool, idle: str) -> Plan:
         """Everything kept (the running summary, if any, carried on in the state)."""
         n = len(view)
         reasons = [why] * n
@@ -220,4 +239,4 @@ class Summarize(Strategy):
         stats = {"triggered": triggered, "messages_folded": 0, "messages_summarized": 0, "turns_folded": 0,
                  "summary_tokens": sum(view.tokens[i] for i in old)}
         return make_plan(view, budget, self.name, self.params(), ["keep"] * n, reasons, stats=stats, state=state,
-                         settle_first=False)
+                         settle_first=False, idle=idle)
