@@ -70,7 +70,7 @@ def default_values(name: str, choice: str, budget: Budget | None) -> dict[str, A
     strategy can scale and a budget is given) or the documented defaults."""
     cls = STRATEGIES[name]
     values = {spec["name"]: spec["default"] for spec in cls.schema()}
-    if choice == "scaled" and budget is not None and hasattr(cls, "scaled_defaults"):  # TODO(h-strategies): drop guard
+    if choice == "scaled" and budget is not None:
         values.update(cls.scaled_defaults(budget))
     return values
 
@@ -137,14 +137,14 @@ def strategy_picker(prefix: str, container: Any = st, default: str = "tool_round
                                help="Each strategy decides keep / drop / summarize / clear / truncate per message")
     container.caption(STRATEGIES[name].summary)
     specs = STRATEGIES[name].schema()
-    if specs and budget is not None and hasattr(STRATEGIES[name], "scaled_defaults"):
+    scaling = STRATEGIES[name].scaling
+    if specs and budget is not None and scaling:
         st.session_state.setdefault(f"{prefix}_defaults", "scaled")
         container.radio("Defaults", list(DEFAULTS_CHOICES), key=f"{prefix}_defaults", format_func=DEFAULTS_CHOICES.get,
-                        on_change=_fill_defaults, args=(prefix, name, budget, True),
-                        help="Scaled: triggers and windows sized for the limit in use (e.g. a trigger as a share "
-                             "of the budget). Documented: the values the strategy's peers ship (LangChain, "
-                             "Anthropic), which may never trigger on a small budget.")
-    _fill_defaults(prefix, name, budget)
+                        on_change=_fill_defaults, args=(prefix, name, budget, True), horizontal=True,
+                        help=f"{scaling} The documented defaults are the values the strategy's peers ship, which "
+                             "may never act on a small budget. Picking one fills the controls below.")
+    _fill_defaults(prefix, name, budget if scaling else None)
     params = {spec["name"]: _param_widget(container, spec, f"{prefix}_{name}_{spec['name']}") for spec in specs}
     persist(f"{prefix}_strategy", f"{prefix}_defaults", f"{prefix}_{name}__filled",
             *(f"{prefix}_{name}_{spec['name']}" for spec in specs))

@@ -239,7 +239,7 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
     (never "all good" beside a problem). At most ``limit`` errors are listed per kind."""
     notes: list[Note] = []
     if idle:
-        notes.append(Note("info", f"The strategy did not act: {idle}"))
+        notes.append(Note("info", f"The strategy did not act: {idle.rstrip('.')}."))
     if not plan.fits:
         notes.append(Note("warning", f"The result does not fit: {plan.tokens_after:,} tokens, "
                                      f"{plan.tokens_after - plan.budget.prompt_limit:,} over the "

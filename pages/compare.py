@@ -42,6 +42,8 @@ for k, col in enumerate(st.columns(count), 1):
         col.error(md_escape(str(e)))
         col.caption("Left out of the comparison.")
         continue
+    if plans[-1].idle:
+        col.info(md_escape(f"Did not act: {plans[-1].idle.rstrip('.')}."))
     names.append(strategy.name)
     columns.append(k)
     reasons.append(show)

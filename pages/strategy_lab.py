@@ -90,11 +90,6 @@ def _input_findings(text_key: str, _conv: ctxlab.Conversation) -> dict[str, list
     return {r: validate(list(_conv.messages), r) for r in RULES}
 
 
-def idle_reason(plan: Plan) -> str | None:
-    """Why the strategy did nothing (its own sentence), or None when it changed something."""
-    return getattr(plan, "idle", None)
-
-
 @st.cache_resource(show_spinner="Replaying turn by turn…", max_entries=16)
 def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
             _budget: Budget) -> Replay:
@@ -190,9 +185,12 @@ except CtxlabError as e:
     st.stop()
 
 title = STRATEGIES[strategy.name].title if strategy.name in STRATEGIES else plan.strategy
-idle = idle_reason(plan)
+idle = plan.idle  # why the strategy changed nothing, in its own terms
+if idle and getattr(STRATEGIES.get(strategy.name), "scaling", "") and st.session_state.get("lab_defaults") == "documented":
+    idle = f"{idle.rstrip('.')}. Its documented defaults are sized for large windows: pick the defaults scaled to " \
+           "this budget on the left, or lower its trigger or window."
 fits = "fits" if plan.fits else "does not fit"
-did = f"it did not act ({idle.rstrip('.')}), so it sends" if idle else "it sends"
+did = "it did not act, so it sends" if idle else "it sends"
 headline.markdown(
     f"You are looking at the {md_escape(st.session_state.conversation_label or 'conversation')} "
     f"({n:,} messages, {plan.tokens_before:,} tokens) after the **{title}** strategy: {md_escape(did)} "

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import ctxlab
 from ctxlab.compare import DEFAULT_STRATEGIES, VERDICT_RULE
-from ctxlab.strategies import Budget, get_strategy, make_view
+from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.validate import validate
 from ctxlab.compare import ACTION_WORDS
 
@@ -25,12 +25,16 @@ MODEL = "gpt-4o"
 
 
 
-def _engine(text: str, name: str, context_limit: int = 16_000, reserve: float = 0.15, **params):
-    """The engine's own plan for the same inputs the page has (by default the sidebar's budget)."""
+def _engine(text: str, name: str, context_limit: int = 16_000, reserve: float = 0.15, documented: bool = False,
+            **params):
+    """The engine's own plan for the same inputs the page has (by default the sidebar's budget and the
+    parameters scaled to it, as the page's controls start)."""
     conv = ctxlab.loads(text)
     counter = ctxlab.TokenCounter(MODEL)
     view = make_view(conv, counter=counter)
-    return view, get_strategy(name, **params).apply(view, Budget(context_limit, reserve, counter.tools(conv.tools)))
+    budget = Budget(context_limit, reserve, counter.tools(conv.tools))
+    base = {} if documented else STRATEGIES[name].scaled_defaults(budget)
+    return view, get_strategy(name, **{**base, **params}).apply(view, budget)
 
 
 def _sample(name: str = "ecommerce_refund.json") -> str:
@@ -123,8 +127,12 @@ def test_the_number_of_strategies_sets_the_columns_the_table_and_the_bars(app):
     assert list(table["3 · summarize"]) == [ACTION_WORDS[a] for a in summarize.actions]
     assert "summarized" in set(table["3 · summarize"])
     _, clear = _engine(_sample(), "clear_tool_results")
+    assert clear.fits and _metrics(app).loc["4 · clear_tool_results", "fits"] == "yes"  # scaled: it acts
+    app.radio(key="cmp4_defaults").set_value("documented").run()  # Anthropic's 100,000-token trigger
+    _, clear = _engine(_sample(), "clear_tool_results", documented=True)
     assert not clear.fits and _metrics(app).loc["4 · clear_tool_results", "fits"] == "no"
     assert any("4 · clear\\_tool\\_results: the result needs" in w.value for w in app.warning)
+    assert any(i.value.replace("\\", "").startswith(f"Did not act: {clear.idle}") for i in app.info)
     app.number_input(key="cmp_count").set_value(3).run()
     assert list(_actions(app).columns)[3:] == labels[:3]
 

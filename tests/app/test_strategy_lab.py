@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 import ctxlab
 from ctxlab.replay import replay
 from ctxlab.snippets import strategy_from_config
-from ctxlab.strategies import Budget, apply_strategy, get_strategy, make_view
+from ctxlab.strategies import STRATEGIES, Budget, apply_strategy, get_strategy, make_view, prepare
 from ctxlab.tokens import TokenCounter
 
 from ..conftest import ROOT, SAMPLES
@@ -44,11 +44,13 @@ def downloads(monkeypatch) -> dict[str, bytes]:
 
 
 
-def _plan(name="tool_rounds", /, conv=None, limit=LIMIT, pins=(), **params):
-    """The engine's own plan for what the page shows by default (sidebar model, limit and reserve)."""
+def _plan(name="tool_rounds", /, conv=None, limit=LIMIT, pins=(), documented=False, **params):
+    """The engine's own plan for what the page shows by default (sidebar model, limit and reserve;
+    the parameters scaled to that budget unless ``documented``, then ``params``)."""
     conv = conv or ctxlab.load(SAMPLE)
-    return apply_strategy(conv, get_strategy(name, **params), model=MODEL, context_limit=limit, reserve=RESERVE,
-                          pins=pins)
+    view, budget = prepare(conv, MODEL, context_limit=limit, reserve=RESERVE, pins=pins)
+    base = {} if documented else STRATEGIES[name].scaled_defaults(budget)
+    return get_strategy(name, **{**base, **params}).apply(view, budget)
 
 
 def _assert_metrics_match(at: AppTest, plan) -> None:
@@ -119,15 +121,15 @@ CONTROLS = [  # (sidebar limit, strategy, controls set first, parameter, value t
     (6000, "sliding_window", {}, "buffer_ratio", 0.8, 0.8),
     (6000, "turn_safe", {}, "last_n", 6, 6),
     (30000, "summarize", {}, "trigger_messages", 30, 30),
-    (100000, "summarize", {}, "keep_recent", 3, 3),
-    (100000, "summarize", {}, "target_ratio", 0.05, 0.05),
+    (100000, "summarize", {"trigger_messages": 20}, "keep_recent", 3, 3),
+    (100000, "summarize", {"trigger_messages": 20, "keep_recent": 10}, "target_ratio", 0.05, 0.05),
     (100000, "summarize", {"trigger_messages": 100, "keep_recent": 3}, "trigger_ratio", 0.1, 0.1),
     (6000, "summarize", {}, "max_summary_tokens", 60, 60),
     (6000, "tool_rounds", {}, "keep_rounds", 3, 3),
     (16000, "key_messages", {}, "recent", 4, 4),
     (16000, "key_messages", {"recent": 6}, "key_tools", "get_order, issue_refund", ("get_order", "issue_refund")),
     (16000, "key_messages", {"recent": 6}, "max_key", 0, 0),
-    (6000, "clear_tool_results", {}, "trigger_tokens", 0, 0),
+    (6000, "clear_tool_results", {}, "trigger_tokens", 50_000, 50_000),
     (6000, "clear_tool_results", {"trigger_tokens": 0}, "keep", 1, 1),
     (6000, "clear_tool_results", {"trigger_tokens": 0}, "clear_at_least", 100000, 100000),
     (6000, "clear_tool_results", {"trigger_tokens": 0}, "exclude_tools", "get_order", ("get_order",)),
@@ -188,6 +190,64 @@ def test_the_sidebar_budget_and_model_replan(app):
     conv = ctxlab.load(SAMPLE)
     plan = apply_strategy(conv, "sliding_window", model="gpt-4", context_limit=3000, reserve=RESERVE)
     _assert_metrics_match(app, plan)  # gpt-4's tokenizer, the limit the user typed
+
+
+# ---------------------------------------------------------------- a strategy that does nothing (issue 12.1)
+
+IDLE_BY_DEFAULT = {"turn_safe": "last_n", "key_messages": "recent", "clear_tool_results": "trigger_tokens"}
+
+
+def _scaled(name: str, limit: int = LIMIT) -> dict:
+    conv = ctxlab.load(SAMPLE)
+    return STRATEGIES[name].scaled_defaults(prepare(conv, MODEL, context_limit=limit, reserve=RESERVE)[1])
+
+
+@pytest.mark.parametrize("name, param", IDLE_BY_DEFAULT.items())
+def test_defaults_scaled_to_the_budget_come_first_and_make_the_strategy_act(app, name, param):
+    app.selectbox(key="lab_strategy").set_value(name).run()
+    assert app.radio(key="lab_defaults").value == "scaled"
+    assert _widget_value(app, f"lab_{name}_{param}") == _scaled(name)[param]
+    plan = _plan(name)
+    assert plan.idle is None and plan.tokens_after < plan.tokens_before
+    _assert_metrics_match(app, plan)
+    assert not any("did not act" in i.value for i in app.info)
+
+
+@pytest.mark.parametrize("name, param", IDLE_BY_DEFAULT.items())
+def test_with_the_documented_defaults_the_page_says_the_strategy_did_not_act_and_why(app, name, param):
+    app.selectbox(key="lab_strategy").set_value(name).run()
+    app.radio(key="lab_defaults").set_value("documented").run()
+    documented = {s["name"]: s["default"] for s in STRATEGIES[name].schema()}
+    assert _widget_value(app, f"lab_{name}_{param}") == documented[param]  # 100 messages, 50, 100,000 tokens
+    plan = _plan(name, documented=True)
+    assert plan.idle
+    # First thing under the numbers: it did nothing, and why, in the strategy's own terms.
+    first = app.info[0].value.replace("\\", "")
+    assert first.startswith(f"The strategy did not act: {plan.idle.rstrip('.')}") and param in first
+    assert "scaled to this budget" in first
+    assert "it did not act, so it sends" in app.markdown[0].value
+    assert not app.success  # no green "passes the rules" box for a strategy that did nothing
+    app.radio(key="lab_defaults").set_value("scaled").run()
+    assert _widget_value(app, f"lab_{name}_{param}") == _scaled(name)[param]
+    assert not any("did not act" in i.value for i in app.info)
+
+
+def test_a_new_limit_rescales_untouched_values_and_keeps_the_ones_the_user_set(app):
+    app.selectbox(key="lab_strategy").set_value("turn_safe").run()
+    app.sidebar.number_input(key="max_tokens").set_value(60_000).run()
+    assert _widget_value(app, "lab_turn_safe_last_n") == _scaled("turn_safe", 60_000)["last_n"]
+    set_widget(app, "lab_turn_safe_last_n", 9)
+    app.sidebar.number_input(key="max_tokens").set_value(6_000).run()
+    assert _widget_value(app, "lab_turn_safe_last_n") == 9
+    _assert_metrics_match(app, _plan("turn_safe", limit=6_000, last_n=9))
+
+
+def _widget_value(at: AppTest, key: str):
+    for kind in ("slider", "number_input", "text_input", "selectbox", "checkbox"):
+        found = [w for w in getattr(at, kind) if w.key == key]
+        if found:
+            return found[0].value
+    raise AssertionError(f"no widget {key}")
 
 
 def test_an_invalid_parameter_combination_shows_the_engines_error(app):
