@@ -275,6 +275,12 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
         notes.append(Note("success", f"The result fits the budget and passes the {names} rules: every tool call "
                                      "is still followed by its results."))
     elif result_ok:
-        notes.append(Note("caption", "The result follows the OpenAI and Anthropic tool-call rules, but it is not "
-                                     "all good: see the notes above."))
+        names = " and ".join(RULE_NAMES.get(r, r) for r in result_findings)
+        if input_errors:
+            but = "only by chance: the input breaks them (see above)"
+        elif not plan.fits:
+            but = "but it does not fit the budget"
+        else:
+            but = "and fits: with nothing to do here, the strategy sent the conversation as it is"
+        notes.append(Note("caption", f"The result follows the {names} tool-call rules, {but}."))
     return notes

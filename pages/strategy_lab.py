@@ -264,8 +264,9 @@ if tab_timeline.open:
                               if isinstance(o, int) else f"{o} (inserted)")
         if isinstance(picked, int):
             m = conv.messages[picked]
-            st.text(f"#{picked} {m.role}, {view.tokens[picked]:,} tokens, {LABELS[plan.actions[picked]]}: "
-                    f"{plan.reasons[picked]}")
+            word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
+            st.text(f"#{picked} {m.role}, {view.tokens[picked]:,} tokens, "
+                    + (why if why.startswith(word) else f"{word}: {why}"))
             _show_message(m)
             if plan.actions[picked] in ("clear", "truncate"):
                 k = plan.origin.index(picked)

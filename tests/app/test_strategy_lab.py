@@ -348,7 +348,8 @@ def test_the_langchain_baseline_breaking_a_pair_is_shown_as_a_warning(app):
     assert not _plan("tool_rounds", limit=2000).fits
     # Valid but over budget: said so first, and no green "all good" box under it.
     assert "The result does not fit" in app.warning[0].value and not app.success
-    assert any("follows the OpenAI and Anthropic tool-call rules" in c.value.replace("\\", "") for c in app.caption)
+    assert any("follows the OpenAI and Anthropic tool-call rules, but it does not fit the budget" in
+               c.value.replace("\\", "") for c in app.caption)
     app.sidebar.number_input(key="max_tokens").set_value(3000).run()
     assert _plan("tool_rounds", limit=3000).fits
     assert "passes the OpenAI and Anthropic rules" in app.success[0].value and not app.warning
