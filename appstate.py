@@ -159,6 +159,9 @@ def _conversation_input() -> None:
         up = sb.file_uploader("Upload .json / .jsonl", type=["json", "jsonl"], key="upload_file")
         if up is not None:
             _try_use(up.getvalue().decode("utf-8", errors="replace"), f"upload {up.name}")
+        elif str(st.session_state.conversation_label).startswith("upload "):
+            # Streamlit forgets a file widget on another page; the conversation it brought stays in use.
+            sb.caption(md_escape(f"In use: {st.session_state.conversation_label}"))
     else:
         _generator_controls()
 

@@ -95,7 +95,7 @@ def category_bars(rows: Sequence[tuple[str, Mapping[str, int]]], budget: Budget 
         fig.add_annotation(x=total, y=label, text=f"{total:,}{share}", showarrow=False, xanchor="left", xshift=4,
                            font=dict(color=TEXT_COLOR, size=12), name="total")
     if budget is not None:
-        _limit_lines(fig, budget)
+        _limit_lines(fig, budget, top * 1.3)
     legend_rows = 2
     fig.update_layout(barmode="stack", height=min(MAX_HEIGHT, 150 + 44 * len(rows) + 22 * legend_rows),
                       margin=dict(l=10, r=10, t=56, b=60 + 22 * legend_rows), legend=_LEGEND_BELOW,
@@ -105,16 +105,17 @@ def category_bars(rows: Sequence[tuple[str, Mapping[str, int]]], budget: Budget 
     return fig
 
 
-def _limit_lines(fig: go.Figure, budget: Budget) -> None:
+def _limit_lines(fig: go.Figure, budget: Budget, axis_end: float) -> None:
     """The context limit and the prompt limit as vertical lines, labelled in the top margin (two
-    rows, so the labels never sit on the bars nor on each other)."""
+    rows, so the labels never sit on the bars nor on each other), each label running towards the
+    middle of the axis from its line so that it stays inside the figure."""
     lines = ((budget.prompt_limit, f"prompt limit {budget.prompt_limit:,} ({budget.reserve:.0%} reserved)",
               "dash", 0), (budget.max_tokens, f"context limit {budget.max_tokens:,}", "solid", 1))
     for x, text, dash, row in lines:
         fig.add_shape(type="line", x0=x, x1=x, yref="paper", y0=0, y1=1, line=dict(color=TEXT_COLOR, dash=dash,
                                                                                    width=1.5))
         fig.add_annotation(x=x, yref="paper", y=1, yanchor="bottom", yshift=2 + 22 * row, text=text, showarrow=False,
-                           xanchor="right" if row == 1 else "left", font=dict(color=TEXT_COLOR, size=12),
+                           xanchor="left" if x < axis_end / 2 else "right", font=dict(color=TEXT_COLOR, size=12),
                            bgcolor="rgba(255,255,255,0.9)", name="limit")
 
 

@@ -81,6 +81,9 @@ def test_limit_labels_sit_above_the_bars_in_a_dark_colour_and_apart(case):
         assert a["yref"] == "paper" and a["y"] >= 1 and a["yanchor"] == "bottom"  # in the top margin
         assert a["font"]["color"] == figures.TEXT_COLOR
     assert len({a["yshift"] for a in limits}) == 2  # two rows: the labels never overlap each other
+    end = fig["layout"]["xaxis"]["range"][1]
+    for a in limits:  # each label runs from its line towards the middle, so it stays inside the figure
+        assert a["xanchor"] == ("left" if a["x"] < end / 2 else "right")
     assert fig["layout"]["margin"]["t"] >= max(a["yshift"] for a in limits) + 20
 
 

@@ -249,6 +249,7 @@ GEOMETRY = """sel => {
         xticks: [...gd.querySelectorAll('.xtick text')].map(t => t.textContent),
         yticks: [...gd.querySelectorAll('.ytick text')].map(t => t.textContent),
         legend: one('g.legend'), xtitle: one('.g-xtitle text'), colorbar: !!gd.querySelector('.colorbar'),
+        figure: box(gd),
         bars: [...gd.querySelectorAll('.barlayer .point path')].map(box).filter(b => b[2] - b[0] > 0.5 && b[3] - b[1] > 0.5),
         annotations: [...gd.querySelectorAll('g.annotation')].map(g => ({
             name: (L.annotations[+g.getAttribute('data-index')] || {}).name, text: g.textContent, box: box(g)})),
@@ -299,7 +300,11 @@ def _assert_legible(g: dict, key: str) -> None:
     assert g["height"] <= MAX_FIGURE_HEIGHT, f"{key} is {g['height']} px tall"
     if g["legend"] and g["xtitle"]:
         assert not _overlap(g["legend"], g["xtitle"]), f"{key}: the legend covers the axis title"
+    left, top, right, bottom = g["figure"]
     for a in g["annotations"]:
+        x0, y0, x1, y1 = a["box"]
+        assert left - 1 <= x0 and x1 <= right + 1 and top - 1 <= y0 and y1 <= bottom + 1, \
+            f"{key}: {a['text']!r} runs out of the figure"
         for bar in g["bars"]:
             assert not _overlap(a["box"], bar), f"{key}: {a['text']!r} is drawn on a bar"
 
