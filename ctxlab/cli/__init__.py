@@ -6,7 +6,12 @@ never a traceback). Each command group is a module that registers its commands w
 """
 from __future__ import annotations
 
-from . import formats, strategies, tools  # noqa: F401  (each registers its commands)
+# each module registers its commands; one per line so adding a command group is a one-line change
+from . import config  # noqa: F401
+from . import formats  # noqa: F401
+from . import strategies  # noqa: F401
+from . import sweep  # noqa: F401
+from . import tools  # noqa: F401
 from .core import EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, build_parser, main
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INVALID", "EXIT_OK", "build_parser", "main"]

@@ -4,14 +4,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from .core import EXIT_OK, _conversations, _emit, _input_args, command
 from ..errors import CtxlabError
 from ..formats import FORMATS, export
 from ..conversation import Conversation
-from ..strategies import STRATEGIES, Strategy, StrategyError, get_strategy, parse_param, prepare
+from ..strategies import STRATEGIES, Pipeline, Strategy, StrategyError, get_strategy, parse_param, prepare
 from ..validate import validate
 
 
@@ -56,18 +56,48 @@ def build_strategy(spec: str, params: list[str]) -> Strategy:
 
 def _plan_args(p: argparse.ArgumentParser) -> None:
     _input_args(p)
-    p.add_argument("--strategy", required=True, help="a name from `ctxlab strategies`, or a pipeline: 'a >> b'")
+    p.add_argument("--strategy", help="a name from `ctxlab strategies`, or a pipeline: 'a >> b' (or give --config)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a strategy parameter (repeatable); in a pipeline prefix it: name.key=value")
     p.add_argument("--model", help="model: encoding and default context limit (default: the file's, else gpt-4o)")
     p.add_argument("--max-tokens", type=int, help="context limit in tokens (overrides the model's)")
-    p.add_argument("--reserve", type=float, default=0.15, help="share kept free for the response (default 0.15)")
+    p.add_argument("--reserve", type=float, help="share kept free for the response (default 0.15)")
     p.add_argument("--pin", type=int, action="append", default=[], help="message index to pin (repeatable)")
+    p.add_argument("--config", help="a ctxlab config (.json or .yaml): strategy, parameters, model, budget and "
+                                    "pins; the flags above override it")
 
 
 def _setup(args: argparse.Namespace, conv: Conversation):
-    view, budget = prepare(conv, args.model, context_limit=args.max_tokens, reserve=args.reserve, pins=args.pin)
+    if args.config:
+        return _setup_from_config(args, conv)
+    if not args.strategy:
+        raise CtxlabError("no strategy given", where="--strategy", hint="Give --strategy NAME or --config FILE")
+    reserve = 0.15 if args.reserve is None else args.reserve
+    view, budget = prepare(conv, args.model, context_limit=args.max_tokens, reserve=reserve, pins=args.pin)
     return build_strategy(args.strategy, args.param), budget, view
+
+
+def _setup_from_config(args: argparse.Namespace, conv: Conversation):
+    """The config file's strategy, model, budget and pins, each overridden by the flag given."""
+    from ..exports import load_config_file
+    lab = load_config_file(args.config)
+    if args.strategy:
+        strategy = build_strategy(args.strategy, args.param)
+    else:
+        steps = list(lab.steps())
+        build_strategy(" >> ".join(s.name for s in steps), args.param)  # the CLI's own checks and messages
+        for text in args.param:
+            owner, _, bare = text.split("=", 1)[0].rpartition(".")
+            name = owner or steps[0].name
+            key, value = parse_param(STRATEGIES[name], text[len(owner) + 1:] if owner else text)
+            steps = [get_strategy(name, **{**s.params(), key: value}) if s.name == name else s for s in steps]
+        strategy = steps[0] if len(steps) == 1 else Pipeline(steps=tuple(steps))
+    reserve = lab.reserve if args.reserve is None else args.reserve
+    view, budget = prepare(conv, args.model or lab.model, context_limit=args.max_tokens or lab.max_tokens,
+                           reserve=reserve, pins=args.pin or lab.pins)
+    if not conv.tools:  # no tool definitions in the file: the ones measured in the lab
+        budget = replace(budget, tools_tokens=lab.tools_tokens)
+    return strategy, budget, view
 
 
 def _apply_args(p: argparse.ArgumentParser) -> None:
@@ -98,15 +128,31 @@ def _apply(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@command("replay", _plan_args)
+def _replay_args(p: argparse.ArgumentParser) -> None:
+    _plan_args(p)
+    p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
+    p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
+
+
+@command("replay", _replay_args)
 def _replay(args: argparse.Namespace) -> int:
-    """Replay a conversation turn by turn under a strategy; print the turns x messages matrix."""
+    """Replay a conversation turn by turn under a strategy; print the matrix, needed_recall and cost."""
+    from ..fidelity import needed_recall
+    from ..pricing import load_prices, parse_price_override, replay_cost
     from ..replay import replay
     out = []
     for i, conv in _conversations(args):
         strategy, budget, view = _setup(args, conv)
         r = replay(conv, strategy, budget, model=args.model, pins=args.pin)
-        out.append(r.to_dict() if hasattr(r, "to_dict") else {"matrix": r.matrix, "turn_tokens": r.turn_tokens})
+        d = r.to_dict()
+        model = args.model or conv.model or "gpt-4o"
+        prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
+        d["fidelity"] = needed_recall(r, conv).to_dict()
+        d["needed_recall"] = d["fidelity"]["needed_recall"]
+        d["cost"] = replay_cost(r, conv, model=model, price=prices).to_dict()
+        none = replay_cost(replay(conv, "none", budget, model=args.model), conv, model=model, price=prices)
+        d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
+        out.append(d)
     _emit(out)
     return EXIT_OK
 

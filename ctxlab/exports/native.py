@@ -1,0 +1,116 @@
+"""What every framework export shares: the result type, the registry of targets, and the notes on
+what a ctxlab config holds that no framework has a place for (pins, tool retrieval, the budget).
+
+A framework module registers its target with :func:`target`: a dict of strategy name -> function
+``(LabConfig) -> NativeExport``. ``export_native(config, "langchain")`` finds it; an unknown target,
+a pipeline or a strategy with no native form is a :class:`NoNativeFormError` that names the
+strategies that do map.
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .config import ConfigError, LabConfig, read_config
+
+
+class NoNativeFormError(ConfigError):
+    """A target that does not exist, or a strategy the target has no native configuration for."""
+
+
+@dataclass(frozen=True)
+class NativeExport:
+    """A config in a framework's own terms: ``data`` (JSON-ready), ``python`` (code that builds it
+    with the framework's classes) and ``not_carried`` (what the framework does differently or
+    has no place for, one sentence each)."""
+
+    target: str
+    strategy: str
+    data: Mapping[str, Any]
+    python: str
+    not_carried: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form printed by ``ctxlab config export``: the native data and ``not_carried``."""
+        return {"target": self.target, "strategy": self.strategy, **self.data, "not_carried": list(self.not_carried)}
+
+
+Exporter = Callable[[LabConfig], NativeExport]
+TARGETS: dict[str, dict[str, Exporter]] = {}
+HINTS: dict[str, str] = {}
+
+
+def target(name: str, exporters: dict[str, Exporter], hint: str = "") -> None:
+    """Register a framework: its name and an exporter per strategy it has a native form for."""
+    TARGETS[name] = exporters
+    HINTS[name] = hint
+
+
+def mapped(name: str) -> list[str]:
+    """The strategies ``name`` has a native form for."""
+    return list(TARGETS[name])
+
+
+def export_native(config: Any, to: str) -> NativeExport:
+    """The config (a dict, or a LabConfig) in framework ``to``'s own configuration."""
+    lab = config if isinstance(config, LabConfig) else read_config(config)
+    exporters = TARGETS.get(to)
+    if exporters is None:
+        raise NoNativeFormError(f"unknown target {to!r}", where="--to", hint=f"Known targets: {', '.join(TARGETS)}")
+    strategy = " >> ".join(s.name for s in lab.steps())
+    exporter = exporters.get(strategy)
+    if exporter is None:
+        what = "a pipeline" if len(lab.steps()) > 1 else "it"
+        raise NoNativeFormError(f"{strategy} has no native form in {to}; {what} cannot be exported there",
+                                where="config.strategy",
+                                hint=f"Strategies that map to {to}: {', '.join(exporters)}. {HINTS.get(to, '')}".strip())
+    return exporter(lab)
+
+
+def common_notes(lab: LabConfig, *, budget_used: bool) -> list[str]:
+    """What a config holds that none of the frameworks takes: pins, retrieval settings, the budget."""
+    notes = []
+    if lab.pins:
+        notes.append(f"pins (messages {', '.join(map(str, lab.pins))}): the framework has no pinned messages; "
+                     "they are message indexes of the lab's conversation, so they are not exported")
+    if lab.tools:
+        notes.append(f"tool retrieval settings ({', '.join(lab.tools)}): no native form; select tools with "
+                     "ctxlab.tools before the request")
+    if not budget_used:
+        notes.append(f"the budget (max_tokens {lab.max_tokens:,}, reserve {lab.reserve}, tools_tokens "
+                     f"{lab.tools_tokens:,}): this strategy does not read it, and the framework has no place for it")
+    return notes
+
+
+def literal(value: Any) -> str:
+    """A Python literal of a JSON-ready value (strings quoted by repr: no code can get in)."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return repr(value)
+    raise TypeError(f"no literal for {type(value).__name__}")
+
+
+def notes_block(notes: list[str] | tuple[str, ...]) -> str:
+    """The notes as a comment block for the top of generated code."""
+    if not notes:
+        return "# Everything in the config carries over.\n"
+    out = ["# What does not carry over:"]
+    for n in notes:  # joined first: a tool name with a newline cannot end the comment
+        out += textwrap.wrap(" ".join(n.splitlines()), 100, initial_indent="#  - ", subsequent_indent="#    ")
+    return "\n".join(out) + "\n"
+
+
+def pretty(data: Any) -> str:
+    """Indented JSON (used inside generated code's docstrings and for printing)."""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+__all__ = ["HINTS", "NativeExport", "NoNativeFormError", "TARGETS", "common_notes", "export_native", "literal",
+           "mapped", "notes_block", "pretty", "target"]

@@ -1,0 +1,342 @@
+"""Replay fidelity: could the agent still have done what it did?
+
+A model-free measure of what a strategy loses, computed on a replay (the strategy applied at the
+start of every user turn, as an agent applies it).
+
+* The facts an assistant message *uses* are the identifiers (``KC-482193``, ``mia_li_3668``,
+  ``NO6JO3``, e-mail addresses), amounts (``$1,234.50`` and ``1234.5`` are one fact), ISO dates
+  found in its text or its tool calls, plus the values of its tool-call arguments.
+* A used fact is *needed* when it appeared earlier in the conversation, in a user message, a tool
+  result or an earlier assistant message. Facts that the system prompt holds are not counted: the
+  system prompt is always kept, so they are always served and would only dilute the measure.
+  Facts that appear nowhere earlier (a total the assistant computed) are not needed either.
+* A needed fact is *served* when the context the agent had when it wrote the message holds it:
+  what the strategy left at the start of that turn (summaries count), plus the messages that
+  arrived since in the same turn (a strategy never runs inside a turn).
+* ``needed_recall`` = served / needed over the whole conversation, also per turn, with every miss
+  listed (the fact, the message it first came from, the message that needed it).
+
+Facts are found once per conversation (``needed_facts``); each turn then only checks presence in
+that turn's context, so the measure costs little next to the replay itself.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable, Sequence
+
+from .conversation import Conversation, Message
+from .segments import segment
+from .strategies.view import message_text
+
+_FACT = re.compile(
+    r"(?P<date>\b\d{4}-\d{2}-\d{2}\b)"
+    r"|(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)"
+    r"|(?P<id>\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]*[A-Za-z0-9]\b)"
+    r"|(?P<code>\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,24}\b)"
+    r"|(?P<money>\$\s?\d[\d,]*(?:\.\d+)?)"
+    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,])\d{3,}(?![\w,]))")
+_LITERAL_MAX = 60
+
+
+def _number(text: str) -> str:
+    """One spelling per amount: no currency sign, no thousands separators, no trailing zeros."""
+    s = text.replace("$", "").replace(",", "").strip()
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+def extract_facts(text: str) -> set[str]:
+    """The identifiers, e-mail addresses, ISO dates and amounts in ``text``, normalized (amounts
+    without currency sign, separators or trailing zeros)."""
+    out: set[str] = set()
+    for m in _FACT.finditer(text):
+        kind = m.lastgroup
+        value = m.group(kind)
+        out.add(_number(value) if kind in ("money", "number") else value)
+    return out
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def argument_facts(m: Message) -> tuple[set[str], set[str]]:
+    """The facts of a message's tool-call argument values: (normalized facts, literal strings).
+    A value that holds identifiers, dates or amounts gives those; another short string value
+    (``economy``, ``Los Angeles``) is a literal, matched as a whole word, case-insensitively."""
+    facts: set[str] = set()
+    literals: set[str] = set()
+    for call in m.tool_calls:
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            continue
+        for v in _leaves(args):
+            if isinstance(v, bool) or v is None:
+                continue
+            if isinstance(v, (int, float)):
+                facts.add(_number(repr(v)))
+                continue
+            text = str(v)
+            found = extract_facts(text)
+            if found:
+                facts |= found
+            elif 3 <= len(text.strip()) <= _LITERAL_MAX:
+                literals.add(text.strip().lower())
+    return facts, literals
+
+
+@lru_cache(maxsize=4096)
+def _literal_pattern(literal: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(literal) + r"(?!\w)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What one message holds: its normalized facts and its lowercased text."""
+
+    facts: frozenset[str]
+    lower: str
+
+    def has(self, fact: str, literal: bool) -> bool:
+        return _literal_pattern(fact).search(self.lower) is not None if literal else fact in self.facts
+
+
+def _message_facts(m: Message) -> _Facts:
+    text = message_text(m)
+    return _Facts(frozenset(extract_facts(text)), text.lower())
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """A fact message ``needed_by`` used that first appeared in message ``source``; ``turn`` is
+    the turn ``needed_by`` belongs to (-1 before the first user message); ``in_turn`` says it is
+    also in a message of that turn before ``needed_by`` (so it is served whatever the strategy
+    did); ``literal`` marks a tool-argument string matched as a whole word."""
+
+    fact: str
+    source: int
+    needed_by: int
+    turn: int
+    in_turn: bool
+    literal: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class NeededFacts:
+    """Every needed fact of a conversation, found once (see the module docstring)."""
+
+    messages: tuple[Message, ...]
+    turn_starts: tuple[int, ...]
+    needs: tuple[Need, ...]
+    per_message: tuple[_Facts, ...]
+
+    def __len__(self) -> int:
+        return len(self.needs)
+
+    def facts_of(self, m: Message, origin: int | None) -> _Facts:
+        """The facts of a context message (an original one is looked up, not re-read)."""
+        if origin is not None and 0 <= origin < len(self.messages) and self.messages[origin] is m:
+            return self.per_message[origin]
+        return _message_facts(m)
+
+
+def _turn_of(index: int, starts: Sequence[int]) -> int:
+    t = -1
+    for k, s in enumerate(starts):
+        if s > index:
+            break
+        t = k
+    return t
+
+
+def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
+    """Find, for every assistant message, the facts it uses that appeared earlier (once per
+    conversation; ``needed_recall`` reuses the result for every strategy and budget)."""
+    messages = source.messages if isinstance(source, Conversation) else tuple(source)
+    starts = tuple(s for s, _ in segment(messages).turns)
+    per = tuple(_message_facts(m) for m in messages)
+    system = [per[i] for i, m in enumerate(messages) if m.role == "system"]
+    needs: list[Need] = []
+    for j, m in enumerate(messages):
+        if m.role != "assistant":
+            continue
+        arg_facts, literals = argument_facts(m)
+        text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
+        used = [(f, False) for f in sorted(extract_facts(text) | arg_facts)] + [(f, True) for f in sorted(literals)]
+        t = _turn_of(j, starts)
+        first = starts[t] if t >= 0 else -1
+        for fact, literal in used:
+            if any(s.has(fact, literal) for s in system):
+                continue
+            source_i = next((i for i in range(j) if messages[i].role != "system" and per[i].has(fact, literal)), None)
+            if source_i is None:
+                continue
+            in_turn = t < 0 or any(per[i].has(fact, literal) for i in range(max(first + 1, source_i), j))
+            needs.append(Need(fact, source_i, j, t, in_turn, literal))
+    return NeededFacts(messages, starts, tuple(needs), per)
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """A needed fact the context did not hold: which, where it came from, who needed it, when."""
+
+    fact: str
+    source: int
+    needed_by: int
+    turn: int
+
+
+@dataclass(frozen=True)
+class TurnFidelity:
+    """One turn: how many needed facts its assistant messages used, how many were served, the misses."""
+
+    turn: int
+    needed: int
+    served: int
+    misses: tuple[Miss, ...]
+
+    @property
+    def recall(self) -> float | None:
+        """served / needed (None when the turn needed nothing)."""
+        return self.served / self.needed if self.needed else None
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """``needed_recall`` of a replay: totals, per turn, and every miss."""
+
+    strategy: str
+    needed: int
+    served: int
+    turns: tuple[TurnFidelity, ...]
+
+    @property
+    def needed_recall(self) -> float | None:
+        """served / needed over the whole conversation (None when nothing was needed)."""
+        return self.served / self.needed if self.needed else None
+
+    @property
+    def misses(self) -> tuple[Miss, ...]:
+        """Every miss, turn by turn."""
+        return tuple(m for t in self.turns for m in t.misses)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"strategy": self.strategy, "needed": self.needed, "served": self.served,
+                "needed_recall": self.needed_recall,
+                "turns": [{"turn": t.turn, "needed": t.needed, "served": t.served, "recall": t.recall}
+                          for t in self.turns],
+                "misses": [{"fact": m.fact, "source": m.source, "needed_by": m.needed_by, "turn": m.turn}
+                           for m in self.misses]}
+
+
+def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Message]) -> Fidelity:
+    """Check every needed fact against the context the strategy produced for its turn.
+
+    ``replay`` is a ``ctxlab.replay.Replay`` of the same conversation; ``facts`` is its
+    ``needed_facts`` (or the conversation, and they are found here)."""
+    nf = facts if isinstance(facts, NeededFacts) else needed_facts(facts)
+    by_turn: dict[int, list[Need]] = {}
+    for need in nf.needs:
+        by_turn.setdefault(need.turn, []).append(need)
+    rows: list[TurnFidelity] = []
+    needed = served = 0
+    for t in sorted(by_turn):
+        needs = by_turn[t]
+        context: list[_Facts] | None = None
+        misses: list[Miss] = []
+        ok = 0
+        for need in needs:
+            if need.in_turn or t < 0 or t >= replay.turns:
+                ok += 1
+                continue
+            if context is None:
+                context = [nf.facts_of(m, o) for m, o in zip(replay.context_at(t), replay.origins[t])]
+            if any(c.has(need.fact, need.literal) for c in context):
+                ok += 1
+            else:
+                misses.append(Miss(need.fact, need.source, need.needed_by, t))
+        rows.append(TurnFidelity(t, len(needs), ok, tuple(misses)))
+        needed += len(needs)
+        served += ok
+    return Fidelity(replay.strategy, needed, served, tuple(rows))
+
+
+VERDICT_RULE = ("Among the strategies whose result fits the budget and that no provider rejects (OpenAI and "
+                "Anthropic rules), the highest needed_recall (on the turn-by-turn replay) wins; a tie goes to the "
+                "lowest cost over the conversation's life (prompt cache included; input tokens when the model has "
+                "no price), then to the leftmost column.")
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayMeasures:
+    """A strategy replayed over a conversation, with what it lost (``fidelity``) and what it costs
+    (``cost``), beside what keeping everything costs (``cost_none``)."""
+
+    replay: Any
+    fidelity: Fidelity
+    cost: Any
+    cost_none: Any
+
+    @property
+    def needed_recall(self) -> float | None:
+        """served / needed over the conversation."""
+        return self.fidelity.needed_recall
+
+    def summary(self) -> dict[str, Any]:
+        """The figures a table row shows: recall, tokens, cached share, cost, and the same for none."""
+        c, n = self.cost, self.cost_none
+        return {"needed_recall": self.needed_recall, "needed": self.fidelity.needed, "missed": len(self.fidelity.misses),
+                "input_tokens": c.input_tokens, "cached_share": c.cached_share, "cost_usd": c.cost_usd,
+                "none_input_tokens": n.input_tokens, "none_cost_usd": n.cost_usd,
+                "tokens_vs_none": c.input_tokens / n.input_tokens - 1 if n.input_tokens else None,
+                "cost_vs_none": c.cost_usd / n.cost_usd - 1 if c.cost_usd is not None and n.cost_usd else None}
+
+
+def measure_replay(conv: Conversation, strategy: Any, budget: Any, *, model: str | None = None,
+                   prices: Any = None, facts: NeededFacts | None = None) -> ReplayMeasures:
+    """Replay ``strategy`` (an object or a name) on ``conv`` under ``budget`` and measure it:
+    needed_recall and cost, plus the cost of ``none`` for comparison. ``prices`` is a
+    ``pricing.Price``, a ``PriceTable`` or None (the bundled table); pass ``facts`` (from
+    ``needed_facts(conv)``) when measuring several strategies of one conversation."""
+    from .pricing import load_prices, replay_cost
+    from .replay import replay
+    model = model or conv.model or "gpt-4o"
+    prices = prices if prices is not None else load_prices()
+    facts = facts or needed_facts(conv)
+    r = replay(conv, strategy, budget, model=model)
+    base = replay(conv, "none", budget, model=model)
+    return ReplayMeasures(r, needed_recall(r, facts), replay_cost(r, conv, model=model, price=prices),
+                          replay_cost(base, conv, model=model, price=prices))
+
+
+def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequence[bool],
+                   measures: Sequence[ReplayMeasures]) -> tuple[int | None, str]:
+    """The winner under ``VERDICT_RULE`` (None when none qualifies) and a sentence saying why."""
+    ok = [k for k in range(len(labels)) if fits[k] and accepted[k]]
+    if not ok:
+        return None, "No strategy qualifies (each is over the budget or rejected by a provider): raise the limit or tune."
+
+    def cost(k: int) -> float:
+        c = measures[k].cost
+        return c.cost_usd if c.cost_usd is not None else float(c.input_tokens)
+    best = min(ok, key=lambda k: (-(measures[k].needed_recall if measures[k].needed_recall is not None else 1.0),
+                                  cost(k), k))
+    m = measures[best].summary()
+    recall = "n/a (nothing needed)" if m["needed_recall"] is None else f"{m['needed_recall']:.0%}"
+    money = f"${m['cost_usd']:.4f}" if m["cost_usd"] is not None else f"{m['input_tokens']:,} input tokens"
+    vs = "" if m["cost_vs_none"] is None else f" ({m['cost_vs_none']:+.0%} vs none)"
+    return best, (f"{labels[best]} wins: it fits, no provider rejects it, it serves {recall} of the needed facts, "
+                  f"and costs {money}{vs} over the conversation.")

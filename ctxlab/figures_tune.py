@@ -1,0 +1,101 @@
+"""Plotly figures for tuning: a sweep's Pareto scatter and per-parameter sensitivity, and a replay's
+tokens per turn split by prompt cache (the app draws these; so can a notebook)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import plotly.graph_objects as go
+
+from .sweep import MAXIMIZE, SweepResult
+
+CACHE_COLORS = {"cached": "#54A24B", "cache write": "#EECA3B", "uncached": "#E45756", "none": "#4C78A8"}
+
+
+def _axis(result: SweepResult, axis: str) -> str:
+    if axis == "cost_usd" and any(p["cost_usd"] is None for p in result.points):
+        return "input_tokens_total"
+    return axis
+
+
+def _label(p: dict[str, Any]) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in p["params"].items())
+    return f"{p['strategy']}({params}) @ {p['max_tokens']:,}"
+
+
+def pareto_figure(result: SweepResult, x: str | None = None, y: str | None = None) -> go.Figure:
+    """Every point of a sweep, one colour per strategy, the Pareto front as a line and the
+    recommendation as a star; the axes default to the sweep's."""
+    x, y = _axis(result, x or result.axes[0]), _axis(result, y or result.axes[1])
+    fig = go.Figure()
+    for name in dict.fromkeys(p["strategy"] for p in result.points):
+        pts = [p for p in result.points if p["strategy"] == name and p[x] is not None and p[y] is not None]
+        fig.add_scatter(x=[p[x] for p in pts], y=[p[y] for p in pts], mode="markers", name=name,
+                        text=[_label(p) for p in pts],
+                        marker={"symbol": ["x" if p["invalid"] else "circle" for p in pts], "size": 9},
+                        hovertemplate="%{text}<br>" + x + " %{x}<br>" + y + " %{y}<extra></extra>")
+    front = sorted((result.points[k] for k in result.pareto), key=lambda p: p[x])
+    if front:
+        fig.add_scatter(x=[p[x] for p in front], y=[p[y] for p in front], mode="lines", name="Pareto front",
+                        line={"dash": "dot", "color": "#555"}, hoverinfo="skip")
+    if result.recommendation is not None:
+        r = result.points[result.recommendation]
+        fig.add_scatter(x=[r[x]], y=[r[y]], mode="markers", name="recommended", text=[_label(r)],
+                        marker={"symbol": "star", "size": 18, "color": "#F58518", "line": {"width": 1, "color": "#333"}},
+                        hovertemplate="%{text}<extra>recommended</extra>")
+    if y == "needed_recall":
+        fig.add_hline(y=result.min_recall, line_dash="dash", line_color="#999",
+                      annotation_text=f"recall level {result.min_recall:.2f}")
+    better = lambda a: "higher is better" if a in MAXIMIZE else "lower is better"  # noqa: E731
+    fig.update_layout(xaxis_title=f"{x} ({better(x)})", yaxis_title=f"{y} ({better(y)})", legend_title="strategy",
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10}, height=420)
+    return fig
+
+
+def sensitivity_figure(result: SweepResult, strategy: str, param: str, metric: str = "needed_recall") -> go.Figure:
+    """``metric`` against the values of one parameter of one strategy, one line per budget (the
+    other parameters averaged over)."""
+    pts = [p for p in result.points if p["strategy"] == strategy and param in p["params"] and p[metric] is not None]
+    if not pts:
+        raise ValueError(f"the sweep has no point of {strategy} varying {param}")
+    fig = go.Figure()
+    for budget in sorted({p["max_tokens"] for p in pts}):
+        groups: dict[Any, list[float]] = {}
+        for p in pts:
+            if p["max_tokens"] == budget:
+                groups.setdefault(p["params"][param], []).append(p[metric])
+        xs = sorted(groups, key=lambda v: (str(type(v)), v))
+        fig.add_scatter(x=[str(v) if isinstance(v, tuple) else v for v in xs],
+                        y=[sum(groups[v]) / len(groups[v]) for v in xs], mode="lines+markers", name=f"{budget:,} tokens")
+    fig.update_layout(xaxis_title=f"{strategy}.{param}", yaxis_title=metric, legend_title="limit",
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10}, height=360)
+    return fig
+
+
+def cost_per_turn_figure(cost: Any, none: Any | None = None) -> go.Figure:
+    """Prompt tokens per turn of a replay (a ``pricing.CostReport``), stacked as served by the
+    cache, written to it and uncached; with ``none`` (the same for keeping everything) as a line."""
+    rows = cost.per_turn()
+    turns = [r["turn"] for r in rows]
+    fig = go.Figure()
+    for name, key in (("cached", "cached_tokens"), ("cache write", "cache_write_tokens"), ("uncached", "uncached_tokens")):
+        fig.add_bar(x=turns, y=[r[key] for r in rows], name=name, marker_color=CACHE_COLORS[name],
+                    hovertemplate="turn %{x}: %{y:,} tokens<extra>" + name + "</extra>")
+    if none is not None:
+        base = none.per_turn()
+        fig.add_scatter(x=[r["turn"] for r in base], y=[r["prompt_tokens"] for r in base], mode="lines+markers",
+                        name="none: prompt tokens", line={"color": CACHE_COLORS["none"]})
+    money = "" if cost.cost_usd is None else f", ${cost.cost_usd:.4f}"
+    fig.update_layout(barmode="stack", xaxis_title="turn", yaxis_title="prompt tokens (all calls of the turn)",
+                      title=f"{cost.strategy}: {cost.input_tokens:,} input tokens, {cost.cached_share:.0%} cached{money}",
+                      margin={"l": 10, "r": 10, "t": 40, "b": 10}, height=360)
+    return fig
+
+
+def points_table(result: SweepResult) -> list[dict[str, Any]]:
+    """The sweep's points as table rows (params written out, front and recommendation marked)."""
+    front = set(result.pareto)
+    return [{"#": k, "point": _label(p), **{c: v for c, v in p.items() if c not in ("strategy", "params", "max_tokens")},
+             "pareto": k in front, "recommended": k == result.recommendation} for k, p in enumerate(result.points)]
+
+
+__all__: Sequence[str] = ["cost_per_turn_figure", "pareto_figure", "points_table", "sensitivity_figure"]

@@ -1,0 +1,438 @@
+"""Sweeps: many parameter values and budgets, over many conversations, and a pick by a stated rule.
+
+``run_sweep(conversations, Grid.parse(["sliding_window"], ["sliding_window.buffer_ratio=0.1,0.3"]),
+budgets=[3000, 6000])`` replays every point (a strategy, its parameters, a context limit) on every
+conversation, measures each replay (tokens, fit, provider validity, fact retention,
+``needed_recall``, cost with prompt cache) and aggregates per point. ``SweepResult`` holds the
+points, the Pareto front on two axes and the recommendation (``RECOMMENDATION_RULE``).
+
+Work is split by conversation into chunks that run on local processes (``workers``, every core by
+default) or on a Dask cluster (``scheduler="tcp://host:port"``); results are gathered in
+conversation order, so they are identical whatever the executor or the number of workers (only
+``plan_ms``, a timing, differs).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .conversation import Conversation
+from .errors import CtxlabError
+from .fidelity import needed_facts, needed_recall
+from .pricing import Price, PriceTable, load_prices, replay_cost
+from .replay import replay
+from .strategies import STRATEGIES, Budget, StrategyError, get_strategy, parse_param
+from .tokens import TokenCounter
+from .validate import validate
+
+DEFAULT_MIN_RECALL = 0.95
+DASK_CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
+DEFAULT_AXES = ("cost_usd", "needed_recall")
+RECOMMENDATION_RULE = ("The cheapest point (lowest cost_usd; input_tokens_total when the model has no price) "
+                       "whose needed_recall is at least {min_recall:.2f} and whose output no provider rejects "
+                       "(invalid = 0); a tie goes to the higher needed_recall, then to the earlier point.")
+MAXIMIZE = {"needed_recall", "retention", "fits_rate", "saved", "cached_share"}
+COLUMNS = ("strategy", "params", "max_tokens", "conversations", "tokens_final_mean", "tokens_final_p95", "saved",
+           "fits_rate", "invalid", "retention", "needed_recall", "input_tokens_total", "cached_share", "cost_usd",
+           "cost_vs_none", "plan_ms")
+
+
+class SweepError(CtxlabError):
+    """A grid, budget list or conversation set a sweep cannot run."""
+
+
+def _split_values(raw: str) -> list[str]:
+    """``a,b,[c,d]``: commas split values except inside brackets (list-valued parameters)."""
+    out, depth, cur = [], 0, ""
+    for ch in raw:
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+            continue
+        depth += ch == "["
+        depth -= ch == "]"
+        cur += ch
+    out.append(cur)
+    return [v.strip() for v in out]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Strategies and, per strategy, the values to try for some of its parameters (the others keep
+    their defaults). ``combos()`` is the full product in a fixed order; ``sample(n, seed)`` a seeded
+    random subset of it."""
+
+    strategies: tuple[str, ...]
+    values: Mapping[str, Mapping[str, tuple[Any, ...]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.strategies:
+            raise SweepError("a sweep needs at least one strategy", where="--strategy",
+                             hint=f"Known strategies: {', '.join(STRATEGIES)}")
+        for name in self.strategies:
+            if name not in STRATEGIES:
+                raise SweepError(f"unknown strategy {name!r}", where="--strategy",
+                                 hint=f"Known strategies: {', '.join(STRATEGIES)}")
+        for name in self.values:
+            if name not in self.strategies:
+                raise SweepError(f"the grid names {name!r}, which is not one of the strategies swept",
+                                 where="--grid", hint=f"Add --strategy {name}, or fix the name")
+        for name, params in self.combos():  # every value is checked when the grid is made
+            get_strategy(name, **params)
+
+    @classmethod
+    def parse(cls, strategies: Sequence[str], specs: Sequence[str] = ()) -> "Grid":
+        """From ``NAME.KEY=V1,V2`` strings (values typed by the strategy's schema; a list value is
+        written ``[a,b]``)."""
+        values: dict[str, dict[str, tuple[Any, ...]]] = {}
+        for spec in specs:
+            key, sep, raw = spec.partition("=")
+            name, dot, param = key.strip().partition(".")
+            if not sep or not dot or not param:
+                raise SweepError(f"bad grid {spec!r}", where="--grid", hint="Write NAME.KEY=V1,V2, e.g. sliding_window.buffer_ratio=0.1,0.3")
+            if name not in STRATEGIES:
+                raise SweepError(f"unknown strategy {name!r} in grid {spec!r}", where="--grid",
+                                 hint=f"Known strategies: {', '.join(STRATEGIES)}")
+            items = _split_values(raw)
+            if not raw.strip() or any(v == "" for v in items):
+                raise SweepError(f"grid {spec!r} has an empty value", where="--grid", hint="List values separated by commas")
+            typed = []
+            for v in items:
+                try:
+                    bare = v[1:-1] if v.startswith("[") and v.endswith("]") and '"' not in v else v
+                    typed.append(parse_param(STRATEGIES[name], f"{param}={bare}")[1])
+                except StrategyError as e:
+                    raise SweepError(f"grid {spec!r}: {e.problem}", where="--grid", hint=e.hint) from None
+            values.setdefault(name, {})[param] = tuple(dict.fromkeys(typed))
+        return cls(tuple(dict.fromkeys(strategies)), values)
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Mapping[str, Sequence[Any]]]) -> "Grid":
+        """From ``{"sliding_window": {"buffer_ratio": [0.1, 0.3]}, "summarize": {}}``."""
+        return cls(tuple(spec), {n: {k: tuple(v) for k, v in p.items()} for n, p in spec.items() if p})
+
+    def combos(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every (strategy, params) of the grid, strategy by strategy, in the order given."""
+        out = []
+        for name in self.strategies:
+            axes = self.values.get(name, {})
+            keys = list(axes)
+            for combo in itertools.product(*(axes[k] for k in keys)):
+                out.append((name, dict(zip(keys, combo))))
+        return out
+
+    def sample(self, n: int, seed: int = 0) -> list[tuple[str, dict[str, Any]]]:
+        """``n`` combos drawn without replacement with ``random.Random(seed)``, in grid order."""
+        combos = self.combos()
+        if n <= 0:
+            raise SweepError(f"a sample needs at least one point, got {n}", where="--sample")
+        keep = sorted(random.Random(seed).sample(range(len(combos)), min(n, len(combos))))
+        return [combos[k] for k in keep]
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """One point: a strategy, its parameters and a context limit."""
+
+    strategy: str
+    params: Mapping[str, Any]
+    max_tokens: int
+
+
+def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, price: Price | None,
+             tools_tokens: int, reserve: float, max_tokens: int) -> dict[str, Any]:
+    """One conversation under one point (None: the ``none`` baseline). Validity is checked on
+    every turn whose plan changed something and on the last turn (a plan that keeps everything
+    sends the context checked before plus original messages)."""
+    strategy = get_strategy("none") if point is None else get_strategy(point.strategy, **point.params)
+    budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools_tokens, max_tokens=max_tokens)
+    t0 = time.perf_counter()
+    r = replay(conv, strategy, budget, model=model)
+    seconds = time.perf_counter() - t0
+    cost = replay_cost(r, conv, model=model, price=price)
+    fid = needed_recall(r, nf)
+    checked = [p for k, p in enumerate(r.plans) if k == r.turns - 1 or any(a != "keep" for a in p.actions)]
+    invalid = point is not None and any(f.severity == "error" for p in checked for rules in ("openai", "anthropic")
+                                        for f in validate(list(p.messages), rules))
+    last = r.plans[-1]
+    return {"tokens_final": last.tokens_after, "tokens_before": last.tokens_before,
+            "fits": all(p.fits for p in r.plans), "invalid": invalid, "retention": last.retention,
+            "needed": fid.needed, "served": fid.served, "input": cost.input_tokens, "cached": cost.cached_tokens,
+            "cost": cost.cost_usd, "seconds": seconds, "turns": r.turns}
+
+
+def evaluate_chunk(chunk: Sequence[tuple[int, Conversation]], points: Sequence[PointSpec], model: str | None,
+                   price: Price | None, reserve: float) -> list[dict[str, Any]]:
+    """The work of one executor task: every point (and the ``none`` baseline) on each conversation
+    of ``chunk``. Returns one record per conversation, in order."""
+    out = []
+    for index, conv in chunk:
+        m = model or conv.model or "gpt-4o"
+        tools = TokenCounter(m).tools(conv.tools)
+        nf = needed_facts(conv)
+        base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points))
+        out.append({"index": index, "none": base,
+                    "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens) for p in points]})
+    return out
+
+
+def _p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return float(ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]) if ordered else 0.0
+
+
+def _aggregate(spec: PointSpec, rows: Sequence[dict[str, Any]], none: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    needed = sum(r["needed"] for r in rows)
+    inputs = sum(r["input"] for r in rows)
+    none_inputs = sum(r["input"] for r in none)
+    costs = [r["cost"] for r in rows]
+    cost = None if any(c is None for c in costs) else sum(costs)
+    none_cost = None if any(r["cost"] is None for r in none) else sum(r["cost"] for r in none)
+    kept = [r["retention"] for r in rows if r["retention"] is not None]
+    turns = sum(r["turns"] for r in rows)
+    return {"strategy": spec.strategy, "params": dict(spec.params), "max_tokens": spec.max_tokens, "conversations": n,
+            "tokens_final_mean": sum(r["tokens_final"] for r in rows) / n,
+            "tokens_final_p95": _p95([r["tokens_final"] for r in rows]),
+            "saved": 1 - inputs / none_inputs if none_inputs else 0.0,
+            "fits_rate": sum(r["fits"] for r in rows) / n, "invalid": sum(r["invalid"] for r in rows),
+            "retention": sum(kept) / len(kept) if kept else None,
+            "needed_recall": sum(r["served"] for r in rows) / needed if needed else None,
+            "input_tokens_total": inputs, "cached_share": sum(r["cached"] for r in rows) / inputs if inputs else 0.0,
+            "cost_usd": cost, "cost_vs_none": (cost / none_cost - 1) if cost is not None and none_cost else None,
+            "plan_ms": 1000 * sum(r["seconds"] for r in rows) / turns if turns else 0.0}
+
+
+def _axis_value(point: Mapping[str, Any], axis: str) -> float | None:
+    if axis == "cost_usd" and point.get("cost_usd") is None:
+        axis = "input_tokens_total"
+    v = point.get(axis)
+    if v is None:
+        return None
+    return -float(v) if axis in MAXIMIZE else float(v)
+
+
+def pareto_front(points: Sequence[Mapping[str, Any]], axes: tuple[str, str] = DEFAULT_AXES) -> list[int]:
+    """Indexes of the points no other point beats on both axes (each axis minimized, except
+    recall, retention, fit, savings and cached share, which are maximized); points missing a
+    value are left out. ``cost_usd`` falls back to ``input_tokens_total`` without a price."""
+    for a in axes:
+        if a not in COLUMNS or a in ("strategy", "params"):
+            raise SweepError(f"unknown axis {a!r}", where="axes", hint=f"Use two of {', '.join(COLUMNS[2:])}")
+    vals = [(_axis_value(p, axes[0]), _axis_value(p, axes[1])) for p in points]
+    front = []
+    for k, (x, y) in enumerate(vals):
+        if x is None or y is None:
+            continue
+        beaten = any(ox is not None and oy is not None and ox <= x and oy <= y and (ox < x or oy < y)
+                     for ox, oy in vals)
+        if not beaten:
+            front.append(k)
+    return front
+
+
+def recommend(points: Sequence[Mapping[str, Any]], min_recall: float = DEFAULT_MIN_RECALL) -> int | None:
+    """The index of the point ``RECOMMENDATION_RULE`` picks, or None when none qualifies."""
+    ok = [k for k, p in enumerate(points)
+          if p["invalid"] == 0 and p["needed_recall"] is not None and p["needed_recall"] >= min_recall]
+    if not ok:
+        return None
+    return min(ok, key=lambda k: (_axis_value(points[k], "cost_usd"), -points[k]["needed_recall"], k))
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Aggregated points, the Pareto front, the recommendation, the ``none`` baseline, and notes."""
+
+    points: tuple[dict[str, Any], ...]
+    pareto: tuple[int, ...]
+    recommendation: int | None
+    baseline: Mapping[str, Any]
+    axes: tuple[str, str]
+    min_recall: float
+    model: str | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def rule(self) -> str:
+        """The recommendation rule, with its recall level."""
+        return RECOMMENDATION_RULE.format(min_recall=self.min_recall)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"points": [...], "pareto": [...], "recommendation": {point} or null, ...}``."""
+        return {"points": [dict(p) for p in self.points], "pareto": list(self.pareto),
+                "recommendation": None if self.recommendation is None else dict(self.points[self.recommendation]),
+                "recommendation_index": self.recommendation, "rule": self.rule, "axes": list(self.axes),
+                "baseline": dict(self.baseline), "model": self.model, "notes": list(self.notes)}
+
+    def to_csv(self) -> str:
+        """One row per point (params as JSON), plus ``pareto`` and ``recommended`` columns."""
+        import json
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow([*COLUMNS, "pareto", "recommended"])
+        front = set(self.pareto)
+        for k, p in enumerate(self.points):
+            w.writerow([json.dumps(p[c], sort_keys=True) if c == "params" else ("" if p[c] is None else p[c])
+                        for c in COLUMNS] + [k in front, k == self.recommendation])
+        return buf.getvalue()
+
+
+Progress = Callable[[int, int], None]
+
+
+def _chunks(items: Sequence[tuple[int, Conversation]], size: int) -> list[list[tuple[int, Conversation]]]:
+    return [list(items[k:k + size]) for k in range(0, len(items), size)]
+
+
+def _run_local(tasks: list[list[tuple[int, Conversation]]], args: tuple, workers: int,
+               progress: Progress | None) -> list[list[dict[str, Any]]]:
+    if workers <= 1 or len(tasks) <= 1:
+        out = []
+        for k, task in enumerate(tasks):
+            out.append(evaluate_chunk(task, *args))
+            if progress:
+                progress(k + 1, len(tasks))
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["ctxlab.sweep"])
+    results: list[Any] = [None] * len(tasks)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {pool.submit(evaluate_chunk, task, *args): k for k, task in enumerate(tasks)}
+        for done, fut in enumerate(as_completed(futures), 1):
+            results[futures[fut]] = fut.result()
+            if progress:
+                progress(done, len(tasks))
+    return results
+
+
+def _run_dask(tasks: list[list[tuple[int, Conversation]]], args: tuple, scheduler: Any,
+              progress: Progress | None) -> list[list[dict[str, Any]]]:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise SweepError("a Dask scheduler needs the distributed package", where="--scheduler",
+                         hint="pip install 'dask[distributed]'") from None
+    own = not isinstance(scheduler, Client)
+    try:
+        client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT) if own else scheduler
+    except (OSError, TimeoutError) as e:
+        raise SweepError(f"cannot reach the Dask scheduler at {scheduler} ({e})", where="--scheduler",
+                         hint="Start one with `dask scheduler` or give tcp://HOST:PORT of a running one") from None
+    try:
+        futures = [client.submit(evaluate_chunk, task, *args, pure=False) for task in tasks]
+        index = {f.key: k for k, f in enumerate(futures)}
+        results: list[Any] = [None] * len(tasks)
+        for done, fut in enumerate(as_completed(futures), 1):
+            results[index[fut.key]] = fut.result()
+            if progress:
+                progress(done, len(tasks))
+        return results
+    finally:
+        if own:
+            client.close()
+
+
+def _price_for(prices: Price | PriceTable | None, model: str | None,
+               convs: Sequence[Conversation]) -> Price | None:
+    if isinstance(prices, Price):
+        return prices
+    table = prices or load_prices()
+    return table.get(model or convs[0].model or "gpt-4o")
+
+
+def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequence[int], *, model: str | None = None,
+              prices: Price | PriceTable | None = None, workers: int | None = None, scheduler: Any = None,
+              sample: int | None = None, seed: int = 0, min_recall: float = DEFAULT_MIN_RECALL,
+              axes: tuple[str, str] = DEFAULT_AXES, reserve: float = 0.15, chunk_size: int | None = None,
+              progress: Progress | None = None) -> SweepResult:
+    """Run every point of ``grid`` (or a seeded ``sample`` of its combos) at every budget on every
+    conversation; aggregate per point; find the Pareto front on ``axes`` and the recommendation.
+
+    ``workers`` local processes (default: every core; 1 runs in this process) or a Dask
+    ``scheduler`` (an address or a ``distributed.Client``). ``prices`` is a Price, a PriceTable
+    looked up by ``model`` (default: the conversations' model), or None for the bundled table.
+    ``progress(done, total)`` is called as chunks finish."""
+    budgets = list(dict.fromkeys(budgets))
+    if not budgets or any(not isinstance(b, int) or isinstance(b, bool) or b <= 0 for b in budgets):
+        raise SweepError(f"budgets must be positive whole numbers of tokens, got {budgets}", where="--max-tokens",
+                         hint="e.g. --max-tokens 3000,6000")
+    if not 0 <= min_recall <= 1:
+        raise SweepError(f"the recall level must be between 0 and 1, got {min_recall}", where="--min-recall")
+    combos = grid.sample(sample, seed) if sample else grid.combos()
+    specs = [PointSpec(name, params, b) for name, params in combos for b in budgets]
+    convs = list(conversations)
+    usable = [(k, c) for k, c in enumerate(convs) if any(m.role == "user" for m in c.messages)]
+    notes = []
+    if len(usable) < len(convs):
+        notes.append(f"{len(convs) - len(usable)} conversation(s) without a user message were left out")
+    if not usable:
+        raise SweepError("no conversation with a user turn to replay", where="conversations",
+                         hint="Give conversations that have at least one user message")
+    price = _price_for(prices, model, [c for _, c in usable])
+    if price is None:
+        notes.append(f"no price for model {model or usable[0][1].model or 'gpt-4o'!r}: cost_usd is empty; "
+                     "the Pareto front and recommendation use input_tokens_total")
+    n_workers = workers or os.cpu_count() or 1
+    size = chunk_size or max(1, math.ceil(len(usable) / (max(n_workers, 1) * 4)))
+    tasks = _chunks(usable, size)
+    args = (specs, model, price, reserve)
+    chunks = _run_dask(tasks, args, scheduler, progress) if scheduler is not None else \
+        _run_local(tasks, args, n_workers, progress)
+    records = [rec for chunk in chunks for rec in chunk]
+    none = [rec["none"] for rec in records]
+    points = tuple(_aggregate(spec, [rec["points"][k] for rec in records], none) for k, spec in enumerate(specs))
+    baseline = _aggregate(PointSpec("none", {}, max(budgets)), none, none)
+    front = tuple(pareto_front(points, axes))
+    return SweepResult(points, front, recommend(points, min_recall), baseline, tuple(axes), min_recall,
+                       model or usable[0][1].model, tuple(notes))
+
+
+
+
+def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 1024,
+                       notes: list[str] | None = None) -> list[Conversation]:
+    """Every conversation in the given files (JSON or JSONL, any format ctxlab reads) and folders
+    (their ``*.json`` and ``*.jsonl`` files, sorted by name), in order. A file named on its own
+    that is not a conversation is an error; one found in a folder is skipped with a note appended
+    to ``notes`` (a folder of samples holds tool catalogs too)."""
+    from pathlib import Path
+
+    from .formats import load_all
+    files: list[tuple[Path, bool]] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.suffix.lower() in (".json", ".jsonl") and f.is_file())
+            if not found:
+                raise SweepError(f"no .json or .jsonl file in folder {raw}", where="FILE")
+            files += [(f, True) for f in found]
+        elif p.is_file():
+            files.append((p, False))
+        else:
+            raise SweepError(f"no such file or folder: {raw}", where="FILE", hint="Give .json/.jsonl files or folders")
+    out: list[Conversation] = []
+    for f, in_folder in files:
+        try:
+            out += load_all(f.read_bytes(), max_bytes=max_bytes)
+        except CtxlabError as e:
+            if not in_folder:
+                raise SweepError(f"{f.name}: {e}", where="FILE") from None
+            if notes is not None:
+                notes.append(f"skipped {f}: not a conversation ({e})")
+    if not out:
+        raise SweepError("no conversation found in the files given", where="FILE")
+    return out
+
+
+__all__ = ["COLUMNS", "DEFAULT_AXES", "DEFAULT_MIN_RECALL", "RECOMMENDATION_RULE", "Grid", "PointSpec",
+           "SweepError", "SweepResult", "evaluate_chunk", "load_conversations", "pareto_front", "recommend", "run_sweep"]

@@ -1,0 +1,131 @@
+"""needed_recall: the facts each assistant message used that came from earlier, and whether the
+context the strategy left for that turn still held them. Hand-made conversations with a known
+answer."""
+from __future__ import annotations
+
+import pytest
+
+from ctxlab.conversation import Message, ToolCall
+from ctxlab.fidelity import extract_facts, needed_facts, needed_recall
+from ctxlab.replay import replay
+from ctxlab.strategies import Budget, get_strategy
+
+from .builders import system, user
+from .conftest import SAMPLES
+
+
+def call(cid: str, name: str, args: str, text: str = "") -> Message:
+    """An assistant message making one tool call with these JSON arguments."""
+    return Message("assistant", text, tool_calls=(ToolCall(cid, name, args),))
+
+
+def result(cid: str, text: str) -> Message:
+    """A tool result."""
+    return Message("tool", text, tool_call_id=cid)
+
+
+def padding(n: int = 60) -> str:
+    """Filler text with no fact in it, to make a tool result big."""
+    return " ".join(["the weather was mild and nothing else happened"] * n)
+
+
+def lookup_then_cancel() -> list[Message]:
+    """Turn 0 looks a reservation up (its id is only in the tool result); turn 1 cancels it,
+    passing that id to the next call. Dropping turn 0's tool round loses the id."""
+    return [
+        system("You are an airline agent."),
+        user("Find my booking, I am mia_li_3668."),
+        call("c1", "get_user", '{"user_id":"mia_li_3668"}'),
+        result("c1", '{"reservations":["NO6JO3"],"note":"' + padding() + '"}'),
+        Message("assistant", "You have one reservation."),
+        user("Cancel it please."),
+        call("c2", "cancel_reservation", '{"reservation_id":"NO6JO3"}'),
+        result("c2", '{"status":"cancelled"}'),
+        Message("assistant", "Reservation NO6JO3 is cancelled."),
+    ]
+
+
+def test_facts_are_identifiers_dates_and_amounts_in_one_spelling():
+    found = extract_facts("Order KC-482193 for $1,234.50 on 2024-05-15 (ref NO6JO3, mia_li_3668, a.b@x.io); 12 bags")
+    assert found == {"KC-482193", "1234.5", "2024-05-15", "NO6JO3", "mia_li_3668", "a.b@x.io"}
+    assert extract_facts('{"amount": 1234.50}') == {"1234.5"}
+
+
+def test_an_id_from_a_tool_result_used_by_the_next_call_is_needed():
+    nf = needed_facts(lookup_then_cancel())
+    pairs = {(n.fact, n.source, n.needed_by) for n in nf.needs}
+    assert ("NO6JO3", 3, 6) in pairs            # the cancel call uses the id the lookup returned
+    assert ("mia_li_3668", 1, 2) in pairs       # the lookup uses the id the user gave
+    assert not any(n.fact == "cancelled" for n in nf.needs)
+
+
+def test_dropping_the_tool_result_whose_id_the_next_call_uses_is_a_miss():
+    conv = lookup_then_cancel()
+    tight = replay(conv, get_strategy("tool_rounds", keep_rounds=0), Budget(100_000))
+    fid = needed_recall(tight, conv)
+    assert [(m.fact, m.source, m.needed_by, m.turn) for m in fid.misses] == [("NO6JO3", 3, 6, 1)]
+    assert fid.needed_recall == pytest.approx((fid.needed - 1) / fid.needed)
+    assert fid.turns[-1].recall < 1
+    kept = needed_recall(replay(conv, "none", Budget(100_000)), conv)
+    assert kept.needed == fid.needed and kept.needed_recall == 1.0 and kept.misses == ()
+
+
+def test_facts_arriving_inside_the_turn_are_always_served():
+    conv = lookup_then_cancel()
+    fid = needed_recall(replay(conv, get_strategy("tool_rounds", keep_rounds=0), Budget(100_000)), conv)
+    first = [t for t in fid.turns if t.turn == 0][0]
+    assert first.needed >= 1 and first.served == first.needed   # the result came in the same turn
+
+
+def test_a_summary_that_keeps_the_id_serves_it():
+    conv = lookup_then_cancel()
+    summary = Message("user", "[summary] the user's reservation is NO6JO3")
+    real = replay(conv, get_strategy("tool_rounds", keep_rounds=0), Budget(100_000))
+
+    class WithSummary:  # the same replay, with a summary put at the top of turn 1's context
+        strategy, turns = real.strategy, real.turns
+        origins = (real.origins[0], (None, *real.origins[1]))
+
+        def context_at(self, t):
+            return real.context_at(t) if t == 0 else (summary, *real.context_at(1))
+    assert any(m.fact == "NO6JO3" for m in needed_recall(real, conv).misses)
+    assert not any(m.fact == "NO6JO3" for m in needed_recall(WithSummary(), conv).misses)
+
+
+def test_facts_the_system_prompt_holds_are_not_counted():
+    conv = [system("Refund policy SUP-POL-7 applies."), user("Refund please."),
+            call("c1", "refund", '{"policy":"SUP-POL-7"}'), result("c1", "ok"), Message("assistant", "Done.")]
+    assert len(needed_facts(conv)) == 0
+    assert needed_recall(replay(conv, "none", Budget(10_000)), conv).needed_recall is None
+
+
+def test_a_fact_the_assistant_introduced_itself_is_not_needed():
+    conv = [user("Total?"), Message("assistant", "The total is $42.50.")]
+    assert len(needed_facts(conv)) == 0
+
+
+def test_on_the_refund_sample_a_tight_window_misses_what_the_final_answer_needed():
+    from ctxlab import load
+    conv = load(SAMPLES / "ecommerce_refund.json")
+    full = needed_recall(replay(conv, "none", Budget(8_000)), conv)
+    window = needed_recall(replay(conv, "sliding_window", Budget(4_000)), conv)
+    assert full.needed_recall == 1.0
+    assert window.needed == full.needed and window.needed_recall < 0.9
+    assert all(m.source < m.needed_by for m in window.misses)
+
+
+def test_the_compare_verdict_picks_the_highest_recall_that_fits_then_the_cheapest():
+    from ctxlab import load
+    from ctxlab.fidelity import measure_replay, pick_by_recall
+    from ctxlab.strategies import prepare
+    conv = load(SAMPLES / "ecommerce_refund.json")
+    _, budget = prepare(conv, context_limit=4_000)
+    names = ["sliding_window", "summarize", "clear_tool_results"]
+    measures = [measure_replay(conv, n, budget) for n in names]
+    assert measures[2].needed_recall == 1.0 > measures[1].needed_recall > measures[0].needed_recall
+    assert measures[0].cost.input_tokens < measures[0].cost_none.input_tokens
+    winner, text = pick_by_recall(names, [True, True, True], [True, True, True], measures)
+    assert winner == 2 and "clear_tool_results wins" in text
+    winner, _ = pick_by_recall(names, [True, True, False], [True, True, True], measures)  # 2 does not fit
+    assert winner == 1
+    assert pick_by_recall(names, [False] * 3, [True] * 3, measures)[0] is None
