@@ -28,6 +28,8 @@ below ``BATCH_MIN_CHARS`` and otherwise spreads the texts over a pool kept for t
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import os
 import re
 import threading
@@ -88,14 +90,19 @@ def count_text(enc: tiktoken.Encoding, text: str) -> int:
 
 
 def _count_serial(enc: tiktoken.Encoding, texts: Sequence[str]) -> list[int]:
-    return [count_text(enc, t) for t in texts]
+    encode = enc.encode_ordinary
+    return [len(encode(t)) if len(t) < LONG_RUN else count_text(enc, t) for t in texts]
+
+
+def _workers() -> int:
+    return max(2, min(8, os.cpu_count() or 2))
 
 
 def _get_pool() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max(2, min(8, os.cpu_count() or 2)), thread_name_prefix="ctxlab-count")
+            _pool = ThreadPoolExecutor(_workers(), thread_name_prefix="ctxlab-count")
         return _pool
 
 
@@ -103,23 +110,20 @@ def count_texts(enc: tiktoken.Encoding, texts: Sequence[str]) -> list[int]:
     """Token counts of ``texts``, in order: serial when small, else on a process-wide pool.
 
     tiktoken releases the GIL while it encodes, so threads give real parallelism. The texts are
-    dealt into one share per worker, largest first, so one call makes few tasks.
+    cut into a few runs of about equal size in characters (4 per worker), so one call makes few
+    tasks and a long text does not hold up the others' share for long.
     """
-    size = sum(map(len, texts))
-    pool_workers = max(2, min(8, os.cpu_count() or 2))
-    if size < BATCH_MIN_CHARS or len(texts) < 2:
+    sizes = list(itertools.accumulate(map(len, texts)))
+    if not sizes or sizes[-1] < BATCH_MIN_CHARS or len(texts) < 2:
         return _count_serial(enc, texts)
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    shares: list[list[int]] = [[] for _ in range(pool_workers)]
-    loads = [0] * pool_workers
-    for i in order:
-        w = loads.index(min(loads))
-        shares[w].append(i)
-        loads[w] += len(texts[i])
-    pool = _get_pool()
-    futures = [(share, pool.submit(_count_serial, enc, [texts[i] for i in share])) for share in shares if share]
-    counts = [0] * len(texts)
-    for share, fut in futures:
-        for i, n in zip(share, fut.result()):
-            counts[i] = n
+    parts = 4 * _workers()
+    cuts = sorted({bisect.bisect_left(sizes, sizes[-1] * k / parts) for k in range(1, parts)} | {len(texts)})
+    chunks, start = [], 0
+    for cut in cuts:
+        if cut > start:
+            chunks.append(texts[start:cut])
+            start = cut
+    counts: list[int] = []
+    for part in _get_pool().map(_count_serial, itertools.repeat(enc), chunks):
+        counts.extend(part)
     return counts
