@@ -76,19 +76,27 @@ def write_conversation(path: Path, megabytes: float, shape: str = "large-results
     return path.stat().st_size
 
 
+_LAUNCHER = """
+import json, os, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.Popen([sys.executable, "-m", "ctxlab", *sys.argv[1:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = p.stderr.read()
+_, status, usage = os.wait4(p.pid, 0)
+print(json.dumps([usage.ru_maxrss, time.perf_counter() - t, os.waitstatus_to_exitcode(status), err.decode(errors="replace")[-300:]]))
+"""
+
+
 def run_measured(argv: list[str]) -> tuple[float, float, int]:
-    """(peak RSS in MB, wall seconds, exit code) of one ctxlab command in a fresh process."""
+    """(peak RSS in MB, wall seconds, exit code) of one ctxlab command in a fresh process.
+
+    A small launcher process starts the command: a child forked straight from this process
+    would start with this process's pages (the generated conversation) counted in its peak."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    t = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "ctxlab", *argv], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    err = p.stderr.read().decode(errors="replace") if p.stderr else ""
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode:
-        print(f"  ({' '.join(argv[:1])} exited {p.returncode}: {err.strip()[:300]})")
-    return usage.ru_maxrss / 1024, wall, p.returncode  # ru_maxrss is in KiB on Linux
+    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *argv], capture_output=True, text=True, env=env, check=True)
+    maxrss_kib, wall, code, err = json.loads(out.stdout)
+    if code:
+        print(f"  ({argv[0]} exited {code}: {err.strip()})")
+    return maxrss_kib / 1024, wall, code  # ru_maxrss is in KiB on Linux
 
 
 def main() -> None:

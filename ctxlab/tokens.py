@@ -33,7 +33,17 @@ TOOL_CALL_FRAMING = 3
 IMAGE_TOKENS_LOW = 85
 IMAGE_TOKENS_DEFAULT = 765  # a 1024x1024 image at detail "high": 4 tiles x 170 + 85
 _CACHE_LIMIT = 500_000
-_CACHES: dict[str, dict[str, int]] = {}
+_CACHE_CHAR_LIMIT = 64_000_000  # characters of text kept alive as keys, at most (a 50 MB file fits)
+
+
+class _Counts(dict):
+    """text -> tokens for one encoding; knows how many characters its keys hold, so a cache
+    never keeps more than ``_CACHE_CHAR_LIMIT`` of text alive after its conversation is gone."""
+
+    chars = 0
+
+
+_CACHES: dict[str, _Counts] = {}
 
 NOTE_CALLS = ("tool calls: OpenAI publishes no rule; counted as the function name and arguments text "
               f"plus {TOOL_CALL_FRAMING} per call")
@@ -92,7 +102,7 @@ class TokenCounter:
         self.spec = resolve_model(self.model)
         self.model = self.model or self.spec.name
         self._enc = get_encoding(self.spec.encoding)
-        self._cache = _CACHES.setdefault(self.spec.encoding, {})
+        self._cache = _CACHES.setdefault(self.spec.encoding, _Counts())
 
     @property
     def encoding(self) -> str:
@@ -108,9 +118,12 @@ class TokenCounter:
         return n
 
     def _remember(self, text: str, n: int) -> None:
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[text] = n
+        cache = self._cache
+        if len(cache) >= _CACHE_LIMIT or cache.chars + len(text) > _CACHE_CHAR_LIMIT:
+            cache.clear()
+            cache.chars = 0
+        cache[text] = n
+        cache.chars += len(text)
 
     def prime(self, texts: Iterable[str]) -> int:
         """Count every uncached text at once (serially when they are few and small, else on
