@@ -47,10 +47,12 @@ spaces, against 0.3 s for the merge alone)."""
 _LONG_STRETCH = re.compile(f"(?<![{_SPACE_NO_NEWLINE}])[{_SPACE_NO_NEWLINE}]{{{LONG_RUN},}}")
 _SPLIT_AT_END = {"o200k_base": True, "cl100k_base": False}
 
-BATCH_MIN_CHARS = 256_000
-"""Below this many characters in all, texts are encoded one by one in this thread. Measured on
-this 2-core machine (benchmarks/bench_count.py --crossover): at 50,000 characters the pool costs
-1.8x the serial time, at 100,000 1.2x; from about 200,000 the pool wins."""
+BATCH_MIN_CHARS = 64_000
+"""Below this many characters in all, texts are encoded one by one in this thread. Read from
+``benchmarks/bench_count.py --crossover`` on this 2-core machine while other jobs ran (load 7 to
+12, so noisy): up to ~21,000 characters the pool always lost (1.1x to 5x the serial time), at
+~50,000 and ~100,000 it won in most runs (0.27x to 0.93x). One tau-bench run (~13,000 characters)
+stays serial; the 2,000-message conversation (3.2 M) goes to the pool. Re-read it on a quiet machine."""
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -70,7 +72,7 @@ def _direct(enc: tiktoken.Encoding, text: str) -> int:
 
 def count_text(enc: tiktoken.Encoding, text: str) -> int:
     """Tokens of ``text`` as ``enc.encode_ordinary`` would give them, for any length of text."""
-    if len(text) < LONG_RUN:
+    if len(text) < LONG_RUN or enc.name not in _SPLIT_AT_END:  # the split follows these two regexes
         return _direct(enc, text)
     total, start = 0, 0
     for m in _LONG_STRETCH.finditer(text):
@@ -79,7 +81,7 @@ def count_text(enc: tiktoken.Encoding, text: str) -> int:
             if text[e] in "\r\n":
                 continue
             cut = e - 1
-        elif _SPLIT_AT_END.get(enc.name, True):
+        elif _SPLIT_AT_END[enc.name]:
             cut = e
         else:
             continue
