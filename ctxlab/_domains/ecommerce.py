@@ -261,10 +261,14 @@ class EcommerceWorld(World):
 
     def step_customer(self, turn: Turn, e: JSONDict) -> Call:
         """get_customer: profile and past tickets."""
+        profiles = self.__dict__.setdefault("_profiles", {})
+        if e["customer_id"] not in profiles:  # one customer has one profile, however often it is fetched
+            profiles[e["customer_id"]] = {
+                "tier": self.pick("basic", "trail", "summit"),
+                "member_since": f"{self.rng.randint(2015, 2023)}-0{self.rng.randint(1, 9)}-1{self.rng.randint(0, 9)}",
+                "lifetime_value": round(self.rng.uniform(150, 6000), 2)}
         doc = {"customer_id": e["customer_id"], "name": e["name"], "email": e["email"],
-               "tier": self.pick("basic", "trail", "summit"),
-               "member_since": f"{self.rng.randint(2015, 2023)}-0{self.rng.randint(1, 9)}-1{self.rng.randint(0, 9)}",
-               "lifetime_value": round(self.rng.uniform(150, 6000), 2), "tickets": []}
+               **profiles[e["customer_id"]], "tickets": []}
         doc["tickets"] = self.fill(doc, lambda i: {
             "ticket_id": self.new_id("TCK-", 5),
             "opened_at": iso(self.now - timedelta(days=self.rng.randint(30, 900))),

@@ -99,6 +99,10 @@ class SqlWorld(World):
              ("table",)),
     )
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._bugs_made: set[str] = set()
+
     def _question(self, kind: str, quarter: int) -> JSONDict:
         period, start, end = QUARTERS[quarter]
         values = {"period": period, "start": start, "end": end, "region": self.rng.choice(REGIONS),
@@ -137,8 +141,10 @@ class SqlWorld(World):
         if "error" in e:
             args.update(previous_sql=e["sql"], error=e.pop("error"))
             e["sql"] = e["good_sql"]
-        elif e.pop("buggy", False):
-            e["sql"] = e["good_sql"].replace(spec["bug"][0], spec["bug"][1], 1)
+        elif e.pop("buggy", False) and (bad := e["good_sql"].replace(spec["bug"][0], spec["bug"][1], 1)) \
+                not in self._bugs_made:
+            self._bugs_made.add(bad)  # an agent that saw this SQL rejected does not write it again
+            e["sql"] = bad
         else:
             e["sql"] = e["good_sql"]
         doc = {"sql": e["sql"], "dialect": "postgresql", "tables": spec["tables"],
