@@ -285,6 +285,18 @@ class EcommerceWorld(World):
             "total": round(self.rng.uniform(12, 480), 2), "items": self.rng.randint(1, 6)}, limit=1000)
         return "list_customer_orders", {"customer_id": e["customer_id"], "limit": len(doc["orders"])}, doc
 
+    def lookup_target(self, turn: Turn) -> str:
+        """The ticket's first order id (it is in the request)."""
+        return turn.entities[0]["order_id"]
+
+    def lookup(self, turn: Turn, wrong_id: str) -> Call:
+        """get_order on a mistyped order id: another customer's order comes back."""
+        total = round(self.rng.uniform(40, 900), 2)
+        doc = {"order_id": wrong_id, "customer_id": self.new_id("CUS-"), "status": self.pick("delivered", "returned"),
+               "placed_at": iso(self.now - timedelta(days=self.rng.randint(30, 200))), "currency": "USD",
+               "totals": {"subtotal": total, "discount": 0.0, "tax": 0.0, "shipping": 0.0, "total": total}}
+        return "get_order", {"order_id": wrong_id}, doc
+
     def answer(self, turn: Turn) -> str:
         """What was found and done, per order, with the ids and amounts from the results."""
         lines = [f"Ticket for {turn.info['name']} ({turn.info['intent'].replace('_', ' ')}):"]

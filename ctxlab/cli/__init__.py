@@ -6,7 +6,7 @@ never a traceback). Each command group is a module that registers its commands w
 """
 from __future__ import annotations
 
-from . import formats, strategies, tools  # noqa: F401  (each registers its commands)
+from . import diagnose, formats, strategies, tools  # noqa: F401  (each registers its commands)
 from .core import EXIT_BAD_INPUT, EXIT_INVALID, EXIT_OK, build_parser, main
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INVALID", "EXIT_OK", "build_parser", "main"]

@@ -9,7 +9,7 @@
 * ``lookalike_switch``: a call to one tool fails and the next call goes to a look-alike of it.
 
 ``OVERLAP_THRESHOLD`` was tuned on one part of a labelled set of tool pairs and reported on
-another (``benchmarks/bench_confusion.py``; the figures are in the module docstring there).
+another (``benchmarks/bench_confusion.py``; figures beside the constant).
 """
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ from ..conversation import ToolDef
 from .base import Finding, Inputs, Mitigation, detector, plural
 
 MAX_TOOLS = 30
-OVERLAP_THRESHOLD = 0.75
+OVERLAP_THRESHOLD = 0.80
+"""Tuned for all-MiniLM-L6-v2 by ``benchmarks/bench_confusion.py``: best F1 on the tuning part (the
+ecommerce and sql look-alikes, the tools tau-bench's two catalogs share, against 1,000 pairs of
+distinct tools) is 0.91 at 0.80; on the held-out part (the travel look-alikes against 4,338 pairs)
+recall is 1.00 with 3 false positives, all tau-bench retail tools whose definitions really are
+near-duplicates (exchange_ / return_ / modify_pending_order_items)."""
 RELEVANCE_THRESHOLD = 0.2
 RETRIEVAL_K = 5
 """Tools a retrieval mitigation sends: ctxlab.tools' default top_k (BFCL Recall@5 .865, README)."""

@@ -18,8 +18,9 @@ from ..conversation import Conversation, Message, ToolCall
 
 READ_VERBS = ("get", "list", "search", "find", "fetch", "read", "lookup", "look", "query", "describe", "track",
               "check", "calculate", "think", "valid", "validate", "show", "view", "count", "retrieve", "browse",
-              "inspect", "preview", "estimate", "compare")
-"""A tool whose name starts with one of these words only reads; any other may change the world."""
+              "inspect", "preview", "estimate", "compare", "generate", "compute", "explain", "analyze")
+"""A tool whose name starts with one of these words only reads (or writes nothing the world keeps,
+like ``generate_sql``); any other may change the world."""
 
 MONEY_WORDS = ("amount", "total", "price", "fee", "balance", "cost", "revenue", "refund", "charge", "fare")
 """A numeric field whose last name part contains one of these words holds money."""
