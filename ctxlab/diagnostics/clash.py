@@ -3,7 +3,7 @@
 
 ``conflicting_values``: two tool results report different values for one entity's field, and
 nothing between them explains the change: no call to a tool that may write (any tool whose name
-does not start with a read verb such as get, list, search) ran between the two. The first
+does not start with a read verb such as get, list, search) succeeded between the two. The first
 observation is the one a mitigation clears; the newest is the one the agent should trust.
 """
 from __future__ import annotations
@@ -15,8 +15,9 @@ from .observations import CallInfo, Record, values_equal
 
 
 def _writes_between(calls: list[CallInfo], start: int, end: int) -> bool:
-    """Whether a possibly-writing call was made after message ``start`` and up to ``end``."""
-    return any(start < c.index <= end and not c.reads for c in calls)
+    """Whether a possibly-writing call succeeded after message ``start`` and up to ``end`` (a failed
+    call changed nothing)."""
+    return any(start < c.index <= end and not c.reads and not c.failed for c in calls)
 
 
 def _same_query(a: Record, b: Record) -> bool:

@@ -2,7 +2,7 @@
 
 Each kind goes through the engine's public API: ``strategy`` through
 ``ctxlab.strategies.apply_strategy``; ``tool_retrieval`` through ``ctxlab.tools.ToolIndex.select``
-(an in-memory Chroma index unless one is passed); ``quarantine`` through ``split_into_subagents``;
+(top k by the hybrid score, no category expansion; an in-memory Chroma index unless one is passed); ``quarantine`` through ``split_into_subagents``;
 ``prune`` drops the named tool rounds whole and replaces a named text message (a false claim, a
 summary) by a short placeholder, so the result stays a valid conversation.
 """
@@ -134,7 +134,8 @@ def apply_mitigation(conv: Conversation, mitigation: Mitigation, *, model: str |
                                    hint="Pass a tool catalog (--tools CATALOG)")
         index = index or _ephemeral_index(catalog, provider)
         from .base import Inputs
-        selection = index.select(Inputs(conv, query=query).current_query, top_k=mitigation.k or 5, model=model)
+        selection = index.select(Inputs(conv, query=query).current_query, top_k=mitigation.k or 5, model=model,
+                                 expand_categories=False)  # k tools, as the label says
         result = replace(base, tools=selection.tool_defs)
     return MitigationResult(after=result, tokens_after=count_tokens(result, model).total,
                             findings_after=tuple(diagnose(result, **kw)),

@@ -251,11 +251,14 @@ def norm_word(text: str) -> str:
 
 
 def within_one_edit(a: str, b: str) -> bool:
-    """Whether two different strings differ by one substitution, insertion or deletion."""
+    """Whether two different strings are one typo apart: one character substituted, inserted or
+    deleted, or two neighbouring characters swapped (``NB-20417`` / ``NB-20471``)."""
     if a == b or abs(len(a) - len(b)) > 1:
         return False
     if len(a) == len(b):
-        return sum(x != y for x, y in zip(a, b)) == 1
+        diff = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
     if len(a) > len(b):
         a, b = b, a
     i = 0

@@ -3,7 +3,8 @@
 * ``repeated_failing_call``: the same tool call (same name, same arguments) failed two or more
   times: the agent keeps feeding itself the same error instead of changing course.
 * ``mistyped_id``: a call uses an identifier that never appeared before in the conversation but
-  is one character away from one that did (a typo or an invented id); an error when the wrong id
+  is one typo away from one that did (one character changed, added or dropped, or two neighbours
+  swapped: a typo or an invented id); an error when the wrong id
   is then reused (in its result, later calls or answers), a warning otherwise.
 * ``contradicted_claim``: an assistant states a status or an amount of an entity that no earlier
   tool result supports, and a later tool result about the same entity says otherwise.
@@ -23,7 +24,9 @@ from .observations import (COMMON_STATUSES, MONEY_WORDS, CallInfo, Record, argum
 
 _MONEY = re.compile(r"(?:[$€£]\s?|\b(?:USD|EUR|GBP)\s?)(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*\.\d{2})\s?(?:USD|EUR|GBP)\b")
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
-_HEDGED = re.compile(r"\b(can|could|will|would|should|may|might|if|whether|want|like|unless|once|after)\b|\?", re.I)
+_HEDGED = re.compile(r"\b([Cc]an|[Cc]ould|[Ww]ill|[Ww]ould|[Ss]hould|may|[Mm]ight|[Ii]f|[Ww]hether|want|like|"
+                     r"[Uu]nless|[Oo]nce|[Aa]fter)\b|\?")
+"""Sentences that hedge or ask (modal verbs, conditions, questions) state no fact ("May" is a month)."""
 _SPELLINGS = {"canceled": "cancelled"}
 
 
@@ -81,10 +84,10 @@ def mistyped_ids(inp: Inputs) -> list[Finding]:
         calls = tuple(j for j in [i, *later] if any(token in c.arguments for c in messages[j].tool_calls))
         out.append(Finding(
             "poisoning", "mistyped_id", "error" if reused else "warning",
-            f"{tool} in message {i} uses {token}, which never appeared before but is one character away from "
+            f"{tool} in message {i} uses {token}, which never appeared before but is one typo away from "
             f"{near}" + (f"; the wrong id is reused in {plural(len(later), 'later message')}." if reused else "."),
             (i, *later), (tool,),
-            Mitigation("prune", f"Drop the {plural(len(calls), 'tool round')} that use {token}", messages=calls)))
+            Mitigation("prune", f"Drop the tool rounds using {token} ({len(calls)})", messages=calls)))
     return out
 
 
@@ -139,7 +142,7 @@ def _contradiction(claim: Claim, records: list[Record], calls: list[CallInfo]) -
     claim said."""
     earlier = [r for r in records if r.index < claim.index]
     later = [r for r in records if r.index > claim.index
-             and not any(claim.index < c.index <= r.index and not c.reads for c in calls)]
+             and not any(claim.index < c.index <= r.index and not c.reads and not c.failed for c in calls)]
     if claim.statuses:
         said = "/".join(sorted(claim.statuses))
         if not any(_status_of(r) in claim.statuses for r in earlier):
