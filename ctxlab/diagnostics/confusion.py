@@ -52,7 +52,7 @@ def similarity_matrix(inp: Inputs, tools: Sequence[ToolDef]):
 
 
 def _retrieval(label: str = "") -> Mitigation:
-    return Mitigation("tool_retrieval", label or f"Send only the {RETRIEVAL_K} tools retrieved for the query",
+    return Mitigation("tool_retrieval", label or f"Send only the tools retrieved for the query (top {RETRIEVAL_K})",
                       k=RETRIEVAL_K)
 
 
