@@ -172,13 +172,14 @@ class Planter:
         return len(self.messages) - 2, len(self.messages) - 1
 
     def _first_call(self) -> tuple[ToolCall, str]:
-        for i in range(self._turn_start, len(self.messages)):
-            m = self.messages[i]
-            if m.tool_calls:
-                call = m.tool_calls[0]
-                result = next(r for r in self.messages[i + 1:] if r.tool_call_id == call.id)
-                return call, result.text
-        raise ValueError("the turn has no tool call to plant on")
+        """The turn's first call and the newest result of that same call (a planted re-read may
+        have answered it since: repeating the older answer would plant a second clash)."""
+        first = next((m.tool_calls[0] for m in self.messages[self._turn_start:] if m.tool_calls), None)
+        if first is None:
+            raise ValueError("the turn has no tool call to plant on")
+        same = {c.id for m in self.messages[self._turn_start:] for c in m.tool_calls
+                if c.name == first.name and c.arguments == first.arguments}
+        return first, next(r.text for r in reversed(self.messages) if r.role == "tool" and r.tool_call_id in same)
 
     # -------------------------------------------------------------- hooks
 
@@ -262,7 +263,8 @@ class Planter:
         """Turn k's answer, with a false claim or the reuse of a mistyped id."""
         index = len(self.messages)
         if self.poisoning == "false_claim" and k == self.turns - 2:
-            options = candidates(self.messages, self._turn_start, index, claimable=True)
+            options = candidates(self.messages, self._turn_start, index, claimable=True) or \
+                candidates(self.messages, 1, index, claimable=True)  # else an entity of an earlier turn
             if not options:
                 raise ValueError(f"turn {k} has no status or amount to make a false claim about; raise rounds_per_turn")
             c = options[0]
