@@ -2,7 +2,8 @@
 
 Each kind goes through the engine's public API: ``strategy`` through
 ``ctxlab.strategies.apply_strategy``; ``tool_retrieval`` through ``ctxlab.tools.ToolIndex.select``
-(top k by the hybrid score, no category expansion; an in-memory Chroma index unless one is passed); ``quarantine`` through ``split_into_subagents``;
+(top k by the hybrid score, no category expansion; a Chroma index in a temporary directory
+unless one is passed); ``quarantine`` through ``split_into_subagents``;
 ``prune`` drops the named tool rounds whole and replaces a named text message (a false claim, a
 summary) by a short placeholder, so the result stays a valid conversation.
 """
@@ -81,14 +82,26 @@ def prune(conv: Conversation, indexes: Sequence[int]) -> Conversation:
     return conv.with_messages(out)
 
 
-def _ephemeral_index(tools: Sequence[ToolDef], provider: Any):
-    import chromadb
-    from chromadb.config import Settings
+_SCRATCH: list[str] = []
+
+
+def _scratch_dir() -> str:
+    """A temporary Chroma directory for this process, removed at exit. (An in-memory Chroma client
+    is one per process and refuses a second one with other settings, so a directory is safer.)"""
+    if not _SCRATCH:
+        import atexit
+        import shutil
+        import tempfile
+        _SCRATCH.append(tempfile.mkdtemp(prefix="ctxlab-mitigation-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], ignore_errors=True)
+    return _SCRATCH[0]
+
+
+def _scratch_index(tools: Sequence[ToolDef], provider: Any):
     from ..tools import ToolCatalog, ToolIndex
     digest = hashlib.sha1("\0".join(t.name + t.description for t in tools).encode()).hexdigest()[:10]
     catalog = ToolCatalog.from_tools(tools, name=f"mitigation-{digest}")
-    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-    index = ToolIndex(catalog, provider, client=client, rebuild=True)
+    index = ToolIndex(catalog, provider, path=_scratch_dir(), rebuild=True)
     index.build()
     return index
 
@@ -97,7 +110,8 @@ def apply_mitigation(conv: Conversation, mitigation: Mitigation, *, model: str |
                      context_limit: int | None = None, tools: Sequence[ToolDef] | None = None,
                      query: str | None = None, provider: Any = "local", index: Any = None) -> MitigationResult:
     """Apply ``mitigation`` to ``conv`` and diagnose before and after (same tools, query, model and
-    provider). ``index`` is a built ``ToolIndex`` for tool retrieval (else one is built in memory)."""
+    provider). ``index`` is a built ``ToolIndex`` for tool retrieval (else one is built in a
+    temporary directory; the page should pass its own to reuse the embeddings)."""
     from . import diagnose
     from ..tokens import count_tokens
     from .quarantine import quarantine_report
@@ -132,7 +146,7 @@ def apply_mitigation(conv: Conversation, mitigation: Mitigation, *, model: str |
         if not catalog:
             raise DiagnosticsError("there are no tools to retrieve from", where="tools",
                                    hint="Pass a tool catalog (--tools CATALOG)")
-        index = index or _ephemeral_index(catalog, provider)
+        index = index or _scratch_index(catalog, provider)
         from .base import Inputs
         selection = index.select(Inputs(conv, query=query).current_query, top_k=mitigation.k or 5, model=model,
                                  expand_categories=False)  # k tools, as the label says
