@@ -364,3 +364,22 @@ def test_a_distracting_result_is_ten_times_the_usual_size():
 def test_a_plant_that_cannot_fit_says_what_to_change(kwargs, needle):
     with pytest.raises(ValueError, match=needle):
         generate(**kwargs)
+
+
+def test_a_customer_fetched_twice_has_one_profile():
+    conv = generate("ecommerce", turns=3, rounds_per_turn=12, parallel_calls=2, seed=0)
+    profiles: dict[str, set] = {}
+    for m in conv.messages:
+        if m.role == "tool" and m.name == "get_customer":
+            doc = json.loads(m.text)
+            profiles.setdefault(doc["customer_id"], set()).add((doc["tier"], doc["member_since"], doc["lifetime_value"]))
+    assert profiles and all(len(v) == 1 for v in profiles.values())
+
+
+def test_sql_that_was_rejected_once_is_never_validated_again():
+    for seed in range(8):
+        conv = generate("sql", turns=4, rounds_per_turn=12, parallel_calls=3, seed=seed)
+        rejected = [json.loads(c.arguments)["sql"] for i, calls in tool_rounds(conv) for c in calls
+                    if c.name == "valid_sql" and not json.loads(next(
+                        m.text for m in conv.messages if m.tool_call_id == c.id))["valid"]]
+        assert len(rejected) == len(set(rejected)), seed
