@@ -2,15 +2,22 @@
 
 Not a mock: the openai client talks to it over a socket, with its own request building, retries,
 timeouts and error classes. It answers ``POST /v1/embeddings`` out of the box (floats, or base64
-as the client asks by default) with deterministic vectors; other endpoints (chat completions, ...)
-are added with :meth:`FakeOpenAI.route`. Every request is recorded, and the server can be told to
-fail the next requests with an HTTP status::
+as the client asks by default) with deterministic vectors, and ``POST /v1/chat/completions`` with
+scripted replies (:meth:`FakeOpenAI.reply`, else :attr:`FakeOpenAI.default_reply`) and OpenAI-shaped
+usage (``prompt_tokens_details.cached_tokens`` when ``report_cached`` is set); other endpoints are
+added with :meth:`FakeOpenAI.route`. Every request is recorded, and the server can be told to fail
+the next requests: an HTTP status (with ``Retry-After``), a hang longer than the client's timeout,
+or a reply that is not JSON::
 
     with FakeOpenAI() as api:
         client = OpenAI(api_key="sk-test", base_url=api.base_url)
         ...
         api.requests[-1].json        # what the client sent
         api.fail_next(401)           # the next request gets an OpenAI-style 401 error
+        api.fail_next(429, retry_after=0.2)   # ... a 429 that asks to retry after 0.2 s
+        api.hang_next(5.0)           # the next request waits 5 s before answering
+        api.malformed_next()         # the next request gets a 200 whose body is not JSON
+        api.reply("first", "second") # the next chat completions answer these texts, in order
 """
 from __future__ import annotations
 
@@ -19,11 +26,13 @@ import hashlib
 import json
 import struct
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
+ReplyFn = Callable[[dict[str, Any]], str]
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_denied",
                 404: "invalid_request_error", 429: "rate_limit_exceeded", 500: "server_error",
@@ -39,6 +48,30 @@ def fake_vector(text: str, dimensions: int = 8) -> list[float]:
         out.extend((byte - 127.5) / 10.0 for byte in digest)
         counter += 1
     return out[:dimensions]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What the server does instead of answering one request: ``status`` (an OpenAI-style error of
+    that HTTP status, with a ``Retry-After`` header when ``retry_after`` is set), ``delay`` (seconds
+    to wait before answering normally) or ``malformed`` (a 200 whose body is not JSON)."""
+
+    status: int | None = None
+    retry_after: float | None = None
+    delay: float = 0.0
+    malformed: bool = False
+
+
+def chat_prompt_text(body: dict[str, Any]) -> str:
+    """Every message's text content of a chat request, joined by newlines (what a reply function reads)."""
+    out = []
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "\n".join(out)
 
 
 @dataclass(frozen=True)
@@ -66,8 +99,13 @@ class FakeOpenAI:
         self.dimensions = dimensions
         self.reverse_order = reverse_order
         self.requests: list[RecordedRequest] = []
-        self._routes: dict[str, Handler] = {"/v1/embeddings": self._embeddings}
-        self._failures: list[int] = []
+        self._routes: dict[str, Handler] = {"/v1/embeddings": self._embeddings,
+                                            "/v1/chat/completions": self._chat}
+        self._faults: list[Fault] = []
+        self._replies: list[str | ReplyFn] = []
+        self.default_reply: str | ReplyFn = "fake reply"
+        self.report_cached: int | None = None
+        self.completion_tokens: int | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -121,10 +159,31 @@ class FakeOpenAI:
         """Answer ``path`` (e.g. ``/v1/chat/completions``) with ``handler(request_json)``."""
         self._routes[path] = handler
 
-    def fail_next(self, status: int, times: int = 1) -> None:
-        """Answer the next ``times`` requests with an OpenAI-style error of HTTP ``status``."""
+    def fail_next(self, status: int, times: int = 1, retry_after: float | None = None) -> None:
+        """Answer the next ``times`` requests with an OpenAI-style error of HTTP ``status``
+        (with a ``Retry-After: retry_after`` header when given)."""
         with self._lock:
-            self._failures.extend([status] * times)
+            self._faults.extend([Fault(status=status, retry_after=retry_after)] * times)
+
+    def hang_next(self, seconds: float, times: int = 1) -> None:
+        """Wait ``seconds`` before answering each of the next ``times`` requests (a client with a
+        shorter timeout gives up first)."""
+        with self._lock:
+            self._faults.extend([Fault(delay=seconds)] * times)
+
+    def malformed_next(self, times: int = 1) -> None:
+        """Answer the next ``times`` requests with HTTP 200 and a body that is not JSON."""
+        with self._lock:
+            self._faults.extend([Fault(malformed=True)] * times)
+
+    def reply(self, *replies: str | ReplyFn) -> None:
+        """Queue chat-completion replies: a text, or a function of the request JSON returning one."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The chat-completion requests received so far, in order."""
+        return [r for r in self.requests if r.path == "/v1/chat/completions"]
 
     # -- internals ---------------------------------------------------------------------------
     def _handle(self, req: BaseHTTPRequestHandler) -> None:
@@ -138,9 +197,15 @@ class FakeOpenAI:
                                  {k.lower(): v for k, v in req.headers.items()}, body)
         with self._lock:
             self.requests.append(record)
-            status = self._failures.pop(0) if self._failures else None
-        if status is not None:
-            self._send(req, status, self._error_body(status, record))
+            fault = self._faults.pop(0) if self._faults else None
+        if fault is not None and fault.delay:
+            time.sleep(fault.delay)
+        if fault is not None and fault.malformed:
+            self._send_raw(req, 200, b'{"id": "chatcmpl-x", "choices": [ this is not JSON')
+            return
+        if fault is not None and fault.status is not None:
+            headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+            self._send(req, fault.status, self._error_body(fault.status, record), headers)
             return
         handler = self._routes.get(record.path)
         if handler is None:
@@ -153,18 +218,45 @@ class FakeOpenAI:
         if status == 401:  # like the real API, quote the key back (in full here: the worst case)
             message = f"Incorrect API key provided: {record.bearer}. You can find your API key at the dashboard."
             code = "invalid_api_key"
+        elif status == 429:
+            message, code = "Rate limit reached for requests (fake). Please try again later.", "rate_limit_exceeded"
         else:
             message, code = f"The server had an error while processing your request (fake {status}).", None
         return {"error": {"message": message, "type": _ERROR_TYPES.get(status, "server_error"), "param": None, "code": code}}
 
+    @classmethod
+    def _send(cls, req: BaseHTTPRequestHandler, status: int, payload: dict[str, Any],
+              headers: dict[str, str] | None = None) -> None:
+        cls._send_raw(req, status, json.dumps(payload).encode(), headers)
+
     @staticmethod
-    def _send(req: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        req.send_response(status)
-        req.send_header("Content-Type", "application/json")
-        req.send_header("Content-Length", str(len(data)))
-        req.end_headers()
-        req.wfile.write(data)
+    def _send_raw(req: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        try:
+            req.send_response(status)
+            req.send_header("Content-Type", "application/json")
+            req.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                req.send_header(k, v)
+            req.end_headers()
+            req.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout): nothing to send to
+            pass
+
+    def _chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            scripted = self._replies.pop(0) if self._replies else self.default_reply
+        text = scripted(body) if callable(scripted) else scripted
+        prompt = len(chat_prompt_text(body).split()) + 3 * len(body.get("messages", []))  # a stand-in count
+        completion = self.completion_tokens if self.completion_tokens is not None else len(text.split())
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                                 "total_tokens": prompt + completion}
+        if self.report_cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": min(self.report_cached, prompt)}
+        return {"id": f"chatcmpl-fake{len(self.requests)}", "object": "chat.completion", "created": 0,
+                "model": body.get("model", "fake-model"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": text}}],
+                "usage": usage}
 
     def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
         inputs = body.get("input", [])

@@ -7,6 +7,8 @@ Anthropic's rules.
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ctxlab
 from ctxlab.generate import generate
@@ -16,6 +18,7 @@ from ctxlab.validate import validate
 
 from .builders import assistant, system, tool, user
 from .conftest import SAMPLES
+from .test_strategy_invariants import conversations
 
 BIG = Budget(128_000)
 
@@ -259,6 +262,40 @@ def test_keep_sets_how_many_newest_results_stay(keep, cleared):
     plan = _clear(_view("ecommerce_refund"), trigger_tokens=0, keep=keep)
     assert plan.count("clear") == cleared == plan.stats["results_cleared"]
     assert [i for i in RESULTS if plan.actions[i] == "keep"] == RESULTS[len(RESULTS) - keep:]
+
+
+@pytest.mark.parametrize("keep", [1, 2, 3, 4, 10])
+def test_keep_at_least_the_number_of_results_protects_them_all_and_fewer_protects_the_newest(keep):
+    """Issue 12.12: with 2 results, keep=3 cleared the older one (a negative slice start)."""
+    big = "x " * 400
+    view = make_view([user("a"), assistant("", "c1"), tool("c1", big), assistant("", "c2"), tool("c2", big),
+                      assistant("done")], "gpt-4o")
+    plan = _clear(view, trigger_tokens=0, keep=keep)
+    assert [i for i, a in enumerate(plan.actions) if a == "clear"] == ([2] if keep == 1 else [])
+
+
+def _reference_protected(view, keep: int) -> set[int]:
+    """The newest ``keep`` tool results, counted one by one from the end."""
+    results = [i for i, m in enumerate(view.messages) if m.role == "tool"]
+    return set(list(reversed(results))[:keep])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.integers(0, 12))
+def test_keep_matches_a_plain_reference_over_generated_conversations(messages, keep):
+    view = make_view(messages, "gpt-4o")
+    plan = _clear(view, trigger_tokens=0, keep=keep)
+    protected = _reference_protected(view, keep)
+    for i, m in enumerate(view.messages):
+        if m.role != "tool":
+            continue
+        if i in protected:
+            assert plan.actions[i] == "keep" and plan.reasons[i].startswith("one of the newest"), (i, keep)
+        elif plan.actions[i] == "keep":  # only a result too small to gain from a placeholder stays
+            assert plan.reasons[i].startswith("not cleared: too small"), (i, keep, plan.reasons[i])
+            assert view.tokens[i] < 40
+        else:
+            assert plan.actions[i] == "clear"
 
 
 def test_excluded_tools_are_never_cleared():

@@ -145,3 +145,4 @@ class _Decided:
     reasons: list[str]
     warnings: list[str]
     stats: dict
+    idle: str = ""  # why nothing was removed, when nothing was

@@ -18,6 +18,29 @@ class StrategyError(CtxlabError):
     """An unknown strategy, or a parameter out of its range."""
 
 
+TYPICAL_MESSAGE_TOKENS = 1_000
+"""The message size budget-scaled windows assume: a tool result of about 4,000 characters of JSON.
+Chosen large on purpose: a window counted in messages overflows its budget when the messages are
+bigger than assumed (tau-bench airline results reach 2.9K tokens, the bundled samples' 0.6-3.8K),
+and under-fills it, harmlessly, when they are smaller."""
+WINDOW_SHARE = 0.5
+"""Share of the budget's message room that a budget-scaled window of recent messages fills."""
+TRIGGER_SHARE = 0.8
+"""Share of the budget's message room at which a budget-scaled trigger fires (``summarize``'s
+``trigger_ratio`` default)."""
+
+
+def budget_window(budget: Budget) -> int:
+    """Messages of ``TYPICAL_MESSAGE_TOKENS`` that fill ``WINDOW_SHARE`` of the budget's message
+    room (at least 1): the budget-scaled size of a window counted in messages."""
+    return max(int(budget.available * WINDOW_SHARE) // TYPICAL_MESSAGE_TOKENS, 1)
+
+
+def budget_trigger(budget: Budget) -> int:
+    """``TRIGGER_SHARE`` of the budget's message room, in tokens (at least 0)."""
+    return max(int(budget.available * TRIGGER_SHARE), 0)
+
+
 def param(default: Any, *, help: str, min: float | None = None, max: float | None = None,
           choices: tuple | None = None, type: str | None = None) -> Any:
     """A strategy parameter: its default and what the app and CLI need to build a control."""
@@ -41,6 +64,8 @@ class Strategy:
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    scaling: ClassVar[str] = ""
+    """What ``scaled_defaults`` changes and how, in one sentence ("" when nothing depends on the budget)."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -86,6 +111,30 @@ class Strategy:
                            if k in ("min", "max", "choices") and v is not None},
                         "help": f.metadata.get("help", "")})
         return out
+
+    @classmethod
+    def scaled_defaults(cls, budget: Budget) -> dict[str, Any]:
+        """Every parameter's value scaled to ``budget``: the schema's ``default`` stays the documented
+        (peer) default; this gives, for a strategy whose defaults are fixed windows or triggers, values
+        that make it act at this budget (see ``scaling``), each clamped to the parameter's range.
+        Parameters that do not depend on the budget keep their default."""
+        specs, scaled = cls.schema(), cls.budget_scaled(budget)
+        values = {spec["name"]: spec["default"] for spec in specs}
+        for spec in specs:
+            if spec["name"] not in scaled:
+                continue
+            v = scaled[spec["name"]]
+            if spec.get("min") is not None:
+                v = max(v, type(v)(spec["min"]))
+            if spec.get("max") is not None:
+                v = min(v, type(v)(spec["max"]))
+            values[spec["name"]] = v
+        return values
+
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict[str, Any]:
+        """The parameters this strategy scales to ``budget`` (none here; subclasses override)."""
+        return {}
 
     def __rshift__(self, other: "Strategy") -> "Pipeline":
         """``a >> b``: apply ``b`` to what ``a`` leaves."""
@@ -143,7 +192,8 @@ def _compose(view: View, budget: Budget, first: Plan, step: Strategy, pipe: Pipe
              **{f"{step.name}.{k}": v for k, v in second.stats.items()}}
     return build_plan(view, budget, " >> ".join(s.name for s in pipe.steps), pipe.params(), actions, reasons,
                       second.messages, origin, warnings=(*first.warnings, *second.warnings), stats=stats,
-                      state={**first.state, **second.state})
+                      state={**first.state, **second.state},
+                      idle=lambda: "; then ".join(p.idle for p in (first, second) if p.idle))
 
 
 STRATEGIES: dict[str, type[Strategy]] = {}

@@ -208,7 +208,9 @@ class LangChainTrim(Strategy):
                  "finding_codes": sorted({f.code for found in errors.values() for f in found}),
                  "langchain_core": LANGCHAIN_CORE_VERSION}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
-                         warnings=warnings, stats=stats, settle_first=False)
+                         warnings=warnings, stats=stats, settle_first=False,
+                         idle=lambda: f"{self.call_text()} kept every message: the conversation's {view.total:,} "
+                                      f"message tokens fit its max_tokens of {limit:,}")
 
     def _decide(self, view: View, origins: list[int], replacements: dict[int, Message],
                 limit: int) -> tuple[list[str], list[str]]:

@@ -16,12 +16,15 @@ fitted the budget still fits.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from itertools import compress
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..conversation import Message
 from ..tokens import CATEGORIES
-from .view import Budget, View, fact_mask
+from .view import Budget, View, fact_mask, message_text
 
 ACTIONS = ("keep", "drop", "summarize", "clear", "truncate")
 REMOVED = ("drop", "summarize")
@@ -72,6 +75,7 @@ class Plan:
     retention: float | None = None
     facts_kept: tuple[str, ...] = ()
     facts_lost: tuple[str, ...] = ()
+    idle: str | None = None
 
     @property
     def tokens_before(self) -> int:
@@ -112,7 +116,7 @@ class Plan:
             "strategy": self.strategy, "params": dict(self.params), "budget": self.budget.to_dict(),
             "before": {"tokens": self.tokens_before, "messages": len(self.actions), "by_category": dict(self.before)},
             "after": {"tokens": self.tokens_after, "messages": len(self.messages), "by_category": dict(self.after)},
-            "saved": self.saved, "fits": self.fits,
+            "saved": self.saved, "fits": self.fits, "idle": self.idle,
             "decisions": [{"index": i, "action": a, "reason": r}
                           for i, (a, r) in enumerate(zip(self.actions, self.reasons))],
             "warnings": list(self.warnings), "stats": dict(self.stats), "retention": self.retention,
@@ -125,7 +129,8 @@ _REMOVED = frozenset(REMOVED)
 
 def settle(view: View, actions: list[str], reasons: list[str]) -> None:
     """Make decisions safe for every provider (see the module docstring); edits in place.
-    Linear in the number of messages: it runs inside every slider move."""
+    It runs inside every slider move: rule 2 walks the smaller of the kept and the removed
+    messages, rules 3 and 4 look at each turn through C-speed slice counts."""
     protected = set()
     for i, why in ((view.first_system(), "always kept: the system prompt"),
                    (view.newest_user(), "always kept: the newest user message")):
@@ -133,39 +138,66 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
             protected.add(i)
             if actions[i] in _REMOVED:
                 actions[i], reasons[i] = "keep", why
-    for members in view.multi_groups:
-        gone = None
-        for i in members:
-            if actions[i] in _REMOVED:
-                gone = actions[i]
-                break
-        if gone is not None:
-            why = f"{gone} with its tool call and results (message {members[0]})"
-            for i in members:
-                if actions[i] not in _REMOVED:
-                    actions[i], reasons[i] = gone, why
+    _whole_groups(view, actions, reasons)
     for start, end in view.seg.turns:
         gone = actions[start]
-        if gone in _REMOVED:
-            why = f"its turn's user message ({start}) is removed"
-            for i in range(start + 1, end):
-                if actions[i] not in _REMOVED and i not in protected:
-                    actions[i], reasons[i] = gone, why
+        if gone not in _REMOVED or _removed_in(actions, start + 1, end) == end - start - 1:
+            continue
+        why = f"its turn's user message ({start}) is removed"
+        for i in range(start + 1, end):
+            if actions[i] not in _REMOVED and i not in protected:
+                actions[i], reasons[i] = gone, why
     _drop_lone_users(view, actions, reasons)
 
 
-def _drop_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
-    last_user: int | None = None
-    for i, role in enumerate(view.roles):
-        if actions[i] in _REMOVED:
+def _removed_in(actions: list[str], start: int, end: int) -> int:
+    """How many of ``actions[start:end]`` remove their message."""
+    part = actions[start:end]
+    return part.count("drop") + part.count("summarize")
+
+
+def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
+    """Rule 2: a tool round with a removed member is removed whole, with the first removed
+    member's action."""
+    groups, group_of = view.seg.groups, view.seg.group_of
+    removed_n = sum(actions.count(a) for a in REMOVED)
+    if removed_n == 0 or removed_n == len(actions):
+        return
+    if removed_n <= len(actions) - removed_n:
+        side = positions(actions, REMOVED)
+    else:
+        side = _kept_indexes(actions)[0]
+    seen: set[int] = set()
+    for i in side:
+        g = group_of[i]
+        members = groups[g]
+        if len(members) == 1 or g in seen:
             continue
-        if role == "user":
-            if last_user is not None:
-                actions[last_user] = "drop"
-                reasons[last_user] = "nothing of its turn is kept: two user turns in a row are invalid"
-            last_user = i
-        elif role != "system":
-            last_user = None
+        seen.add(g)
+        gone = next((actions[k] for k in members if actions[k] in _REMOVED), None)
+        if gone is None:
+            continue
+        why = f"{gone} with its tool call and results (message {members[0]})"
+        for k in members:
+            if actions[k] not in _REMOVED:
+                actions[k], reasons[k] = gone, why
+
+
+def _drop_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
+    """Rule 4: a kept user message of an older turn whose turn keeps nothing else but system
+    messages is removed (after rule 3, a turn whose user message is removed keeps nothing that
+    could answer it, so the next kept user message would follow it directly)."""
+    turns, systems = view.seg.turns, view.turn_systems
+    for t in range(len(turns) - 1):
+        start, end = turns[t]
+        if actions[start] in _REMOVED:
+            continue
+        kept = end - start - 1 - _removed_in(actions, start + 1, end)
+        if kept and systems[t]:
+            kept -= sum(1 for i in systems[t] if actions[i] not in _REMOVED)
+        if kept <= 0:
+            actions[start] = "drop"
+            reasons[start] = "nothing of its turn is kept: two user turns in a row are invalid"
 
 
 def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
@@ -176,13 +208,43 @@ def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
     return out
 
 
+def positions(items: Sequence[str], values: Iterable[str]) -> list[int]:
+    """Sorted indexes of the entries of ``items`` equal to one of ``values``, found by C-speed scans:
+    the cost grows with the number found, not with the length of ``items``."""
+    values = tuple(values)
+    hits = sum(map(items.count, values))
+    if hits * 8 > len(items):  # many: one C-speed pass beats a Python step per hit
+        wanted = frozenset(values)
+        return list(compress(range(len(items)), map(wanted.__contains__, items)))
+    found: list[int] = []
+    for value in values:
+        i = -1
+        try:
+            while True:
+                i = items.index(value, i + 1)
+                found.append(i)
+        except ValueError:
+            pass
+    found.sort()
+    return found
+
+
+def _uncount(counts: list[int], mask: int) -> None:
+    """Take one occurrence of every fact of ``mask`` out of ``counts``."""
+    while mask:
+        low = mask & -mask
+        counts[low.bit_length() - 1] -= 1
+        mask ^= low
+
+
 def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
                reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None], *,
                warnings: Sequence[str] = (), stats: Mapping[str, Any] | None = None,
-               state: Mapping[str, Any] | None = None, known_tokens: Mapping[int, int] | None = None) -> Plan:
+               state: Mapping[str, Any] | None = None, known_tokens: Mapping[int, int] | None = None,
+               idle: "str | Callable[[], str] | None" = None) -> Plan:
     """A Plan from final decisions and output: counts what is new (unless ``known_tokens`` gives
     the tokens of a replaced input message), measures retention, warns when the result does not
-    fit."""
+    fit. ``idle`` says why nothing changed (a text, or a function called only when nothing did)."""
     known_tokens = known_tokens or {}
     out_tokens: list[int] = []
     sums: dict[str, int] = {}
@@ -201,6 +263,16 @@ def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, A
                 mask |= fact_mask(m, view.facts, only=vf[o])
         out_tokens.append(n)
         sums[cat] = sums.get(cat, 0) + n
+    return _finish(view, budget, strategy, params, actions, reasons, messages, origin, out_tokens, sums, mask,
+                   warnings, stats, state, idle)
+
+
+def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
+            reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None],
+            out_tokens: Sequence[int], sums: Mapping[str, int], mask: int, warnings: Sequence[str],
+            stats: Mapping[str, Any] | None, state: Mapping[str, Any] | None,
+            idle: "str | Callable[[], str] | None") -> Plan:
+    """The Plan, from the output's tokens, its tokens per category and the facts it holds."""
     before = _with_budget(view.category_sums, budget)
     after = _with_budget(sums, budget)
     warnings = list(warnings)
@@ -211,30 +283,129 @@ def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, A
     kept = tuple(f for k, f in enumerate(view.facts) if mask >> k & 1)
     lost = tuple(f for k, f in enumerate(view.facts) if not mask >> k & 1)
     retention = len(kept) / len(view.facts) if view.facts else None
+    why_idle = idle_reason(strategy, actions, messages, idle)
     return Plan(strategy, dict(params), budget, tuple(actions), tuple(reasons), tuple(messages), tuple(origin),
                 tuple(out_tokens), before, after, tuple(warnings), dict(stats or {}), dict(state or {}),
-                retention, kept, lost)
+                retention, kept, lost, why_idle)
+
+
+def idle_reason(strategy: str, actions: Sequence[str], messages: Sequence[Message],
+                idle: "str | Callable[[], str] | None") -> str | None:
+    """None when the decisions change something; else the strategy's sentence for why not."""
+    if len(messages) != len(actions) or actions.count("keep") != len(actions):
+        return None
+    text = idle() if callable(idle) else idle
+    return text or f"{strategy} kept every message as it is"
+
+
+_KEPT_ACTIONS = tuple(a for a in ACTIONS if a not in REMOVED)
+
+
+def _kept_indexes(actions: list[str]) -> tuple[list[int], list[int] | None]:
+    """Indexes of the kept input messages, in order, and of the removed ones when that list was
+    cheaper to find (None otherwise); the cost grows with the smaller of the two."""
+    n = len(actions)
+    removed_n = sum(actions.count(a) for a in REMOVED)
+    if removed_n == 0:
+        return list(range(n)), []
+    if removed_n <= n - removed_n:
+        removed = positions(actions, REMOVED)
+        kept: list[int] = []
+        prev = 0
+        for r in removed:
+            kept.extend(range(prev, r))
+            prev = r + 1
+        kept.extend(range(prev, n))
+        return kept, removed
+    kept = positions(actions, _KEPT_ACTIONS)
+    if len(kept) != n - removed_n:  # an action outside ACTIONS: counted as kept, as the plan always did
+        kept = [i for i, a in enumerate(actions) if a not in _REMOVED]
+    return kept, None
+
+
+def _sums_and_facts(view: View, kept: list[int], removed: list[int] | None, actions: list[str],
+                    replaced: Mapping[int, Message]) -> tuple[dict[str, int], int]:
+    """Tokens per category and facts of the kept messages as they are (replaced ones left out),
+    by subtracting what is gone when that is the smaller side, else by adding what stays."""
+    vt, vc, vf = view.tokens, view.categories, view.fact_masks
+    if removed is not None and len(removed) + len(replaced) <= len(kept):
+        sums, counts = dict(view.category_sums), list(view.fact_counts)
+        for i in (*removed, *replaced):
+            sums[vc[i]] -= vt[i]
+            if vf[i]:
+                _uncount(counts, vf[i])
+        return sums, sum(1 << k for k, c in enumerate(counts) if c > 0)
+    sums, mask = {}, 0
+    for i in kept:
+        if i in replaced:
+            continue
+        c = vc[i]
+        sums[c] = sums.get(c, 0) + vt[i]
+        mask |= vf[i]
+    return sums, mask
+
+
+def _put_replaced(view: View, replaced: Mapping[int, Message], known: Mapping[int, int], origin: list[int],
+                  whole: bool, messages: list[Message], out_tokens: list[int], sums: dict[str, int]) -> int:
+    """Put replaced (cleared, truncated) messages in the output, add their tokens to ``sums``, and
+    return the facts they still hold; at C speed for the thousands a clearing strategy replaces."""
+    vc, vf = view.categories, view.fact_masks
+    keys = list(replaced)
+    ks = keys if whole else [bisect_left(origin, i) for i in keys]
+    ns = list(map(known.get, keys))
+    if not all(ns):  # not counted by the strategy (or counted as 0): count it now
+        ns = [n or view.counter.message(replaced[i]) for i, n in zip(keys, ns)]
+    deque(map(messages.__setitem__, ks, replaced.values()), maxlen=0)
+    deque(map(out_tokens.__setitem__, ks, ns), maxlen=0)
+    for i, n in zip(keys, ns):
+        sums[vc[i]] = sums.get(vc[i], 0) + n
+    mask = 0
+    seen = view.memo.setdefault("replacement_fact_masks", {})  # placeholders repeat: search each text once
+    for i in compress(keys, map(vf.__getitem__, keys)):
+        key = (message_text(replaced[i]), vf[i])
+        if key not in seen:
+            seen[key] = fact_mask(replaced[i], view.facts, only=vf[i])
+        mask |= seen[key]
+    return mask
 
 
 def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: list[str],
               reasons: list[str], *, replacements: Mapping[int, Message] | None = None,
               insertions: Sequence[Insertion] = (), warnings: Sequence[str] = (),
               stats: Mapping[str, Any] | None = None, state: Mapping[str, Any] | None = None,
-              settle_first: bool = True, replacement_tokens: Mapping[int, int] | None = None) -> Plan:
+              settle_first: bool = True, replacement_tokens: Mapping[int, int] | None = None,
+              idle: "str | Callable[[], str] | None" = None) -> Plan:
     """Settle the decisions, assemble the resulting messages, and build the Plan.
-    ``replacement_tokens`` may give the exact tokens of replacements the strategy already counted."""
+    ``replacement_tokens`` may give the exact tokens of replacements the strategy already counted;
+    ``idle`` says why nothing changed, when nothing did (see ``Plan.idle``).
+
+    Its cost grows with the smaller of what is kept and what is removed, plus C-speed copies: it
+    runs in every re-plan."""
     if settle_first:
         settle(view, actions, reasons)
-    replacements = replacements or {}
-    vm = view.messages
-    origin: list[int | None] = [i for i, a in enumerate(actions) if a not in _REMOVED]
-    messages: list[Message] = [replacements.get(i, vm[i]) if replacements else vm[i] for i in origin]
-    for ins in reversed(sorted(insertions, key=lambda x: x.position)):  # equal positions keep their order
-        at = next((k for k, o in enumerate(origin) if o is not None and o >= ins.position), len(origin))
-        messages.insert(at, ins.message)
-        origin.insert(at, None)
-    return build_plan(view, budget, strategy, params, actions, reasons, messages, origin,
-                      warnings=warnings, stats=stats, state=state, known_tokens=replacement_tokens)
+    vm, vt, vc, vf, facts = view.messages, view.tokens, view.categories, view.fact_masks, view.facts
+    known = replacement_tokens or {}
+    origin, removed = _kept_indexes(actions)
+    whole = len(origin) == len(vm)
+    replaced = {i: m for i, m in (replacements or {}).items() if actions[i] not in _REMOVED}
+    messages = list(vm) if whole else list(map(vm.__getitem__, origin))
+    out_tokens = list(vt) if whole else list(map(vt.__getitem__, origin))
+    sums, mask = _sums_and_facts(view, origin, removed, actions, replaced)
+    if replaced:
+        mask |= _put_replaced(view, replaced, known, origin, whole, messages, out_tokens, sums)
+    if insertions:
+        ordered = sorted(insertions, key=lambda x: x.position)
+        at = [bisect_left(origin, ins.position) for ins in ordered]
+        origin = list(origin)
+        for ins, k in reversed(list(zip(ordered, at))):  # equal positions keep their order
+            n = view.counter.message(ins.message)
+            messages.insert(k, ins.message)
+            origin.insert(k, None)  # type: ignore[arg-type]
+            out_tokens.insert(k, n)
+            sums[SUMMARY] = sums.get(SUMMARY, 0) + n
+            mask |= fact_mask(ins.message, facts)
+    return _finish(view, budget, strategy, params, actions, reasons, messages, origin, out_tokens, sums, mask,
+                   warnings, stats, state, idle)
 
 
 def minimum_warning(view: View, budget: Budget, what: str, needed: int) -> str | None:

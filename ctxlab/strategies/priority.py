@@ -86,13 +86,18 @@ class MiddleOut(Strategy):
             view, budget, f"the first {ps} and the last {pe} messages (whole rounds and turns)", book.total)
         stats = {"target_tokens": target, "removed": n - book.kept, "groups_removed": book.groups_removed,
                  "tokens_removed": view.total - book.total, "middle": [lo, hi]}
-        return _Decided(book.actions, book.reasons, [warn] if warn else [], stats)
+        head = (f"middle_out removes from the middle only until the messages fit {target:,} tokens ("
+                f"{self.target_ratio:.0%} of the budget's message room, target_ratio)")
+        idle = (f"{head} and they hold {view.total:,}" if view.total <= target else
+                f"{head}; they hold {view.total:,} but everything outside the first {ps} (preserve_start) and the "
+                f"last {pe} (preserve_end) messages must stay")
+        return _Decided(book.actions, book.reasons, [warn] if warn else [], stats, idle)
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Remove from the middle outwards until the rest fits."""
         d = self.decide(view, budget)
         return make_plan(view, budget, self.name, self.params(), d.actions, d.reasons, warnings=d.warnings,
-                         stats=d.stats)
+                         stats=d.stats, idle=d.idle)
 
 
 def _age_text(age: int) -> str:
@@ -211,13 +216,17 @@ class OldestFirst(Strategy):
         stats = {"removed": n - book.kept, "groups_removed": book.groups_removed,
                  "priority_threshold": None if threshold is None else round(threshold, 3),
                  "tokens_removed": view.total - book.total, "kept_for_min_messages": skipped}
-        return _Decided(book.actions, book.reasons, [warn] if warn else [], stats)
+        head = f"oldest_first removes groups only until the messages fit the {target:,} tokens the budget leaves"
+        idle = (f"{head}, and they hold {view.total:,}" if view.total <= target else
+                f"{head}; they hold {view.total:,} but every message is the system prompt, the newest user message, "
+                f"pinned, or needed to keep {self.min_messages} messages (min_messages)")
+        return _Decided(book.actions, book.reasons, [warn] if warn else [], stats, idle)
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Remove the lowest-priority groups until the rest fits."""
         d = self.decide(view, budget)
         return make_plan(view, budget, self.name, self.params(), d.actions, d.reasons, warnings=d.warnings,
-                         stats=d.stats)
+                         stats=d.stats, idle=d.idle)
 
 
 SCORE_WEIGHTS = {"retention": 0.6, "recent_kept": 0.3, "fits": 0.1}
@@ -287,4 +296,5 @@ class Hybrid(Strategy):
         stats = {"chosen": win, "why": why, **analysis, **{f"score.{k}": v["score"] for k, v in scores.items()},
                  "score_parts": scores, **{f"{win}.{k}": v for k, v in d.stats.items()}}
         return make_plan(view, budget, self.name, self.params(), d.actions, [head + r for r in d.reasons],
-                         warnings=d.warnings, stats=stats, settle_first=False)
+                         warnings=d.warnings, stats=stats, settle_first=False,
+                         idle=f"hybrid chose {win}, which removed nothing: {d.idle}")

@@ -3,15 +3,17 @@
 ``clear_tool_results`` (Anthropic-style clearing of old tool results, every call kept)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
+from itertools import repeat
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ..conversation import Message
-from .base import Strategy, param, register
-from .plan import REMOVED, Plan, make_plan, minimum_warning, settle
+from .base import Strategy, budget_trigger, budget_window, param, register
+from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
 from .view import Budget, View
-from .windows import preamble_systems, turn_aligned_start
+from .windows import preamble_systems, turn_aligned_start, window_idle
 
 
 def _keep(actions: list[str], reasons: list[str], members: Sequence[int], reason: str) -> None:
@@ -51,14 +53,59 @@ def answer_lone_users(view: View, actions: list[str], reasons: list[str]) -> Non
     """Give a kept user message of an older turn with nothing kept after it a reply, so that it
     survives (two user turns in a row are invalid, and ``settle`` would remove it)."""
     for start, end in view.seg.turns[:-1]:
-        if actions[start] in REMOVED or any(actions[i] not in REMOVED for i in range(start + 1, end)):
+        if actions[start] in REMOVED:
+            continue
+        rest = actions[start + 1:end]
+        if rest.count("drop") + rest.count("summarize") < len(rest):  # something after it is kept
             continue
         _keep(actions, reasons, turn_reply(view, start, end),
               f"kept so that user message {start} has a reply (two user turns in a row are invalid)")
 
 
-def _removed_tokens(view: View, actions: Sequence[str]) -> int:
-    return sum(t for t, a in zip(view.tokens, actions) if a in REMOVED)
+def _removed_tokens(view: View, actions: list[str]) -> int:
+    """Tokens of the removed messages (walking the smaller of the kept and the removed)."""
+    kept, removed = _kept_indexes(actions)
+    if removed is not None:
+        return sum(map(view.tokens.__getitem__, removed))
+    return view.total - sum(map(view.tokens.__getitem__, kept))
+
+
+def _set(items: list, indexes: Sequence[int], values: Iterable) -> None:
+    """``items[i] = value`` for each pair, at C speed."""
+    deque(map(items.__setitem__, indexes, values), maxlen=0)
+
+
+def _round_layout(view: View) -> tuple:
+    """What ``tool_rounds`` derives from the view alone, once per view: the action and reason of
+    every message outside the rounds, the round members in round order with the reason each gets
+    when its round is dropped, and where each round starts in that order."""
+    cached = view.memo.get("tool_rounds")
+    if cached is not None:
+        return cached
+    seg, roles = view.seg, view.roles
+    total = len(seg.rounds)
+    actions, reasons = ["keep"] * len(view), [""] * len(view)
+    for i, role in enumerate(roles):
+        if seg.round_of[i] >= 0:
+            continue
+        if role == "tool":
+            actions[i], reasons[i] = "drop", "a tool result that answers no earlier call"
+        elif role == "assistant":
+            reasons[i] = "kept: assistant text (no tool calls)"
+        else:
+            reasons[i] = f"kept: {role} message"
+    if seg.turns:
+        reasons[seg.turns[0][0]] = "kept: the original request"
+    flat: list[int] = []
+    older: list[str] = []
+    offsets = [0]
+    for r, members in enumerate(seg.rounds):
+        flat.extend(members)
+        older.extend([f"older tool round (round {r + 1:,} of {total:,})"] * len(members))
+        offsets.append(len(flat))
+    cached = view.memo["tool_rounds"] = (tuple(actions), tuple(reasons), tuple(flat), tuple(older), tuple(offsets),
+                                         tuple(members[0] for members in seg.rounds))
+    return cached
 
 
 @register
@@ -81,38 +128,37 @@ class ToolRounds(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Drop every tool round older than the newest ``keep_rounds``."""
-        seg, n = view.seg, len(view)
+        seg = view.seg
         total = len(seg.rounds)
-        oldest_kept = total - self.keep_rounds
+        oldest_kept = min(max(total - self.keep_rounds, 0), total)
         newest = "newest tool round" if self.keep_rounds == 1 else f"among the newest {self.keep_rounds:,} tool rounds"
-        actions, reasons = ["keep"] * n, [""] * n
-        for r, members in enumerate(seg.rounds):
-            label = f"round {r + 1:,} of {total:,}"
-            keep = r >= oldest_kept
-            action, why = ("keep", f"{newest} ({label})") if keep else ("drop", f"older tool round ({label})")
-            for i in members:
-                actions[i], reasons[i] = action, why
-        for i, role in enumerate(view.roles):
-            if reasons[i]:
-                continue
-            if role == "tool":
-                actions[i], reasons[i] = "drop", "a tool result that answers no earlier call"
-            elif role == "assistant":
-                reasons[i] = "kept: assistant text (no tool calls)"
-            else:
-                reasons[i] = f"kept: {role} message"
-        if seg.turns:
-            reasons[seg.turns[0][0]] = "kept: the original request"
+        base_actions, base_reasons, flat, older, offsets, firsts = _round_layout(view)
+        actions, reasons = list(base_actions), list(base_reasons)
+        cut = offsets[oldest_kept]
+        _set(actions, flat[:cut], repeat("drop", cut))
+        _set(reasons, flat[:cut], older[:cut])
+        for r in range(oldest_kept, total):
+            why = f"{newest} (round {r + 1:,} of {total:,})"
+            for i in seg.rounds[r]:
+                reasons[i] = why
         keep_pinned(view, actions, reasons)
         answer_lone_users(view, actions, reasons)
         settle(view, actions, reasons)
-        removed = sum(1 for members in seg.rounds if actions[members[0]] in REMOVED)
+        removed = sum(map(REMOVED.__contains__, map(actions.__getitem__, firsts)))
         saved = _removed_tokens(view, actions)
         what = f"the system, user and answer messages and the newest {self.keep_rounds:,} tool round(s)"
         warn = minimum_warning(view, budget, what, view.total - saved)
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
                          stats={"rounds_total": total, "rounds_removed": removed, "tokens_saved": saved},
-                         settle_first=False)
+                         settle_first=False, idle=lambda: self._idle(total))
+
+    def _idle(self, total: int) -> str:
+        """Why no tool round was removed."""
+        head = f"tool_rounds keeps the newest {self.keep_rounds:,} tool round(s) (keep_rounds)"
+        if total <= self.keep_rounds:
+            return f"{head} and the conversation has {total:,}"
+        return (f"{head}; each of the {total - self.keep_rounds:,} older round(s) holds a pinned message or is "
+                "the only reply to its turn's user message, so it stays")
 
 
 @register
@@ -131,11 +177,23 @@ class KeyMessages(Strategy):
     title: ClassVar[str] = "Recent window + key messages"
     summary: ClassVar[str] = ("Keeps the recent messages, and from older history the user requests and the "
                               "results of key tools; everything else older is dropped.")
+    scaling: ClassVar[str] = ("Scaled to the budget, recent and max_key are each the number of 1,000-token "
+                              "messages that fill half of what the budget leaves for messages.")
     recent: int = param(50, min=1, max=100_000,
-                        help="Size of the recent window in messages (widened back to the start of its turn).")
+                        help="Size of the recent window in messages (widened back to the start of its turn). "
+                             "Default 50 (fixed); the budget-scaled value is half the budget's message room in "
+                             "1,000-token messages.")
     key_tools: tuple[str, ...] = param(("generate_sql", "run_sql"),
                                        help="Tools whose calls and results are key messages in older history.")
-    max_key: int = param(50, min=0, max=100_000, help="At most this many older messages are kept, newest first.")
+    max_key: int = param(50, min=0, max=100_000,
+                         help="At most this many older messages are kept, newest first. Default 50 (fixed); "
+                              "budget-scaled like recent.")
+
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``recent`` and ``max_key``: half the budget's message room, in messages of 1,000 tokens."""
+        window = budget_window(budget)
+        return {"recent": window, "max_key": window}
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep the window, then older key messages newest first up to the cap."""
@@ -158,7 +216,16 @@ class KeyMessages(Strategy):
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
                          stats={"window_start": start, "key_kept": taken, "older_kept": older_kept,
                                 "older_dropped": start - older_kept,
-                                "tokens_saved": _removed_tokens(view, actions)}, settle_first=False)
+                                "tokens_saved": _removed_tokens(view, actions)}, settle_first=False,
+                         idle=lambda: self._idle(view, start))
+
+    def _idle(self, view: View, start: int) -> str:
+        """Why nothing older than the window was dropped."""
+        if not any(view.roles[i] != "system" for i in range(start)):
+            return window_idle(self.name, "recent", self.recent, view, start)
+        return (f"key_messages keeps the last {self.recent:,} messages (recent, from message {start:,}), and every "
+                f"older message is a system prompt, a pinned message, a user request or key message within the cap "
+                f"of {self.max_key:,} (max_key), or the reply such a request needs")
 
     def _key_rounds(self, view: View) -> dict[int, str]:
         """Round number -> the first key tool it calls."""
@@ -220,6 +287,31 @@ def _tool_names(view: View) -> dict[int, str]:
     return out
 
 
+def _clearing_layout(view: View) -> tuple[tuple[int, ...], tuple[str, ...], tuple[tuple[str, int, str], ...]]:
+    """Once per view: the tool results, the tool each answers, and for each its placeholder, the
+    tokens clearing it saves, and the reason a cleared (or too small) result gets."""
+    cached = view.memo.get("clear_tool_results")
+    if cached is not None:
+        return cached
+    tool_names, counter = _tool_names(view), view.counter
+    framing = counter.message(Message("tool", ""))  # a tool message's tokens besides its content
+    results = tuple(i for i, role in enumerate(view.roles) if role == "tool")
+    names = tuple(tool_names[i] for i in results)
+    seen: dict[tuple[str, int], tuple[str, int, str]] = {}
+    info = []
+    for i, name in zip(results, names):
+        tokens = view.tokens[i]
+        if (name, tokens) not in seen:
+            text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
+            gain = tokens - framing - counter.text(text)
+            why = (f"old {name} result cleared ({tokens:,} tokens, {gain:,} saved)" if gain > 0 else
+                   f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)")
+            seen[name, tokens] = (text, gain, why)
+        info.append(seen[name, tokens])
+    cached = view.memo["clear_tool_results"] = (results, names, tuple(info))
+    return cached
+
+
 @register
 @dataclass(frozen=True)
 class ClearToolResults(Strategy):
@@ -238,13 +330,23 @@ class ClearToolResults(Strategy):
     title: ClassVar[str] = "Clear old tool results"
     summary: ClassVar[str] = ("Replaces the content of old tool results with a placeholder once the context "
                               "passes a trigger; every call keeps its result.")
+    scaling: ClassVar[str] = ("The defaults are Anthropic's (trigger 100,000 tokens, keep 3); scaled to the budget, "
+                              "trigger_tokens is 80% of what the budget leaves for messages.")
     trigger_tokens: int = param(100_000, min=0, max=10_000_000,
-                                help="Clear only when the messages hold more tokens than this (0 = always).")
-    keep: int = param(3, min=0, max=10_000, help="How many of the newest tool results stay as they are.")
+                                help="Clear only when the messages hold more tokens than this (0 = always). Default "
+                                     "100,000, Anthropic's clear_tool_uses_20250919 default; the budget-scaled value "
+                                     "is 80% of the budget's message room.")
+    keep: int = param(3, min=0, max=10_000, help="How many of the newest tool results stay as they are "
+                                                 "(default 3, Anthropic's).")
     clear_at_least: int = param(0, min=0, max=10_000_000,
                                 help="Clear nothing unless clearing saves at least this many tokens.")
     exclude_tools: tuple[str, ...] = param((), help="Tools whose results are never cleared.")
     clear_tool_inputs: bool = param(False, help="Also replace the arguments of the cleared calls with {}.")
+
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``trigger_tokens``: 80% of the budget's message room."""
+        return {"trigger_tokens": budget_trigger(budget)}
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Clear old tool results (and their calls' arguments) when the trigger is passed."""
@@ -253,7 +355,9 @@ class ClearToolResults(Strategy):
         stats: dict[str, Any] = {"triggered": False, "results_cleared": 0, "inputs_cleared": 0, "tokens_cleared": 0}
         if self.trigger_tokens and total <= self.trigger_tokens:
             why = f"sent as is: {total:,} message tokens, not over the {self.trigger_tokens:,}-token trigger"
-            return make_plan(view, budget, self.name, self.params(), actions, [why] * n, stats=stats)
+            idle = (f"clear_tool_results triggers above {self.trigger_tokens:,} message tokens (trigger_tokens); "
+                    f"this conversation's messages hold {total:,}")
+            return make_plan(view, budget, self.name, self.params(), actions, [why] * n, stats=stats, idle=idle)
         reasons = ["sent as is: not a tool result"] * n
         results = self._pick_results(view, reasons)
         calls = self._pick_inputs(view, reasons, results) if self.clear_tool_inputs else {}
@@ -264,45 +368,63 @@ class ClearToolResults(Strategy):
             for i in (*results, *calls):
                 reasons[i] = why
             results, calls, saved, stats["skipped"] = {}, {}, 0, why
-        replacements = {i: view.messages[i].with_content(text) for i, (text, _) in results.items()}
+        cleared = view.memo.setdefault("clear_tool_results.cleared", {})  # the same placeholder copy each plan
+        replacements = {i: cleared.get(i) or cleared.setdefault(i, view.messages[i].with_content(text))
+                        for i, (text, _) in results.items()}
         for a, (ids, _) in calls.items():
             old = view.messages[a]
             replacements[a] = replace(old, tool_calls=tuple(replace(c, arguments="{}") if c.id in ids else c
                                                             for c in old.tool_calls))
-        for i in replacements:
-            actions[i] = "clear"
+        _set(actions, list(replacements), repeat("clear", len(replacements)))
         stats.update(results_cleared=len(results), inputs_cleared=sum(len(ids) for ids, _ in calls.values()),
                      tokens_cleared=saved)
         warn = minimum_warning(view, budget, "the conversation with its old tool results cleared", total - saved)
         counted = {i: view.tokens[i] - gain for i, (_, gain) in results.items() if i not in calls}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
-                         warnings=[warn] if warn else [], stats=stats, replacement_tokens=counted)
+                         warnings=[warn] if warn else [], stats=stats, replacement_tokens=counted,
+                         idle=lambda: self._idle(view, reasons, total, stats.get("skipped")))
+
+    def _idle(self, view: View, reasons: Sequence[str], total: int, skipped: str | None) -> str:
+        """Why nothing was cleared although the trigger was passed."""
+        head = (f"clear_tool_results is over its trigger ({total:,} message tokens, trigger_tokens "
+                f"{self.trigger_tokens:,})" if self.trigger_tokens else "clear_tool_results clears at any size "
+                                                                        "(trigger_tokens 0)")
+        if skipped:
+            return f"{head} but clears nothing: clearing would save less than clear_at_least {self.clear_at_least:,}"
+        results = [i for i, role in enumerate(view.roles) if role == "tool"]
+        if not results:
+            return f"{head} but the conversation has no tool result"
+        kinds = {"one of the newest": f"among the newest {self.keep:,} (keep)", "pinned:": "pinned",
+                 "not cleared: too small": "too small to gain from a placeholder", "not cleared:": "of excluded tools"}
+        counts = dict.fromkeys(kinds.values(), 0)
+        for i in results:
+            label = next((label for key, label in kinds.items() if reasons[i].startswith(key)), None)
+            if label is not None:
+                counts[label] += 1
+        parts = ", ".join(f"{c:,} {label}" for label, c in counts.items() if c)
+        return f"{head} but none of its {len(results):,} tool results can be cleared: {parts}"
 
     def _pick_results(self, view: View, reasons: list[str]) -> dict[int, tuple[str, int]]:
         """Tool result index -> (placeholder, tokens saved), for every result to clear; a reason
         for every tool message."""
-        names, counter = _tool_names(view), view.counter
-        framing = counter.message(Message("tool", ""))  # a tool message's tokens besides its content
-        results = [i for i, role in enumerate(view.roles) if role == "tool"]
-        newest = set(results[len(results) - self.keep:]) if self.keep else set()
+        results, names, info = _clearing_layout(view)
+        cut = max(len(results) - self.keep, 0) if self.keep else len(results)
+        newest = results[cut:]
+        _set(reasons, newest, repeat(f"one of the newest {self.keep:,} tool results: not cleared", len(newest)))
         excluded = set(self.exclude_tools)
+        if not excluded and not view.pins:  # the common case, at C speed: every older result with a gain
+            _set(reasons, results[:cut], (why for _, _, why in info[:cut]))
+            return {i: (text, gain) for i, (text, gain, _) in zip(results[:cut], info[:cut]) if gain > 0}
         out: dict[int, tuple[str, int]] = {}
-        for i in results:
-            tokens = view.tokens[i]
-            if i in newest:
-                reasons[i] = f"one of the newest {self.keep:,} tool results: not cleared"
-            elif names[i] in excluded:
-                reasons[i] = f"not cleared: {names[i]} is excluded"
+        for i, name, (text, gain, why) in zip(results[:cut], names, info):
+            if name in excluded:
+                reasons[i] = f"not cleared: {name} is excluded"
             elif i in view.pins:
                 reasons[i] = "pinned: never cleared"
             else:
-                text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
-                gain = tokens - framing - counter.text(text)
-                if gain <= 0:
-                    reasons[i] = f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)"
-                    continue
-                out[i] = text, gain
-                reasons[i] = f"old {names[i]} result cleared ({tokens:,} tokens, {gain:,} saved)"
+                reasons[i] = why
+                if gain > 0:
+                    out[i] = text, gain
         return out
 
     def _pick_inputs(self, view: View, reasons: list[str],

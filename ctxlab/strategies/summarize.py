@@ -24,28 +24,46 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Sequence
 
 from ..conversation import Message
-from .base import Strategy, StrategyError, param, register
-from .plan import Insertion, Plan, make_plan, minimum_warning, settle
+from .base import Strategy, StrategyError, budget_window, param, register
+from .plan import Insertion, Plan, make_plan, minimum_warning, positions, settle
 from .view import Budget, View
 from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
 from .windows import preamble_systems
+from .llm_summarizer import SummaryResult, check_prompt  # also registers the "llm" summarizer
 
 MARKER = "Summary of earlier conversation"
 SUMMARY_EXTRA = MappingProxyType({"ctxlab_summary": True})
 _MARKER_ALLOWANCE = 40  # tokens for the marker line and message framing, when planning the fit
 
 
+def _spans(indexes: Sequence[int], limit: int) -> tuple[list[list[int]], bool]:
+    """The first ``limit`` runs of consecutive sorted indexes, and whether there are more. A run is
+    skipped at C speed: its end is where the value still matches its position."""
+    spans: list[list[int]] = []
+    k, n = 0, len(indexes)
+    while k < n:
+        if len(spans) == limit:
+            return spans, True
+        first = indexes[k]
+        lo, hi = k, n - 1  # the last position whose value is first + (position - k)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if indexes[mid] - first == mid - k:
+                lo = mid
+            else:
+                hi = mid - 1
+        spans.append([first, indexes[lo]])
+        k = lo + 1
+    return spans, False
+
+
 def covered_label(indexes: Sequence[int]) -> str:
     """``"messages 1-14, 20"`` for sorted indexes (at most 8 ranges shown)."""
-    spans: list[list[int]] = []
-    for i in indexes:
-        if spans and i == spans[-1][1] + 1:
-            spans[-1][1] = i
-        else:
-            spans.append([i, i])
-    parts = [f"{a}-{b}" if a != b else f"{a}" for a, b in spans]
-    if len(parts) > 8:
-        parts = parts[:4] + ["…"] + parts[-3:]
+    spans, more = _spans(indexes, 9)
+    if more or len(spans) > 8:  # more than 8 ranges: the first 4 and the last 3
+        tail = [[-b, -a] for a, b in _spans([-i for i in reversed(indexes)], 3)[0]][::-1]
+        spans = spans[:4] + [None] + tail  # type: ignore[list-item]
+    parts = ["…" if sp is None else f"{sp[0]}-{sp[1]}" if sp[0] != sp[1] else f"{sp[0]}" for sp in spans]
     return ("messages " if len(indexes) > 1 else "message ") + ", ".join(parts)
 
 
@@ -82,24 +100,37 @@ class Summarize(Strategy):
     title: ClassVar[str] = "Running summary"
     summary: ClassVar[str] = ("Past a size trigger, folds the oldest whole turns into one summary message after the "
                               "system prompt (merged with the earlier summary) and keeps the newest turns as they are.")
+    scaling: ClassVar[str] = ("Scaled to the budget, trigger_messages is the number of 1,000-token messages the "
+                              "budget leaves room for, and keep_recent half that; the token trigger and target are "
+                              "already shares of the budget.")
     trigger_messages: int = param(20, min=1, max=1_000_000,
-                                  help="Summarize when the context holds more messages than this.")
+                                  help="Summarize when the context holds more messages than this. Default 20 "
+                                       "(fixed); the budget-scaled value is the budget's message room in "
+                                       "1,000-token messages.")
     trigger_ratio: float = param(0.8, min=0.01, max=1.0,
                                  help="... or when its messages use more than this share of the budget.")
     target_ratio: float = param(0.5, min=0.01, max=1.0,
                                 help="Fold old turns until the result uses at most this share of the budget.")
     keep_recent: int = param(10, min=1, max=1_000_000,
-                             help="Newest messages never folded (widened back to the start of their turn).")
+                             help="Newest messages never folded (widened back to the start of their turn). Default "
+                                  "10 (fixed); the budget-scaled value is half the budget's message room in "
+                                  "1,000-token messages.")
     summarizer: str = param("extractive", help="Who writes the summary: extractive (offline, deterministic) "
                                                "or another registered summarizer.")
     max_summary_tokens: int = param(400, min=20, max=20_000,
                                     help="Longest summary text; the least important lines are dropped first.")
+    summary_prompt: str = param("", help="summarizer=llm: the prompt of the first summary ({span}: the folded "
+                                         "messages, {max_tokens}: the cap); empty = the built-in prompt.")
+    merge_prompt: str = param("", help="summarizer=llm: the prompt that extends the running summary ({summary}: "
+                                       "it, {span}: the newly folded messages); empty = the built-in prompt.")
 
     def _check(self, f: Any, value: Any) -> None:
         super()._check(f, value)
         if f.name == "summarizer" and value not in SUMMARIZERS:
             raise StrategyError(f"summarizer must be one of {', '.join(SUMMARIZERS)}, got {value!r}",
                                 where=f"{self.name}.summarizer")
+        if f.name in ("summary_prompt", "merge_prompt") and (problem := check_prompt(f.name, value)):
+            raise StrategyError(problem, where=f"{self.name}.{f.name}", hint="Or leave it empty for the built-in prompt")
 
     @classmethod
     def schema(cls) -> list[dict[str, Any]]:
@@ -110,21 +141,33 @@ class Summarize(Strategy):
                 spec["choices"] = list(SUMMARIZERS)
         return out
 
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``trigger_messages``: the budget's message room in 1,000-token messages; ``keep_recent``: half that."""
+        window = budget_window(budget)
+        return {"trigger_messages": 2 * window, "keep_recent": window}
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Below the trigger keep everything; above it fold the oldest turns into the summary."""
         n, total = len(view), view.total
-        old = [i for i, c in enumerate(view.categories) if c in ("system", "summary") and is_summary(view.messages[i])]
+        old = [i for i in positions(view.categories, ("system", "summary")) if is_summary(view.messages[i])]
         previous, done = _previous(view, old)
         limit = int(budget.available * self.trigger_ratio)
         if n <= self.trigger_messages and total <= limit:
             why = f"below the trigger ({n:,} of {self.trigger_messages:,} messages, {total:,} of {limit:,} tokens)"
-            return self._keep_all(view, budget, why, previous, done, old, triggered=False)
+            idle = (f"summarize triggers above {self.trigger_messages:,} messages (trigger_messages) or {limit:,} "
+                    f"message tokens ({self.trigger_ratio:.0%} of the {budget.available:,} the budget leaves, "
+                    f"trigger_ratio); the conversation has {n:,} messages and {total:,} tokens")
+            return self._keep_all(view, budget, why, previous, done, old, triggered=False, idle=idle)
         first_kept, pinned = self._first_kept_turn(view, budget, old)
         actions, reasons = self._fold(view, first_kept, pinned, set(old), done)
         if not any(a == "summarize" for i, a in enumerate(actions) if i not in old):
             why = (f"kept: over the trigger ({n:,} messages, {total:,} tokens) but every turn is recent (the newest "
                    f"turn and the newest {self.keep_recent:,} messages are never folded)")
-            return self._keep_all(view, budget, why, previous, done, old, triggered=True)
+            idle = (f"summarize is over its trigger ({n:,} messages, {total:,} tokens) but has no whole turn to fold: "
+                    f"the newest turn and the newest {self.keep_recent:,} messages (keep_recent) are never folded, "
+                    f"and pinned turns stay")
+            return self._keep_all(view, budget, why, previous, done, old, triggered=True, idle=idle)
         settle(view, actions, reasons)
         for i in old:  # settle keeps a first system message, but an old summary gives way to the new one
             actions[i], reasons[i] = "summarize", "replaced by the updated summary"
@@ -186,15 +229,19 @@ class Summarize(Strategy):
         """Summarize what is newly folded, merge it into the previous summary, insert it."""
         n = len(view)
         origin = view.origin if len(view.origin) == n else tuple(range(n))
-        folded = [i for i, a in enumerate(actions) if a == "summarize" and i not in old]
-        new = [i for i in folded if origin[i] is None or origin[i] not in done]
+        folded = [i for i in positions(actions, ("summarize",)) if i not in old] if old else \
+            positions(actions, ("summarize",))
+        new = [i for i in folded if origin[i] is None or origin[i] not in done] if done else folded
         summarizer = SUMMARIZERS.get(self.summarizer)
         if summarizer is None:
             raise StrategyError(f"summarizer {self.summarizer!r} is no longer registered", where="summarize.summarizer",
                                 hint=f"Known summarizers: {', '.join(SUMMARIZERS)}")
-        body = summarizer.summarize([view.messages[i] for i in new], previous) if new else (previous or "")
+        written = self._write_summary(summarizer, list(map(view.messages.__getitem__, new)), previous, view) if new else None
+        body = written.text if written is not None else (previous or "")
         body = trim_summary(body, self.max_summary_tokens, view.counter.text)
-        covered = tuple(sorted(done.union(o for i in folded if (o := origin[i]) is not None)))
+        folded_origins = set(map(origin.__getitem__, folded))
+        folded_origins.discard(None)
+        covered = tuple(sorted(done.union(folded_origins)))
         message = summary_message(body, covered)
         systems = [i for i in preamble_systems(view) if i not in old]
         summary_tokens = view.counter.message(message)
@@ -204,13 +251,26 @@ class Summarize(Strategy):
         stats = {"triggered": True, "messages_folded": len(folded), "messages_summarized": len(new),
                  "turns_folded": sum(actions[s] == "summarize" for s, _ in view.seg.turns),
                  "summary_tokens": summary_tokens}
+        if written is not None and written.record:
+            stats["summary_by"] = written.record  # who wrote it: model, tokens used, time taken
+        warnings = [w for w in (warn, written.warning if written is not None else None) if w]
         return make_plan(view, budget, self.name, self.params(), actions, reasons,
                          insertions=[Insertion(systems[-1] + 1 if systems else 0, message, tuple(folded))],
-                         warnings=[warn] if warn else [], stats=stats,
+                         warnings=warnings, stats=stats,
                          state={"summary": body, "summarized": covered}, settle_first=False)
 
+    def _write_summary(self, summarizer: Summarizer, messages: list[Message], previous: str | None,
+                       view: View) -> SummaryResult:
+        """The new running summary; a summarizer with ``summarize_span`` (the LLM one) also gets the
+        prompts and the cap and returns a record of who wrote it and any fallback warning."""
+        if hasattr(summarizer, "summarize_span"):
+            return summarizer.summarize_span(messages, previous, summary_prompt=self.summary_prompt,
+                                             merge_prompt=self.merge_prompt, max_tokens=self.max_summary_tokens,
+                                             count=view.counter.text)
+        return SummaryResult(summarizer.summarize(messages, previous), {})
+
     def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: frozenset[int],
-                  old: Sequence[int], *, triggered: bool) -> Plan:
+                  old: Sequence[int], *, triggered: bool, idle: str) -> Plan:
         """Everything kept (the running summary, if any, carried on in the state)."""
         n = len(view)
         reasons = [why] * n
@@ -220,4 +280,4 @@ class Summarize(Strategy):
         stats = {"triggered": triggered, "messages_folded": 0, "messages_summarized": 0, "turns_folded": 0,
                  "summary_tokens": sum(view.tokens[i] for i in old)}
         return make_plan(view, budget, self.name, self.params(), ["keep"] * n, reasons, stats=stats, state=state,
-                         settle_first=False)
+                         settle_first=False, idle=idle)

@@ -61,6 +61,24 @@ def _key_rank(key: str) -> int | None:
     return _KEY_RANK.get(_KEY_PART.split(key)[-1].lower())
 
 
+class _CallNames:
+    """Call id -> tool name, the latest call with that id winning, found by scanning the messages
+    from the newest back only as far as a lookup needs (a summary reads the newest messages first
+    and stops when it is full, so most of a long history is never scanned)."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages, self.next, self.names = messages, len(messages) - 1, {}
+
+    def get(self, call_id: str, default: str) -> str:
+        """The name of the latest call ``call_id``, else ``default``."""
+        names = self.names
+        while call_id not in names and self.next >= 0:
+            for c in self.messages[self.next].tool_calls:
+                names.setdefault(c.id, c.name)  # scanning backwards: the first seen is the latest
+            self.next -= 1
+        return names.get(call_id, default)
+
+
 @dataclass(frozen=True)
 class ExtractiveSummarizer:
     """Offline, deterministic summary, one line per event: user requests (shortened), tool calls
@@ -82,7 +100,7 @@ class ExtractiveSummarizer:
 
     def summarize(self, messages: Sequence[Message], previous: str | None) -> str:
         """The previous summary (if any) followed by one line per event of ``messages``."""
-        names = {c.id: c.name for m in messages for c in m.tool_calls}
+        names = _CallNames(messages)
         room = dict.fromkeys((1, 2, 3, 4), self.max_chars)
         picked: list[str] = []
         for m in reversed(messages):
@@ -96,7 +114,7 @@ class ExtractiveSummarizer:
         head = [previous.strip()] if previous and previous.strip() else []
         return "\n".join(head + picked[::-1])
 
-    def _lines(self, m: Message, names: dict[str, str], room: dict[int, int]) -> list[str]:
+    def _lines(self, m: Message, names: "_CallNames", room: dict[int, int]) -> list[str]:
         if m.role == "user":
             return [_with_extras("User asked: ", m.text, self.user_chars, self.scan_chars)] if room[4] > 0 else []
         if m.role == "tool":
@@ -112,11 +130,15 @@ class ExtractiveSummarizer:
         return out
 
     def _result(self, m: Message, name: str, room: dict[int, int]) -> list[str]:
-        text = m.text[: self.scan_chars]
-        if m.is_error or is_error_text(text):
-            return [f"ERROR from {name}: {shorten(text, 160)}"] if room[4] > 0 else []
-        if room[2] <= 0:
-            return []
+        error, line = self._result_line(m.text, name, m.is_error)
+        return [line] if room[4 if error else 2] > 0 else []
+
+    @lru_cache(maxsize=8192)  # noqa: B019  (the summarizer is a frozen value; results repeat across plans)
+    def _result_line(self, full_text: str, name: str, is_error: bool) -> tuple[bool, str]:
+        """Whether a result is an error, and its summary line."""
+        text = full_text[: self.scan_chars]
+        if is_error or is_error_text(text):
+            return True, f"ERROR from {name}: {shorten(text, 160)}"
         found: dict[str, list[str]] = {}
         for key, value in _PAIR.findall(text):
             if _key_rank(key) is None:
@@ -127,7 +149,7 @@ class ExtractiveSummarizer:
                 values.append(value)
         ranked = sorted(found, key=_key_rank)[: self.keys_per_result]
         pairs = "; ".join(f"{k}={', '.join(found[k])}" for k in ranked)
-        return [f"Result of {name}: " + shorten(pairs or text or "(empty)", self.result_chars)]
+        return False, f"Result of {name}: " + shorten(pairs or text or "(empty)", self.result_chars)
 
 
 SUMMARIZERS: dict[str, Summarizer] = {"extractive": ExtractiveSummarizer()}

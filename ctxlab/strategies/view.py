@@ -103,9 +103,16 @@ def fact_mask(m: Message, facts: Sequence[str], only: int = -1) -> int:
     """Bit k set when fact k appears in the message (checking only the bits set in ``only``)."""
     text = message_text(m)
     mask = 0
-    for k, f in enumerate(facts):
-        if only >> k & 1 and f in text:
-            mask |= 1 << k
+    if only < 0:
+        for k, f in enumerate(facts):
+            if f in text:
+                mask |= 1 << k
+        return mask
+    while only:  # only the facts asked about
+        low = only & -only
+        if facts[low.bit_length() - 1] in text:
+            mask |= low
+        only ^= low
     return mask
 
 
@@ -147,7 +154,35 @@ class View:
             out[c] = out.get(c, 0) + n
         return out
 
-    @property
+    @cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Scratch space for what strategies derive from this view alone (tool names per result,
+        cleared copies of messages, ...), so a re-plan while a slider moves does not derive it again.
+        Never holds anything that depends on a budget or on parameters' effect on decisions."""
+        return {}
+
+    @cached_property
+    def turn_systems(self) -> tuple[tuple[int, ...], ...]:
+        """Per turn, the indexes of the system messages inside it (after its user message)."""
+        out: list[list[int]] = [[] for _ in self.seg.turns]
+        for i in _positions(self.roles, "system"):
+            t = self.seg.turn_of[i]
+            if t >= 0:
+                out[t].append(i)
+        return tuple(map(tuple, out))
+
+    @cached_property
+    def fact_counts(self) -> tuple[int, ...]:
+        """How many messages hold each fact (by the order of ``facts``)."""
+        counts = [0] * len(self.facts)
+        for mask in self.fact_masks:
+            while mask:
+                low = mask & -mask
+                counts[low.bit_length() - 1] += 1
+                mask ^= low
+        return tuple(counts)
+
+    @cached_property
     def total(self) -> int:
         """Tokens of all messages."""
         return sum(self.tokens)
@@ -160,6 +195,104 @@ class View:
         """Index of the newest user message."""
         turns = self.seg.turns
         return turns[-1][0] if turns else None
+
+    def append(self, *messages: Message, pins: Iterable[int] = ()) -> "View":
+        """This view with ``messages`` added at the end: what a live agent calls each turn. Only the
+        new messages are counted and searched for facts; segments are extended, not rebuilt, so the
+        cost does not grow with the history (beyond copying its tuples). ``pins`` adds pinned
+        indexes; the new messages' ``origin`` continues this view's numbering."""
+        if not messages:
+            return self
+        n = len(self.messages)
+        split = [self.counter.message_split(m) for m in messages]
+        tokens = tuple(t + c for _, t, c in split)
+        cats = tuple(cat for cat, _, _ in split)
+        masks = tuple(fact_mask(m, self.facts) for m in messages)
+        # origins only grow: the newest one that is not an inserted summary is the highest
+        last = next((o for o in reversed(self.origin) if o is not None), -1) if self.origin else n - 1
+        pins = frozenset(pins)
+        bad = sorted(p for p in pins if not 0 <= p < n + len(messages))
+        if bad:
+            raise CtxlabError(f"pinned index {bad[0]} is not a message of this conversation", where="pins",
+                              hint=f"Pin indexes from 0 to {n + len(messages) - 1}")
+        new = View(self.messages + messages, self.tokens + tokens, self.categories + cats,
+                   extend_segments(self.seg, self.messages, messages), self.counter, self.facts,
+                   self.fact_masks + masks, self.pins | pins,
+                   self.origin + tuple(range(last + 1, last + 1 + len(messages))), self.state)
+        known = self.__dict__
+        if "roles" in known:
+            new.__dict__["roles"] = known["roles"] + tuple(m.role for m in messages)
+        if "total" in known:
+            new.__dict__["total"] = known["total"] + sum(tokens)
+        if "fact_counts" in known:
+            counts = list(known["fact_counts"])
+            for mask in masks:
+                for k in range(len(counts)):
+                    counts[k] += mask >> k & 1
+            new.__dict__["fact_counts"] = tuple(counts)
+        if "category_sums" in known:
+            sums = dict(known["category_sums"])
+            for c, t in zip(cats, tokens):
+                sums[c] = sums.get(c, 0) + t
+            new.__dict__["category_sums"] = sums
+        return new
+
+
+def extend_segments(seg: Segments, old: Sequence[Message], new: Sequence[Message]) -> Segments:
+    """The segments of ``old + new`` from those of ``old``, in time proportional to ``new`` (plus
+    tuple copies): the same result as ``segment(old + new)``."""
+    turn_of, group_of, round_of = list(seg.turn_of), list(seg.group_of), list(seg.round_of)
+    preamble, turns = seg.preamble, list(seg.turns)
+    groups, rounds, orphans = list(seg.groups), list(seg.rounds), list(seg.orphans)
+    messages = list(old)
+    for m in new:
+        i = len(messages)
+        messages.append(m)
+        if m.role == "user":
+            turns.append((i, i + 1))
+        elif turns:
+            turns[-1] = (turns[-1][0], i + 1)
+        else:
+            preamble = (0, i + 1)
+        turn_of.append(len(turns) - 1)
+        r = _caller_round(rounds, messages, m) if m.role == "tool" and m.tool_call_id is not None else None
+        if r is not None:
+            g = group_of[rounds[r][0]]
+            groups[g] += (i,)
+            rounds[r] += (i,)
+            group_of.append(g)
+            round_of.append(r)
+            continue
+        if m.role == "tool":
+            orphans.append(i)
+        group_of.append(len(groups))
+        groups.append((i,))
+        if m.role == "assistant" and m.tool_calls:
+            round_of.append(len(rounds))
+            rounds.append((i,))
+        else:
+            round_of.append(-1)
+    return Segments(tuple(turn_of), tuple(group_of), tuple(round_of), preamble, tuple(turns), tuple(groups),
+                    tuple(rounds), tuple(orphans))
+
+
+def _caller_round(rounds: Sequence[tuple[int, ...]], messages: Sequence[Message], m: Message) -> int | None:
+    """The round of the latest call with ``m.tool_call_id`` (searched from the newest round back)."""
+    for r in range(len(rounds) - 1, -1, -1):
+        if any(c.id == m.tool_call_id for c in messages[rounds[r][0]].tool_calls):
+            return r
+    return None
+
+
+def _positions(items: tuple[str, ...], value: str) -> list[int]:
+    """Indexes where ``value`` occurs, by C-speed scans (fast when it is rare)."""
+    found, i = [], -1
+    try:
+        while True:
+            i = items.index(value, i + 1)
+            found.append(i)
+    except ValueError:
+        return found
 
 
 def make_view(conv: Conversation | Sequence[Message], model: str | None = None, *, pins: Iterable[int] = (),

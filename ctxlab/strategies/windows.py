@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Strategy, param, register
+from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
 
@@ -30,7 +30,10 @@ def turn_aligned_start(view: View, last_n: int) -> int:
 
 def trim_to_first_user(view: View, actions: list[str], reasons: list[str], why: str) -> None:
     """Drop kept non-system messages before the first kept user message, so the window starts on
-    a user turn, as providers expect."""
+    a user turn, as providers expect. A conversation with no user message at all is left as it is:
+    there is no user turn to start on, and emptying it would help no one."""
+    if view.newest_user() is None:
+        return
     for i, role in enumerate(view.roles):
         if actions[i] == "drop" or role == "system":
             continue
@@ -52,7 +55,8 @@ class NoStrategy(Strategy):
         """Keep every message."""
         n = len(view)
         return make_plan(view, budget, self.name, self.params(), ["keep"] * n, ["sent as is"] * n,
-                         settle_first=False)
+                         settle_first=False, idle="none sends every message as is: it is the baseline the "
+                                                   "other strategies are measured against")
 
 
 @register
@@ -93,7 +97,18 @@ class SlidingWindow(Strategy):
         trim_to_first_user(view, actions, reasons, "the window starts on a user message")
         warn = minimum_warning(view, budget, "the system prompt and the newest user message", must_tokens)
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
-                         stats={"window_tokens": target, "room_left": max(room, 0)})
+                         stats={"window_tokens": target, "room_left": max(room, 0)},
+                         idle=lambda: self._idle(view, budget, limit, target))
+
+    def _idle(self, view: View, budget: Budget, limit: int, target: int) -> str:
+        """Why the window removed nothing."""
+        source = (f"max_tokens {self.max_tokens:,}" if self.max_tokens and self.max_tokens < budget.available
+                  else f"the {budget.available:,} tokens the budget leaves for messages")
+        window = f"sliding_window keeps the newest messages that fit its {target:,}-token window ({source}"
+        window += f" less a {self.buffer_ratio:.0%} buffer)" if self.buffer_ratio else ")"
+        if view.total <= target:
+            return f"{window} and the conversation's messages hold {view.total:,} tokens"
+        return f"{window}; the conversation holds only the messages it always keeps (system prompt, newest user message)"
 
 
 @register
@@ -105,20 +120,38 @@ class TurnSafe(Strategy):
     title: ClassVar[str] = "Turn-safe window"
     summary: ClassVar[str] = ("Keeps the last N messages plus the system prompt, extended back so the window "
                               "starts on a user message: no turn is cut in half.")
-    last_n: int = param(100, min=1, max=100_000, help="How many of the newest messages to keep.")
+    scaling: ClassVar[str] = ("Scaled to the budget, last_n is the number of 1,000-token messages that fill half "
+                              "of what the budget leaves for messages.")
+    last_n: int = param(100, min=1, max=100_000,
+                        help="How many of the newest messages to keep. Default 100 (fixed); the budget-scaled "
+                             "value is half the budget's message room in 1,000-token messages.")
+
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``last_n``: half the budget's message room, in messages of 1,000 tokens."""
+        return {"last_n": budget_window(budget)}
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Window of the last ``last_n`` messages, widened to a turn start."""
         n = len(view)
         start = turn_aligned_start(view, self.last_n)
-        actions, reasons = [], []
-        systems = set(preamble_systems(view))
-        for i in range(n):
-            if i >= start:
-                actions.append("keep"), reasons.append(f"within the last {self.last_n} messages (turn-aligned)")
-            elif i in systems:
-                actions.append("keep"), reasons.append("always kept: the system prompt")
-            else:
-                actions.append("drop"), reasons.append(f"older than the last {self.last_n} messages")
+        actions = ["drop"] * start + ["keep"] * (n - start)
+        reasons = ([f"older than the last {self.last_n} messages"] * start
+                   + [f"within the last {self.last_n} messages (turn-aligned)"] * (n - start))
+        for i in preamble_systems(view):
+            if i < start:
+                actions[i], reasons[i] = "keep", "always kept: the system prompt"
         return make_plan(view, budget, self.name, self.params(), actions, reasons,
-                         stats={"window_start": start, "extended_by": max(n - self.last_n, 0) - start if n > self.last_n else 0})
+                         stats={"window_start": start, "extended_by": max(n - self.last_n, 0) - start if n > self.last_n else 0},
+                         idle=lambda: window_idle(self.name, "last_n", self.last_n, view, start))
+
+
+def window_idle(name: str, param_name: str, size: int, view: View, start: int) -> str:
+    """Why a window of the newest ``size`` messages, starting at ``start``, removed nothing."""
+    head = f"{name} keeps the last {size:,} messages ({param_name})"
+    n = len(view)
+    if n <= size:
+        return f"{head} and the conversation has {n:,}"
+    before = "nothing lies before it" if start == 0 else "only the system prompt lies before it"
+    return (f"{head}, widened back to the start of their turn at message {start:,}: {before}, so the window "
+            f"holds the whole conversation ({n:,} messages)")
