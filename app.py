@@ -10,6 +10,8 @@ PAGES = [
     ("pages/compare.py", "Compare", "⚖️"),
     ("pages/tool_retrieval.py", "Tool Retrieval", "🧰"),
     ("pages/token_counts.py", "Token counts", "🔢"),
+    ("pages/agents.py", "Agents", "🤖"),
+    ("pages/chat.py", "Chat", "💬"),
 ]
 here = Path(__file__).resolve().parent
 nav = st.navigation([st.Page(path, title=title, icon=icon, default=k == 0)
