@@ -145,7 +145,8 @@ with right:
                                    for n, cls in STRATEGIES.items()]), hide_index=True, key="agents_strategy_table")
     picked = profiles.get(st.session_state.agents_pick)
     if picked is not None and picked.overflow.get("pipeline"):
-        st.info(md_escape(f"This agent runs the pipeline {picked.strategy}; saving here replaces it with one strategy."))
+        st.info(md_escape(f"This agent runs the pipeline {picked.strategy}; saving here replaces it with one "
+                          "strategy."))
     strategy = strategy_picker("agents", st, default="summarize")
 
 st.info("A change affects **new sessions only**: a session keeps the configuration it started with. "

@@ -73,7 +73,8 @@ class PgCluster:
                              "-w", "-t", "60", "start")
             if done.returncode == 0:
                 return self
-        log = (self.dir / "server.log").read_text(errors="replace")[-2000:] if (self.dir / "server.log").exists() else ""
+        log_file = self.dir / "server.log"
+        log = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
         raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip()} {log}")
 
     def stop(self) -> None:

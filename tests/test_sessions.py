@@ -52,7 +52,8 @@ def test_summary_worked_example_25_then_5_more(store):
     rec = s.record()
     assert rec.active_ids == tuple(range(4, 25))
     assert sent[0] == {"role": "system", "content": "You are the support agent."}
-    assert sent[1]["role"] == "system" and sent[1]["content"].startswith("Summary of earlier conversation (messages 0-3)")
+    assert sent[1]["role"] == "system"
+    assert sent[1]["content"].startswith("Summary of earlier conversation (messages 0-3)")
     assert "KC-1000" in rec.summary and "KC-1003" in rec.summary and "KC-1004" not in rec.summary
     assert sent[2:] == chatter(4, 25)
     first = rec.summary

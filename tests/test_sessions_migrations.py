@@ -22,11 +22,12 @@ def _write_first_release_store(url: str) -> None:
     config = {"ctxlab_config": 1, "strategy": "summarize", "params": {"trigger_messages": 4, "keep_recent": 2},
               "model": "gpt-4o", "max_tokens": 50_000, "reserve": 0.15, "tools_tokens": 0}
     with engine.begin() as conn:
-        conn.execute(text("INSERT INTO profiles (id, name, model, system_prompt, overflow, tools, created_at, updated_at) "
-                          "VALUES (1, 'support', 'gpt-4o', 'Be brief.', :c, '[]', :t, :t)"),
+        conn.execute(text("INSERT INTO profiles (id, name, model, system_prompt, overflow, tools, created_at, "
+                          "updated_at) VALUES (1, 'support', 'gpt-4o', 'Be brief.', :c, '[]', :t, :t)"),
                      {"c": json.dumps(config), "t": now})
-        conn.execute(text("INSERT INTO sessions (id, profile_id, title, model, system_prompt, tools, next_seq, created_at,"
-                          " updated_at) VALUES ('old1', 1, 'before the upgrade', 'gpt-4o', 'Be brief.', '[]', 6, :t, :t)"),
+        conn.execute(text("INSERT INTO sessions (id, profile_id, title, model, system_prompt, tools, next_seq, "
+                          "created_at, updated_at) VALUES ('old1', 1, 'before the upgrade', 'gpt-4o', 'Be brief.', "
+                          "'[]', 6, :t, :t)"),
                      {"t": now})
         for seq in range(6):
             role = "user" if seq % 2 == 0 else "assistant"
@@ -34,8 +35,9 @@ def _write_first_release_store(url: str) -> None:
                               "VALUES ('old1', :s, :r, :b, :t)"),
                          {"s": seq, "r": role, "t": now,
                           "b": json.dumps({"role": role, "content": f"turn {seq // 2} {role}"})})
-        conn.execute(text("INSERT INTO context_records (session_id, strategy, config, summary, state, active_ids, layout,"
-                          " applied_through, updated_at) VALUES ('old1', 'summarize', :c, '', '{}', '[]', '[]', -1, :t)"),
+        conn.execute(text("INSERT INTO context_records (session_id, strategy, config, summary, state, active_ids, "
+                          "layout, applied_through, updated_at) "
+                          "VALUES ('old1', 'summarize', :c, '', '{}', '[]', '[]', -1, :t)"),
                      {"c": json.dumps(config), "t": now})
     engine.dispose()
 

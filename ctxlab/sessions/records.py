@@ -3,10 +3,17 @@ session summaries. Plain frozen dataclasses, JSON-ready with ``to_dict``."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Mapping
 
 COUNTERS = ("times_applied", "times_triggered", "tokens_saved", "messages_removed")
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """A stored time as an aware UTC datetime (SQLite gives back naive ones)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
 
 
 def _plain(value: Any) -> Any:

@@ -24,7 +24,7 @@ from ..tokens import TokenCount, TokenCounter, count_tokens
 from . import context as ctx
 from .db import SessionError
 from .models import compressions, context_records, messages, profiles, sessions
-from .records import COUNTERS, Compression, ContextRecord
+from .records import COUNTERS, Compression, ContextRecord, utc
 
 if TYPE_CHECKING:
     from .store import SessionStore
@@ -88,7 +88,8 @@ class Session:
         values = {"summary": done.summary, "state": done.state, "active_ids": done.active_ids, "layout": done.layout,
                   "applied_through": max(bodies), "updated_at": t, "times_applied": rec.times_applied + 1,
                   "times_triggered": rec.times_triggered + done.triggered,
-                  "tokens_saved": rec.tokens_saved + plan.saved, "messages_removed": rec.messages_removed + done.removed}
+                  "tokens_saved": rec.tokens_saved + plan.saved,
+                  "messages_removed": rec.messages_removed + done.removed}
         conn.execute(update(context_records).where(context_records.c.session_id == self.id).values(**values))
         conn.execute(compressions.insert().values(
             session_id=self.id, applied_at=t, turn=sum(b["role"] == "user" for b in bodies.values()),
@@ -118,14 +119,15 @@ class Session:
         with self.store.engine.begin() as conn:
             r = self._record_row(conn)
         return ContextRecord(self.id, r.strategy, dict(r.config), r.summary, tuple(r.active_ids), r.applied_through,
-                             r.updated_at, dict(r.state or {}), tuple(r.layout), **{k: getattr(r, k) for k in COUNTERS})
+                             utc(r.updated_at), dict(r.state or {}), tuple(r.layout),
+                             **{k: getattr(r, k) for k in COUNTERS})
 
     def compressions(self) -> list[Compression]:
         """The last applications of the strategy (at most 10), oldest first."""
         with self.store.engine.begin() as conn:
             rows = conn.execute(select(compressions).where(compressions.c.session_id == self.id)
                                 .order_by(compressions.c.id)).all()
-        return [Compression(r.applied_at, r.turn, r.strategy, r.triggered, r.tokens_before, r.tokens_after,
+        return [Compression(utc(r.applied_at), r.turn, r.strategy, r.triggered, r.tokens_before, r.tokens_after,
                             r.messages_before, r.messages_after, tuple(r.summarized), tuple(r.dropped),
                             tuple(r.cleared)) for r in rows]
 

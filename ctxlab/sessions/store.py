@@ -25,7 +25,7 @@ from ..snippets import strategy_config
 from ..strategies import Budget, get_strategy
 from .db import SessionError, default_url, make_engine, migrate, redact
 from .models import context_records, messages, profiles, sessions
-from .records import COUNTERS, Profile, SessionInfo, strategy_label
+from .records import COUNTERS, Profile, SessionInfo, strategy_label, utc
 from .session import Session
 
 
@@ -46,7 +46,8 @@ def _overflow(model: str, max_tokens: int | None, reserve: float, strategy: str,
 
 
 def _profile(row: Any) -> Profile:
-    return Profile(row.name, row.model, row.system_prompt, dict(row.overflow), tuple(row.tools or ()), row.updated_at)
+    return Profile(row.name, row.model, row.system_prompt, dict(row.overflow), tuple(row.tools or ()),
+                   utc(row.updated_at))
 
 
 class SessionStore:
@@ -145,7 +146,8 @@ class SessionStore:
         if profile is not None:
             q = q.where(profiles.c.name == profile)
         with self.engine.begin() as conn:
-            return [SessionInfo(r.id, r.profile, r.title, int(r.n or 0), r.created_at, r.updated_at, r.strategy)
+            return [SessionInfo(r.id, r.profile, r.title, int(r.n or 0), utc(r.created_at), utc(r.updated_at),
+                                r.strategy)
                     for r in conn.execute(q)]
 
     def update_existing_sessions(self, profile: str) -> int:
