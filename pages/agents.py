@@ -14,7 +14,7 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import SAMPLES_DIR, init_state, md_escape, sample_names
+from appstate import SAMPLES_DIR, input_panel, md_escape, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.sessions import Profile, SessionStore, default_url
 from ctxlab.sessions.db import redact
@@ -96,7 +96,8 @@ def _on_preset() -> None:
 # ---------------------------------------------------------------- page
 
 st.set_page_config(layout="wide")
-init_state()
+input_panel()  # the shared sidebar, as on every page (the Strategy Lab's input; an agent has its own model)
+st.sidebar.caption("The sidebar feeds the Strategy Lab. An agent's own model and limit are set on the Agents page.")
 st.title("Agents")
 st.write("An agent is a model, a system prompt, tools and a **token overflow** configuration: the context strategy "
          "that runs at every user message of its sessions. Chat with an agent on the Chat page.")
@@ -135,10 +136,10 @@ with right:
     st.subheader("Token overflow")
     st.selectbox("Model preset", ["(choose to fill the limit)", *PRESETS], key="agents_preset", on_change=_on_preset,
                  help="Fills the model and its context limit: the classic small windows, and current models")
-    st.selectbox("Model", list(ctxlab.MODELS), key="agents_model",
+    st.selectbox("Agent model", list(ctxlab.MODELS), key="agents_model",
                  help="Picks the tokenizer and the framing the context is counted with")
-    st.number_input("Context limit (tokens)", min_value=256, max_value=2_000_000, step=1000, key="agents_max_tokens")
-    st.slider("Response reserve", 0.0, 0.5, step=0.05, key="agents_reserve",
+    st.number_input("Agent context limit (tokens)", min_value=256, max_value=2_000_000, step=1000, key="agents_max_tokens")
+    st.slider("Agent response reserve", 0.0, 0.5, step=0.05, key="agents_reserve",
               help="Share of the limit kept free for the model's reply")
     with st.expander("What each strategy does"):
         st.dataframe(pd.DataFrame([{"strategy": cls.title or n, "what it does": cls.summary}

@@ -19,7 +19,7 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import SAMPLES_DIR, DEFAULT_SAMPLE, init_state, md_escape, open_in_lab, sample_names
+from appstate import DEFAULT_SAMPLE, SAMPLES_DIR, input_panel, md_escape, open_in_lab, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.exports.config import read_config
 from ctxlab.sessions import Session, SessionStore, default_url
@@ -59,8 +59,14 @@ def _make_sample_agent(store: SessionStore) -> None:
 
 
 def _session() -> Session | None:
+    """The session picked, or None (nothing picked, or it no longer exists)."""
     sid = st.session_state.get("chat_session_pick")
-    return open_store(default_url()).open_session(sid) if sid and sid != NEW else None
+    if not sid or sid == NEW:
+        return None
+    try:
+        return open_store(default_url()).open_session(sid)
+    except CtxlabError:
+        return None
 
 
 def _responder():
@@ -154,8 +160,8 @@ def _token_bar(by_category: dict[str, int], limit: int) -> go.Figure:
         if by_category.get(cat):
             fig.add_bar(y=["sent"], x=[by_category[cat]], name=cat.replace("_", " "), orientation="h")
     fig.add_vline(x=limit, line_dash="dash", annotation_text=f"budget {limit:,}")
-    fig.update_layout(barmode="stack", height=180, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="tokens",
-                      legend=dict(orientation="h", y=-0.6))
+    fig.update_layout(barmode="stack", height=260, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="tokens",
+                      yaxis_visible=False, legend=dict(orientation="h", yanchor="top", y=-0.45))
     return fig
 
 
@@ -166,10 +172,10 @@ def _side(session: Session) -> None:
     count = session.count(sent)
     budget = Budget(**read_config(record.config).budget_kwargs())
     st.caption(md_escape(f"This session runs {record.strategy} (copied from the agent when it started)."))
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Tokens sent", f"{count.total:,}")
-    c2.metric("Budget", f"{budget.prompt_limit:,}")
-    c3.metric("Messages sent", f"{len(sent):,}", help=f"of {len(session.history()):,} in the history, plus the "
+    c1, c2 = st.columns(2)
+    c1.metric("Tokens sent", f"{count.total:,}", help="What the next model call receives")
+    c2.metric("Budget", f"{budget.prompt_limit:,}", help="The agent's context limit less its response reserve")
+    c1.metric("Messages sent", f"{len(sent):,}", help=f"of {len(session.history()):,} in the history, plus the "
                                                        "system prompt")
     st.plotly_chart(_token_bar(count.by_category, budget.prompt_limit), key="chat_token_bar")
     if count.total > budget.prompt_limit:
@@ -189,11 +195,11 @@ def _side(session: Session) -> None:
     else:
         st.caption("The strategy runs at every user message.")
     st.subheader("Monitoring")
-    m1, m2, m3, m4 = st.columns(4)
+    m1, m2 = st.columns(2)
     m1.metric("Strategy runs", f"{record.times_applied:,}")
     m2.metric("Times it acted", f"{record.times_triggered:,}")
-    m3.metric("Tokens saved", f"{record.tokens_saved:,}")
-    m4.metric("Messages removed", f"{record.messages_removed:,}")
+    m1.metric("Tokens saved", f"{record.tokens_saved:,}")
+    m2.metric("Messages removed", f"{record.messages_removed:,}")
     st.button("Open in Strategy Lab", key="chat_open_lab", on_click=_open_in_lab,
               help="Load this session's full history (and its model and budget) into the Strategy Lab")
 
@@ -201,7 +207,8 @@ def _side(session: Session) -> None:
 # ---------------------------------------------------------------- page
 
 st.set_page_config(layout="wide")
-init_state()
+input_panel()  # the shared sidebar, as on every page (the Strategy Lab's input; an agent has its own model)
+st.sidebar.caption("The sidebar feeds the Strategy Lab. An agent's own model and limit are set on the Agents page.")
 st.title("Chat")
 try:
     store = open_store(default_url())
@@ -234,8 +241,9 @@ infos = {i.id: i for i in store.sessions(profile)}
 if st.session_state.get("chat_session_pick") not in (NEW, *infos):
     st.session_state.chat_session_pick = NEW
 top[1].selectbox("Session", [NEW, *infos], key="chat_session_pick",
+                 # a label that never changes (the browser sends the label back: a count in it would break that)
                  format_func=lambda i: "— start a new session —" if i == NEW else
-                 f"{infos[i].title or i[:8]} · {infos[i].messages} messages · {infos[i].updated_at:%Y-%m-%d %H:%M}",
+                 f"{infos[i].title or 'session'} · {i[:8]} · started {infos[i].created_at:%Y-%m-%d %H:%M}",
                  help="Resume any session of this agent, also after a restart")
 top[2].button("Start a new session", key="chat_new", on_click=_start_session, args=(profile,))
 

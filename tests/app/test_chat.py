@@ -16,7 +16,11 @@ from ctxlab.sessions import SessionStore
 
 from ..conftest import ROOT, SAMPLES
 from ..openai_fake import FakeOpenAI
+from .browser import (error_texts, free_port, full_screenshot, launch, missing_requirements, open_page as open_nav,
+                      settle, start_app, stop_app, wait_for_heading, wait_until_ready)
 from .helpers import metric, open_page
+
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
 
 SAMPLE = ctxlab.export(ctxlab.load(SAMPLES / "ecommerce_refund.json"), "openai").data
 
@@ -127,3 +131,54 @@ def test_typed_text_stays_text(data_dir, monkeypatch):
     assert not at.exception
     shown = at.chat_message[0].markdown[0].value
     assert "\\<img" in shown and "\\[click\\]" in shown  # escaped: shown as typed, never as HTML or a link
+
+
+def test_the_session_labels_do_not_change_while_chatting(data_dir, monkeypatch):
+    """The browser sends a selectbox's label back, not its value: a label that changed after a
+    turn (it held the message count) made the page lose the session (seen in the real browser)."""
+    at = _started(monkeypatch)
+    before = at.selectbox(key="chat_session_pick").options
+    at.button(key="chat_send_scripted").click().run()
+    assert not at.exception
+    assert at.selectbox(key="chat_session_pick").options == before
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(missing_requirements() is not None, reason=str(missing_requirements()))
+def test_chat_in_a_real_browser_then_open_in_the_lab(data_dir):
+    """The flow of the issue's "done when" in headless chromium against `streamlit run`: create
+    the sample agent, start a session, two scripted turns, no error; Open in Strategy Lab lands on
+    the Lab with the session's history (screenshots in test-artifacts/browser/)."""
+    from playwright.sync_api import expect, sync_playwright
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    port, log = free_port(), ARTIFACTS / "chat_streamlit.log"
+    proc = start_app(ROOT, port, log)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_ready(proc, url, log)
+        with sync_playwright() as p:
+            browser = launch(p)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(30_000)
+                page.goto(url + "/")
+                wait_for_heading(page, "Strategy Lab")
+                open_nav(page, "Chat")
+                for name in ("Create the sample agent", "Start a new session", "Send the next scripted message",
+                             "Send the next scripted message"):
+                    page.get_by_role("button", name=name).click()
+                    settle(page)
+                    assert error_texts(page) == [], f"after {name}"
+                main = page.locator('[data-testid="stMain"]')
+                expect(main.get_by_text("Running summary", exact=True)).to_be_visible()
+                expect(main.get_by_text("No summary yet", exact=False)).to_have_count(0)
+                full_screenshot(page, ARTIFACTS / "chat_two_turns.png")
+                page.get_by_role("button", name="Open in Strategy Lab").click()
+                wait_for_heading(page, "Strategy Lab")
+                expect(main.get_by_text("You are looking at the session", exact=False)).to_be_visible()
+                assert error_texts(page) == []
+                full_screenshot(page, ARTIFACTS / "chat_opened_in_lab.png")
+            finally:
+                browser.close()
+    finally:
+        stop_app(proc)
