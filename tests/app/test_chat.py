@@ -16,6 +16,7 @@ from ctxlab.sessions import SessionStore
 
 from ..conftest import ROOT, SAMPLES
 from ..openai_fake import FakeOpenAI
+from ..pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 from .browser import (error_texts, free_port, full_screenshot, launch, missing_requirements, open_page as open_nav,
                       settle, start_app, stop_app, wait_for_heading, wait_until_ready)
 from .helpers import metric, open_page
@@ -76,6 +77,29 @@ def test_fresh_user_chats_sees_the_summary_resumes_and_opens_the_lab(data_dir, m
     assert loaded["messages"] == SAMPLE["messages"]  # system prompt and the full history, nothing compacted
     assert again.session_state["source"] == "paste" and again.session_state["model"] == "gpt-4"
     assert again.session_state["max_tokens"] == 8192
+
+
+def test_the_same_chat_against_postgresql(pg_url, monkeypatch):  # noqa: F811
+    """With CTXLAB_SESSIONS_URL naming a real PostgreSQL server, the pages use it: the sample
+    agent, two scripted turns, the summary, and a resumed session after a restart."""
+    monkeypatch.setenv("CTXLAB_SESSIONS_URL", pg_url)
+    st.cache_resource.clear()
+    try:
+        at = _started(monkeypatch)
+        at.button(key="chat_send_scripted").click().run()
+        at.button(key="chat_send_scripted").click().run()
+        assert not at.exception and not at.error
+        assert metric(at, "Times it acted") == "1"
+        with SessionStore(pg_url) as store:
+            assert store.engine.dialect.name == "postgresql"
+            sid = store.sessions()[0].id
+            assert "KC-482193" in store.open_session(sid).record().summary
+        st.cache_resource.clear()
+        again = open_page("chat.py", monkeypatch)
+        again.selectbox(key="chat_session_pick").set_value(sid).run()
+        assert len(again.chat_message) == len(SAMPLE["messages"]) - 1
+    finally:
+        st.cache_resource.clear()
 
 
 def test_open_in_lab_switches_to_the_strategy_lab_in_the_app(data_dir, monkeypatch):
