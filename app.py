@@ -4,14 +4,16 @@ from pathlib import Path
 
 import streamlit as st
 
-st.set_page_config(page_title="ctxlab", page_icon="🧪", layout="wide")
+# Material icons ship with Streamlit's own font: emoji would show as empty boxes in a browser
+# without an emoji font (Debian's chromium).
+st.set_page_config(page_title="ctxlab", page_icon=":material/science:", layout="wide")
 PAGES = [
-    ("pages/strategy_lab.py", "Strategy Lab", "🧪"),
-    ("pages/compare.py", "Compare", "⚖️"),
-    ("pages/tool_retrieval.py", "Tool Retrieval", "🧰"),
-    ("pages/token_counts.py", "Token counts", "🔢"),
-    ("pages/agents.py", "Agents", "🤖"),
-    ("pages/chat.py", "Chat", "💬"),
+    ("pages/strategy_lab.py", "Strategy Lab", ":material/science:"),
+    ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/tool_retrieval.py", "Tool Retrieval", ":material/build:"),
+    ("pages/token_counts.py", "Token counts", ":material/calculate:"),
+    ("pages/agents.py", "Agents", ":material/smart_toy:"),
+    ("pages/chat.py", "Chat", ":material/chat:"),
 ]
 here = Path(__file__).resolve().parent
 nav = st.navigation([st.Page(path, title=title, icon=icon, default=k == 0)

@@ -32,9 +32,12 @@ DEFAULTS: dict[str, Callable[[], Any]] = {
     "input_error": lambda: None,         # the engine's message for the last bad input
     "model": lambda: "gpt-4o",
     "max_tokens": lambda: 16_000,        # context limit in use (a small default so strategies have work)
+    "limit_set_by_user": lambda: False,  # True once the user typed a limit: a model change then keeps it
+    "limit_note": lambda: None,          # what the last model change did to the limit the user set
     "reserve": lambda: 0.15,
     "pins": lambda: [],                  # message indexes pinned in the Strategy Lab
     "tool_tokens_override": lambda: None,  # tokens of the tools retrieval selected, when used in the budget
+    "tool_tokens_source": lambda: None,    # where they come from: {label, own, model, conversation (text hash)}
     **{f"gen_{p['name']}": (lambda d=p["default"]: d) for p in GEN_PARAMS},
 }
 
@@ -115,8 +118,30 @@ def _try_use(text: str, label: str) -> None:
     st.session_state.input_error = None
 
 
+MAX_FOLLOWED_LIMIT = 1_000_000
+"""An untouched limit follows the model's window up to this many tokens."""
+
+
+def limit_for_model(limit: int, set_by_user: bool, model: str) -> tuple[int, str | None]:
+    """The context limit after switching to ``model``, and a note for the user: a limit the user
+    set stays (capped at the model's window); an untouched default follows the model's window."""
+    window = ctxlab.resolve_model(model).context_window
+    if not set_by_user:
+        return min(window, MAX_FOLLOWED_LIMIT), None
+    if limit > window:
+        return window, (f"Your context limit of {limit:,} tokens is more than {model}'s window: "
+                        f"lowered to {window:,}.")
+    return limit, f"Kept your context limit of {limit:,} tokens ({model}'s window is {window:,})."
+
+
 def _on_model_change() -> None:
-    st.session_state.max_tokens = min(ctxlab.resolve_model(st.session_state.model).context_window, 1_000_000)
+    st.session_state.max_tokens, st.session_state.limit_note = limit_for_model(
+        int(st.session_state.max_tokens), bool(st.session_state.limit_set_by_user), st.session_state.model)
+
+
+def _on_limit_change() -> None:
+    st.session_state.limit_set_by_user = True
+    st.session_state.limit_note = None
 
 
 def _conversation_input() -> None:
@@ -135,6 +160,9 @@ def _conversation_input() -> None:
         up = sb.file_uploader("Upload .json / .jsonl", type=["json", "jsonl"], key="upload_file")
         if up is not None:
             _try_use(up.getvalue().decode("utf-8", errors="replace"), f"upload {up.name}")
+        elif str(st.session_state.conversation_label).startswith("upload "):
+            # Streamlit forgets a file widget on another page; the conversation it brought stays in use.
+            sb.caption(md_escape(f"In use: {st.session_state.conversation_label}"))
     else:
         _generator_controls()
 
@@ -170,7 +198,11 @@ def input_panel() -> None:
     st.sidebar.selectbox("Model", list(ctxlab.MODELS), key="model", on_change=_on_model_change,
                          help="Picks the tokenizer, the framing and the context window")
     st.sidebar.number_input("Context limit (tokens)", min_value=256, max_value=2_000_000, step=1000, key="max_tokens",
-                            help="The model's window, or a smaller limit to see strategies work")
+                            on_change=_on_limit_change,
+                            help="The model's window, or a smaller limit to see strategies work. A limit you "
+                                 "type stays when you change the model (lowered to its window if larger).")
+    if st.session_state.limit_note:
+        st.sidebar.caption(md_escape(st.session_state.limit_note))
     st.sidebar.slider("Response reserve", 0.0, 0.5, step=0.05, key="reserve",
                       help="Share of the limit kept free for the model's reply")
 
@@ -181,14 +213,29 @@ def current_conversation() -> ctxlab.Conversation | None:
     return parse(text) if text else None
 
 
+def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
+    """The tool-definition tokens the budget counts, which catalog they come from (in words),
+    and whether they exceed all of the conversation's own tools. The Tool Retrieval selection
+    counts only while it was made for this conversation and model."""
+    model = st.session_state.model
+    own = TokenCounter(model).tools(conv.tools)
+    own_text = f"all the conversation's own {len(conv.tools)} tools ({own:,} tokens)"
+    override, src = st.session_state.tool_tokens_override, st.session_state.get("tool_tokens_source")
+    if override is None or not src:
+        return own, f"Tool definitions in the budget: {own_text}.", False
+    if src.get("conversation") != text_hash(st.session_state.conversation_text or "") or src.get("model") != model:
+        return own, (f"Tool definitions in the budget: {own_text}; the Tool Retrieval selection was made for "
+                     "another conversation or model: open Tool Retrieval to select again."), False
+    note = f"Tool definitions in the budget: {int(override):,} tokens, the tools retrieval selects from {src['label']}"
+    if int(override) > own:
+        return int(override), note + f", more than {own_text}: that catalog is not the conversation's.", True
+    return int(override), note + f" (all the conversation's own tools: {own:,} tokens).", False
+
+
 def current_budget(conv: ctxlab.Conversation) -> Budget:
     """The budget from the sidebar; tool definitions count in it (only the selected ones when the
-    Tool Retrieval page says so)."""
-    model = st.session_state.model
-    tools = st.session_state.tool_tokens_override
-    if tools is None:
-        tools = TokenCounter(model).tools(conv.tools)
-    return Budget(int(st.session_state.max_tokens), float(st.session_state.reserve), int(tools))
+    Tool Retrieval page says so: see tool_budget)."""
+    return Budget(int(st.session_state.max_tokens), float(st.session_state.reserve), tool_budget(conv)[0])
 
 
 def require_conversation() -> ctxlab.Conversation:

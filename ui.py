@@ -7,10 +7,88 @@ import streamlit as st
 
 from appstate import md_escape, persist
 from ctxlab.errors import CtxlabError
-from ctxlab.strategies import STRATEGIES, Strategy, get_strategy
+from ctxlab.compare import ACTION_WORDS
+from ctxlab.figures import ACTION_COLORS
+from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy
 
-ACTION_ICONS = {"keep": "🟩 kept", "summarize": "🟨 summarized", "clear": "🟦 cleared", "truncate": "🟪 truncated",
-                "drop": "🟥 dropped"}
+TABLE_ACTIONS = ("keep", "summarize", "clear", "truncate", "drop", "insert")
+"""The actions a table row can show, in the order of their badges."""
+CHAR_PX, BADGE_PAD_PX = 8, 44
+"""Width of a character of the tables' font and a badge's padding plus the cell's, in pixels
+(generous: a column a few pixels too wide costs nothing, one too narrow cuts the word)."""
+
+
+def text_width(texts: Any) -> int:
+    """Pixels a table column needs to show the longest of ``texts`` whole, as a badge."""
+    return CHAR_PX * max((len(t) for t in texts), default=1) + BADGE_PAD_PX
+
+
+def action_column(label: str = "action", help: str | None = None) -> Any:
+    """A table column showing each row's action as a word on a badge of the action's colour, wide
+    enough for the longest word (the cell holds the word, e.g. ``"dropped"``)."""
+    words = [ACTION_WORDS[a] for a in TABLE_ACTIONS]
+    return st.column_config.MultiselectColumn(label, options=words, color=[ACTION_COLORS[a] for a in TABLE_ACTIONS],
+                                              width=text_width([*words, label]), help=help)
+
+
+def count_column(label: str, help: str | None = None) -> Any:
+    """A column of whole numbers written with thousands separators (1,993, not 1993)."""
+    return st.column_config.NumberColumn(label, format="localized", help=help)
+
+
+DEFAULTS_CHOICES = {"scaled": "scaled to this budget", "documented": "documented peer defaults"}
+"""Where a strategy's parameter controls take their values from: the strategy's ``scaled_defaults``
+for the budget in use, or its schema defaults (the ones its peers document)."""
+
+
+def _widget_value(spec: dict[str, Any], value: Any) -> Any:
+    """A parameter value as its control holds it (text for optional ints and lists, clamped to
+    the control's range)."""
+    kind = spec["type"]
+    if spec.get("choices"):
+        return value
+    if kind == "bool":
+        return bool(value)
+    if kind == "int" and spec["default"] is None:
+        return "" if value is None else str(int(value))
+    if kind in ("int", "float"):
+        cast = int if kind == "int" else float
+        lo, hi = spec.get("min"), spec.get("max")
+        value = cast(value)
+        if lo is not None:
+            value = max(value, cast(lo))
+        if hi is not None:
+            value = min(value, cast(hi))
+        return value
+    if kind.startswith("list["):
+        return ", ".join(map(str, value or []))
+    return str(value or "")
+
+
+def default_values(name: str, choice: str, budget: Budget | None) -> dict[str, Any]:
+    """The parameter values a strategy's controls start from: scaled to ``budget`` (when the
+    strategy can scale and a budget is given) or the documented defaults."""
+    cls = STRATEGIES[name]
+    values = {spec["name"]: spec["default"] for spec in cls.schema()}
+    if choice == "scaled" and budget is not None:
+        values.update(cls.scaled_defaults(budget))
+    return values
+
+
+def _fill_defaults(prefix: str, name: str, budget: Budget | None, force: bool = False) -> None:
+    """Put the chosen defaults into the strategy's controls: every control the user has not
+    changed since it was last filled (all of them when ``force``), so a new budget rescales
+    untouched values and never overrides a value the user set."""
+    choice = st.session_state.get(f"{prefix}_defaults", "scaled")
+    filled_key = f"{prefix}_{name}__filled"
+    filled: dict[str, Any] = dict(st.session_state.get(filled_key, {}))
+    specs = {spec["name"]: spec for spec in STRATEGIES[name].schema()}
+    for param, value in default_values(name, choice, budget).items():
+        key, new = f"{prefix}_{name}_{param}", _widget_value(specs[param], value)
+        if force or key not in st.session_state or st.session_state[key] == filled.get(key):
+            st.session_state[key] = new
+            filled[key] = new
+    st.session_state[filled_key] = filled
 
 
 def _param_widget(container: Any, spec: dict[str, Any], key: str) -> Any:
@@ -48,18 +126,28 @@ def _param_widget(container: Any, spec: dict[str, Any], key: str) -> Any:
 
 
 def strategy_picker(prefix: str, container: Any = st, default: str = "tool_rounds",
-                    exclude: tuple[str, ...] = ()) -> Strategy | None:
-    """A strategy selectbox and its parameter controls (keys ``{prefix}_strategy`` and
-    ``{prefix}_{strategy}_{param}``); returns the built strategy, or None after showing the
-    engine's error for an invalid combination."""
+                    exclude: tuple[str, ...] = (), budget: Budget | None = None) -> Strategy | None:
+    """A strategy selectbox, a choice of defaults (scaled to ``budget`` or documented) and the
+    strategy's parameter controls (keys ``{prefix}_strategy``, ``{prefix}_defaults`` and
+    ``{prefix}_{strategy}_{param}``); returns the built strategy, or None after showing the engine's
+    error for an invalid combination."""
     names = [n for n in STRATEGIES if n not in exclude]
     st.session_state.setdefault(f"{prefix}_strategy", default if default in names else names[0])
     name = container.selectbox("Strategy", names, key=f"{prefix}_strategy", format_func=lambda n: STRATEGIES[n].title or n,
                                help="Each strategy decides keep / drop / summarize / clear / truncate per message")
     container.caption(STRATEGIES[name].summary)
-    params = {spec["name"]: _param_widget(container, spec, f"{prefix}_{name}_{spec['name']}")
-              for spec in STRATEGIES[name].schema()}
-    persist(f"{prefix}_strategy", *(f"{prefix}_{name}_{spec['name']}" for spec in STRATEGIES[name].schema()))
+    specs = STRATEGIES[name].schema()
+    scaling = STRATEGIES[name].scaling
+    if specs and budget is not None and scaling:
+        st.session_state.setdefault(f"{prefix}_defaults", "scaled")
+        container.radio("Defaults", list(DEFAULTS_CHOICES), key=f"{prefix}_defaults", format_func=DEFAULTS_CHOICES.get,
+                        on_change=_fill_defaults, args=(prefix, name, budget, True), horizontal=True,
+                        help=f"{scaling} The documented defaults are the values the strategy's peers ship, which "
+                             "may never act on a small budget. Picking one fills the controls below.")
+    _fill_defaults(prefix, name, budget if scaling else None)
+    params = {spec["name"]: _param_widget(container, spec, f"{prefix}_{name}_{spec['name']}") for spec in specs}
+    persist(f"{prefix}_strategy", f"{prefix}_defaults", f"{prefix}_{name}__filled",
+            *(f"{prefix}_{name}_{spec['name']}" for spec in specs))
     try:
         return get_strategy(name, **params)
     except CtxlabError as e:

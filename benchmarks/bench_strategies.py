@@ -35,7 +35,7 @@ from ctxlab.validate import validate
 
 HERE = Path(__file__).resolve().parent
 BASELINES = ("none", "langchain_trim")
-TARGET_MS = 20.0
+TARGET_MS = 5.0  # issue 12.14: every strategy plans 10,000 messages in under 5 ms warm
 
 
 def median_ms(fn: Callable[[], object], runs: int) -> float:
@@ -89,7 +89,8 @@ def bench_speed() -> None:
         mark = "ok" if ms < TARGET_MS else "OVER target"
         print(f"{name:<28} {ms:9.2f} ms  {mark:<12} keeps {len(plan.messages):,} messages, "
               f"{plan.tokens_after:,} tokens")
-    print(f"\ntarget: under {TARGET_MS:.0f} ms each (summarize with an LLM excluded)\n")
+    print(f"\ntarget: under {TARGET_MS:.0f} ms each (summarize with an LLM excluded); load average {_load()} "
+          f"on {os.cpu_count()} cores (timings on a busy machine are noisy)\n")
 
 
 # ---------------------------------------------------------------- b. ctxlab vs trim_messages

@@ -13,6 +13,14 @@ from typing import Any, Mapping, Sequence
 from .strategies.plan import Plan
 from .validate import Finding, validate
 
+ACTION_WORDS: dict[str, str] = {
+    "keep": "kept", "summarize": "summarized", "clear": "cleared", "truncate": "truncated", "drop": "dropped",
+    "insert": "inserted summary", "removed": "removed earlier", "future": "not yet arrived",
+}
+"""The word for each action (and, in a replay, for a message removed earlier or not arrived yet),
+used by tables and figures alike: words, not emoji, which a browser without an emoji font shows
+as empty boxes."""
+
 DEFAULT_STRATEGIES: tuple[str, ...] = ("sliding_window", "tool_rounds", "summarize", "clear_tool_results")
 """The strategies the columns start with, one per column (different ones, so the first screen compares)."""
 
@@ -85,10 +93,11 @@ def measure(plan: Plan, label: str, rules: Sequence[str] = RULE_SETS) -> PlanMet
 
 
 def action_table(roles: Sequence[str], tokens: Sequence[int], plans: Sequence[Plan], labels: Sequence[str],
-                 action_labels: Mapping[str, str], show_reasons: Sequence[bool] = ()) -> list[dict[str, Any]]:
-    """One row per input message (index, role, tokens) and one column per plan with its action,
-    written with ``action_labels`` (e.g. ``🟥 dropped``); a plan whose ``show_reasons`` entry is true
-    gets the label followed by the plan's reason instead."""
+                 action_labels: Mapping[str, str] = ACTION_WORDS,
+                 show_reasons: Sequence[bool] = ()) -> list[dict[str, Any]]:
+    """One row per input message (index, role, tokens) and one column per plan with its action as a
+    word (``action_labels``, by default ``dropped``, ``kept``...); a plan whose ``show_reasons``
+    entry is true also gets a column ``"<label> reason"`` with the plan's reason for each message."""
     if len(plans) != len(labels):
         raise ValueError(f"{len(plans)} plans but {len(labels)} labels")
     for label, p in zip(labels, plans):
@@ -99,8 +108,9 @@ def action_table(roles: Sequence[str], tokens: Sequence[int], plans: Sequence[Pl
     for i, (role, n) in enumerate(zip(roles, tokens)):
         row: dict[str, Any] = {"#": i, "role": role, "tokens": n}
         for label, p, why in zip(labels, plans, reasons):
-            text = action_labels.get(p.actions[i], p.actions[i])
-            row[label] = f"{text}: {p.reasons[i]}" if why else text
+            row[label] = action_labels.get(p.actions[i], p.actions[i])
+            if why:
+                row[f"{label} reason"] = p.reasons[i]
         rows.append(row)
     return rows
 
@@ -152,3 +162,125 @@ def verdict(metrics: Sequence[PlanMetrics]) -> Verdict:
     out = f"; {others} of {len(metrics)} did not qualify" if others else ""
     return Verdict(best, f"{m.label} wins: it fits, {kept}and saves {m.saved:,} tokens "
                          f"({m.saved_share:.0%}){tie}{out}.")
+
+
+@dataclass(frozen=True)
+class FindingChanges:
+    """How a plan changed the input's own errors under one rule set: the input's errors,
+    ``repaired`` (input errors the result no longer has: the strategy removed or changed the
+    messages at fault, by chance, not by design), ``remaining`` (input errors still in the result,
+    as the result's findings) and ``introduced`` (the result's errors the input did not have)."""
+
+    rules: str
+    input: tuple[Finding, ...]
+    repaired: tuple[Finding, ...]
+    remaining: tuple[Finding, ...]
+    introduced: tuple[Finding, ...]
+
+
+def finding_changes(input_findings: Sequence[Finding], result_findings: Sequence[Finding],
+                    origin: Sequence[int | None], rules: str) -> FindingChanges:
+    """Match the errors of the input with those of a plan's result (``origin`` maps each result
+    message to its input index): an error is the same when its code and input message are."""
+    def key(f: Finding, at: int | None) -> tuple[str, int | None]:
+        return f.code, at
+
+    errors_in = [f for f in input_findings if f.severity == "error"]
+    errors_out = [f for f in result_findings if f.severity == "error"]
+    out_keys = {key(f, origin[f.index] if f.index is not None and f.index < len(origin) else None): f
+                for f in errors_out}
+    in_keys = {key(f, f.index) for f in errors_in}
+    repaired = tuple(f for f in errors_in if key(f, f.index) not in out_keys)
+    remaining = tuple(f for k, f in out_keys.items() if k in in_keys)
+    introduced = tuple(f for k, f in out_keys.items() if k not in in_keys)
+    return FindingChanges(rules, tuple(errors_in), repaired, remaining, introduced)
+
+
+RULE_NAMES: dict[str, str] = {"openai": "OpenAI", "anthropic": "Anthropic"}
+
+
+@dataclass(frozen=True)
+class Note:
+    """One thing to tell the user about a plan's outcome: ``level`` is ``success`` (all good: it
+    acted, fits and passes), ``info``, ``warning`` or ``caption`` (neutral), and a sentence."""
+
+    level: str
+    text: str
+
+
+def _where(f: Finding, origin: Sequence[int | None] | None) -> str:
+    if f.index is None:
+        return ""
+    if origin is None:
+        return f" at message #{f.index}"
+    src = origin[f.index] if f.index < len(origin) else None
+    return f" (result message {f.index} is input message #{src})" if src is not None else f" at result message {f.index}"
+
+
+def _grouped(findings: Mapping[str, Sequence[Finding]]) -> list[tuple[str, Finding]]:
+    """Errors found by several rule sets at the same place once, with the providers' names."""
+    seen: dict[tuple[str, int | None], list[str]] = {}
+    first: dict[tuple[str, int | None], Finding] = {}
+    for rules, found in findings.items():
+        for f in found:
+            if f.severity == "error":
+                seen.setdefault((f.code, f.index), []).append(RULE_NAMES.get(rules, rules))
+                first.setdefault((f.code, f.index), f)
+    return [(" and ".join(names), first[k]) for k, names in seen.items()]
+
+
+def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
+                  result_findings: Mapping[str, Sequence[Finding]], *, idle: str | None = None,
+                  limit: int = 5) -> list[Note]:
+    """What to tell the user about a plan, most pressing first: that the strategy did nothing
+    (``idle``, its own sentence), that the result does not fit, the result's errors, the input's own
+    errors and which of them the strategy happened to repair; a ``success`` note only when the
+    strategy acted, the result fits and passes every rule set and the input had no error of its own
+    (never "all good" beside a problem). At most ``limit`` errors are listed per kind."""
+    notes: list[Note] = []
+    if idle:
+        notes.append(Note("info", f"The strategy did not act: {idle.rstrip('.')}."))
+    if not plan.fits:
+        notes.append(Note("warning", f"The result does not fit: {plan.tokens_after:,} tokens, "
+                                     f"{plan.tokens_after - plan.budget.prompt_limit:,} over the "
+                                     f"{plan.budget.prompt_limit:,}-token prompt limit."))
+    changes = {r: finding_changes(input_findings.get(r, ()), result_findings[r], plan.origin, r)
+               for r in result_findings}
+    for r, ch in changes.items():
+        for f in ch.introduced[:limit]:
+            notes.append(Note("warning", f"{RULE_NAMES.get(r, r)} would reject the result, {f.code}: "
+                                         f"{f.message}{_where(f, plan.origin)}"))
+        if len(ch.introduced) > limit:
+            notes.append(Note("warning", f"{RULE_NAMES.get(r, r)}: {len(ch.introduced) - limit} more errors in the result"))
+    input_errors = _grouped(input_findings)
+    if input_errors:
+        listed = "; ".join(f"{f.code}{_where(f, None)}: {f.message}" for _, f in input_errors[:limit])
+        more = f" (and {len(input_errors) - limit} more)" if len(input_errors) > limit else ""
+        who = " and ".join(dict.fromkeys(n for names, _ in input_errors for n in names.split(" and ")))
+        notes.append(Note("warning", f"The input itself breaks the rules: {who} would reject it as it is. "
+                                     f"{listed}{more}."))
+        repaired = _grouped({r: ch.repaired for r, ch in changes.items()})
+        remaining = _grouped({r: ch.remaining for r, ch in changes.items()})
+        if repaired:
+            at = ", ".join(f"{f.code} at #{f.index}" for _, f in repaired[:limit])
+            notes.append(Note("info", f"The strategy happened to repair {len(repaired)} of them ({at}): it removed "
+                                      "or changed the messages at fault. That is chance, not a fix: another setting "
+                                      "or a longer conversation can bring them back, so fix the input."))
+        if remaining:
+            at = ", ".join(f"{f.code}{_where(f, plan.origin)}" for _, f in remaining[:limit])
+            notes.append(Note("warning", f"{len(remaining)} of them are still in the result: {at}."))
+    result_ok = not any(ch.introduced or ch.remaining for ch in changes.values())
+    if result_ok and plan.fits and not idle and not input_errors:
+        names = " and ".join(RULE_NAMES.get(r, r) for r in result_findings)
+        notes.append(Note("success", f"The result fits the budget and passes the {names} rules: every tool call "
+                                     "is still followed by its results."))
+    elif result_ok:
+        names = " and ".join(RULE_NAMES.get(r, r) for r in result_findings)
+        if input_errors:
+            but = "only by chance: the input breaks them (see above)"
+        elif not plan.fits:
+            but = "but it does not fit the budget"
+        else:
+            but = "and fits: with nothing to do here, the strategy sent the conversation as it is"
+        notes.append(Note("caption", f"The result follows the {names} tool-call rules, {but}."))
+    return notes

@@ -18,6 +18,9 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+#: part types ctxlab models (counts, shows, converts between formats); any other type a reader
+#: meets is kept whole in ``Part.data`` and written back as it came (see ``Part.modeled``)
+MODELED_PART_TYPES = frozenset({"text", "image", "thinking", "redacted_thinking", "refusal"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,17 @@ class Part:
     type: str
     text: str = ""
     data: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def modeled(self) -> bool:
+        """Whether ctxlab models this part type; an unmodeled part (an unknown block type, an
+        audio part...) is kept as sent, and a counter can only estimate it from its JSON."""
+        return self.type in MODELED_PART_TYPES
+
+    def raw_json(self) -> str:
+        """The part as compact JSON, the way a provider would receive it (``type`` first):
+        what a counter measures for a part it does not model."""
+        return compact_json({"type": self.type, **({"text": self.text} if self.text else {}), **self.data})
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,47 @@ where (message index or JSON path) and what to do. The CLI prints ``str(error)``
 the app shows it with ``st.error``."""
 from __future__ import annotations
 
+import re
+from typing import Any
+
+#: longest echo of an input value in an error or note (the rest is summarized by its length)
+SHOWN_CHARS = 40
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+
+
+def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """An input value as it may appear in one line of an error or a note: ``repr`` (so control
+    characters and lone surrogates are escaped), cut to ``limit`` characters with the full length
+    said, so a 100,000-character role never becomes a 100,000-character error line."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= limit + 2 else f"{text[:limit]}... ({type(value).__name__})"
+
+
+def shown_keys(keys, limit: int = 6) -> str:
+    """Field names for one line: each capped, at most ``limit`` of them, the rest counted."""
+    keys = [str(k) for k in keys]
+    text = ", ".join(k if _PLAIN_KEY.fullmatch(k) else shown(k, 20) for k in keys[:limit])
+    return text + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def path_key(key: str | int) -> str:
+    """One step of a JSON path: ``[3]``, ``.name``, or ``["odd key"]`` (escaped and cut) for a key
+    that is not a plain name."""
+    if isinstance(key, int):
+        return f"[{key}]"
+    if _PLAIN_KEY.fullmatch(key):
+        return f".{key}"
+    return f"[{shown(key, 20)}]"
+
+
+def one_line(text: str) -> str:
+    """Text safe for one line of stderr: no line breaks, no control characters, no lone
+    surrogates (they are written as escapes)."""
+    text = re.sub(r"[\x00-\x1f\x7f\x85\u2028\u2029]", lambda m: repr(m.group())[1:-1], text)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
 
 class CtxlabError(Exception):
     """Base of all input problems ctxlab reports. ``where`` is a JSON path or message index."""

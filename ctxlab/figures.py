@@ -1,14 +1,22 @@
-"""Plotly figures of plans, replays and tool retrieval (the app draws these; so can a notebook).
+"""Plotly figures of plans, replays, token counts and tool retrieval (the app draws these; so can a
+notebook).
 
-Colours are fixed per category and per action so every figure reads the same way.
+Colours and words are fixed per category and per action so every figure (and the app's tables)
+reads the same way. Every figure stays legible from a 3-message conversation to a 10,000-message
+one and from a few hundred tokens to millions: axes start at 0 and end past the largest bar, labels
+sit outside the bars, legends below the axis title, heights are capped, and per-message figures
+aggregate neighbouring messages (and turns) into groups past a size instead of growing without end.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 
-from .strategies import Plan
+from .compare import ACTION_WORDS
+from .strategies import Budget, Plan
 
 CATEGORY_COLORS: dict[str, str] = {
     "system": "#4C78A8", "tool_definitions": "#72B7B2", "user": "#F58518", "assistant_text": "#54A24B",
@@ -16,66 +24,222 @@ CATEGORY_COLORS: dict[str, str] = {
 }
 ACTION_COLORS: dict[str, str] = {
     "keep": "#54A24B", "summarize": "#EECA3B", "clear": "#72B7B2", "truncate": "#B279A2", "drop": "#E45756",
-    "future": "#F0F0F0", "removed": "#BBBBBB",
+    "insert": "#F58518", "removed": "#BBBBBB", "future": "#F0F0F0",
 }
+
+MAX_HEIGHT = 640
+"""No figure is taller than this many pixels, whatever the size of the conversation."""
+TIMELINE_MAX_BARS = 400
+"""Past this many messages the timeline draws groups of neighbouring messages, one bar each."""
+HEATMAP_MAX_ROWS, HEATMAP_MAX_COLUMNS = 120, 300
+"""Past these, the replay heatmap groups neighbouring turns (rows) or messages (columns)."""
+TEXT_COLOR = "#262730"
 _ORDER = ("system", "tool_definitions", "user", "assistant_text", "tool_calls", "tool_results", "summary",
           "reply_priming")
+_HEATMAP_ORDER = ("keep", "summarize", "clear", "truncate", "drop", "removed", "future")
+_LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
 
 
 def _label(category: str) -> str:
     return category.replace("_", " ")
 
 
-def token_bars(plans: Sequence[Plan], names: Sequence[str] | None = None, extra_tools: int | None = None) -> go.Figure:
-    """Stacked horizontal bars by category: "before" once, then "after" for each plan, with the
-    context limit and the prompt limit (limit less the response reserve) drawn as lines."""
+def int_dtick(n: int, max_ticks: int = 12) -> int:
+    """A whole-number tick step (1, 2, 5, 10, 20, 50, ...) giving at most ``max_ticks`` ticks over
+    ``n`` positions."""
+    step = 1
+    while math.ceil(n / step) > max_ticks:
+        for factor in (2, 2.5, 2):
+            step = int(step * factor)
+            if math.ceil(n / step) <= max_ticks:
+                return step
+    return step
+
+
+def _short(n: float) -> str:
+    """1234 -> 1.2k, 2_071_621 -> 2.07M (labels that stay short at any size)."""
+    for size, unit in ((1e6, "M"), (1e3, "k")):
+        if abs(n) >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{n:,.0f}"
+
+
+# ---------------------------------------------------------------- token bars
+
+
+def token_bars(plans: Sequence[Plan], names: Sequence[str] | None = None) -> go.Figure:
+    """Stacked horizontal bars by category: "before" once, then "after" for each plan, each with its
+    total written at its end (so a tiny bar still reads), and the context limit and the prompt limit
+    (limit less the response reserve) as lines labelled above the plot area."""
     if not plans:
         raise ValueError("token_bars needs at least one plan")
     rows = [("before", plans[0].before)] + [((names[k] if names else plans[k].strategy) + " (after)", p.after)
                                            for k, p in enumerate(plans)]
+    return category_bars(rows, plans[0].budget)
+
+
+def category_bars(rows: Sequence[tuple[str, Mapping[str, int]]], budget: Budget | None = None) -> go.Figure:
+    """One stacked horizontal bar per ``(label, tokens by category)`` row, with the budget's limits.
+    The x axis runs from 0 to past the largest of the bars and the limits."""
+    labels = [r[0] for r in rows]
+    totals = [sum(r[1].values()) for r in rows]
     fig = go.Figure()
     for cat in _ORDER:
-        fig.add_bar(name=_label(cat), orientation="h", marker_color=CATEGORY_COLORS[cat],
-                    y=[r[0] for r in rows], x=[r[1].get(cat, 0) for r in rows],
-                    hovertemplate="%{y}: %{x:,} tokens<extra>" + _label(cat) + "</extra>")
-    budget = plans[0].budget
-    for x, text, dash, where in ((budget.max_tokens, f"context limit {budget.max_tokens:,}", "solid", "top right"),
-                                 (budget.prompt_limit, f"prompt limit {budget.prompt_limit:,} "
-                                  f"({budget.reserve:.0%} reserved)", "dash", "top left")):
-        fig.add_vline(x=x, line_dash=dash, line_color="#333", annotation_text=text, annotation_position=where)
-    fig.update_layout(barmode="stack", height=140 + 45 * len(rows), margin=dict(l=10, r=10, t=40, b=10),
-                      legend_orientation="h", legend_y=-0.25, xaxis_title="tokens")
-    fig.update_yaxes(autorange="reversed")
+        xs = [r[1].get(cat, 0) for r in rows]
+        if any(xs):
+            fig.add_bar(name=_label(cat), orientation="h", marker_color=CATEGORY_COLORS[cat], y=labels, x=xs,
+                        hovertemplate="%{y}: %{x:,} tokens<extra>" + _label(cat) + "</extra>")
+    top = max([*totals, budget.max_tokens if budget else 0, 1])
+    for label, total in zip(labels, totals):
+        share = f" ({total / totals[0]:.0%} of before)" if label != labels[0] and totals[0] else ""
+        fig.add_annotation(x=total, y=label, text=f"{total:,}{share}", showarrow=False, xanchor="left", xshift=4,
+                           font=dict(color=TEXT_COLOR, size=12), name="total")
+    if budget is not None:
+        _limit_lines(fig, budget, top * 1.3)
+    legend_rows = 2
+    fig.update_layout(barmode="stack", height=min(MAX_HEIGHT, 150 + 44 * len(rows) + 22 * legend_rows),
+                      margin=dict(l=10, r=10, t=56, b=60 + 22 * legend_rows), legend=_LEGEND_BELOW,
+                      xaxis=dict(title="tokens", range=[0, top * 1.3], rangemode="nonnegative",
+                                 tickformat="~s", fixedrange=False),
+                      yaxis=dict(autorange="reversed", automargin=True))
     return fig
+
+
+def _limit_lines(fig: go.Figure, budget: Budget, axis_end: float) -> None:
+    """The context limit and the prompt limit as vertical lines, labelled in the top margin (two
+    rows, so the labels never sit on the bars nor on each other), each label running towards the
+    middle of the axis from its line so that it stays inside the figure."""
+    lines = ((budget.prompt_limit, f"prompt limit {budget.prompt_limit:,} ({budget.reserve:.0%} reserved)",
+              "dash", 0), (budget.max_tokens, f"context limit {budget.max_tokens:,}", "solid", 1))
+    for x, text, dash, row in lines:
+        fig.add_shape(type="line", x0=x, x1=x, yref="paper", y0=0, y1=1, line=dict(color=TEXT_COLOR, dash=dash,
+                                                                                   width=1.5))
+        fig.add_annotation(x=x, yref="paper", y=1, yanchor="bottom", yshift=2 + 22 * row, text=text, showarrow=False,
+                           xanchor="left" if x < axis_end / 2 else "right", font=dict(color=TEXT_COLOR, size=12),
+                           bgcolor="rgba(255,255,255,0.9)", name="limit")
+
+
+def prompt_bar(by_category: Mapping[str, int], budget: Budget | None, label: str = "prompt") -> go.Figure:
+    """One stacked bar of a prompt's tokens by category against the budget's limits (the Token
+    counts page), in the same colours as every other figure."""
+    return category_bars([(label, by_category)], budget)
+
+
+# ---------------------------------------------------------------- message timeline
 
 
 def timeline(plan: Plan, roles: Sequence[str], tokens: Sequence[int]) -> go.Figure:
-    """One bar per message: its size in tokens, coloured by the plan's action; hover shows the reason."""
+    """One bar per message: its size in tokens, coloured by the plan's action; hover shows the
+    reason. Past ``TIMELINE_MAX_BARS`` messages, one stacked bar per group of neighbouring messages
+    (their tokens by action)."""
+    n = len(plan.actions)
+    if n > TIMELINE_MAX_BARS:
+        return _grouped_timeline(plan, tokens)
     fig = go.Figure()
-    idx = list(range(len(plan.actions)))
     for action in ("keep", "summarize", "clear", "truncate", "drop"):
-        ks = [i for i in idx if plan.actions[i] == action]
+        ks = [i for i in range(n) if plan.actions[i] == action]
         if not ks:
             continue
-        fig.add_bar(name=action, x=ks, y=[tokens[i] for i in ks], marker_color=ACTION_COLORS[action],
+        fig.add_bar(name=ACTION_WORDS[action], x=ks, y=[tokens[i] for i in ks], marker_color=ACTION_COLORS[action],
                     customdata=[[roles[i], plan.reasons[i]] for i in ks],
-                    hovertemplate="#%{x} %{customdata[0]}: %{y:,} tokens<br>%{customdata[1]}<extra>" + action + "</extra>")
-    fig.update_layout(barmode="overlay", height=260, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="message",
-                      yaxis_title="tokens", legend_orientation="h", bargap=0.05)
+                    hovertemplate="#%{x} %{customdata[0]}: %{y:,} tokens<br>%{customdata[1]}<extra>"
+                                  + ACTION_WORDS[action] + "</extra>")
+    _timeline_layout(fig, n, "message", "overlay")
     return fig
 
 
-def replay_heatmap(matrix: Sequence[Sequence[str]]) -> go.Figure:
-    """Turns (rows) by messages (columns), coloured by action; "future" cells stay pale."""
-    order = list(ACTION_COLORS)
-    z = [[order.index(a) if a in order else order.index("removed") for a in row] for row in matrix]
-    fig = go.Figure(go.Heatmap(z=z, colorscale=_steps(order), zmin=-0.5, zmax=len(order) - 0.5, showscale=False,
-                               customdata=[list(row) for row in matrix],
-                               hovertemplate="turn %{y}, message %{x}: %{customdata}<extra></extra>"))
-    fig.update_layout(height=120 + 22 * len(matrix), margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis_title="message", yaxis_title="turn")
-    fig.update_yaxes(autorange="reversed")
+def _grouped_timeline(plan: Plan, tokens: Sequence[int]) -> go.Figure:
+    n = len(plan.actions)
+    size = math.ceil(n / TIMELINE_MAX_BARS)
+    starts = list(range(0, n, size))
+    fig = go.Figure()
+    for action in ("keep", "summarize", "clear", "truncate", "drop"):
+        ys = [sum(t for a, t in zip(plan.actions[s:s + size], tokens[s:s + size]) if a == action) for s in starts]
+        if not any(ys):
+            continue
+        ends = [min(s + size, n) - 1 for s in starts]
+        fig.add_bar(name=ACTION_WORDS[action], x=[s + size / 2 - 0.5 for s in starts], y=ys, width=size,
+                    marker_color=ACTION_COLORS[action], customdata=list(zip(starts, ends)),
+                    hovertemplate="messages %{customdata[0]}–%{customdata[1]}: %{y:,} tokens<extra>"
+                                  + ACTION_WORDS[action] + "</extra>")
+    _timeline_layout(fig, n, f"message (bars of {size} messages)", "stack")
     return fig
+
+
+def _timeline_layout(fig: go.Figure, n: int, title: str, barmode: str) -> None:
+    fig.update_layout(barmode=barmode, height=300, margin=dict(l=10, r=10, t=10, b=90), legend=_LEGEND_BELOW,
+                      bargap=0.05, xaxis=dict(title=title, range=[-0.5, n - 0.5], tickmode="linear", tick0=0,
+                                              dtick=int_dtick(n), tickformat=",d"),
+                      yaxis=dict(title="tokens", rangemode="nonnegative", tickformat="~s"))
+
+
+# ---------------------------------------------------------------- replay heatmap
+
+
+def replay_heatmap(matrix: Sequence[Sequence[str]], removed_at: Sequence[int | None] | None = None) -> go.Figure:
+    """Turns (rows) by messages (columns), coloured by action, with a legend of the colours.
+    With ``removed_at`` (the turn each message was removed at), a message removed at an earlier turn
+    is greyed out, so each removal shows at the turn it happened. Past ``HEATMAP_MAX_ROWS`` turns or
+    ``HEATMAP_MAX_COLUMNS`` messages, neighbouring turns or messages are grouped; a group's cell
+    shows its most frequent action and its hover the share of each."""
+    codes = _codes(matrix, removed_at)
+    turns, messages = codes.shape
+    rs, cs = math.ceil(turns / HEATMAP_MAX_ROWS) or 1, math.ceil(messages / HEATMAP_MAX_COLUMNS) or 1
+    z, hover = _group(codes, rs, cs)
+    words = [ACTION_WORDS[a] for a in _HEATMAP_ORDER]
+    k = len(_HEATMAP_ORDER)
+    x = list(range(messages)) if cs == 1 else [*range(0, messages, cs), messages]
+    y = list(range(turns)) if rs == 1 else [*range(0, turns, rs), turns]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=x, y=y, colorscale=_steps(_HEATMAP_ORDER), zmin=-0.5, zmax=k - 0.5, customdata=hover,
+        hovertemplate="%{customdata}<extra></extra>", xgap=0, ygap=0,
+        colorbar=dict(title=dict(text="action"), tickmode="array", tickvals=list(range(k)), ticktext=words,
+                      lenmode="pixels", len=min(200, 40 + 22 * k), thickness=14, yanchor="top", y=1)))
+    rows_shown = z.shape[0]
+    fig.update_layout(height=min(MAX_HEIGHT, max(260, 110 + 14 * rows_shown)), margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(title="message" if cs == 1 else f"message (groups of {cs})", tickmode="linear",
+                                 tick0=0, dtick=int_dtick(messages), tickformat=",d"),
+                      yaxis=dict(title="turn" if rs == 1 else f"turn (groups of {rs})", tickmode="linear", tick0=0,
+                                 dtick=int_dtick(turns, 10), tickformat=",d", autorange="reversed"))
+    return fig
+
+
+def _codes(matrix: Sequence[Sequence[str]], removed_at: Sequence[int | None] | None) -> np.ndarray:
+    index = {a: k for k, a in enumerate(_HEATMAP_ORDER)}
+    removed = index["removed"]
+    codes = np.array([[index.get(a, removed) for a in row] for row in matrix], dtype=np.int8).reshape(len(matrix), -1)
+    if removed_at is not None and codes.size:
+        at = np.array([-1 if r is None else r for r in removed_at])
+        later = (np.arange(codes.shape[0])[:, None] > at[None, :]) & (at[None, :] >= 0)
+        codes[later] = removed
+    return codes
+
+
+def _group(codes: np.ndarray, rs: int, cs: int) -> tuple[np.ndarray, list[list[str]]]:
+    """The most frequent code per group of ``rs`` turns by ``cs`` messages, and the hover text."""
+    turns, messages = codes.shape
+    if rs == cs == 1:
+        words = [ACTION_WORDS[a] for a in _HEATMAP_ORDER]
+        return codes, [[f"turn {t}, message {i}: {words[c]}" for i, c in enumerate(row)] for t, row in enumerate(codes)]
+    k = len(_HEATMAP_ORDER)
+    tb, mb = math.ceil(turns / rs), math.ceil(messages / cs)
+    padded = np.full((tb * rs, mb * cs), -1, dtype=np.int8)
+    padded[:turns, :messages] = codes
+    blocks = padded.reshape(tb, rs, mb, cs)
+    counts = np.stack([(blocks == c).sum(axis=(1, 3)) for c in range(k)], axis=-1)  # tb x mb x k
+    z = counts.argmax(axis=-1)
+    sizes = counts.sum(axis=-1)
+    hover = []
+    for r in range(tb):
+        t0, t1 = r * rs, min((r + 1) * rs, turns) - 1
+        line = []
+        for c in range(mb):
+            m0, m1 = c * cs, min((c + 1) * cs, messages) - 1
+            shares = ", ".join(f"{counts[r, c, j] / sizes[r, c]:.0%} {ACTION_WORDS[_HEATMAP_ORDER[j]]}"
+                               for j in np.argsort(-counts[r, c])[:3] if counts[r, c, j])
+            line.append(f"turns {t0}–{t1}, messages {m0}–{m1}: {shares}")
+        hover.append(line)
+    return z, hover
 
 
 def _steps(order: Sequence[str]) -> list[list[Any]]:
@@ -86,6 +250,9 @@ def _steps(order: Sequence[str]) -> list[list[Any]]:
         out.append([k / n, ACTION_COLORS[name]])
         out.append([(k + 1) / n, ACTION_COLORS[name]])
     return out
+
+
+# ---------------------------------------------------------------- tool retrieval
 
 
 def similarity_bars(rows: Sequence[Mapping[str, Any]], threshold: float | None) -> go.Figure:
@@ -100,7 +267,7 @@ def similarity_bars(rows: Sequence[Mapping[str, Any]], threshold: float | None) 
                         x=[r["similarity"] or 0 for r in rs], hovertemplate="%{y}: %{x:.3f}<extra>" + reason + "</extra>")
     if threshold is not None:
         fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"threshold {threshold:.2f}")
-    fig.update_layout(height=120 + 26 * max(len(rows), 1), margin=dict(l=10, r=10, t=30, b=10),
+    fig.update_layout(height=min(MAX_HEIGHT, 120 + 26 * max(len(rows), 1)), margin=dict(l=10, r=10, t=30, b=10),
                       xaxis_title="cosine similarity",
                       xaxis_range=[min([0.0, *(r["similarity"] or 0 for r in rows)]), 1], legend_orientation="h")
     fig.update_yaxes(autorange="reversed")

@@ -10,7 +10,10 @@ after START that replaces the graph's messages with what the strategy keeps.
 """
 from __future__ import annotations
 
+import shlex
+import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .exports.config import ConfigError, config_json, config_yaml, make_config, read_config
@@ -42,11 +45,32 @@ def _strategy_code(strategy: Strategy) -> str:
     return " >> ".join(_call(s) for s in steps)
 
 
+def source_checkout() -> Path | None:
+    """The ctxlab repository checkout this ctxlab runs from (the folder with its pyproject.toml),
+    or None when it runs from an installed wheel."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return root if project.get("name") == "ctxlab" else None
+
+
+def install_command() -> str:
+    """A pip command that installs ctxlab: ctxlab is not on PyPI (``pip install ctxlab`` finds
+    nothing), so it installs from a checkout of the repository, this one's path when known."""
+    root = source_checkout()
+    return f"pip install {shlex.quote(str(root))}" if root else "pip install /path/to/a/ctxlab/checkout"
+
+
 _HEAD = '''\
 """Context management made in the ctxlab Strategy Lab (ctxlab {version}): {what}.
 
-Needs: pip install ctxlab{langgraph_req}
-"""
+Needs ctxlab, which is not on PyPI: install it from a checkout of its repository (the folder
+holding its pyproject.toml; this snippet was made with the checkout below):
+
+    {install}
+{langgraph_req}"""
 import json
 
 import ctxlab
@@ -110,7 +134,8 @@ def python_snippet(config: Mapping[str, Any], *, langgraph: bool = True) -> str:
     strategy, budget, model = lab.strategy, lab.budget_kwargs(), lab.model
     what = " >> ".join(s.name for s in strategy.steps) if isinstance(strategy, Pipeline) else strategy.name
     from . import __version__
-    code = _HEAD.format(version=__version__, what=what, langgraph_req=" langgraph" if langgraph else "",
+    code = _HEAD.format(version=__version__, what=what, install=install_command(),
+                        langgraph_req="\nThe LangGraph node (b) also needs: pip install langgraph\n" if langgraph else "",
                         model=model, strategy=_strategy_code(strategy), **budget)
     if lab.pins:  # indexes into the lab's conversation: they name nothing in the next one
         code += (f"\n# The lab pinned messages {', '.join(map(str, lab.pins))} of its conversation; pins are message\n"
@@ -118,4 +143,5 @@ def python_snippet(config: Mapping[str, Any], *, langgraph: bool = True) -> str:
     return code + _LANGGRAPH if langgraph else code
 
 
-__all__ = ["ConfigError", "config_json", "config_yaml", "python_snippet", "strategy_config", "strategy_from_config"]
+__all__ = ["ConfigError", "config_json", "config_yaml", "install_command", "python_snippet", "source_checkout",
+           "strategy_config", "strategy_from_config"]

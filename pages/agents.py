@@ -21,7 +21,7 @@ from ctxlab.sessions.db import redact
 from ctxlab.strategies import STRATEGIES
 from ui import strategy_picker
 
-NEW = "➕ New agent"
+NEW = "+ New agent"
 CLASSIC = [("GPT-3.5 (4K)", "gpt-3.5-turbo-4k"), ("GPT-4 (8K)", "gpt-4")]
 CURRENT = ("gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4o", "gpt-4o-mini", "o3", "claude-sonnet-4")
 PRESETS = {label: model for label, model in CLASSIC}

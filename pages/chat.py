@@ -138,7 +138,7 @@ def _show(m: dict) -> None:
     """One history message, as text only (never rendered as HTML or Markdown links)."""
     role = m.get("role")
     if role == "tool":
-        with st.chat_message("tool", avatar="🛠"):
+        with st.chat_message("tool", avatar=":material/build:"):
             text = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
             with st.expander(f"Result for {m.get('tool_call_id')} ({len(text):,} characters)"):
                 st.code(text[:RESULT_PREVIEW] + ("…" if len(text) > RESULT_PREVIEW else ""), language=None,

@@ -15,18 +15,20 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import current_budget, current_view, input_panel, md_escape, require_conversation, text_hash
+from appstate import (current_budget, current_view, input_panel, md_escape, require_conversation, text_hash,
+                      tool_budget)
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.conversation import Message
+from ctxlab.compare import ACTION_WORDS, RULE_NAMES, outcome_notes
 from ctxlab.replay import Replay, replay
 from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View
 from ctxlab.validate import Finding, validate
-from ui import ACTION_ICONS, strategy_picker
+from ui import TABLE_ACTIONS, action_column, count_column, strategy_picker, text_width
 
-RULES = {"openai": "OpenAI", "anthropic": "Anthropic"}
-LABELS = {**ACTION_ICONS, "insert": "📝 inserted summary"}
+RULES = RULE_NAMES
+LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}
 ROLES = ("system", "user", "assistant", "tool")
 EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
 PREVIEW = 160
@@ -78,9 +80,15 @@ def _outcome(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _
     """The plan, the validator's findings on its result, the timeline rows and what each row
     opens (a message index, or "summary k" for output message k), cached."""
     plan = _strategy.apply(_view, _budget)
-    findings = {r: validate(list(plan.messages), r) for r in RULES}
+    findings = {r: validate(list(plan.messages), r) for r in RULES}  # the result's
     rows = _rows(_view, plan)
     return plan, findings, rows.drop(columns=["open"]), list(rows["open"])
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _input_findings(text_key: str, _conv: ctxlab.Conversation) -> dict[str, list[Finding]]:
+    """The providers' findings on the conversation as it came in, before any strategy."""
+    return {r: validate(list(_conv.messages), r) for r in RULES}
 
 
 @st.cache_resource(show_spinner="Replaying turn by turn…", max_entries=16)
@@ -124,6 +132,12 @@ def _show_message(m: Message) -> None:
         st.text(f"answers tool call {m.tool_call_id}")
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _heatmap(view_key: tuple, strategy_key: str, budget_key: str, _rp: Replay) -> Any:
+    """The replay heatmap, drawn once per replay (grouping a large one takes a moment)."""
+    return figures.replay_heatmap(_rp.matrix, _rp.removed_at)
+
+
 def _toggle_pin(i: int) -> None:
     pins = list(st.session_state.pins)
     st.session_state.pins = sorted(set(pins) ^ {i})
@@ -131,18 +145,26 @@ def _toggle_pin(i: int) -> None:
 
 # ---------------------------------------------------------------- page
 
+NOTE_BOXES = {"success": st.success, "info": st.info, "warning": st.warning, "caption": st.caption}
+
 st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
 input_panel()
 st.title("Strategy Lab")
 conv = require_conversation()  # the parsed conversation (shared, not copied), or a prompt and a stop
 text, model = st.session_state.conversation_text, st.session_state.model
 headline = st.empty()
+metrics_row = st.container()  # filled once the plan is known; full width, so no label is cut
 n = len(conv)
+try:
+    budget = current_budget(conv)
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
 
 left, main = st.columns([1, 3], gap="large")
 with left:
     st.subheader("Strategy")
-    strategy = strategy_picker("lab", left)
+    strategy = strategy_picker("lab", left, budget=budget)
     if [p for p in st.session_state.pins if not 0 <= p < n]:
         st.session_state.pins = [p for p in st.session_state.pins if 0 <= p < n]
     st.multiselect("Pinned messages", list(range(n)), key="pins",
@@ -156,22 +178,29 @@ if strategy is None:
 pins = tuple(sorted(st.session_state.pins))
 try:
     view = current_view(text, model, pins)
-    budget = current_budget(conv)
     keys = ((text_hash(text), model, pins), repr(strategy), repr(budget))
     plan, findings, rows, options = _outcome(*keys, view, strategy, budget)
+    input_findings = _input_findings(text_hash(text), conv)
 except CtxlabError as e:
     main.error(md_escape(str(e)))
     st.stop()
 
 title = STRATEGIES[strategy.name].title if strategy.name in STRATEGIES else plan.strategy
+idle = plan.idle  # why the strategy changed nothing, in its own terms
+if idle and getattr(STRATEGIES.get(strategy.name), "scaling", "") and st.session_state.get("lab_defaults") == "documented":
+    idle = f"{idle.rstrip('.')}. Its documented defaults are sized for large windows: pick the defaults scaled to " \
+           "this budget on the left, or lower its trigger or window."
 fits = "fits" if plan.fits else "does not fit"
+did = "it did not act, so it sends" if idle else "it sends"
 headline.markdown(
     f"You are looking at the {md_escape(st.session_state.conversation_label or 'conversation')} "
-    f"({n:,} messages, {plan.tokens_before:,} tokens) after the **{title}** strategy: it sends "
+    f"({n:,} messages, {plan.tokens_before:,} tokens) after the **{title}** strategy: {md_escape(did)} "
     f"{len(plan.messages):,} messages, {plan.tokens_after:,} tokens, which {fits} a "
     f"{budget.prompt_limit:,}-token budget; change the strategy on the left and watch every message's fate below.")
+_tools_note, _tools_raised = tool_budget(conv)[1:]  # which catalog's tools the budget counts (issue 12.11)
+(main.warning if _tools_raised else main.caption)(md_escape(_tools_note))
 
-with main:
+with metrics_row:
     removed = plan.removed
     c1, c2, c3, c4, c5 = st.columns(5)
     c1.metric("Tokens before", f"{plan.tokens_before:,}")
@@ -181,6 +210,17 @@ with main:
     c4.metric("Messages removed", f"{removed:,}", help=f"dropped or folded into a summary, of {n:,}")
     c5.metric("Facts retained", "n/a" if plan.retention is None else f"{plan.retention:.0%}",
               help="Share of the conversation's facts (ids, amounts, arguments) still in the result")
+
+with main:
+    # What is not right comes first, right under the numbers: a strategy that did nothing, a result
+    # over budget, errors in the result or in the input; the green box only when none of these holds.
+    for note in outcome_notes(plan, input_findings, findings, idle=idle, limit=MAX_FINDINGS):
+        NOTE_BOXES[note.level](md_escape(note.text))
+    for w in plan.warnings:
+        st.warning(md_escape(w[:1].upper() + w[1:]))
+    for rules, name in RULES.items():
+        for f in [f for f in findings[rules] if f.severity == "warning"][:MAX_FINDINGS]:
+            st.caption(md_escape(f"{name} warning, {f.code}: {f.message}"))
     ignored = [p for p in pins if plan.actions[p] != "keep"]
     if ignored:
         st.caption(f"Pinned message(s) {', '.join(f'#{p}' for p in ignored)} not kept as is: {title} does not "
@@ -191,22 +231,6 @@ with main:
                 st.text(fact)
     token_fig, timeline_fig = _figures(*keys, title, view, plan)
     st.plotly_chart(token_fig, key="lab_token_bars")
-    for w in plan.warnings:
-        st.warning(md_escape(w))
-    broken = False
-    for rules, name in RULES.items():
-        errors = [f for f in findings[rules] if f.severity == "error"]
-        broken |= bool(errors)
-        for f in errors[:MAX_FINDINGS]:
-            src = plan.origin[f.index] if f.index is not None and f.index < len(plan.origin) else None
-            where = f" (result message {f.index} is input message #{src})" if src is not None else ""
-            st.warning(md_escape(f"{name} would reject the result, {f.code}: {f.message}{where}"))
-        if len(errors) > MAX_FINDINGS:
-            st.warning(md_escape(f"{name}: {len(errors) - MAX_FINDINGS} more errors"))
-        for f in [f for f in findings[rules] if f.severity == "warning"][:MAX_FINDINGS]:
-            st.caption(md_escape(f"{name} warning, {f.code}: {f.message}"))
-    if not broken:
-        st.success("The result passes the OpenAI and Anthropic rules: every tool call is still followed by its results.")
 
 tab_timeline, tab_replay, tab_export = main.tabs(["Message timeline", "Replay turn by turn", "Export"],
                                                  key="lab_tab", on_change="rerun")
@@ -227,23 +251,25 @@ if tab_timeline.open:
         st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
                      column_order=["#", "role", "tokens", "action", "reason", "content"],
                      column_config={
-                         "#": st.column_config.NumberColumn("#", format="%d", width="small"),
-                         "tokens": st.column_config.ProgressColumn("tokens", format="%d", min_value=0,
+                         "#": count_column("#"),
+                         "role": st.column_config.TextColumn("role", width=text_width(["assistant"])),
+                         "tokens": st.column_config.ProgressColumn("tokens", format="localized", min_value=0,
                                                                    max_value=max(int(rows["tokens"].max()), 1)),
-                         "action": st.column_config.TextColumn("action", width="small"),
-                         "reason": st.column_config.TextColumn("reason", width="medium"),
+                         "action": action_column(),
+                         "reason": st.column_config.TextColumn("reason", width="large"),
                          "content": st.column_config.TextColumn("content", width="large")})
         # Assigned on every run: the box then shows the current label (the role and the action change with
         # the conversation and the strategy, and the browser would otherwise keep showing the old one).
         current = st.session_state.get("lab_open")
         st.session_state.lab_open = current if current in options else options[0]
         picked = st.selectbox("Open a message", options, key="lab_open",
-                              format_func=lambda o: f"#{o} {conv.messages[o].role}: {plan.actions[o]}"
+                              format_func=lambda o: f"#{o} {conv.messages[o].role}: {LABELS[plan.actions[o]]}"
                               if isinstance(o, int) else f"{o} (inserted)")
         if isinstance(picked, int):
             m = conv.messages[picked]
-            st.text(f"#{picked} {m.role}, {view.tokens[picked]:,} tokens, {plan.actions[picked]}: "
-                    f"{plan.reasons[picked]}")
+            word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
+            st.text(f"#{picked} {m.role}, {view.tokens[picked]:,} tokens, "
+                    + (why if why.startswith(word) else f"{word}: {why}"))
             _show_message(m)
             if plan.actions[picked] in ("clear", "truncate"):
                 k = plan.origin.index(picked)
@@ -270,7 +296,7 @@ if tab_replay.open:
         if rp is not None and rp.turns == 0:
             st.info("This conversation has no user message, so there is no turn to replay.")
         elif rp is not None:
-            st.plotly_chart(figures.replay_heatmap(rp.matrix), key="lab_replay_heatmap")
+            st.plotly_chart(_heatmap(*keys, rp), key="lab_replay_heatmap")
             if not 0 <= st.session_state.get("lab_turn", -1) < rp.turns:
                 st.session_state.lab_turn = rp.turns - 1  # the newest turn first
             t = st.slider("Turn", 0, rp.turns - 1, key="lab_turn") if rp.turns > 1 else 0
@@ -285,7 +311,8 @@ if tab_replay.open:
                                         "content": _preview(m)}
                                        for m, o, tok in zip(rp.context_at(t), rp.origins[t], turn_plan.output_tokens)]
                                       ).astype({"#": "Int64"}),
-                         key="lab_turn_table", hide_index=True, width="stretch")
+                         key="lab_turn_table", hide_index=True, width="stretch",
+                         column_config={"#": count_column("#"), "tokens": count_column("tokens")})
 
 if tab_export.open:
     with tab_export:

@@ -1,45 +1,47 @@
-"""Token counts: what each message of the conversation costs, by category, against the budget."""
-import plotly.graph_objects as go
+"""Token counts: what each message of the conversation costs, by category, against the budget the
+sidebar sets (the same limit, reserve, colours and number format as the other pages)."""
 import streamlit as st
 
-from appstate import current_conversation, input_panel, md_escape
-from ctxlab import count_tokens, resolve_model
+from appstate import current_budget, input_panel, md_escape, require_conversation
+from ctxlab import count_tokens
 from ctxlab.errors import CtxlabError
-from ctxlab.tokens import CATEGORIES
+from ctxlab.figures import prompt_bar
+from ui import count_column
 
 input_panel()
 st.title("Token counts")
 st.write("Every message of the conversation on the left, counted the way the OpenAI API bills it, "
-         "split by category and set against the model's context window.")
+         "split by category and set against the sidebar's context limit, less the response reserve.")
 
-conv = current_conversation()
-if conv is None:
-    st.info("Pick a sample, paste or upload a conversation in the sidebar.")
-    st.stop()
-
+conv = require_conversation()
 model = st.session_state.model
 try:
     counts = count_tokens(conv, model=model)
+    budget = current_budget(conv)
 except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
-window = resolve_model(model).context_window
 
+share = counts.total / budget.prompt_limit
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Format", conv.format)
-c2.metric("Messages", len(conv))
+c2.metric("Messages", f"{len(conv):,}")
 c3.metric("Prompt tokens", f"{counts.total:,}")
-c4.metric("Of the context window", f"{counts.total / window:.1%}", help=f"{window:,} tokens for {model}")
+c4.metric("Of the prompt limit", f"{share:,.0%}" if share >= 10 else f"{share:.1%}",
+          help=f"{budget.prompt_limit:,} tokens: the {budget.max_tokens:,}-token context limit less the "
+               f"{budget.reserve:.0%} response reserve (sidebar)")
+if counts.total > budget.prompt_limit:
+    st.warning(f"Over the limit: the prompt takes {counts.total:,} tokens, {counts.total - budget.prompt_limit:,} "
+               f"more than the {budget.prompt_limit:,}-token prompt limit ({budget.max_tokens:,} less the "
+               f"{budget.reserve:.0%} reserve). The Strategy Lab shows what each strategy does about it.")
 
-fig = go.Figure()
-for cat in CATEGORIES:
-    fig.add_bar(name=cat.replace("_", " "), y=["prompt"], x=[counts.by_category[cat]], orientation="h")
-fig.update_layout(barmode="stack", height=180, margin=dict(l=10, r=10, t=10, b=10), legend_orientation="h")
-st.plotly_chart(fig, key="category_bar")
+st.plotly_chart(prompt_bar(counts.by_category, budget), key="category_bar")
 
-rows = [{"#": i, "role": m.role, "category": cat, "tokens": n, "text": (m.text or ", ".join(c.name for c in m.tool_calls))[:200]}
+rows = [{"#": i, "role": m.role, "category": cat.replace("_", " "), "tokens": n,
+         "text": (m.text or ", ".join(c.name for c in m.tool_calls))[:200]}
         for i, (m, cat, n) in enumerate(zip(conv.messages, counts.message_categories, counts.message_tokens))]
-st.dataframe(rows, key="message_table", hide_index=True, width="stretch")
+st.dataframe(rows, key="message_table", hide_index=True, width="stretch",
+             column_config={"#": count_column("#"), "tokens": count_column("tokens")})
 
 if counts.approximations:
     with st.expander("Where the count is an approximation"):
@@ -47,5 +49,5 @@ if counts.approximations:
             st.text(a)
 if conv.notes:
     with st.expander("Import notes"):
-        for n in conv.notes:
-            st.text(n)
+        for note in conv.notes:
+            st.text(note)

@@ -16,13 +16,14 @@ import streamlit as st
 if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/tool_retrieval.py`
     sys.path.insert(0, str(ROOT))
 
-from appstate import current_conversation, input_panel, md_escape, persist
+from appstate import current_conversation, input_panel, md_escape, persist, text_hash
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.formats import load_json_documents
 from ctxlab.tokens import TokenCounter
 from ctxlab.tools import (OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, data_dir, get_provider,
                           query_from_conversation, sweep)
+from ctxlab.tools.confidence import DEFAULT_ON_NO_MATCH
 from ctxlab.tools.select import DEFAULT_THRESHOLD, Selection
 
 SAMPLE_CATALOG = ROOT / "sample_data" / "tools_ecommerce.json"
@@ -35,14 +36,17 @@ PROVIDERS = {"local": "local (all-MiniLM-L6-v2, offline)", "hash": "hash (word-h
 QUERY_SETS = {"bundled": "Bundled (labeled for the sample catalog)", "upload": "Upload JSONL"}
 REASON_LABELS = {"similarity": "similarity", "expansion": "category expansion", "always": "always included",
                  "fallback": "fallback (all tools)"}
+ON_NO_MATCH = {"all": "Send all tools", "none": "Send no tools"}
 SWEEP_KS = (1, 2, 3, 5, 8, 10, 15, 20)
 SWEEP_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 KEY_FIELD = "tr_openai_key"   # the password widget: its value lives only in the widget
 SWEEP_RESULT = "tr_sweep_result"  # the last sweep computed on this page (not a widget)
-DEFAULTS: dict[str, Any] = {  # this page's widget keys and their first values
-    "tr_catalog": "sample", "tr_query_source": "text", "tr_query": DEFAULT_QUERY, "tr_prev_turns": 0,
+CHOSEN = "tr_catalog_chosen"  # True once the user picks a catalog; until then it follows the conversation
+DEFAULTS: dict[str, Any] = {  # this page's widget keys and their first values (tr_catalog: see _default_catalog)
+    "tr_query_source": "text", "tr_query": DEFAULT_QUERY, "tr_prev_turns": 0,
     "tr_provider": "local", "tr_top_k": 5, "tr_threshold": DEFAULT_THRESHOLD, "tr_expand": True, "tr_hybrid": True,
-    "tr_always": [], "tool_use_selection": False, "tr_queries": "bundled",
+    "tr_always": [], "tool_use_selection": False, "tr_queries": "bundled", "tr_on_no_match": DEFAULT_ON_NO_MATCH,
+    "tr_max_expansion": None,
 }
 
 
@@ -81,11 +85,11 @@ def _index_slot(catalog_key: str, provider: str, store: str, api_key: str | None
 def _sweep(params: tuple, _index: ToolIndex, _queries: list) -> tuple[list[dict], list[dict]]:
     """Recall and tokens against k (threshold off, no expansion: recall@k) and against the
     threshold (at the page's top-k and expansion)."""
-    _, _, _, _, hybrid, top_k, expand, model = params
+    _, _, _, _, hybrid, top_k, expand, model, policy, cap = params
     by_k = sweep(_index, _queries, ks=SWEEP_KS, thresholds=(None,), hybrid=hybrid, expand_categories=False,
                  model=model)
     by_t = sweep(_index, _queries, ks=(top_k,), thresholds=SWEEP_THRESHOLDS, hybrid=hybrid,
-                 expand_categories=expand, model=model)
+                 expand_categories=expand, model=model, max_expansion=cap, on_no_match=policy)
     return by_k, by_t
 
 
@@ -105,6 +109,26 @@ def _provider(name: str, typed_key: str) -> Any:
     return get_provider(name)
 
 
+def _mark_chosen() -> None:
+    st.session_state[CHOSEN] = True
+
+
+def _default_catalog(sources: list[str]) -> None:
+    """The conversation's own tools when it has them, else the sample; a catalog the user picked
+    stays picked (while it is still offered)."""
+    if not st.session_state.get(CHOSEN) or st.session_state.get("tr_catalog") not in sources:
+        st.session_state.tr_catalog = "conversation" if "conversation" in sources else "sample"
+
+
+def catalog_label(source: str, catalog: ToolCatalog, upload_name: str = "") -> str:
+    """Which catalog this is, in words: the budget's captions on this page and the Strategy Lab."""
+    if source == "conversation":
+        return f"the conversation's own {len(catalog)} tools"
+    if source == "sample":
+        return f"sample catalog {SAMPLE_CATALOG.name}, {len(catalog)} tools"
+    return f"uploaded catalog {upload_name}, {len(catalog)} tools"
+
+
 def _progress_bar(label: str):
     bar = st.progress(0.0, text=label)
 
@@ -119,7 +143,7 @@ st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
 input_panel()
 for _key, _value in DEFAULTS.items():
     st.session_state.setdefault(_key, _value)
-persist(*DEFAULTS)
+persist(*DEFAULTS, "tr_catalog", CHOSEN)
 st.title("Tool Retrieval")
 st.write("An agent with dozens of tools pays for every definition on every request. Retrieval embeds the "
          "tools once and sends only those close to what the user asks: the whole catalog on the left, what "
@@ -130,11 +154,12 @@ model = st.session_state.model
 cat_col, query_col = st.columns(2, gap="large")
 with cat_col:
     sources = [s for s in CATALOGS if s != "conversation" or (conv is not None and conv.tools)]
-    if st.session_state.tr_catalog not in sources:
-        st.session_state.tr_catalog = "sample"
+    _default_catalog(sources)
     source = st.radio("Tool catalog", sources, key="tr_catalog", format_func=CATALOGS.get, horizontal=True,
-                      help="The bundled 42-tool e-commerce catalog, the tools of the conversation in the sidebar, "
-                           "or an OpenAI, Anthropic or MCP tool list of your own")
+                      on_change=_mark_chosen,
+                      help="The tools of the conversation in the sidebar (the default when it has tools), the "
+                           "bundled 42-tool e-commerce catalog, or an OpenAI, Anthropic or MCP tool list of your own")
+    upload_name = ""
     try:
         if source == "sample":
             catalog = _catalog(SAMPLE_CATALOG.read_text(encoding="utf-8"), "sample")
@@ -149,13 +174,15 @@ with cat_col:
                 st.info("Upload a JSON tool list to retrieve from it.")
                 st.stop()
             catalog = _catalog(up.getvalue().decode("utf-8", errors="replace"), "upload")
+            upload_name = up.name
     except CtxlabError as e:
         st.error(md_escape(str(e)))
         st.stop()
     if not len(catalog):
         st.error("The tool list is empty: there is nothing to retrieve.")
         st.stop()
-    st.caption(md_escape(f"{len(catalog)} tools in {len(catalog.categories())} categories"
+    label = catalog_label(source, catalog, upload_name)
+    st.caption(md_escape(f"Retrieving from {label}: {len(catalog.categories())} categories"
                          + (f", {len(catalog.expansions)} expansion rules" if catalog.expansions else "")))
 
 with query_col:
@@ -182,11 +209,19 @@ if [n for n in st.session_state.tr_always if n not in catalog.names]:
 st.subheader("Retrieval settings")
 s1, s2, s3 = st.columns([1, 1, 1], gap="large")
 top_k = s1.slider("Top k", 1, 20, key="tr_top_k", help="At most this many tools picked by similarity")
-threshold = s1.slider("Threshold", 0.0, 1.0, step=0.05, key="tr_threshold",
-                      help="A tool is picked only when its ranking score reaches this (when none does, the "
-                           "top k are sent anyway)")
+threshold = s1.slider("Threshold", 0.0, 1.0, step=0.01, key="tr_threshold",
+                      help="A tool is picked only when its ranking score reaches this (when none does, retrieval "
+                           "is unsure and sends what 'When nothing matches well' says)")
+on_no_match = s1.radio("When nothing matches well", list(ON_NO_MATCH), key="tr_on_no_match",
+                       format_func=ON_NO_MATCH.get, horizontal=True,
+                       help="A query no tool matches well (a keyboard mash, small talk, another domain) makes "
+                            "retrieval unsure: send every tool (safe: a real request judged unsure still gets its "
+                            "tool) or none (the always-included tools still go)")
 expand = s2.checkbox("Category expansion", key="tr_expand",
                      help="A picked tool's category pulls in the other tools of the categories it maps to")
+max_expansion = s2.number_input("Expansion adds at most", min_value=0, max_value=500, step=1, key="tr_max_expansion",
+                                placeholder="as many as top k", disabled=not expand,
+                                help="Tools added by category expansion, most similar first; empty: as many as top k")
 hybrid = s2.checkbox("Hybrid (cosine + BM25)", key="tr_hybrid",
                      help="Add a bonus of up to 0.15 for tools sharing rare words with the query")
 always = s3.multiselect("Always include", list(catalog.names), key="tr_always",
@@ -239,7 +274,8 @@ selection: Selection | None = None
 if index is not None:
     try:
         selection = index.select(query, top_k=int(top_k), threshold=float(threshold), expand_categories=expand,
-                                 always_include=always, hybrid=hybrid, model=model)
+                                 always_include=always, hybrid=hybrid, model=model, on_no_match=on_no_match,
+                                 max_expansion=None if max_expansion is None else int(max_expansion))
     except CtxlabError as e:
         st.error(md_escape(str(e)))
 
@@ -260,8 +296,14 @@ if selection is None:
 
 with right:
     st.subheader("What retrieval sends")
+    if selection.fallback == "no_match":  # retrieval ran, and no tool matches well
+        sent_what = "every tool" if on_no_match == "all" else (
+            "no tools" + (" except the always-included ones" if always else ""))
+        st.warning(md_escape(f"Unsure: {selection.unsure_reason}. Sending {sent_what} (your choice for a query "
+                             "that matches nothing well)."))
     for w in selection.warnings:
-        st.warning(md_escape(w))
+        if not w.startswith("unsure"):  # said just above, in full
+            st.warning(md_escape(w))
     saved = selection.tokens_all - selection.tokens_selected
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Tools sent", f"{len(selection.tools)} of {len(catalog)}")
@@ -269,8 +311,10 @@ with right:
     m3.metric("Tool tokens, selected", f"{selection.tokens_selected:,}")
     m4.metric("Tokens saved", f"{saved:,}", help=f"{selection.saved_ratio:.0%} of the tool-definition tokens")
     st.caption(f"Retrieval sends {selection.tokens_selected:,} of {selection.tokens_all:,} tool-definition tokens "
-               f"(OpenAI billing for {model}): {selection.saved_ratio:.0%} saved on this request.")
-    scored = [t for t in selection.tools if t.similarity is not None]
+               f"(OpenAI billing for {model}): {selection.saved_ratio:.0%} saved on this request."
+               + (f" Category expansion added at most {selection.expansion_cap} tools and left out "
+                  f"{selection.expansion_left_out} more of the same categories." if selection.expansion_left_out else ""))
+    scored = [t for t in selection.tools if t.similarity is not None and t.reason != "fallback"]
     if scored:
         rows = [{"name": html.escape(t.name), "similarity": t.similarity, "reason": t.reason} for t in scored]
         st.plotly_chart(figures.similarity_bars(rows, float(threshold)), key="tr_similarity_bars")
@@ -285,13 +329,22 @@ with right:
 
 st.subheader("In the Strategy Lab's budget")
 conv_tools = TokenCounter(model).tools(conv.tools) if conv is not None else 0
+own = f"the conversation's own {len(conv.tools)} tools" if conv is not None and conv.tools else "no tools (the conversation has none)"
 use = st.checkbox("Count only the selected tools in the Strategy Lab's budget", key="tool_use_selection")
-st.caption(f"When on, the Strategy Lab and Compare set aside {selection.tokens_selected:,} tokens for tool "
-           f"definitions (the tools retrieval sends here, billed as the OpenAI API does) instead of the "
-           f"{conv_tools:,} tokens of all the conversation's own tools, so their token bar shows both halves of "
-           "the context: the messages the strategy keeps and the tools retrieval sends. It follows this page's "
-           "selection; turn it off to count the conversation's tools again.")
+st.caption(md_escape(
+    f"Catalog feeding the budget: {label}. When on, the Strategy Lab and Compare set aside "
+    f"{selection.tokens_selected:,} tokens for tool definitions (the tools retrieval sends here, billed as the OpenAI "
+    f"API does) instead of the {conv_tools:,} tokens of {own}. It follows this page's selection; turn it off to "
+    "count the conversation's tools again."))
+if use and conv is not None and selection.tokens_selected > conv_tools:
+    st.warning(md_escape(
+        f"Counting this selection raises the tool definitions in the budget from {conv_tools:,} tokens ({own}) to "
+        f"{selection.tokens_selected:,}, because it comes from {label}, not from the conversation's tools."
+        + (" Pick \"The conversation's tools\" as the catalog to count only those." if conv.tools else "")))
 st.session_state.tool_tokens_override = int(selection.tokens_selected) if use else None
+st.session_state.tool_tokens_source = ({"label": label, "own": source == "conversation", "model": model,
+                                        "conversation": text_hash(st.session_state.conversation_text or "")}
+                                       if use else None)
 
 st.subheader("Recall and tokens over labeled queries")
 st.caption("How often the right tools are among those sent, and what they cost, for a set of labeled queries "
@@ -313,7 +366,7 @@ except CtxlabError as e:
     st.error(md_escape(str(e)))
     queries = None
 params = (catalog_key, provider, str(data_dir()), _digest(json.dumps(queries, sort_keys=True, default=str)),
-          hybrid, int(top_k), expand, model)
+          hybrid, int(top_k), expand, model, on_no_match, None if max_expansion is None else int(max_expansion))
 if st.button("Compute recall and tokens", key="tr_sweep", disabled=queries is None or index is None):
     try:
         by_k, by_t = _sweep(params, index, queries)
@@ -323,7 +376,7 @@ if st.button("Compute recall and tokens", key="tr_sweep", disabled=queries is No
         st.error(md_escape(str(e)))
 result = st.session_state.get(SWEEP_RESULT)
 if result:
-    _, rp, _, _, r_hybrid, r_top_k, r_expand, _ = result["params"]
+    _, rp, _, _, r_hybrid, r_top_k, r_expand, _, r_policy, _ = result["params"]
     st.caption(md_escape(f"{result['label']}, provider {rp}, {'hybrid' if r_hybrid else 'dense'} ranking"
                          + ("" if result["params"] == params else "; the settings changed since: press the button "
                             "again to recompute")))
@@ -339,8 +392,9 @@ if result:
                                               "tool tokens (mean)": r["tokens_selected_mean"],
                                               "recall": r["selection_recall"]} for r in result["by_t"]],
                                             "threshold", "tool tokens (mean)", "recall"), key="tr_sweep_threshold")
-        fallbacks = {r["threshold"]: r["fallbacks"] for r in result["by_t"] if r["fallbacks"]}
-        if fallbacks:
-            st.caption("Where no tool reaches the threshold for a query, its top k are sent anyway, so tokens can "
-                       "climb again at high thresholds (queries falling back: "
-                       + ", ".join(f"{n} at {t:.1f}" for t, n in fallbacks.items()) + ").")
+        unsure = {r["threshold"]: r["unsure"] for r in result["by_t"] if r["unsure"]}
+        if unsure:
+            st.caption(f"Where no tool reaches the threshold for a query, retrieval is unsure and sends "
+                       f"{'every tool' if r_policy == 'all' else 'no tools'} (your choice above), so tokens "
+                       f"{'climb again' if r_policy == 'all' else 'drop to nothing'} at high thresholds (unsure "
+                       "queries: " + ", ".join(f"{n} at {t:.1f}" for t, n in unsure.items()) + ").")

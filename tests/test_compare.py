@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as hs
 
 import ctxlab
-from ctxlab.compare import (DEFAULT_STRATEGIES, VERDICT_RULE, PlanMetrics, action_table, column_labels,
-                            finding_rows, measure, verdict)
+from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, VERDICT_RULE, PlanMetrics, action_table, column_labels,
+                            Note, finding_changes, finding_rows, measure, outcome_notes, verdict)
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.validate import Finding, validate
 
@@ -94,13 +94,22 @@ def test_action_table_has_one_row_per_message_and_one_column_per_plan(refund):
         assert [row[lab] for lab in labels] == [LABELS[p.actions[i]] for p in plans]
 
 
-def test_reasons_replace_the_bare_label_only_in_the_columns_asked(refund):
+def test_reasons_get_their_own_column_only_for_the_plans_asked(refund):
     view, plans = refund
     labels = column_labels([p.strategy for p in plans])
     rows = action_table(view.roles, view.tokens, plans, labels, LABELS, [False, True])
+    assert list(rows[0]) == ["#", "role", "tokens", labels[0], labels[1], f"{labels[1]} reason", *labels[2:]]
     for i, row in enumerate(rows):
-        assert row[labels[1]] == f"{LABELS[plans[1].actions[i]]}: {plans[1].reasons[i]}"
+        assert row[labels[1]] == LABELS[plans[1].actions[i]]  # the action stays a bare word (a badge)
+        assert row[f"{labels[1]} reason"] == plans[1].reasons[i]
         assert row[labels[0]] == LABELS[plans[0].actions[i]] and row[labels[2]] == LABELS[plans[2].actions[i]]
+
+
+def test_action_words_are_plain_words_without_emoji():
+    """Emoji show as empty boxes in a browser without an emoji font (Debian's chromium)."""
+    assert set(ACTION_WORDS) >= {"keep", "summarize", "clear", "truncate", "drop", "insert"}
+    for word in ACTION_WORDS.values():
+        assert word.replace(" ", "").isalpha() and word.isascii(), word
 
 
 def test_action_table_refuses_plans_of_another_conversation(refund):
@@ -155,3 +164,59 @@ def test_no_qualifying_plan_beats_the_winner(specs):
         w = metrics[v.winner]
         assert v.winner in ok and re.match(rf"{v.winner} wins", v.text)
         assert all((m.retention, m.saved) <= (w.retention, w.saved) for m in (metrics[k] for k in ok))
+
+
+# ---------------------------------------------------------------- the input's own findings (issue 12.3)
+
+
+def _broken_input():
+    """A pasted conversation whose tool result (#3) answers no call: the input itself is invalid."""
+    return [system(), user("Where is order KC-1?"), assistant("Looking."), tool("c9", "shipped " * 60),
+            assistant("It shipped."), user("And KC-2?"), assistant("Let me check.")]
+
+
+def _notes_for(msgs, strategy, limit=100_000):
+    view = make_view(msgs, "gpt-4o")
+    plan = strategy.apply(view, Budget(limit))
+    inputs = {r: validate(msgs, r) for r in ("openai", "anthropic")}
+    results = {r: validate(list(plan.messages), r) for r in ("openai", "anthropic")}
+    return plan, outcome_notes(plan, inputs, results, idle=None)
+
+
+def test_an_invalid_input_kept_as_is_is_reported_and_never_called_valid():
+    plan, notes = _notes_for(_broken_input(), get_strategy("none"))
+    texts = [n.text for n in notes]
+    assert any(n.level == "warning" and "input itself breaks the rules" in n.text and "orphan_tool_result at message #3"
+               in n.text for n in notes), texts
+    assert any("still in the result" in t for t in texts)
+    assert not [n for n in notes if n.level == "success"]
+
+
+def test_a_strategy_that_drops_the_broken_message_is_said_to_have_repaired_it_by_chance():
+    msgs = _broken_input()
+    view = make_view(msgs, "gpt-4o")
+    plan, notes = _notes_for(msgs, get_strategy("sliding_window", max_tokens=sum(view.tokens[4:]) + 20))
+    assert plan.actions[3] == "drop"
+    changes = finding_changes(validate(msgs, "openai"), validate(list(plan.messages), "openai"), plan.origin,
+                              "openai")
+    assert [f.code for f in changes.repaired] == ["orphan_tool_result"] and not changes.remaining
+    texts = [n.text for n in notes]
+    assert any("input itself breaks the rules" in t for t in texts)
+    assert any(n.level == "info" and "happened to repair 1 of them (orphan_tool_result at #3)" in n.text
+               for n in notes), texts
+    assert not any("still in the result" in t for t in texts)
+    assert "success" not in [n.level for n in notes]  # valid by chance is not "all good"
+
+
+def test_the_green_box_only_when_the_strategy_acted_and_the_result_fits_and_passes(refund):
+    view, plans = refund
+    valid = {r: [] for r in ("openai", "anthropic")}
+    rounds, clear = plans[1], plans[3]
+    assert rounds.fits and not clear.fits
+    assert [n.level for n in outcome_notes(rounds, valid, valid)] == ["success"]
+    over = outcome_notes(clear, valid, valid)
+    assert over[0].level == "warning" and over[0].text.startswith("The result does not fit")
+    assert "success" not in [n.level for n in over]
+    idle = outcome_notes(rounds, valid, valid, idle="its trigger of 100,000 tokens was not reached.")
+    assert idle[0] == Note("info", "The strategy did not act: its trigger of 100,000 tokens was not reached.")
+    assert "success" not in [n.level for n in idle]

@@ -8,6 +8,7 @@ import pytest
 from ctxlab.errors import (EmptyMessageError, ExportError, ShapeError, ToolArgumentsError,
                            UnknownRoleError)
 from ctxlab.formats import FORMATS, export, loads
+from ctxlab.formats._base import noted
 from ctxlab.conversation import Conversation, Message, Part, ToolCall
 
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -56,8 +57,9 @@ def test_reads_every_block_kind_of_a_real_request():
     assert asst.parts[0] == Part("thinking", "The photo shows Paris. Two lookups.", {"signature": "EqQBCgIYAhIM"})
     assert asst.parts[1] == Part("redacted_thinking", data={"data": "EmwKAhgBEgy3va3pzix"})
     assert asst.text == "Let me check both cities."
-    assert asst.tool_calls == (ToolCall("toolu_01A", "get_weather", '{"city":"Paris"}'),
-                               ToolCall("toolu_01B", "get_weather", '{"city":"Rome","units":"c"}'))
+    # arguments are the input's text as the file has it (json.dumps spaced it)
+    assert asst.tool_calls == (ToolCall("toolu_01A", "get_weather", '{"city": "Paris"}'),
+                               ToolCall("toolu_01B", "get_weather", '{"city": "Rome", "units": "c"}'))
     ok, failed = conv.messages[3], conv.messages[4]
     assert (ok.tool_call_id, ok.text, ok.is_error) == ("toolu_01A", "18°C, cloudy", False)
     assert (failed.tool_call_id, failed.text, failed.is_error) == ("toolu_01B", "upstream timeout", True)
@@ -200,13 +202,15 @@ def test_fields_anthropic_has_no_place_for_are_noted_not_dropped_silently():
     assert any("message 1" in n and "refusal" in n for n in out.notes)
 
 
-def test_a_tool_result_name_equal_to_its_call_is_implied_and_not_noted():
+def test_every_tool_result_name_is_noted_once_even_when_it_equals_the_calls():
+    """Issue 13.6: Anthropic has no name on a tool_result, so reading back loses every one of them;
+    each is noted (one grouped note, printed once), not only those that differ from the call."""
     conv = conv_of(Message("assistant", "", tool_calls=(ToolCall("c1", "lookup"),)),
                    Message("tool", "x", name="lookup", tool_call_id="c1"),
                    Message("tool", "y", name="other", tool_call_id="c1x"))
     notes = export(conv, "anthropic").notes
-    assert not any("message 1" in n for n in notes)
-    assert any("message 2" in n and "'other'" in n for n in notes)
+    assert notes == ("messages 1, 2: the name field has no place in Anthropic; left out",)
+    assert noted(notes, 1, "name") and noted(notes, 2, "name")
 
 
 def test_thinking_from_another_provider_is_left_out_with_a_note():

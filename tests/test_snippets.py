@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
@@ -125,6 +129,19 @@ def test_a_bad_pipeline_names_the_step(config, where):
     with pytest.raises(CtxlabError) as e:
         strategy_from_config(config)
     assert e.value.where == where
+
+
+def test_the_snippet_says_how_to_install_ctxlab_in_a_way_that_works():
+    """Issue 12.6: "pip install ctxlab" finds nothing (ctxlab is not on PyPI); the snippet names a
+    checkout of the repository that pip can install from."""
+    snippet = python_snippet(strategy_config(get_strategy("tool_rounds"), Budget(16_000), MODEL))
+    commands = re.findall(r"^\s*pip install (.+)$", snippet, flags=re.M)
+    assert commands and "ctxlab" != commands[0].strip()
+    target = Path(shlex.split(commands[0])[0])
+    assert target.is_dir(), target
+    project = tomllib.loads((target / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == "ctxlab" and (target / "ctxlab" / "__init__.py").is_file()
+    assert "pip install langgraph" in snippet  # what the LangGraph node needs besides
 
 
 def test_the_snippet_names_its_parts():

@@ -46,7 +46,11 @@ def test_every_strategy_plans_the_appended_view_as_the_rebuilt_one():
     msgs = [Message("system", "Be brief."), user("Refund KC-1001"), assistant("", "a", "b"), tool("a", "x " * 300),
             tool("b", "y " * 300), assistant("Done."), user("And KC-1002?"), assistant("", "c"), tool("c", "z " * 300)]
     budget = Budget(900, reserve=0)
-    grown = make_view(msgs[:-1], counter=COUNTER).append(msgs[-1])
+    parent = make_view(msgs[:-1], counter=COUNTER)
+    for name in STRATEGIES:  # plan the parent first: caches of the parent (LangChain objects) are extended
+        get_strategy(name).apply(parent, budget)
+    grown = parent.append(msgs[-1])
+    assert grown.parent() is parent
     whole = make_view(msgs, counter=COUNTER)
     for name in STRATEGIES:
         a, b = get_strategy(name).apply(grown, budget), get_strategy(name).apply(whole, budget)
@@ -58,3 +62,23 @@ def test_append_checks_new_pins_and_continues_the_origin_numbering():
     assert view.origin == (0, 1, 2) and view.pins == frozenset({2})
     with pytest.raises(CtxlabError, match="pinned index 7"):
         view.append(assistant("d"), pins=[7])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.data())
+def test_plans_of_a_grown_view_match_the_rebuilt_view_over_generated_conversations(messages, data):
+    """Per-view tables that append extends (clear_tool_results') give the plans a rebuild gives."""
+    cut = data.draw(st.integers(1, len(messages)))
+    budget = Budget(data.draw(st.integers(200, 3_000)), reserve=0)
+    names = ["clear_tool_results", "tool_rounds", "oldest_first", "summarize", "key_messages"]
+    parent = make_view(messages[:cut], counter=COUNTER)
+    special = {"clear_tool_results": {"trigger_tokens": 0}, "key_messages": {"recent": 2, "key_tools": ("run_sql",)}}
+    strategies = {name: get_strategy(name, **special.get(name, {})) for name in names}
+    for strategy in strategies.values():  # fills the parent's per-view tables
+        strategy.apply(parent, budget)
+    grown = parent.append(*messages[cut:]) if cut < len(messages) else parent
+    whole = make_view(messages, counter=COUNTER)
+    for strategy in strategies.values():
+        a, b = strategy.apply(grown, budget), strategy.apply(whole, budget)
+        assert (a.actions, a.reasons, a.origin, a.output_tokens) == (b.actions, b.reasons, b.origin, b.output_tokens)
+        assert [m.content for m in a.messages] == [m.content for m in b.messages]

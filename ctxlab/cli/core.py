@@ -8,16 +8,20 @@ never a traceback).
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import CtxlabError
-from ..formats import FORMATS, load_all
+from ..errors import CtxlabError, one_line, shown
+from ..formats import FORMATS, dumps, load_all
 from ..conversation import Conversation
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+#: an error line longer than this is cut in the middle (values are already capped where they are
+#: echoed; this is the last guard of the one-short-line promise)
+MAX_LINE = 600
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
 
@@ -43,7 +47,7 @@ def _read_input(path: str) -> bytes:
         return sys.stdin.buffer.read()
     p = Path(path)
     if not p.is_file():
-        raise CtxlabError(f"no such file: {path}", where="FILE", hint="Give the path of a .json or .jsonl file")
+        raise CtxlabError(f"no such file: {shown(path, 80)}", where="FILE", hint="Give the path of a .json or .jsonl file")
     return p.read_bytes()
 
 
@@ -57,13 +61,30 @@ def _conversations(args: argparse.Namespace) -> list[tuple[int, Conversation]]:
     return list(enumerate(convs))
 
 
+def to_json(obj: Any, indent: int | None = None) -> tuple[str, int]:
+    """(JSON text, how many lone surrogates it escaped). Text is written as UTF-8 characters,
+    except that a lone surrogate (U+D800..U+DFFF: it can come in as a JSON escape, and is not a
+    character UTF-8 can encode) is written as its ``\\uXXXX`` escape, so the output is always
+    valid UTF-8 and reads back to the same string."""
+    text = dumps(obj, indent=indent)
+    escaped, n = _LONE_SURROGATE.subn(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return escaped, n
+
+
+def note(text: str) -> None:
+    """One ``note:`` line on stderr (control characters and lone surrogates escaped)."""
+    print(f"note: {one_line(text)}", file=sys.stderr)
+
+
 def _emit(objs: list[dict[str, Any]]) -> None:
     """One conversation: an indented JSON object. Several: JSON Lines, one object each."""
-    if len(objs) == 1:
-        print(json.dumps(objs[0], indent=2, ensure_ascii=False))
-    else:
-        for o in objs:
-            print(json.dumps(o, ensure_ascii=False))
+    texts = [to_json(o, 2) for o in objs] if len(objs) == 1 else [to_json(o) for o in objs]
+    escaped = sum(n for _, n in texts)
+    if escaped:
+        note(f"{escaped} lone surrogate(s) (U+D800..U+DFFF, not valid Unicode) are written as \\uXXXX escapes "
+             "in the JSON output")
+    for text, _ in texts:
+        print(text)
 
 
 def _input_args(p: argparse.ArgumentParser) -> None:
@@ -84,18 +105,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_BUILT: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The parser for the commands registered now, built once (argparse takes ~15 ms to build
+    it, which a script calling ``main`` in a loop would pay on every call)."""
+    key = tuple(COMMANDS)
+    if key not in _BUILT:
+        _BUILT.clear()
+        _BUILT[key] = build_parser()
+    return _BUILT[key]
+
+
+def _one_line_error(text: str) -> None:
+    line = one_line(text)
+    if len(line) > MAX_LINE:
+        line = f"{line[:MAX_LINE - 160]} [...] {line[-150:]}"
+    print(line, file=sys.stderr)
+
+
+def _utf8_stdout() -> None:
+    """Write stdout and stderr as UTF-8 whatever the locale says (a C locale would otherwise
+    turn non-ASCII text into errors or, with surrogateescape, into invalid bytes)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace" if stream is sys.stderr else "strict")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code. Bad input never escapes as a traceback."""
+    """Run the CLI; returns the exit code. Bad input never escapes as a traceback: a CtxlabError
+    is one line naming the problem and where; anything else (a bug, a RecursionError, a panic of
+    a native library, which is a BaseException) is one "internal error" line."""
     try:
-        args = build_parser().parse_args(argv)
+        _utf8_stdout()
+        args = _parser().parse_args(argv)
         return args.run(args)
     except _Usage as e:
-        print(f"ctxlab: usage: {e} (see ctxlab --help)", file=sys.stderr)
+        _one_line_error(f"ctxlab: usage: {e} (see ctxlab --help)")
     except CtxlabError as e:
-        print(f"ctxlab: {e}", file=sys.stderr)
+        _one_line_error(f"ctxlab: {e}")
     except BrokenPipeError:
         return EXIT_OK
-    except Exception as e:  # a bug, but the user still gets one line, not a traceback
-        print(f"ctxlab: internal error ({type(e).__name__}: {e}); please report it with the input", file=sys.stderr)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except RecursionError:
+        _one_line_error("ctxlab: input: the input nests too deep to process; please report it with the input")
+    except BaseException as e:  # a bug, but the user still gets one line, not a traceback
+        _one_line_error(f"ctxlab: internal error ({type(e).__name__}: {shown(str(e), 120)}); "
+                        "please report it with the input")
     return EXIT_BAD_INPUT
-

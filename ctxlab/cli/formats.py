@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import asdict
 
 from ..formats import FORMATS, export
 from ..tokens import count_tokens
-from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command
+from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note
 
 
 def _count_args(p: argparse.ArgumentParser) -> None:
@@ -36,10 +35,12 @@ def _convert_args(p: argparse.ArgumentParser) -> None:
 def _convert(args: argparse.Namespace) -> int:
     """Print the conversation in another format; notes on anything left out go to stderr."""
     out = []
-    for _, conv in _conversations(args):
+    convs = _conversations(args)
+    for i, conv in convs:
         result = export(conv, args.to)
-        for note in result.notes:
-            print(f"note: {note}", file=sys.stderr)
+        which = f"conversation {i}: " if len(convs) > 1 else ""
+        for text in (*conv.notes, *result.notes):  # what reading interpreted, then what writing left out
+            note(which + text)
         out.append(result.data)
     _emit(out)
     return EXIT_OK

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import asdict, replace
 from typing import Any
 
-from .core import EXIT_OK, _conversations, _emit, _input_args, command
+from .core import EXIT_OK, _conversations, _emit, _input_args, command, note
 from ..errors import CtxlabError
 from ..formats import FORMATS, export
 from ..conversation import Conversation
@@ -117,8 +116,8 @@ def _apply(args: argparse.Namespace) -> int:
         plan = strategy.apply(view, budget)
         result = conv.with_messages(plan.messages)
         exported = export(result, args.to)
-        for note in exported.notes:
-            print(f"note: {note}", file=sys.stderr)
+        for text in exported.notes:
+            note(text)
         rules = args.rules or ("anthropic" if args.to == "anthropic" else "openai")
         d = plan.to_dict()
         d["findings"] = [asdict(f) for f in validate(list(plan.messages), rules=rules)]

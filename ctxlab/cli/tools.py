@@ -17,6 +17,7 @@ from .core import EXIT_OK, command
 from ..errors import CtxlabError
 from ..tools.catalog import ToolCatalog
 from ..tools.embeddings import DEFAULT_PROVIDER, PROVIDERS
+from ..tools.confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH
 from ..tools.select import DEFAULT_THRESHOLD
 
 def _threshold(text: str) -> float | None:
@@ -48,6 +49,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _at_least_zero(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -85,6 +96,14 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
     sp.add_argument("--k", type=_positive, default=5, help="similarity picks (default 5)")
     _selection_args(sp, DEFAULT_THRESHOLD)
     sp.add_argument("--no-expand", action="store_true", help="do not pull in the picks' categories")
+    sp.add_argument("--max-expansion", type=_at_least_zero, default=None, metavar="N",
+                    help="at most N tools added by category expansion (default: as many as --k)")
+    sp.add_argument("--on-no-match", choices=ON_NO_MATCH, default=DEFAULT_ON_NO_MATCH,
+                    help="what to send when the query matches no tool well: all tools or none "
+                         f"(default {DEFAULT_ON_NO_MATCH}; the always-included tools are sent either way)")
+    sp.add_argument("--no-match-rule", choices=("auto", "off"), default="auto",
+                    help="auto: the floor and gap tuned for the local model (none for other models); off: "
+                         "only 'no tool reached the threshold' makes a query unsure (default auto)")
     sp.add_argument("--always", action="append", default=[], metavar="TOOL", help="always send this tool (repeatable)")
     sp.add_argument("--no-build", action="store_true",
                     help="do not build a missing index first (shows the cold-start fallback: all tools)")
@@ -144,12 +163,14 @@ def _status(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     from ..tools.select import _check, select
     index = _open(args)
-    _check(args.k, args.threshold, args.always, {n: None for n in index.catalog.names})  # bad input before work
+    _check(args.k, args.threshold, args.always, {n: None for n in index.catalog.names},  # bad input before work
+           args.max_expansion, args.on_no_match)
     if not args.no_build and index.pending():
         index.build(progress=_progress)  # incremental: a built, unchanged index costs one check
     selection = select(index, args.text, top_k=args.k, threshold=args.threshold,
                        expand_categories=not args.no_expand, always_include=args.always, hybrid=args.hybrid,
-                       model=args.model)
+                       model=args.model, max_expansion=args.max_expansion, on_no_match=args.on_no_match,
+                       no_match=args.no_match_rule)
     for w in selection.warnings:
         print(f"ctxlab: warning: {w}", file=sys.stderr)
     _print(selection.to_dict())

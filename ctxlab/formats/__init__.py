@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError
+from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import Conversation, Message, Part
-from ._base import Export, Format, ReadContext
-from ._json import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, load_json_documents
+from ._base import Export, Format, ReadContext, group_notes
+from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, dumps, load_json_documents,
+                    load_with_text)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
 
 FORMATS: dict[str, Format] = {}
@@ -29,25 +30,58 @@ def get_format(name: str) -> Format:
     try:
         return FORMATS[name]
     except KeyError:
-        raise UnknownFormatError(f"unknown format {name!r}", where="format",
+        raise UnknownFormatError(f"unknown format {shown(name)}", where="format",
                                  hint=f"Known formats: {', '.join(sorted(FORMATS))}") from None
 
 
-def detect(items: list[Any]) -> str:
-    """The name of the format that best explains a message list (``openai`` on a tie)."""
+def detect(items: list[Any], ctx: ReadContext | None = None) -> str:
+    """The name of the format that best explains a message list (``openai`` on a tie). When none
+    does, the error names the first item that breaks the format its predecessors are in."""
+    ctx = ctx or ReadContext()
+    if not items:
+        raise ShapeError("the conversation is empty (no messages)", where=ctx.base,
+                         hint="Give at least one message")
     scores = {name: f.detect(items) for name, f in FORMATS.items()}
     best = max(scores.values(), default=0)
-    if best <= 0 and items and all(isinstance(m, dict) and "role" in m for m in items):
+    if best <= 0 and all(isinstance(m, dict) and "role" in m for m in items):
         return "openai"  # role-keyed but odd: the OpenAI reader names the message that is wrong
     if best <= 0:
-        first = items[0] if items else None
-        seen = sorted(first.keys())[:6] if isinstance(first, dict) else type(first).__name__
-        raise ShapeError(
-            f"the messages match no known format (first item: {seen})",
-            where="$",
-            hint=f"Expected messages of one of: {', '.join(sorted(FORMATS))}; or pass the format explicitly",
-        )
+        _explain_misfit(items, ctx)
     return "openai" if scores.get("openai") == best else max(scores, key=scores.__getitem__)
+
+
+def _fitting_prefix(fmt: Format, items: list[Any]) -> int:
+    """How many leading items ``fmt`` recognises (binary search: one misfit spoils a list)."""
+    lo, hi = 0, len(items)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fmt.detect(items[:mid]) > 0:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _explain_misfit(items: list[Any], ctx: ReadContext) -> None:
+    """Raise the error that names the item where detection fails: read the list as the format
+    that fits the longest prefix (its reader names the bad item), else describe item 0."""
+    fits = {name: _fitting_prefix(f, items) for name, f in FORMATS.items()}
+    name = max(fits, key=fits.__getitem__)
+    known = f"Expected messages of one of: {', '.join(sorted(FORMATS))}; or pass the format explicitly"
+    if fits[name] == 0:
+        first = items[0]
+        seen = (f"keys {', '.join(shown(k, 20) for k in sorted(first)[:6])}" if isinstance(first, dict)
+                else f"a {type(first).__name__}")
+        raise ShapeError(f"the messages match no known format (item 0 has {seen})", where=ctx.where(0), hint=known)
+    fmt = FORMATS[name]
+    probe = ReadContext(base=ctx.base, lines=ctx.lines, max_depth=ctx.max_depth)
+    try:
+        fmt.read(items, probe)
+    except CtxlabError as e:
+        e.args = (f"{e.args[0]} (items 0-{fits[name] - 1} read as {fmt.title})",)
+        raise
+    raise ShapeError(f"item {fits[name]} does not look like the {fmt.title} items before it",
+                     where=ctx.where(fits[name]), hint=known)
 
 
 def _envelope(doc: Any, where: str) -> tuple[list[Any], str, dict[str, Any]]:
@@ -63,10 +97,10 @@ def _envelope(doc: Any, where: str) -> tuple[list[Any], str, dict[str, Any]]:
             if isinstance(items, str) and key == "input":  # Responses API: input may be one string
                 items = [{"type": "message", "role": "user", "content": items}]
             if not isinstance(items, list):
-                raise ShapeError(f"'{key}' must be a list", where=f"{where}.{key}")
+                raise ShapeError(f"'{key}' must be a list, found {type(items).__name__}", where=f"{where}.{key}")
             return items, f"{where}.{key}", {k: v for k, v in doc.items() if k != key}
     raise ShapeError(
-        f"object has no 'messages' (keys: {', '.join(sorted(doc)[:8])})",
+        f"object has no 'messages' (keys: {', '.join(shown(k, 20) for k in sorted(doc)[:6]) or 'none'})",
         where=where,
         hint="Expected a list of messages, {\"messages\": [...]} (optionally with tools, system, model), or JSONL",
     )
@@ -86,7 +120,8 @@ def _system_from_top(top: dict[str, Any], where: str) -> list[Message]:
                           for b in value)
             out.append(Message("system", parts, extra={"top_level": key}))
         else:
-            raise ShapeError(f"top-level '{key}' must be a string or a list of text blocks", where=f"{where}.{key}")
+            raise ShapeError(f"top-level '{key}' must be a string or a list of text blocks",
+                             where=f"{where}{path_key(key)}")
     return out
 
 
@@ -103,12 +138,12 @@ def _check_call_ids(messages: list[Message], notes: list[str]) -> None:
                 first = open_calls[c.id]
                 where = "in the same message" if first == i else f"first in message {first}, still unanswered"
                 raise DuplicateToolCallIdError(
-                    f"tool-call id {c.id!r} is used twice ({where})",
+                    f"tool-call id {shown(c.id)} is used twice ({where})",
                     where=f"message {i}",
                     hint="Each tool call needs its own id, or its results cannot be matched",
                 )
             if c.id in used:
-                notes.append(f"message {i}: tool-call id {c.id!r} reused after its earlier call "
+                notes.append(f"message {i}: tool-call id {shown(c.id)} reused after its earlier call "
                              f"(message {used[c.id]}) was answered")
             open_calls[c.id] = used[c.id] = i
 
@@ -116,17 +151,20 @@ def _check_call_ids(messages: list[Message], notes: list[str]) -> None:
 _OWN_KEYS = ("tools", "system", "instructions", "model", "facts")
 
 
-def _conversation(doc: Any, where: str, format: str | None) -> Conversation:
+def _conversation(doc: Any, where: str, format: str | None, lines: list[int] | None = None,
+                  max_depth: int = DEFAULT_MAX_DEPTH, source: SourceObjects | None = None) -> Conversation:
     items, base, top = _envelope(doc, where)
-    name = format or (_top_hint(top) or detect(items))
+    ctx = ReadContext(base=base, lines=tuple(lines) if lines else None, max_depth=max_depth, source=source)
+    name = format or (_top_hint(top) or detect(items, ctx))
     fmt = get_format(name)
-    ctx = ReadContext(base=base)
     try:
         messages = _system_from_top(top, where) + fmt.read(items, ctx)
     except CtxlabError as e:
         if format:
             e.args = (f"{e.args[0]} (read as {fmt.title}, as asked)",)
         raise
+    if not messages:
+        raise ShapeError("the conversation is empty (no messages)", where=base, hint="Give at least one message")
     _check_call_ids(messages, ctx.notes)
     tools = parse_tools(top["tools"], f"{where}.tools") if top.get("tools") else ()
     facts = top.get("facts", [])
@@ -134,7 +172,7 @@ def _conversation(doc: Any, where: str, format: str | None) -> Conversation:
         raise ShapeError("'facts' must be a list of strings", where=f"{where}.facts")
     model = top.get("model") if isinstance(top.get("model"), str) else None
     meta = {k: v for k, v in top.items() if k not in _OWN_KEYS}
-    return Conversation(tuple(messages), tools, model, name, tuple(facts), meta, tuple(ctx.notes))
+    return Conversation(tuple(messages), tools, model, name, tuple(facts), meta, group_notes(ctx.notes))
 
 
 def _top_hint(top: dict[str, Any]) -> str | None:
@@ -160,13 +198,24 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     objects, one for JSONL of messages. ``format`` skips detection."""
     if format is not None:
         get_format(format)
-    docs, jsonl = load_json_documents(text, max_bytes=max_bytes, max_depth=max_depth)
-    if jsonl and all(_is_message_like(d) for d in docs):
-        return [_conversation(docs, "$", format)]
-    if not jsonl and isinstance(docs[0], list) and docs[0] and all(
+    docs, lines, source_text = load_with_text(text, max_bytes=max_bytes, max_depth=max_depth)
+    source = SourceObjects(source_text)  # one scanner: conversations come in document order
+    kw: dict[str, Any] = {"max_depth": max_depth, "source": source}
+    if lines is not None and _is_message_like(docs[0]):
+        misfit = next((k for k, d in enumerate(docs) if not _is_message_like(d)), None)
+        if misfit is not None:
+            bad = docs[misfit]
+            seen = (f"keys {', '.join(shown(k, 20) for k in sorted(bad)[:6])}" if isinstance(bad, dict)
+                    else f"a {type(bad).__name__}")
+            raise ShapeError(f"not a message like line {lines[0]} (found {seen})", where=f"JSONL line {lines[misfit]}",
+                             hint="A JSONL file holds one message a line, or one conversation a line")
+        return [_conversation(docs, "$", format, lines, **kw)]
+    if lines is None and isinstance(docs[0], list) and docs[0] and all(
             isinstance(d, dict) and isinstance(d.get("messages"), list) for d in docs[0]):
-        return [_conversation(d, f"$[{i}]", format) for i, d in enumerate(docs[0])]
-    return [_conversation(d, f"JSONL line {i + 1}" if jsonl else "$", format) for i, d in enumerate(docs)]
+        return [_conversation(d, f"$[{i}]", format, **kw) for i, d in enumerate(docs[0])]
+    if lines is None:
+        return [_conversation(docs[0], "$", format, **kw)]
+    return [_conversation(d, f"JSONL line {n}: $", format, **kw) for n, d in zip(lines, docs)]
 
 
 def loads(text: str | bytes, *, format: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -189,9 +238,10 @@ def export(conv: Conversation, to: str) -> Export:
     """The conversation written in format ``to``, with notes on anything left out."""
     fmt = get_format(to)
     if fmt.write is None:
-        raise UnknownFormatError(f"format {to!r} can be read but not written", where="to",
+        raise UnknownFormatError(f"format {shown(to)} can be read but not written", where="to",
                                  hint=f"Writable: {', '.join(n for n, f in FORMATS.items() if f.write)}")
-    return fmt.write(conv)
+    out = fmt.write(conv)
+    return Export(out.data, group_notes(out.notes))
 
 
 def _register_builtins() -> None:
@@ -202,5 +252,6 @@ def _register_builtins() -> None:
 
 _register_builtins()
 
-__all__ = ["FORMATS", "Export", "Format", "ReadContext", "detect", "export", "get_format", "load", "load_all",
+__all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
+           "load", "load_all", "load_json_documents",
            "loads", "parse_tools", "register", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]

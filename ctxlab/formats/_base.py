@@ -3,11 +3,14 @@ registry entry a format adds itself with."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import EmptyMessageError, ShapeError, ToolArgumentsError, UnknownRoleError
-from ..conversation import Conversation, Message, Part
+from ..errors import (EmptyMessageError, NestingTooDeepError, ShapeError, ToolArgumentsError, UnknownRoleError,
+                      path_key, shown)
+from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part
+from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check
 
 
 #: keys ctxlab itself puts in Message.extra; writers never copy them out as provider fields
@@ -20,13 +23,65 @@ class ReadContext:
 
     base: str = "$"
     notes: list[str] = field(default_factory=list)
+    #: for JSONL of messages, the line each item was read from
+    lines: tuple[int, ...] | None = None
+    max_depth: int = DEFAULT_MAX_DEPTH
+    #: the source text's objects, for readers that keep the exact text of an object (Anthropic
+    #: tool_use inputs become arguments text); None when reading parsed data
+    source: SourceObjects | None = None
 
     def where(self, index: int, *path: str | int) -> str:
-        """``message 3 ($.messages[3].tool_calls[0])`` for error messages."""
-        jp = f"{self.base}[{index}]"
-        for p in path:
-            jp += f"[{p}]" if isinstance(p, int) else f".{p}"
-        return f"message {index} ({jp})"
+        """``message 3 ($.messages[3].tool_calls[0])`` for error messages, or ``message 3 (JSONL
+        line 5: $.tool_calls[0])`` when the messages came one a line."""
+        if self.lines is not None and 0 <= index < len(self.lines):
+            jp = f"JSONL line {self.lines[index]}: $"
+        else:
+            jp = f"{self.base}[{index}]"
+        return f"message {index} ({jp}{''.join(path_key(p) for p in path)})"
+
+    def unmodeled_part(self, index: int, kind: str) -> None:
+        """Note a content part ctxlab keeps but does not model (an unknown block type, an audio
+        part...): it is written back as it came, and its tokens are estimated from its JSON."""
+        self.notes.append(f"message {index}: content part of type {shown(kind, 30)} is kept as sent; ctxlab "
+                          "does not model it, so its tokens are an estimate from its JSON")
+
+
+_NOTE = re.compile(r"message (\d+): (.*)", re.DOTALL)
+
+
+def group_notes(notes: list[str] | tuple[str, ...], listed: int = 100) -> tuple[str, ...]:
+    """Notes with duplicates removed and ``message N: X`` notes of the same X merged into one
+    ``messages 3, 5, 9: X`` note (the first ``listed`` indexes, then how many more), in order of
+    first appearance."""
+    order: dict[str, dict[int, None] | None] = {}
+    for note in notes:
+        m = _NOTE.fullmatch(note)
+        if m is None:
+            order.setdefault(note, None)
+            continue
+        idx = order.setdefault(m[2], {})
+        if idx is not None:
+            idx[int(m[1])] = None
+    out = []
+    for text, idx in order.items():
+        if idx is None:
+            out.append(text)
+            continue
+        first = list(idx)[:listed]
+        more = f" and {len(idx) - listed:,} more ({len(idx):,} in all)" if len(idx) > listed else ""
+        out.append(f"message {first[0]}: {text}" if len(idx) == 1
+                   else f"messages {', '.join(map(str, first))}{more}: {text}")
+    return tuple(out)
+
+
+def noted(notes: tuple[str, ...] | list[str], index: int, words: str) -> bool:
+    """Whether a note names message ``index`` and contains ``words`` (grouped notes too)."""
+    for n in notes:
+        head, _, rest = n.partition(": ")
+        listed = head.split(" ", 1)[1].split(" and ")[0].split(", ") if head.startswith("message") else []
+        if words in rest and str(index) in listed:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -67,8 +122,8 @@ def expect_dict(item: Any, ctx: ReadContext, index: int) -> dict:
 def role_of(item: dict, roles: tuple[str, ...], ctx: ReadContext, index: int, hint: str) -> str:
     """The item's role, or an UnknownRoleError naming the message and the roles the format has."""
     role = item.get("role")
-    if role not in roles:
-        raise UnknownRoleError(f"unknown role {role!r}", where=ctx.where(index, "role"), hint=hint)
+    if not isinstance(role, str) or role not in roles:
+        raise UnknownRoleError(f"unknown role {shown(role)}", where=ctx.where(index, "role"), hint=hint)
     return role
 
 
@@ -90,10 +145,18 @@ def check_arguments(text: Any, ctx: ReadContext, index: int, *path: str | int) -
         value = json.loads(text)
     except json.JSONDecodeError as e:
         raise ToolArgumentsError(
-            f"tool-call arguments are not valid JSON ({e.msg} at column {e.colno}): {text[:60]!r}",
+            f"tool-call arguments are not valid JSON ({decode_error_text(e)}): {shown(text)}",
             where=ctx.where(index, *path),
             hint="Fix the arguments text; a model that emitted it would have been rejected too",
         ) from None
+    except RecursionError:
+        raise NestingTooDeepError("tool-call arguments nest too deep to read", where=ctx.where(index, *path),
+                                  hint="Arguments never nest this deep; check the producer") from None
+    try:
+        depth_check(value, ctx.max_depth, "$")
+    except NestingTooDeepError as e:
+        raise NestingTooDeepError(f"tool-call arguments nest deeper than {ctx.max_depth} levels (at {e.where})",
+                                  where=ctx.where(index, *path), hint=e.hint) from None
     if not isinstance(value, dict):
         raise ToolArgumentsError(
             f"tool-call arguments must be a JSON object, found {type(value).__name__}",

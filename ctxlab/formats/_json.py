@@ -2,45 +2,62 @@
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from typing import Any
 
-from ..errors import InputTooLargeError, NestingTooDeepError, NotJSONError
+from ..errors import InputTooLargeError, NestingTooDeepError, NotJSONError, path_key
 
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+MB = 1024 * 1024  #: the CLI's --max-mb and the messages count megabytes of 1,048,576 bytes
+DEFAULT_MAX_BYTES = 50 * MB
 DEFAULT_MAX_DEPTH = 64
 
 
 def _size_check(text: str | bytes, max_bytes: int) -> None:
-    size = len(text.encode("utf-8") if isinstance(text, str) else text)
+    size = len(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
     if size > max_bytes:
         raise InputTooLargeError(
-            f"input is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit",
+            f"input is {size / MB:,.1f} MB, over the {max_bytes / MB:,.4g} MB limit",
             where="input",
             hint="Split the file, or raise the limit (max_bytes= in Python, --max-mb on the CLI)",
         )
 
 
+def json_path(where: str, keys: list[str | int]) -> str:
+    """``where`` followed by the keys, with the middle of a very deep path elided."""
+    steps = [path_key(k) for k in keys]
+    if len(steps) > 10:
+        steps = steps[:4] + [f"...({len(steps) - 8} levels)..."] + steps[-4:]
+    return where + "".join(steps)
+
+
 def depth_check(value: Any, max_depth: int, where: str = "$") -> None:
     """Raise NestingTooDeepError naming the JSON path where nesting passes ``max_depth``."""
-    stack: list[tuple[Any, str, int]] = [(value, where, 1)]
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
     while stack:
-        node, path, depth = stack.pop()
+        node, keys = stack.pop()
         if isinstance(node, dict):
             items = node.items()
         elif isinstance(node, list):
             items = enumerate(node)
         else:
             continue
-        if depth > max_depth:
+        if len(keys) >= max_depth:
             raise NestingTooDeepError(
                 f"JSON nests deeper than {max_depth} levels",
-                where=path,
+                where=json_path(where, keys),
                 hint="Conversations never nest this deep; check the file, or raise max_depth",
             )
         for key, child in items:
             if isinstance(child, (dict, list)):
-                sub = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"
-                stack.append((child, sub, depth + 1))
+                stack.append((child, [*keys, key]))
+
+
+def decode_error_text(e: json.JSONDecodeError) -> str:
+    """``Unterminated string starting at line 1, column 5``: the decoder's message and position,
+    without the doubled "at" of messages that already end with it."""
+    msg = e.msg[:-3] if e.msg.endswith(" at") else e.msg
+    return f"{msg} at line {e.lineno}, column {e.colno}"
 
 
 def _decode(text: str, where: str) -> Any:
@@ -48,7 +65,7 @@ def _decode(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise NotJSONError(
-            f"not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}",
+            f"not valid JSON: {decode_error_text(e)}",
             where=where,
             hint="Paste a JSON list of messages, an object with 'messages', or JSONL",
         ) from None
@@ -58,23 +75,51 @@ def _decode(text: str, where: str) -> Any:
         ) from None
 
 
+def _text(data: str | bytes) -> str:
+    """The input as text: UTF-8 (a leading byte-order mark is dropped), or an error naming the
+    line and byte offset of the first byte that is not UTF-8."""
+    if isinstance(data, str):
+        return data.lstrip("\ufeff")
+    try:
+        return data.decode("utf-8-sig").lstrip("\ufeff")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise NotJSONError(
+            f"not UTF-8 text (byte {data[e.start:e.start + 1].hex()} at line {line}, byte offset {e.start})",
+            where="input", hint="Save the file as UTF-8",
+        ) from None
+
+
+def jsonl_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of each non-blank JSONL line. Lines end at ``\\n`` only: U+2028,
+    U+2029 and U+0085 are ordinary characters inside JSON strings (``str.splitlines`` would cut
+    a string in two there)."""
+    out = []
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r").lstrip("\ufeff")
+        if line.strip():
+            out.append((n, line))
+    return out
+
+
 def load_json_documents(
     text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
-) -> tuple[list[Any], bool]:
+) -> tuple[list[Any], list[int] | None]:
     """Parse JSON, or JSONL when the text is several JSON values one per line.
 
-    Returns ``(documents, is_jsonl)``. Errors name the line of a bad JSONL record.
+    Returns ``(documents, lines)``: ``lines`` is None for JSON, else the line number of each
+    JSONL document. Errors name the line of a bad JSONL record.
     """
+    docs, lines, _ = load_with_text(text, max_bytes=max_bytes, max_depth=max_depth)
+    return docs, lines
+
+
+def load_with_text(
+    text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
+) -> tuple[list[Any], list[int] | None, str]:
+    """``load_json_documents`` plus the decoded source text (readers take exact spans from it)."""
     _size_check(text, max_bytes)
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            raise NotJSONError(
-                f"not UTF-8 text (bad byte at offset {e.start})", where="input",
-                hint="Save the file as UTF-8",
-            ) from None
-    text = text.lstrip("\ufeff")
+    text = _text(text)
     if not text.strip():
         raise NotJSONError("the input is empty", where="input",
                            hint="Paste a JSON list of messages or an object with 'messages'")
@@ -83,15 +128,87 @@ def load_json_documents(
     except json.JSONDecodeError as first:
         if first.msg != "Extra data":
             _decode(text, "input")  # raises with the position of the first error
-        lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
-        docs = []
-        for n, ln in lines:
-            docs.append(_decode(ln, f"JSONL line {n}"))
-        for i, d in enumerate(docs):
-            depth_check(d, max_depth, f"JSONL line {lines[i][0]}")
-        return docs, True
+        lines = jsonl_lines(text)
+        docs = [_decode(ln, f"JSONL line {n}") for n, ln in lines]
+        for (n, _), d in zip(lines, docs):
+            depth_check(d, max_depth, f"JSONL line {n}: $")
+        return docs, [n for n, _ in lines], text
     except RecursionError:
         raise NestingTooDeepError("JSON nests too deep to read", where="input",
                                   hint="Check the file for runaway nesting") from None
     depth_check(doc, max_depth)
-    return [doc], False
+    return [doc], None, text
+
+
+# ---------------------------------------------------------------- exact JSON text of objects
+
+
+class JSONText(dict):
+    """A JSON object that carries the exact text it stands for (tool-call arguments written as an
+    Anthropic ``input`` object): it behaves as the dict everywhere, and :func:`dumps` writes the
+    text itself, so spacing, key order and escapes survive a file round trip byte for byte."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: dict, text: str):
+        super().__init__(value)
+        self.text = text
+
+
+def dumps(data: Any, indent: int | None = None) -> str:
+    """``json.dumps`` (UTF-8 characters, not ASCII escapes) that writes every :class:`JSONText`
+    as its own text."""
+    raws: list[str] = []
+    mark = f"\x00{uuid.uuid4().hex}:"
+
+    def swap(node: Any) -> Any:
+        if isinstance(node, JSONText):
+            raws.append(node.text)
+            return f"{mark}{len(raws) - 1}\x00"
+        if isinstance(node, dict):
+            return {k: swap(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [swap(v) for v in node]
+        return node
+
+    text = json.dumps(swap(data), indent=indent, ensure_ascii=False)
+    if not raws:
+        return text
+    quoted = re.escape(json.dumps(mark)[:-1]) + r"(\d+)\\u0000\""
+    return re.sub(quoted, lambda m: raws[int(m[1])], text)
+
+
+class SourceObjects:
+    """Finds, in the source text, the exact text of each object under ``"input"`` (Anthropic
+    tool_use inputs), in document order: the reader asks for the next one equal to the object it
+    has, so arguments written by :func:`dumps` read back as the same text."""
+
+    _KEY = re.compile(r'"input"\s*:\s*(?=\{)')
+
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+        self.budget = 4 * len(text) + 4096  # characters decoded at most: no quadratic rescans
+
+    def take(self, value: dict) -> str | None:
+        """The source text of the next ``"input"`` object equal to ``value`` (None if not found)."""
+        want = json.dumps(value, sort_keys=True)
+        pos = self.pos
+        while self.budget > 0:
+            m = self._KEY.search(self.text, pos)
+            if m is None:
+                return None
+            try:
+                obj, end = _DECODER.raw_decode(self.text, m.end())
+            except (ValueError, RecursionError):
+                pos = m.end()
+                continue
+            self.budget -= end - m.end()
+            if json.dumps(obj, sort_keys=True) == want:
+                self.pos = end
+                return self.text[m.end():end]
+            pos = m.end()
+        return None
+
+
+_DECODER = json.JSONDecoder()

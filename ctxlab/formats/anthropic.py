@@ -12,9 +12,10 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ExportError, ShapeError, ToolArgumentsError
-from ..conversation import Conversation, Message, Part, ToolCall, compact_json
+from ..errors import ExportError, ShapeError, ToolArgumentsError, shown, shown_keys
+from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part, ToolCall, compact_json
 from ._base import INTERNAL_EXTRA, Export, Format, ReadContext, check_not_empty, expect_dict, role_of
+from ._json import JSONText
 from .tools import tools_to_anthropic
 
 _ROLES = ("user", "assistant", "system")
@@ -77,11 +78,16 @@ def read_block(raw: Any, ctx: ReadContext, index: int, path: Path) -> Part:
         return image_part(raw, ctx, index, path)
     if kind == "thinking":
         return Part("thinking", _string(raw, "thinking", ctx, index, path), _rest(raw, "thinking"))
+    if kind not in MODELED_PART_TYPES:
+        ctx.unmodeled_part(index, kind)
     return Part(kind, data=_rest(raw))
 
 
-def tool_use_call(raw: dict, ctx: ReadContext, index: int, path: Path) -> ToolCall:
-    """A ``tool_use`` block as a ToolCall whose arguments are the compact JSON of ``input``."""
+def tool_use_call(raw: dict, ctx: ReadContext, index: int, path: Path, from_source: bool = True) -> ToolCall:
+    """A ``tool_use`` block as a ToolCall. Its arguments are the exact text of ``input`` in the
+    source (what :func:`ctxlab.formats.dumps` wrote, so OpenAI -> Anthropic -> OpenAI keeps
+    every byte), or the compact JSON of ``input`` when there is no source text to take it from or
+    that text spans lines (a pretty-printed file)."""
     for key in ("id", "name"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise ShapeError(f"a tool_use block has no {key}", where=ctx.where(index, *path, key),
@@ -90,7 +96,10 @@ def tool_use_call(raw: dict, ctx: ReadContext, index: int, path: Path) -> ToolCa
     if not isinstance(args, dict):
         raise ToolArgumentsError(f"tool_use input must be a JSON object, found {type(args).__name__}",
                                  where=ctx.where(index, *path, "input"))
-    return ToolCall(raw["id"], raw["name"], compact_json(args))
+    text = ctx.source.take(args) if from_source and ctx.source is not None else None
+    if text is None or "\n" in text:  # a pretty-printed file's indentation is not the arguments' text
+        text = compact_json(args)
+    return ToolCall(raw["id"], raw["name"], text)
 
 
 def tool_result_message(raw: dict, ctx: ReadContext, index: int, path: Path) -> Message:
@@ -209,7 +218,7 @@ def anthropic_only_note(m: Message, i: int, target: str, notes: list[str]) -> No
     for fields in anth.get("tool_use", {}).values():
         names |= set(fields)
     if names:
-        notes.append(f"message {i}: Anthropic field(s) {', '.join(sorted(names))} have no place in {target}; left out")
+        notes.append(f"message {i}: Anthropic field(s) {shown_keys(sorted(names))} have no place in {target}; left out")
 
 
 def image_block(p: Part, i: int, notes: list[str]) -> dict | None:
@@ -219,7 +228,7 @@ def image_block(p: Part, i: int, notes: list[str]) -> dict | None:
     url = data.pop("url", None)
     detail = data.pop("detail", None)
     if detail not in (None, "auto"):
-        notes.append(f"message {i}: image detail {detail!r} has no place in Anthropic; left out")
+        notes.append(f"message {i}: image detail {shown(detail)} has no place in Anthropic; left out")
     if isinstance(url, str):
         m = _DATA_URL.fullmatch(url)
         source = {"type": "base64", "media_type": m["media"], "data": m["data"]} if m else {"type": "url", "url": url}
@@ -234,7 +243,7 @@ def _text_block(p: Part, i: int, notes: list[str]) -> dict:
     data = {k: v for k, v in p.data.items() if k in _TEXT_KEYS}
     foreign = sorted(k for k, v in p.data.items() if k not in _TEXT_KEYS and v)
     if foreign:
-        notes.append(f"message {i}: text-part fields {', '.join(foreign)} have no place in Anthropic; left out")
+        notes.append(f"message {i}: text-part fields {shown_keys(foreign)} have no place in Anthropic; left out")
     return {"type": "text", "text": p.text, **data}
 
 
@@ -262,11 +271,12 @@ def _blocks(m: Message, i: int, notes: list[str]) -> list[dict]:
 def _field_notes(m: Message, i: int, call_names: dict[str, str], notes: list[str]) -> None:
     """Notes for message fields Anthropic has no place for (a tool result's name is implied by
     its call, so only a name that differs from the call's is reported)."""
-    if m.name is not None and call_names.get(m.tool_call_id or "") != m.name:
-        notes.append(f"message {i}: the name field ({m.name!r}) has no place in Anthropic; left out")
+    if m.name is not None:  # a tool result's name is noted without its value, so one note lists them all
+        value = "" if m.role == "tool" else f" ({shown(m.name)})"
+        notes.append(f"message {i}: the name field{value} has no place in Anthropic; left out")
     fields = sorted(k for k, v in m.extra.items() if k not in INTERNAL_EXTRA and v is not None)
     if fields:
-        notes.append(f"message {i}: field(s) {', '.join(fields)} have no place in Anthropic; left out")
+        notes.append(f"message {i}: field(s) {shown_keys(fields)} have no place in Anthropic; left out")
 
 
 def _system_out(msgs: tuple[Message, ...], notes: list[str]) -> str | list[dict]:
@@ -290,12 +300,28 @@ def _plain_turn(m: Message, i: int, notes: list[str]) -> dict:
         turn: dict[str, Any] = {"role": m.role, "content": m.content}
     else:
         uses = anth.get("tool_use", {})
-        calls = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.parsed_arguments(), **uses.get(c.id, {})}
+        calls = [{"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c, i, notes), **uses.get(c.id, {})}
                  for c in m.tool_calls]
         turn = {"role": m.role, "content": _blocks(m, i, notes) + calls}
     for k, v in anth.get("message", {}).items():
         turn.setdefault(k, v)
     return turn
+
+
+def _input(c: ToolCall, i: int, notes: list[str]) -> dict:
+    """A call's ``input``: the arguments object, carrying its original text (``dumps`` writes
+    that text, so spacing and escapes survive). Only the whitespace around the object, or an
+    empty arguments text (written as ``{}``), cannot be kept: a note says so."""
+    text = c.arguments.strip()
+    if not text:
+        notes.append(f"message {i}: empty tool-call arguments are written as {{}} in Anthropic")
+        return {}
+    if text != c.arguments:
+        notes.append(f"message {i}: whitespace around tool-call arguments has no place in Anthropic; left out")
+    if "\n" in text:
+        notes.append(f"message {i}: tool-call arguments written over several lines are read back from Anthropic "
+                     "as compact JSON")
+    return JSONText(c.parsed_arguments(), text)
 
 
 def _result_block(m: Message, i: int, notes: list[str]) -> dict:
@@ -328,8 +354,8 @@ def _turns(msgs: tuple[Message, ...], start: int, notes: list[str]) -> list[dict
                 f"message {i} is a system message after the conversation started", where=f"message {i}",
                 hint="Anthropic accepts system text only at the top (the top-level 'system' field): move it "
                      "to the start, or make it a user message")
-        _field_notes(m, i, call_names, notes)
         if m.role != "tool":
+            _field_notes(m, i, call_names, notes)
             turns.append(_plain_turn(m, i, notes))
             i += 1
             continue

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import (AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage,
                                      messages_from_dict, messages_to_dict)
 
-from ..errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError
+from ..errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError, shown
 from ..conversation import Conversation, Message, Part, ToolCall, compact_json
 from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
 from ._base import INTERNAL_EXTRA
@@ -59,7 +59,7 @@ def _unwrap(item: dict, ctx: ReadContext, i: int) -> tuple[str, dict, Path]:
         cls = ids[-1] if isinstance(ids[-1], str) else ""
         kind = _CLASS_TYPE.get(cls) or (cls if cls in _CHUNK_TYPE else None)
         if kind is None:
-            raise UnknownRoleError(f"unknown LangChain message class {ids[-1]!r}", where=ctx.where(i, "id"),
+            raise UnknownRoleError(f"unknown LangChain message class {shown(ids[-1])}", where=ctx.where(i, "id"),
                                    hint=f"Message classes are {', '.join(_CLASS_TYPE)}")
         data, path = item.get("kwargs", {}), ("kwargs",)
     elif "data" in item:
@@ -67,7 +67,7 @@ def _unwrap(item: dict, ctx: ReadContext, i: int) -> tuple[str, dict, Path]:
     else:
         kind, data, path = item.get("type"), item, ()
     if not isinstance(kind, str) or kind not in ROLE_OF_TYPE:
-        raise UnknownRoleError(f"unknown LangChain message type {kind!r}", where=ctx.where(i, "type"),
+        raise UnknownRoleError(f"unknown LangChain message type {shown(kind)}", where=ctx.where(i, "type"),
                                hint="LangChain types are human, ai, system, tool, chat and function")
     if not isinstance(data, dict):
         raise ShapeError("the message fields must be an object", where=ctx.where(i, *path))
@@ -112,8 +112,10 @@ def _reason(e: Exception) -> str:
     errors = getattr(e, "errors", None)
     if callable(errors) and errors():
         first = errors()[0]
-        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
-    return f"missing {e}" if isinstance(e, KeyError) else str(e)
+        text = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    else:
+        text = f"missing {e}" if isinstance(e, KeyError) else str(e)
+    return text if len(text) <= 160 else f"{text[:120]}... ({len(text):,} characters)"  # it can echo input
 
 
 def _image(raw: dict, ctx: ReadContext, i: int, path: Path) -> Part:
@@ -168,7 +170,7 @@ def _content(content: str | list, ctx: ReadContext, i: int, path: Path,
         kind = block_type(raw, ctx, i, (*path, k))
         if kind in ("tool_use", "tool_call") and role == "assistant":
             raw = {**raw, "input": raw.get("args", {})} if kind == "tool_call" else raw
-            calls.append(tool_use_call(raw, ctx, i, (*path, k)))
+            calls.append(tool_use_call(raw, ctx, i, (*path, k), from_source=False))
         elif kind == "tool_result" and role == "user":
             results.append(tool_result_message(raw, ctx, i, (*path, k)))
         elif kind in ("tool_use", "tool_call", "tool_result"):
@@ -196,7 +198,7 @@ def _ai_calls(msg: AIMessage, blocks: list[ToolCall], ctx: ReadContext, i: int, 
     kw = msg.additional_kwargs
     if msg.invalid_tool_calls:
         bad = msg.invalid_tool_calls[0]
-        raise ToolArgumentsError(f"tool-call arguments are not a JSON object: {str(bad.get('args'))[:60]!r}",
+        raise ToolArgumentsError(f"tool-call arguments are not a JSON object: {shown(str(bad.get('args')))}",
                                  where=ctx.where(i, *path, "additional_kwargs", "tool_calls"))
     entries = kw.get("tool_calls") if isinstance(kw.get("tool_calls"), list) else []
     texts = {e["id"]: e["function"].get("arguments") for e in entries
@@ -224,7 +226,7 @@ def _role(kind: str, msg: BaseMessage, ctx: ReadContext, i: int, path: Path) -> 
     if role != "chat":
         return role
     if msg.role not in _CHAT_ROLES:
-        raise UnknownRoleError(f"unknown chat message role {msg.role!r}", where=ctx.where(i, *path, "role"),
+        raise UnknownRoleError(f"unknown chat message role {shown(msg.role)}", where=ctx.where(i, *path, "role"),
                                hint=f"ctxlab maps the chat roles {', '.join(_CHAT_ROLES)}")
     return _CHAT_ROLES[msg.role]
 
@@ -236,7 +238,7 @@ def _tool_call_id(msg: BaseMessage, kind: str, i: int, ctx: ReadContext, state: 
     if match:
         state.legacy.remove(match)
         return match[1]
-    ctx.notes.append(f"message {i}: function result {msg.name!r} follows no function_call")
+    ctx.notes.append(f"message {i}: function result {shown(msg.name)} follows no function_call")
     return f"call_legacy_unmatched_{i}"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ShapeError
+from ..errors import ShapeError, shown, shown_keys
 from ..conversation import Conversation, Message, Part, ToolCall
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict,
                     role_of, text_or_parts)
@@ -17,8 +17,8 @@ _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 def _part(raw: Any, ctx: ReadContext, index: int, k: int) -> Part:
     if isinstance(raw, str):
         return Part("text", raw)
-    if not isinstance(raw, dict) or "type" not in raw:
-        raise ShapeError("a content part must be an object with a 'type'",
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise ShapeError("a content part must be an object with a 'type' string",
                          where=ctx.where(index, "content", k))
     kind = raw["type"]
     if kind == "text":
@@ -32,7 +32,8 @@ def _part(raw: Any, ctx: ReadContext, index: int, k: int) -> Part:
         return Part("image", data=dict(img))
     if kind == "refusal":
         return Part("refusal", str(raw.get("refusal", "")))
-    return Part(kind, data={k: v for k, v in raw.items() if k != "type"})
+    ctx.unmodeled_part(index, kind)
+    return Part(kind, data={key: v for key, v in raw.items() if key != "type"})
 
 
 def _tool_calls(raw: Any, ctx: ReadContext, index: int) -> tuple[ToolCall, ...]:
@@ -89,7 +90,7 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
                 cid = match[1]
             else:
                 cid = f"call_legacy_unmatched_{i}"
-                ctx.notes.append(f"message {i}: function result {name!r} follows no function_call")
+                ctx.notes.append(f"message {i}: function result {shown(name)} follows no function_call")
             out.append(Message("tool", body, name=name, tool_call_id=cid, extra=extra))
             continue
         if role == "tool":
@@ -126,7 +127,7 @@ def _part_out(p: Part, i: int, dropped: list[str]) -> dict | None:
         img = {k: v for k, v in p.data.items() if k in ("url", "detail")}
         left = sorted(set(p.data) - set(img))
         if left:
-            dropped.append(f"message {i}: image fields {', '.join(left)} have no place in OpenAI Chat; left out")
+            dropped.append(f"message {i}: image fields {shown_keys(left)} have no place in OpenAI Chat; left out")
         return {"type": "image_url", "image_url": img}
     if p.type == "refusal":
         return {"type": "refusal", "refusal": p.text}

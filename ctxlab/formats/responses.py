@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import ShapeError, UnknownRoleError
+from ..errors import ShapeError, UnknownRoleError, shown, shown_keys
 from ..conversation import Conversation, Message, Part, ToolCall
 from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
 from ._base import INTERNAL_EXTRA
@@ -42,6 +42,7 @@ def _part(raw: Any, ctx: ReadContext, index: int, path: tuple) -> Part:
         return Part("image", data={"url": url, **rest} if isinstance(url, str) else rest)
     if kind == "refusal":
         return Part("refusal", str(rest.get("refusal", "")))
+    ctx.unmodeled_part(index, kind)
     return Part(kind, data=rest)
 
 
@@ -93,7 +94,7 @@ class _Reader:
         """A message item (typed or easy)."""
         role = it.get("role")
         if role not in _ROLES:
-            raise UnknownRoleError(f"unknown role {role!r}", where=self.ctx.where(i, "role"),
+            raise UnknownRoleError(f"unknown role {shown(role)}", where=self.ctx.where(i, "role"),
                                    hint=f"Responses roles are {', '.join(_ROLES)}; or pick the format explicitly")
         content = it.get("content")
         check_not_empty(role, content, False, self.ctx, i)
@@ -153,7 +154,7 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
         it = expect_dict(raw, ctx, i)
         kind = it.get("type", "message" if "role" in it else None)
         if kind not in _ITEM_TYPES:
-            raise ShapeError(f"item type {kind!r} is not supported", where=ctx.where(i, "type"),
+            raise ShapeError(f"item type {shown(kind)} is not supported", where=ctx.where(i, "type"),
                              hint=f"ctxlab reads Responses items of type {', '.join(_ITEM_TYPES)}")
         getattr(reader, "output" if kind == "function_call_output" else kind)(it, i)
     reader.flush_thinking()
@@ -189,7 +190,7 @@ def _text_out(p: Part, i: int, text_type: str, notes: list[str]) -> dict:
     kept = ("annotations", "logprobs") if text_type == "output_text" else ()
     left = sorted(k for k, v in p.data.items() if k not in kept and v)
     if left:
-        notes.append(f"message {i}: text-part fields {', '.join(left)} have no place in Responses; left out")
+        notes.append(f"message {i}: text-part fields {shown_keys(left)} have no place in Responses; left out")
     return {"type": text_type, "text": p.text, **{k: v for k, v in p.data.items() if k in kept}}
 
 
@@ -202,7 +203,7 @@ def _image_out(p: Part, i: int, notes: list[str]) -> dict | None:
         return None
     out.update({k: v for k, v in (("image_url", url), ("file_id", file_id)) if v is not None})
     if any(data.values()):
-        notes.append(f"message {i}: image fields {', '.join(sorted(data))} have no place in Responses; left out")
+        notes.append(f"message {i}: image fields {shown_keys(sorted(data))} have no place in Responses; left out")
     return out
 
 
@@ -254,11 +255,12 @@ def _output_item(m: Message, i: int, notes: list[str]) -> dict:
 
 
 def _field_notes(m: Message, i: int, call_names: dict[str, str], notes: list[str]) -> None:
-    if m.name is not None and call_names.get(m.tool_call_id or "") != m.name:
-        notes.append(f"message {i}: the name field ({m.name!r}) has no place in Responses; left out")
+    if m.name is not None:  # a tool result's name is noted without its value, so one note lists them all
+        value = "" if m.role == "tool" else f" ({shown(m.name)})"
+        notes.append(f"message {i}: the name field{value} has no place in Responses; left out")
     fields = sorted(k for k, v in m.extra.items() if k not in INTERNAL_EXTRA and v is not None)
     if fields:
-        notes.append(f"message {i}: field(s) {', '.join(fields)} have no place in Responses; left out")
+        notes.append(f"message {i}: field(s) {shown_keys(fields)} have no place in Responses; left out")
     anthropic_only_note(m, i, "Responses", notes)
 
 

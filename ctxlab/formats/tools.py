@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ShapeError
+from ..errors import ShapeError, path_key, shown
 from ..conversation import ToolDef
 
 _EMPTY_SCHEMA = {"type": "object", "properties": {}}
@@ -24,10 +24,36 @@ def _one_tool(raw: Any, where: str) -> ToolDef:
     if not isinstance(name, str) or not name:
         raise ShapeError("a tool has no name", where=f"{where}.name" if fn is raw else f"{where}.function.name")
     schema = fn.get(schema_key) or _EMPTY_SCHEMA
+    schema_at = f"{where}{'' if fn is raw else '.function'}.{schema_key}"
     if not isinstance(schema, dict):
-        raise ShapeError(f"the parameter schema of tool {name!r} must be an object", where=f"{where}.{schema_key}")
+        raise ShapeError(f"the parameter schema of tool {shown(name)} must be an object, found "
+                         f"{type(schema).__name__}", where=schema_at)
+    _check_schema(schema, schema_at, name)
     return ToolDef(name=name, description=str(fn.get("description") or ""), parameters=schema,
                    category=category if isinstance(category, str) else None, extra=extra)
+
+
+def _check_schema(schema: dict, where: str, tool: str) -> None:
+    """Every ``properties`` in a parameter schema (nested ones too, and those under ``items``)
+    must map names to schema objects: a provider rejects anything else, and the token counter
+    walks them."""
+    stack = [(schema, where)]
+    while stack:
+        node, at = stack.pop()
+        props = node.get("properties")
+        if props is not None:
+            if not isinstance(props, dict):
+                raise ShapeError(f"'properties' of tool {shown(tool)} must be an object, found {type(props).__name__}",
+                                 where=f"{at}.properties", hint="Map each parameter name to its JSON schema")
+            for key, sub in props.items():
+                if not isinstance(sub, dict):
+                    raise ShapeError(f"the schema of parameter {shown(key)} of tool {shown(tool)} must be an "
+                                     f"object, found {type(sub).__name__}", where=f"{at}.properties{path_key(key)}",
+                                     hint="Give each parameter a JSON schema such as {\"type\": \"string\"}")
+                stack.append((sub, f"{at}.properties{path_key(key)}"))
+        items = node.get("items")
+        if isinstance(items, dict):
+            stack.append((items, f"{at}.items"))
 
 
 def parse_tools(raw: Any, where: str = "$.tools") -> tuple[ToolDef, ...]:
@@ -44,7 +70,7 @@ def parse_tools(raw: Any, where: str = "$.tools") -> tuple[ToolDef, ...]:
     seen: dict[str, int] = {}
     for i, t in enumerate(tools):
         if t.name in seen:
-            raise ShapeError(f"tool name {t.name!r} is defined twice (also at index {seen[t.name]})",
+            raise ShapeError(f"tool name {shown(t.name)} is defined twice (also at index {seen[t.name]})",
                              where=f"{where}[{i}]", hint="Tool names must be unique")
         seen[t.name] = i
     return tools

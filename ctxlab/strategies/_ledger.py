@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from .plan import positions
 from .view import View
 
 LONE = "nothing else of its turn is kept: two user turns in a row are invalid"
@@ -132,8 +133,8 @@ class _Ledger:
             for i in range(start, end):
                 if actions[i] == "keep" and not reasons[i]:
                     reasons[i] = why
-        for i, a in enumerate(actions):
-            if a == "keep" and not reasons[i]:
+        for i in positions(reasons, ("",)):
+            if actions[i] == "keep":
                 reasons[i] = why_protected if prot[group_of[i]] else why_kept
 
 

@@ -89,8 +89,17 @@ def langchain_messages(view: View) -> tuple[list[BaseMessage], dict[int, int]]:
     cached = _CONVERTED.get(view)
     if cached is None:
         notes: list[str] = []
-        lcs = [to_langchain(m, i, notes) for i, m in enumerate(view.messages)]
-        cached = (lcs, {id(m): i for i, m in enumerate(lcs)})
+        parent = view.parent()
+        grown = _CONVERTED.get(parent) if parent is not None else None
+        if grown is not None:  # an appended view: convert only the new messages (a live agent's re-plan)
+            start = len(grown[0])
+            new = [to_langchain(m, start + k, notes) for k, m in enumerate(view.messages[start:])]
+            index = dict(grown[1])
+            index.update((id(m), start + k) for k, m in enumerate(new))
+            cached = (grown[0] + new, index)
+        else:
+            lcs = [to_langchain(m, i, notes) for i, m in enumerate(view.messages)]
+            cached = (lcs, {id(m): i for i, m in enumerate(lcs)})
         _CONVERTED[view] = cached
     return cached
 

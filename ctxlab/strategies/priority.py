@@ -16,10 +16,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from .base import Strategy, param, register
-from .plan import Plan, make_plan, minimum_warning, settle
+from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, settle
 from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
-from .view import Budget, View
+from .view import MEMO_EXTENDERS, Budget, View
 
 ROLE_SCORE = {"system": 1.0, "user": 0.75, "assistant_text": 0.5, "summary": 0.5, "tool_calls": 0.25,
               "tool_results": 0.0}
@@ -105,6 +107,53 @@ def _age_text(age: int) -> str:
     return "current turn" if age == 0 else "1 turn old" if age == 1 else f"{age} turns old"
 
 
+def _group_table(view: View) -> tuple[np.ndarray, ...]:
+    """Once per view, per atomic group: its first index, its role score (a tool round ranks as its
+    results), its tokens, ``1 - log10(1 + tokens) / 5`` and its turn + 1."""
+    cached = view.memo.get("oldest_first.groups")
+    if cached is not None:
+        return cached
+    rows = [_group_row(view, members) for members in view.seg.groups]
+    cached = view.memo["oldest_first.groups"] = _table(rows)
+    return cached
+
+
+def _group_row(view: View, members: tuple[int, ...]) -> tuple[int, float, int, float, int]:
+    """One group's row of ``_group_table``."""
+    first = members[0]
+    if len(members) == 1:
+        score, size = ROLE_SCORE[view.categories[first]], view.tokens[first]
+    else:  # several members make a tool round: its lowest member is a tool result
+        score, size = ROLE_SCORE["tool_results"], sum(map(view.tokens.__getitem__, members))
+    return first, score, size, 1 - math.log10(1 + size) / 5, view.seg.turn_of[first] + 1  # math.log10, as always
+
+
+def _table(rows: list[tuple[int, float, int, float, int]]) -> tuple[np.ndarray, ...]:
+    """Rows as the columns of ``_group_table``."""
+    firsts, scores, sizes, small, turns = zip(*rows) if rows else ((),) * 5
+    return (np.array(firsts, dtype=np.int64), np.array(scores, dtype=float), np.array(sizes, dtype=np.int64),
+            np.array(small, dtype=float), np.array(turns, dtype=np.int64))
+
+
+def _extend_group_table(old: View, new: View, table: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """The group table of a grown view: rows of groups the new messages joined are redone, rows of
+    new groups added, the others stand."""
+    groups = new.seg.groups
+    touched = sorted({new.seg.group_of[i] for i in range(len(old), len(new))})
+    kept = len(table[0])
+    columns = [column.copy() for column in table]
+    for g in (g for g in touched if g < kept):
+        for column, value in zip(columns, _group_row(new, groups[g])):
+            column[g] = value
+    added = _table([_group_row(new, groups[g]) for g in range(kept, len(groups))])
+    return tuple(np.concatenate((column, extra)) for column, extra in zip(columns, added))
+
+
+MEMO_EXTENDERS["oldest_first.groups"] = _extend_group_table
+MEMO_EXTENDERS["oldest_first.describe"] = lambda old, new, known: (
+    known if len(new.seg.turns) == len(old.seg.turns) else None)  # ages count from the newest turn
+
+
 @register
 @dataclass(frozen=True)
 class OldestFirst(Strategy):
@@ -135,36 +184,35 @@ class OldestFirst(Strategy):
     size_weight: float = param(0.5, min=0.0, max=10.0, help="Weight of smallness, on a log scale of tokens.")
 
     def _scored(self, view: View, book: _Ledger) -> list[tuple[float, int, int, int]]:
-        """(priority, first index, group, tokens) per removable group, lowest first (older first on a tie)."""
-        seg, cats, tokens, prot, actions = view.seg, view.categories, view.tokens, book.protected, book.actions
-        n_turns, rw, sw, log10 = len(seg.turns), self.role_weight, self.size_weight, math.log10
-        recency = [self.age_weight / (1 + age) for age in range(n_turns, -1, -1)]  # by turn + 1
-        roles = {c: rw * s for c, s in ROLE_SCORE.items()}
-        out = []
-        for g, members in enumerate(seg.groups):
-            first = members[0]
-            if prot[g] or actions[first] != "keep":
-                continue
-            if len(members) == 1:  # several members make a tool round: its lowest member is a tool result
-                role, size = roles[cats[first]], tokens[first]
-            else:
-                role, size = roles["tool_results"], sum(map(tokens.__getitem__, members))
-            small = 1 - log10(1 + size) / 5
-            p = role + recency[seg.turn_of[first] + 1] + (sw * small if small > 0 else 0.0)
-            out.append((p, first, g, size))
-        out.sort()
-        return out
+        """(priority, first index, group, tokens) per removable group, lowest first (older first on a tie).
+        Vectorised over the groups; the same floating-point operations, in the same order, as
+        ``role + recency + size_weight * small`` per group."""
+        firsts, role_scores, sizes, small, turn_plus_one = _group_table(view)
+        recency = np.array([self.age_weight / (1 + age) for age in range(len(view.seg.turns), -1, -1)])  # by turn + 1
+        prot, actions = book.protected, book.actions
+        removable = np.fromiter(map("keep".__eq__, map(actions.__getitem__, firsts.tolist())), bool, len(firsts))
+        removable &= ~np.array(prot, dtype=bool)
+        size_term = np.where(small > 0, self.size_weight * small, 0.0)
+        p = (self.role_weight * role_scores + recency[turn_plus_one]) + size_term
+        groups = np.flatnonzero(removable)
+        order = groups[np.lexsort((firsts[groups], p[groups]))]
+        return list(zip(p[order].tolist(), firsts[order].tolist(), order.tolist(), sizes[order].tolist()))
 
     @staticmethod
     def _describer(view: View) -> Callable[[int, int], str]:
         """A function (group, tokens) -> role, age and size of the group, as reasons show them."""
         seg, cats, newest = view.seg, view.categories, len(view.seg.turns) - 1
         ages = [_age_text(age) for age in range(newest + 2)]
+        known: dict[tuple[int, int], str] = view.memo.setdefault("oldest_first.describe", {})  # per group: view-only
 
         def describe(g: int, size: int) -> str:
-            members = seg.groups[g]
-            label = ROLE_LABEL[cats[members[0]] if len(members) == 1 else "tool_results"]
-            return f"{label}, {ages[newest - seg.turn_of[members[0]] if newest >= 0 else 0]}, {size:,} tokens"
+            text = known.get((g, size))
+            if text is None:
+                members = seg.groups[g]
+                label = ROLE_LABEL[cats[members[0]] if len(members) == 1 else "tool_results"]
+                text = known[g, size] = (f"{label}, {ages[newest - seg.turn_of[members[0]] if newest >= 0 else 0]}, "
+                                         f"{size:,} tokens")
+            return text
         return describe
 
     def _remove(self, view: View, book: _Ledger, scored: list, target: int) -> tuple[float | None, int]:
@@ -257,11 +305,9 @@ class Hybrid(Strategy):
 
     def _score(self, view: View, budget: Budget, actions: list[str]) -> dict:
         """The score of settled decisions and its parts."""
-        kept_tokens, mask = 0, 0
-        for a, t, m in zip(actions, view.tokens, view.fact_masks):
-            if a == "keep":
-                kept_tokens += t
-                mask |= m
+        kept, removed = _kept_indexes(actions)  # middle_out and oldest_first only keep or drop
+        sums, mask = _sums_and_facts(view, kept, removed, actions, {})
+        kept_tokens = sum(sums.values())
         retention = mask.bit_count() / len(view.facts) if view.facts else 1.0
         turns = view.seg.turns
         start = turns[-min(self.recent_turns, len(turns))][0] if turns else 0

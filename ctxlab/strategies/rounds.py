@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
-from .view import Budget, View
+from .view import MEMO_EXTENDERS, Budget, View
 from .windows import preamble_systems, turn_aligned_start, window_idle
 
 
@@ -230,12 +230,9 @@ class KeyMessages(Strategy):
     def _key_rounds(self, view: View) -> dict[int, str]:
         """Round number -> the first key tool it calls."""
         keys = set(self.key_tools)
-        out = {}
-        for r, members in enumerate(view.seg.rounds):
-            name = next((c.name for c in view.messages[members[0]].tool_calls if c.name in keys), None)
-            if name is not None:
-                out[r] = name
-        return out
+        calls, rounds_of = _round_calls(view)
+        candidates = sorted({r for k in keys for r in rounds_of.get(k, ())})  # only rounds calling a key tool
+        return {r: next(name for name in calls[r] if name in keys) for r in candidates}
 
     def _take_keys(self, view: View, actions: list[str], reasons: list[str], start: int,
                    key_rounds: dict[int, str]) -> int:
@@ -270,9 +267,35 @@ class KeyMessages(Strategy):
                      key_rounds: dict[int, str]) -> None:
         """Say why the older key messages left out are dropped."""
         why = f"older than the recent window; the cap of {self.max_key:,} older key messages is reached"
-        for i in range(start):
-            if actions[i] in REMOVED and (view.messages[i].role == "user" or view.seg.round_of[i] in key_rounds):
+        seg = view.seg
+        users = (s for s, _ in seg.turns if s < start)
+        keyed = (i for r in key_rounds for i in seg.rounds[r] if i < start)
+        for i in (*users, *keyed):
+            if actions[i] in REMOVED:
                 reasons[i] = why
+
+
+def _round_calls(view: View) -> tuple[list[tuple[str, ...]], dict[str, list[int]]]:
+    """Once per view: the tool names each round calls, in order, and the rounds calling each tool."""
+    cached = view.memo.get("key_messages.calls")
+    if cached is None:
+        cached = view.memo["key_messages.calls"] = _add_round_calls(view, [], {})
+    return cached
+
+
+def _add_round_calls(view: View, calls: list[tuple[str, ...]],
+                     rounds_of: dict[str, list[int]]) -> tuple[list[tuple[str, ...]], dict[str, list[int]]]:
+    """``calls`` and ``rounds_of`` completed with the rounds of ``view`` they do not cover yet."""
+    for r in range(len(calls), len(view.seg.rounds)):
+        names = tuple(c.name for c in view.messages[view.seg.rounds[r][0]].tool_calls)
+        calls.append(names)
+        for name in dict.fromkeys(names):
+            rounds_of.setdefault(name, []).append(r)
+    return calls, rounds_of
+
+
+MEMO_EXTENDERS["key_messages.calls"] = lambda old, new, table: _add_round_calls(
+    new, list(table[0]), {k: list(v) for k, v in table[1].items()})  # a round's calls never change
 
 
 def _tool_names(view: View) -> dict[int, str]:
@@ -302,14 +325,40 @@ def _clearing_layout(view: View) -> tuple[tuple[int, ...], tuple[str, ...], tupl
     for i, name in zip(results, names):
         tokens = view.tokens[i]
         if (name, tokens) not in seen:
-            text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
-            gain = tokens - framing - counter.text(text)
-            why = (f"old {name} result cleared ({tokens:,} tokens, {gain:,} saved)" if gain > 0 else
-                   f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)")
-            seen[name, tokens] = (text, gain, why)
+            seen[name, tokens] = _clearing_info(view, framing, name, tokens)
         info.append(seen[name, tokens])
     cached = view.memo["clear_tool_results"] = (results, names, tuple(info))
     return cached
+
+
+def _clearing_info(view: View, framing: int, name: str, tokens: int) -> tuple[str, int, str]:
+    """Placeholder, tokens saved, and reason, for a result of ``tokens`` tokens from tool ``name``."""
+    text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
+    gain = tokens - framing - view.counter.text(text)
+    why = (f"old {name} result cleared ({tokens:,} tokens, {gain:,} saved)" if gain > 0 else
+           f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)")
+    return text, gain, why
+
+
+def _extend_clearing_layout(old: View, new: View, layout: tuple) -> tuple:
+    """The clearing table of a grown view: the old entries stand (a result answers the call it
+    answered), the new results are added."""
+    results, names, info = layout
+    framing = new.counter.message(Message("tool", ""))
+    added = [i for i in range(len(old), len(new)) if new.roles[i] == "tool"]
+    seg, messages = new.seg, new.messages
+    new_names = []
+    for i in added:
+        r = seg.round_of[i]
+        calls = {c.id: c.name for c in messages[seg.rounds[r][0]].tool_calls} if r >= 0 else {}
+        new_names.append(calls.get(messages[i].tool_call_id) or messages[i].name or "unknown tool")
+    new_info = [_clearing_info(new, framing, name, new.tokens[i]) for i, name in zip(added, new_names)]
+    return results + tuple(added), names + tuple(new_names), info + tuple(new_info)
+
+
+MEMO_EXTENDERS["clear_tool_results"] = _extend_clearing_layout
+MEMO_EXTENDERS["clear_tool_results.cleared"] = lambda old, new, cleared: cleared  # by index: still right
+MEMO_EXTENDERS["replacement_fact_masks"] = lambda old, new, masks: masks  # by text and facts: still right
 
 
 @register

@@ -7,9 +7,10 @@ microseconds per message, not a recount.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import CtxlabError
 from ..conversation import Conversation, Message
@@ -116,6 +117,12 @@ def fact_mask(m: Message, facts: Sequence[str], only: int = -1) -> int:
     return mask
 
 
+MEMO_EXTENDERS: dict[str, Callable[["View", "View", Any], Any]] = {}
+"""``View.memo`` key -> ``f(old_view, grown_view, old_value)``: the value for the grown view, made
+from the old one (None: derive it again). ``View.append`` calls these, so a re-plan after an
+append does not derive per-view tables from the whole history again."""
+
+
 @dataclass(frozen=True, eq=False)
 class View:
     """What a strategy reads: messages (never copied), their token counts and categories, the
@@ -196,6 +203,11 @@ class View:
         turns = self.seg.turns
         return turns[-1][0] if turns else None
 
+    def parent(self) -> "View | None":
+        """The view this one was grown from by ``append``, while it is still alive (else None)."""
+        ref = self.__dict__.get("grown_from")
+        return ref() if ref is not None else None
+
     def append(self, *messages: Message, pins: Iterable[int] = ()) -> "View":
         """This view with ``messages`` added at the end: what a live agent calls each turn. Only the
         new messages are counted and searched for facts; segments are extended, not rebuilt, so the
@@ -220,6 +232,11 @@ class View:
                    self.fact_masks + masks, self.pins | pins,
                    self.origin + tuple(range(last + 1, last + 1 + len(messages))), self.state)
         known = self.__dict__
+        new.__dict__["grown_from"] = weakref.ref(self)  # lets per-view caches extend the parent's
+        for key, value in known.get("memo", {}).items():
+            extend = MEMO_EXTENDERS.get(key)
+            if extend is not None and (grown := extend(self, new, value)) is not None:
+                new.memo[key] = grown
         if "roles" in known:
             new.__dict__["roles"] = known["roles"] + tuple(m.role for m in messages)
         if "total" in known:

@@ -10,7 +10,8 @@ Two kinds of figures, kept apart:
   mean of 1 / rank of the first gold tool (0 when it is not among the candidates).
 * selection: what :func:`~ctxlab.tools.select.select` would send with ``top_k``, ``threshold`` and
   ``expand_categories``: mean tools selected, ``selection_recall`` (gold tools inside the
-  selection, expansions included), tool-definition tokens of all tools vs the selection (mean).
+  selection, expansions included), tool-definition tokens of all tools vs the selection (mean),
+  and ``unsure``: how many queries the no-match rule (or the threshold) judged unsure.
 
 Gold names that are not tool names are looked up in the tools' ``x_*_name`` fields (MetaTool's
 ``x_metatool_name`` keeps names such as ``PDF&URLTool``); the rest count as misses and are
@@ -117,8 +118,11 @@ def _mean(xs: Sequence[float]) -> float:
 
 def evaluate(index: Any, queries: Iterable[EvalQuery | Mapping[str, Any]], ks: Sequence[int] = (1, 5, 10),
              threshold: float | None = None, hybrid: bool = True, previous_turns: int = 0, top_k: int = 5,
-             expand_categories: bool = False, model: str = "gpt-4o") -> dict[str, Any]:
-    """Ranking figures (``recall@K``, ``mrr``) and selection figures (see the module docstring)."""
+             expand_categories: bool = False, model: str = "gpt-4o", *, max_expansion: int | None = None,
+             on_no_match: str = "all", no_match: Any = "off") -> dict[str, Any]:
+    """Ranking figures (``recall@K``, ``mrr``) and selection figures (see the module docstring).
+    ``no_match`` is off by default (the figures of the ranking itself); ``"auto"`` applies the
+    tuned no-match rule, and ``on_no_match`` then says what the unsure queries send."""
     qs = _as_queries(queries)
     start = time.perf_counter()
     rankings, golds, unknown = _rankings(index, qs, hybrid, previous_turns, max(ks))
@@ -127,11 +131,14 @@ def evaluate(index: Any, queries: Iterable[EvalQuery | Mapping[str, Any]], ks: S
         out[f"recall@{k}"] = round(_mean([_recall([r.name for r in rk.items[:k]], g)
                                           for rk, g in zip(rankings, golds)]), 4)
     out["mrr"] = round(_mean([_reciprocal_rank(rk, g) for rk, g in zip(rankings, golds)]), 4)
-    sels = [from_ranking(index, rk, top_k, threshold, expand_categories, (), hybrid, model) for rk in rankings]
+    opts = dict(max_expansion=max_expansion, on_no_match=on_no_match, no_match=no_match)
+    sels = [from_ranking(index, rk, top_k, threshold, expand_categories, (), hybrid, model, **opts) for rk in rankings]
     out.update(_selection_figures(sels, golds))
     seconds = time.perf_counter() - start
     out.update(unknown_gold=unknown, top_k=top_k, threshold=threshold, hybrid=hybrid,
-               expand_categories=expand_categories, previous_turns=previous_turns, model_id=index.provider.model_id,
+               expand_categories=expand_categories, max_expansion=max_expansion, on_no_match=on_no_match,
+               no_match=no_match if isinstance(no_match, (str, type(None))) else no_match.to_dict(),
+               previous_turns=previous_turns, model_id=index.provider.model_id,
                seconds=round(seconds, 2), ms_per_query=round(1000 * seconds / len(qs), 2))
     return out
 
@@ -150,19 +157,22 @@ def _selection_figures(sels: Sequence[Any], golds: Sequence[set[str]]) -> dict[s
             "selection_recall": round(_mean([_recall(s.names, g) for s, g in zip(sels, golds)]), 4),
             "tokens_all": tokens_all, "tokens_selected_mean": round(tokens_selected, 1),
             "tokens_saved_ratio": round(1 - tokens_selected / tokens_all, 4) if tokens_all else 0.0,
-            "fallbacks": sum(s.fallback is not None for s in sels)}
+            "unsure": sum(not s.confident for s in sels)}
 
 
 def sweep(index: Any, queries: Iterable[EvalQuery | Mapping[str, Any]], ks: Sequence[int] = (1, 2, 3, 5, 8, 10, 15, 20),
           thresholds: Sequence[float | None] = (None, 0.2, 0.3, 0.4, 0.5), hybrid: bool = True,
-          previous_turns: int = 0, expand_categories: bool = False, model: str = "gpt-4o") -> list[dict[str, Any]]:
+          previous_turns: int = 0, expand_categories: bool = False, model: str = "gpt-4o", *,
+          max_expansion: int | None = None, on_no_match: str = "all", no_match: Any = "off") -> list[dict[str, Any]]:
     """Selection recall and tokens for every (k, threshold): one row each, for a chart.
     The queries are embedded and ranked once."""
+    opts = dict(max_expansion=max_expansion, on_no_match=on_no_match, no_match=no_match)
     qs = _as_queries(queries)
     rankings, golds, _ = _rankings(index, qs, hybrid, previous_turns, max(ks))
     rows = []
     for threshold in thresholds:
         for k in ks:
-            sels = [from_ranking(index, rk, k, threshold, expand_categories, (), hybrid, model) for rk in rankings]
+            sels = [from_ranking(index, rk, k, threshold, expand_categories, (), hybrid, model, **opts)
+                    for rk in rankings]
             rows.append({"k": k, "threshold": threshold, **_selection_figures(sels, golds)})
     return rows

@@ -9,17 +9,22 @@ score for that query, so a tool that shares rare words with the query moves up b
 
 Rules, in order:
 
+* ``unsure``: when the query matches nothing well (the no-match rule of
+  :mod:`ctxlab.tools.confidence`: the best score under a floor, or no tool standing out of the
+  head of the ranking; or no tool reaching ``threshold``) the selection is marked unsure, with
+  the reason, and sends what ``on_no_match`` says: ``"all"`` (every tool, the default: a real
+  query wrongly judged unsure still gets its tool) or ``"none"`` (only the always-included tools).
+  It never sends a confident-looking list.
 * ``similarity`` picks: the best ``top_k`` tools whose ranking score reaches ``threshold``
-  (``None``: no threshold). The score is the cosine similarity, plus the lexical bonus when hybrid,
-  so the picks are always the head of the ranking. When none reaches it, the top ``top_k`` are
-  sent anyway, with a warning (never an empty list). The default threshold, 0.2, is set for
-  all-MiniLM-L6-v2: on BFCL a relevant tool's cosine is often 0.2-0.4 (see the benchmark).
+  (``None``: no threshold). The score is the cosine similarity, plus the lexical bonus when
+  hybrid, so the picks are always the head of the ranking. The default threshold is tuned on
+  held-apart data for all-MiniLM-L6-v2 (``benchmarks/bench_tools.py``).
 * ``expansion``: the categories of the similarity picks, mapped through ``catalog.expand``, pull
-  in every other tool of those categories. Expansions do not count toward ``top_k``: they never
-  cut a similarity pick.
+  in other tools of those categories, most similar first, at most ``max_expansion`` of them
+  (default: ``top_k``); how many the cap left out is reported. Expansions never cut a pick.
 * ``always``: named tools, added last when not already there.
 * ``fallback``: when the index is empty, the query is empty, or retrieval fails (embedding
-  provider or Chroma), every tool is sent, with a warning saying why.
+  provider or Chroma), every tool is sent, with a warning saying why (also marked unsure).
 
 A tool's reason is the first rule that picked it.
 """
@@ -32,10 +37,11 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import CtxlabError
 from ..conversation import Conversation, Message, ToolDef
 from ..tokens import TokenCounter
+from .confidence import DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, rule_for
 
 REASONS = ("similarity", "expansion", "always", "fallback")
 LEXICAL_WEIGHT = 0.15
-DEFAULT_THRESHOLD = 0.2
+DEFAULT_THRESHOLD = 0.27  # tuned by benchmarks/bench_tools.py on the tuning half (see confidence.py)
 CANDIDATES = 50
 
 
@@ -85,13 +91,15 @@ class Ranking:
 
 @dataclass(frozen=True)
 class SelectedTool:
-    """A tool chosen for the request, why (one of ``REASONS``), and what it costs."""
+    """A tool chosen for the request, why (one of ``REASONS``, and ``detail`` in words with the
+    figures), and what it costs."""
 
     tool: ToolDef
     reason: str
     similarity: float | None
     tokens: int
     score: float | None = None
+    detail: str = ""
 
     @property
     def name(self) -> str:
@@ -103,8 +111,10 @@ class SelectedTool:
 class Selection:
     """The tools to send, in order, with token costs of all tools vs the selected ones.
 
-    ``fallback`` is None, ``"top_k"`` (nothing reached the threshold) or ``"all_tools"`` (empty
-    query, empty index, or retrieval failed); ``warnings`` says why, for the user to read.
+    ``confident`` is False when retrieval is unsure, and ``unsure_reason`` says why (which score,
+    which floor); ``fallback`` is None, ``"no_match"`` (the query matched nothing well: the
+    ``on_no_match`` policy decided what is sent) or ``"all_tools"`` (empty query, empty index, or
+    retrieval failed). ``expansion_left_out`` counts the category tools the cap kept out.
     """
 
     query: str
@@ -114,6 +124,18 @@ class Selection:
     warnings: tuple[str, ...] = ()
     fallback: str | None = None
     hybrid: bool = True
+    confident: bool = True
+    unsure_reason: str | None = None
+    on_no_match: str = DEFAULT_ON_NO_MATCH
+    no_match_rule: NoMatchRule | None = None
+    best_score: float | None = None
+    expansion_cap: int | None = None
+    expansion_left_out: int = 0
+
+    @property
+    def status(self) -> str:
+        """``"confident"`` or ``"unsure"``."""
+        return "confident" if self.confident else "unsure"
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -132,11 +154,16 @@ class Selection:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the CLI's ``tools query`` output)."""
-        return {"query": self.query, "hybrid": self.hybrid, "fallback": self.fallback,
-                "tools": [{"name": t.name, "reason": t.reason, "category": t.tool.category,
+        return {"query": self.query, "status": self.status, "confident": self.confident,
+                "unsure_reason": self.unsure_reason, "on_no_match": self.on_no_match,
+                "no_match_rule": self.no_match_rule.to_dict() if self.no_match_rule else None,
+                "best_score": None if self.best_score is None else round(self.best_score, 4),
+                "hybrid": self.hybrid, "fallback": self.fallback,
+                "tools": [{"name": t.name, "reason": t.reason, "detail": t.detail, "category": t.tool.category,
                            "similarity": None if t.similarity is None else round(t.similarity, 4),
                            "score": None if t.score is None else round(t.score, 4),
                            "tokens": t.tokens} for t in self.tools],
+                "expansion_cap": self.expansion_cap, "expansion_left_out": self.expansion_left_out,
                 "tokens_all": self.tokens_all, "tokens_selected": self.tokens_selected,
                 "saved_ratio": round(self.saved_ratio, 4), "warnings": list(self.warnings)}
 
@@ -176,12 +203,18 @@ def _func_end(model: str) -> int:
     return TokenCounter(model).spec.tools.func_end
 
 
-def _check(top_k: int, threshold: float | None, always: Iterable[str], known: Mapping[str, Any]) -> tuple[str, ...]:
+def _check(top_k: int, threshold: float | None, always: Iterable[str], known: Mapping[str, Any],
+           max_expansion: int | None = None, on_no_match: str = DEFAULT_ON_NO_MATCH) -> tuple[str, ...]:
+    """The parameters checked (one clear error each); returns the always-included names, deduplicated."""
     if not isinstance(top_k, int) or top_k < 1:
         raise SelectionError(f"top_k must be a whole number of at least 1, got {top_k!r}", where="top_k")
     if threshold is not None and (not isinstance(threshold, (int, float)) or not -1.0 <= threshold <= 1.0):
         raise SelectionError(f"threshold must be a similarity between -1 and 1, got {threshold!r}",
                              where="threshold", hint="Use None for no threshold")
+    if max_expansion is not None and (not isinstance(max_expansion, int) or max_expansion < 0):
+        raise SelectionError(f"max_expansion must be a whole number of 0 or more, got {max_expansion!r}",
+                             where="max_expansion", hint="Use None for 'as many as top_k'")
+    check_policy(on_no_match)
     always = tuple(dict.fromkeys([always] if isinstance(always, str) else always))
     unknown = [n for n in always if n not in known]
     if unknown:
@@ -192,9 +225,15 @@ def _check(top_k: int, threshold: float | None, always: Iterable[str], known: Ma
 
 def select(index: Any, query: str, top_k: int = 5, threshold: float | None = DEFAULT_THRESHOLD,
            expand_categories: bool = True, always_include: Sequence[str] = (), hybrid: bool = True,
-           model: str = "gpt-4o") -> Selection:
-    """Choose the tools to send for ``query`` (see the module docstring for the rules)."""
-    always = _check(top_k, threshold, always_include, index.tools_by_name)
+           model: str = "gpt-4o", *, max_expansion: int | None = None, on_no_match: str = DEFAULT_ON_NO_MATCH,
+           no_match: NoMatchRule | str | None = "auto") -> Selection:
+    """Choose the tools to send for ``query`` (see the module docstring for the rules).
+
+    ``max_expansion``: at most this many tools added by category expansion (None: ``top_k``).
+    ``on_no_match``: ``"all"`` or ``"none"``, what an unsure selection sends. ``no_match``: the
+    rule that judges a query unsure (``"auto"``: the one tuned for the index's model, if any)."""
+    always = _check(top_k, threshold, always_include, index.tools_by_name, max_expansion, on_no_match)
+    rule = rule_for(no_match, index.provider.model_id, hybrid)
     reason = None
     if not query.strip():
         reason = "the query is empty"
@@ -203,58 +242,109 @@ def select(index: Any, query: str, top_k: int = 5, threshold: float | None = DEF
     if reason is None:
         try:
             ranking = rank(index, [query], hybrid)[0]
-            return from_ranking(index, ranking, top_k, threshold, expand_categories, always, hybrid, model)
+            return from_ranking(index, ranking, top_k, threshold, expand_categories, always, hybrid, model,
+                                max_expansion=max_expansion, on_no_match=on_no_match, no_match=rule)
         except Exception as e:  # a provider or store failure must not leave the agent without tools
             reason = f"tool retrieval failed ({type(e).__name__}: {e})"
-    return _all_tools(index, query, hybrid, model, f"{reason}: sending all {len(index.catalog)} tools")
+    warning = f"{reason}: sending all {len(index.catalog)} tools"
+    chosen = [(n, "fallback", None, None, f"retrieval did not run ({reason}): every tool is sent")
+              for n in index.catalog.names]
+    return _selection(index, query, chosen, [warning], model,
+                      dict(fallback="all_tools", hybrid=hybrid, confident=False, unsure_reason=reason,
+                           on_no_match=on_no_match, no_match_rule=rule))
 
 
 def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float | None = DEFAULT_THRESHOLD,
                  expand_categories: bool = True, always: Sequence[str] = (), hybrid: bool = True,
-                 model: str = "gpt-4o") -> Selection:
+                 model: str = "gpt-4o", *, max_expansion: int | None = None,
+                 on_no_match: str = DEFAULT_ON_NO_MATCH, no_match: NoMatchRule | str | None = "auto") -> Selection:
     """The selection for an already ranked query (used by ``select`` and by the evaluation)."""
-    warnings, fallback = list(ranking.warnings), None
-    picks = [r for r in ranking.items if threshold is None or r.score >= threshold][:top_k]
-    if not picks and ranking.items:
-        best = ranking.items[0].score
-        picks, fallback = list(ranking.items[:top_k]), "top_k"
-        warnings.append(f"no tool reached the threshold {threshold:.2f} (best score {best:.2f}): "
-                        f"sending the top {len(picks)} without the threshold")
-    sims = {r.name: r.similarity for r in ranking.items}
-    picked = [r.name for r in picks]
-    expanded = _expansions(index, picked) if expand_categories else []
-    pinned = [n for n in always if n not in picked and n not in expanded]
-    missing = [n for n in expanded + pinned if n not in sims]
-    if missing:
-        sims.update(index.similarities(ranking.vector, missing))
-    expanded.sort(key=lambda n: -sims.get(n, -2.0))
-    chosen = [(n, "similarity") for n in picked] + [(n, "expansion") for n in expanded]
-    chosen += [(n, "always") for n in pinned]
+    rule = rule_for(no_match, index.provider.model_id, hybrid)
+    warnings = list(ranking.warnings)
     pending = index.pending()
     if pending:
         warnings.append(f"{pending} tool(s) changed since the index was built; rebuild it to include them")
-    scores = {r.name: r.score for r in ranking.items}
-    return _selection(index, ranking.query, [(n, why, sims.get(n), scores.get(n)) for n, why in chosen], warnings,
-                      fallback, hybrid, model)
+    items = ranking.items
+    best = items[0].score if items else None
+    picks = [r for r in items if threshold is None or r.score >= threshold][:top_k]
+    unsure = rule.judge([r.score for r in items]) if rule else None
+    if unsure is None and not picks:
+        unsure = (f"no tool reached the threshold {threshold:.2f} (best score {best:.3f})" if items
+                  else "no tool was ranked")
+    sims = {r.name: r.similarity for r in items}
+    scores = {r.name: r.score for r in items}
+    meta = dict(hybrid=hybrid, on_no_match=on_no_match, no_match_rule=rule, best_score=best)
+    if unsure:
+        return _no_match(index, ranking, always, model, warnings, unsure, sims, scores, meta)
+    chosen = [(r.name, "similarity", r.similarity, r.score, _pick_detail(i, r, threshold, hybrid))
+              for i, r in enumerate(picks, 1)]
+    picked = [r.name for r in picks]
+    cap = top_k if max_expansion is None else max_expansion
+    found = _expansions(index, picked) if expand_categories else []
+    _fill(index, ranking, sims, [n for n, _, _ in found] + [n for n in always if n not in picked])
+    found.sort(key=lambda x: -sims.get(x[0], -2.0))
+    kept, left_out = found[:cap], max(0, len(found) - cap)
+    chosen += [(n, "expansion", sims.get(n), scores.get(n), f"category {cat!r} of the pick {src}")
+               for n, src, cat in kept]
+    have = {c[0] for c in chosen}
+    chosen += [(n, "always", sims.get(n), scores.get(n), "always included") for n in always if n not in have]
+    return _selection(index, ranking.query, chosen, warnings, model,
+                      dict(meta, expansion_cap=cap if expand_categories else None, expansion_left_out=left_out))
 
 
-def _expansions(index: Any, picked: Sequence[str]) -> list[str]:
+def _pick_detail(rank_no: int, r: Ranked, threshold: float | None, hybrid: bool) -> str:
+    score = (f"score {r.score:.3f} (cosine {r.similarity:.3f} + lexical {r.score - r.similarity:.3f})"
+             if hybrid else f"cosine {r.similarity:.3f}")
+    cut = "no threshold" if threshold is None else f"threshold {threshold:.2f} reached"
+    return f"rank {rank_no}: {score}, {cut}"
+
+
+def _no_match(index: Any, ranking: Ranking, always: Sequence[str], model: str, warnings: list[str], unsure: str,
+              sims: dict[str, float], scores: dict[str, float], meta: dict[str, Any]) -> Selection:
+    """The selection of a query that matched nothing well: what ``on_no_match`` says, and why."""
+    if meta["on_no_match"] == "all":
+        names = list(index.catalog.names)
+        _fill(index, ranking, sims, names)
+        names.sort(key=lambda n: -scores.get(n, sims.get(n, -2.0)))
+        chosen = [(n, "fallback", sims.get(n), scores.get(n), f"unsure ({unsure}): on_no_match='all' sends every tool")
+                  for n in names]
+        sent = f"sending all {len(names)} tools (on_no_match='all')"
+    else:
+        _fill(index, ranking, sims, always)
+        chosen = [(n, "always", sims.get(n), scores.get(n), "always included, even when unsure") for n in always]
+        sent = "sending no tools (on_no_match='none')" + (
+            f" except the {len(always)} always included" if always else "")
+    warnings.append(f"unsure: the query matches no tool well ({unsure}); {sent}")
+    return _selection(index, ranking.query, chosen, warnings, model,
+                      dict(meta, fallback="no_match", confident=False, unsure_reason=unsure))
+
+
+def _fill(index: Any, ranking: Ranking, sims: dict[str, float], names: Iterable[str]) -> None:
+    """Add the cosine similarity of tools outside the ranked candidates."""
+    missing = [n for n in names if n not in sims]
+    if missing:
+        sims.update(index.similarities(ranking.vector, missing))
+
+
+def _expansions(index: Any, picked: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(tool, the pick whose category pulled it in, the category) for every other tool of the
+    categories the picks map to."""
     tools, catalog = index.tools_by_name, index.catalog
-    wanted = {c for n in picked if tools[n].category for c in catalog.expand(tools[n].category)}
-    return [t.name for t in catalog.tools if t.category in wanted and t.name not in picked] if wanted else []
+    source: dict[str, str] = {}
+    for n in picked:
+        if tools[n].category:
+            for c in catalog.expand(tools[n].category):
+                source.setdefault(c, n)
+    return [(t.name, source[t.category], t.category) for t in catalog.tools
+            if t.category in source and t.name not in picked]
 
 
-def _all_tools(index: Any, query: str, hybrid: bool, model: str, warning: str) -> Selection:
-    chosen = [(n, "fallback", None, None) for n in index.catalog.names]
-    return _selection(index, query, chosen, [warning], "all_tools", hybrid, model)
-
-
-def _selection(index: Any, query: str, chosen: Sequence[tuple[str, str, float | None, float | None]],
-               warnings: list[str],
-               fallback: str | None, hybrid: bool, model: str) -> Selection:
+def _selection(index: Any, query: str, chosen: Sequence[tuple[str, str, float | None, float | None, str]],
+               warnings: list[str], model: str, fields: dict[str, Any]) -> Selection:
     costs = index.token_costs(model)
     end = _func_end(model)
-    tools = tuple(SelectedTool(index.tools_by_name[n], why, sim, costs[n], score) for n, why, sim, score in chosen)
+    tools = tuple(SelectedTool(index.tools_by_name[n], why, sim, costs[n], score, detail)
+                  for n, why, sim, score, detail in chosen)
     total = sum(costs.values()) + (end if costs else 0)
     selected = sum(t.tokens for t in tools) + (end if tools else 0)
-    return Selection(query, tools, total, selected, tuple(warnings), fallback, hybrid)
+    return Selection(query, tools, total, selected, tuple(warnings), **fields)

@@ -43,3 +43,15 @@ def set_widget(at: AppTest, key: str, value: Any) -> None:
             assert not at.exception, at.exception
             return
     raise AssertionError(f"no widget with key {key}")
+
+
+def column_config(table: Any) -> dict[str, Any]:
+    """The column configuration a dataframe element sends the browser (labels, widths, formats)."""
+    import json
+    return json.loads(table.proto.columns or "{}")
+
+
+def chart_spec(at: AppTest, k: int = 0) -> dict[str, Any]:
+    """The plotly figure of the k-th chart, as the browser gets it."""
+    import json
+    return json.loads(at.get("plotly_chart")[k].proto.spec)

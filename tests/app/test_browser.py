@@ -162,14 +162,14 @@ def test_every_page_of_the_navigation_renders_without_an_error(page, app_url):
 def test_a_strategy_change_reruns_and_changes_the_numbers(page):
     before, after = metric(page, "Tokens before"), metric(page, "Tokens after")
     assert after != before  # the default strategy has work to do on the default sample and budget
-    opened = open_a_message(page, ": drop")  # a message this strategy drops, opened in the viewer
+    opened = open_a_message(page, ": dropped")  # a message this strategy drops, opened in the viewer
     choose(page, "Strategy", "None (send everything)")
     expect(page.locator('[data-testid="stMain"]').get_by_text("None (send everything)", exact=True)).to_be_visible()
     assert metric(page, "Tokens after") == before
     assert metric(page, "Messages removed") == "0"
     # The viewer's box names the message's new fate, not the one it had when it was opened.
     expect(widget(page, "stSelectbox", "Open a message").get_by_role("combobox")).to_have_value(
-        opened.replace(": drop", ": keep"))
+        opened.replace(": dropped", ": kept"))
     assert error_texts(page) == []
 
 
@@ -232,3 +232,127 @@ def test_pasted_html_shows_as_text_and_never_runs(page, dialogs):
             full_screenshot(page, ARTIFACTS / "xss_token_counts.png")
     page.wait_for_timeout(500)  # an injected image's onerror would fire by now
     assert dialogs == []
+
+
+# ---------------------------------------------------------------- legibility at both size ends (issue 12.7-12.9)
+
+EMOJI = r"[\u{1F000}-\u{1FAFF}\u{2600}-\u{27BF}\u{2B1B}-\u{2B1C}]"
+MAX_FIGURE_HEIGHT = 640  # ctxlab.figures.MAX_HEIGHT
+GEOMETRY = """sel => {
+    const gd = document.querySelector(sel + ' .js-plotly-plot');
+    if (!gd || !gd._fullLayout) return null;
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const one = q => { const e = gd.querySelector(q); return e ? box(e) : null; };
+    const L = gd._fullLayout;
+    return {
+        height: L.height, xrange: L.xaxis.range, yrange: L.yaxis.range,
+        xticks: [...gd.querySelectorAll('.xtick text')].map(t => t.textContent),
+        yticks: [...gd.querySelectorAll('.ytick text')].map(t => t.textContent),
+        legend: one('g.legend'), xtitle: one('.g-xtitle text'), colorbar: !!gd.querySelector('.colorbar'),
+        figure: box(gd),
+        bars: [...gd.querySelectorAll('.barlayer .point path')].map(box).filter(b => b[2] - b[0] > 0.5 && b[3] - b[1] > 0.5),
+        annotations: [...gd.querySelectorAll('g.annotation')].map(g => ({
+            name: (L.annotations[+g.getAttribute('data-index')] || {}).name, text: g.textContent, box: box(g)})),
+    };
+}"""
+CUT = """() => [...document.querySelectorAll('[data-testid="stMetric"] *')]
+    .filter(e => e.children.length === 0 && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
+
+
+def _size_case(name: str, tmp_path: Path) -> tuple[Path, int]:
+    """The conversation file a user uploads: 3 messages of about 500 tokens, or 10,001 messages of
+    about 2M tokens (a ~7 MB file)."""
+    import ctxlab
+    from ctxlab.generate import generate
+    if name == "tiny":
+        conv = ctxlab.Conversation(messages=(
+            ctxlab.Message("system", "You are the support assistant of a bike shop. " * 45),
+            ctxlab.Message("user", "Where is order KC-1?"), ctxlab.Message("assistant", "It shipped yesterday.")))
+    else:
+        conv = generate("ecommerce", turns=500, rounds_per_turn=9, result_tokens=300, seed=0)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(ctxlab.export(conv, "openai").data), encoding="utf-8")
+    return path, len(conv)
+
+
+def _upload(page, path: Path, n: int) -> None:
+    page.locator('[data-testid="stSidebar"] [data-testid="stRadio"]').get_by_text("Upload", exact=True).click()
+    settle(page)
+    page.locator('[data-testid="stSidebar"] input[type=file]').set_input_files(str(path))
+    expect(page.locator('[data-testid="stMain"]').get_by_text(f"upload {path.name} ({n:,} messages", exact=False)
+           ).to_be_visible(timeout=180_000)
+    settle(page, 180)
+
+
+def _chart(page, key: str) -> dict:
+    page.locator(f".st-key-{key} .js-plotly-plot").first.wait_for(state="attached", timeout=60_000)
+    page.wait_for_timeout(300)
+    geometry = page.evaluate(GEOMETRY, f".st-key-{key}")
+    assert geometry is not None, f"chart {key} is not drawn"
+    return geometry
+
+
+def _assert_legible(g: dict, key: str) -> None:
+    assert g["height"] <= MAX_FIGURE_HEIGHT, f"{key} is {g['height']} px tall"
+    if g["legend"] and g["xtitle"]:
+        assert not _overlap(g["legend"], g["xtitle"]), f"{key}: the legend covers the axis title"
+    left, top, right, bottom = g["figure"]
+    for a in g["annotations"]:
+        x0, y0, x1, y1 = a["box"]
+        assert left - 1 <= x0 and x1 <= right + 1 and top - 1 <= y0 and y1 <= bottom + 1, \
+            f"{key}: {a['text']!r} runs out of the figure"
+        for bar in g["bars"]:
+            assert not _overlap(a["box"], bar), f"{key}: {a['text']!r} is drawn on a bar"
+
+
+def _assert_page_text_is_clean(page) -> None:
+    assert page.evaluate(f"() => document.body.innerText.match(/{EMOJI}/u)") is None, "emoji in the page"
+    assert page.evaluate(CUT) == [], "a metric's label or value is cut"
+    assert error_texts(page) == []
+
+
+@pytest.mark.parametrize("size", ["tiny", "huge"])
+def test_every_figure_stays_legible_at_both_size_ends(page, size, tmp_path):
+    path, n = _size_case(size, tmp_path)
+    _upload(page, path, n)
+    _assert_page_text_is_clean(page)
+    bars = _chart(page, "lab_token_bars")
+    _assert_legible(bars, "token bars")
+    assert bars["xrange"][0] == 0  # the 5 MB upload drew an axis from -1M
+    totals = [a for a in bars["annotations"] if a["name"] == "total"]
+    assert len(totals) == 2 and all(a["box"][2] - a["box"][0] > 10 for a in totals)  # the after bar's size reads
+    limits = [a for a in bars["annotations"] if a["name"] == "limit"]
+    assert len(limits) == 2 and not _overlap(limits[0]["box"], limits[1]["box"])
+    timeline = _chart(page, "lab_timeline")
+    _assert_legible(timeline, "timeline")
+    assert all(t.replace(",", "").isdigit() for t in timeline["xticks"]), timeline["xticks"]
+    full_screenshot(page, ARTIFACTS / f"size_{size}_strategy_lab.png")
+
+    page.get_by_role("tab", name="Replay turn by turn").click()
+    settle(page, 180)
+    heat = _chart(page, "lab_replay_heatmap")
+    _assert_legible(heat, "replay heatmap")
+    assert heat["colorbar"], "the replay heatmap has no colour legend"
+    for ticks in (heat["xticks"], heat["yticks"]):
+        assert ticks and all(t.replace(",", "").isdigit() for t in ticks), ticks  # no -0.5 / 0.5 / 1.5
+    full_screenshot(page, ARTIFACTS / f"size_{size}_replay.png")
+
+    open_page(page, "Token counts")
+    _assert_page_text_is_clean(page)
+    category = _chart(page, "category_bar")
+    _assert_legible(category, "token counts bar")
+    assert category["xrange"][0] == 0
+    share = metric(page, "Of the prompt limit")
+    if size == "huge":
+        assert share.endswith("%") and "," in share  # "15,233%", not "15233.0%"
+        expect(page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="Over the limit")).to_be_visible()
+    full_screenshot(page, ARTIFACTS / f"size_{size}_token_counts.png")
+
+    open_page(page, "Compare", "Compare strategies")
+    _assert_page_text_is_clean(page)
+    _assert_legible(_chart(page, "cmp_bars"), "compare bars")
+    full_screenshot(page, ARTIFACTS / f"size_{size}_compare.png")

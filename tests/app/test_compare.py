@@ -11,9 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 import ctxlab
 from ctxlab.compare import DEFAULT_STRATEGIES, VERDICT_RULE
-from ctxlab.strategies import Budget, get_strategy, make_view
+from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.validate import validate
-from ui import ACTION_ICONS
+from ctxlab.compare import ACTION_WORDS
 
 from ..conftest import ROOT, SAMPLES
 from .helpers import open_page, open_page_without_conversation
@@ -25,12 +25,16 @@ MODEL = "gpt-4o"
 
 
 
-def _engine(text: str, name: str, context_limit: int = 16_000, reserve: float = 0.15, **params):
-    """The engine's own plan for the same inputs the page has (by default the sidebar's budget)."""
+def _engine(text: str, name: str, context_limit: int = 16_000, reserve: float = 0.15, documented: bool = False,
+            **params):
+    """The engine's own plan for the same inputs the page has (by default the sidebar's budget and the
+    parameters scaled to it, as the page's controls start)."""
     conv = ctxlab.loads(text)
     counter = ctxlab.TokenCounter(MODEL)
     view = make_view(conv, counter=counter)
-    return view, get_strategy(name, **params).apply(view, Budget(context_limit, reserve, counter.tools(conv.tools)))
+    budget = Budget(context_limit, reserve, counter.tools(conv.tools))
+    base = {} if documented else STRATEGIES[name].scaled_defaults(budget)
+    return view, get_strategy(name, **{**base, **params}).apply(view, budget)
 
 
 def _sample(name: str = "ecommerce_refund.json") -> str:
@@ -94,7 +98,7 @@ def test_first_screen_compares_two_different_strategies_as_the_engine_plans_them
         view, plan = _engine(_sample(), name)
         assert len(table) == len(view)
         assert list(table["role"]) == list(view.roles) and list(table["tokens"]) == list(view.tokens)
-        assert list(table[label]) == [ACTION_ICONS[a] for a in plan.actions]
+        assert list(table[label]) == [ACTION_WORDS[a] for a in plan.actions]
         row = _metrics(app).loc[label]
         assert row["tokens after"] == plan.tokens_after and row["tokens saved"] == plan.saved
         assert row["messages removed"] == plan.count("drop") + plan.count("summarize")
@@ -120,11 +124,15 @@ def test_the_number_of_strategies_sets_the_columns_the_table_and_the_bars(app):
     assert list(table.columns)[3:] == labels and len(_metrics(app)) == 4
     assert len(_bars(app)["data"][0]["y"]) == 5
     _, summarize = _engine(_sample(), "summarize")
-    assert list(table["3 · summarize"]) == [ACTION_ICONS[a] for a in summarize.actions]
-    assert "🟨 summarized" in set(table["3 · summarize"])
+    assert list(table["3 · summarize"]) == [ACTION_WORDS[a] for a in summarize.actions]
+    assert "summarized" in set(table["3 · summarize"])
     _, clear = _engine(_sample(), "clear_tool_results")
+    assert clear.fits and _metrics(app).loc["4 · clear_tool_results", "fits"] == "yes"  # scaled: it acts
+    app.radio(key="cmp4_defaults").set_value("documented").run()  # Anthropic's 100,000-token trigger
+    _, clear = _engine(_sample(), "clear_tool_results", documented=True)
     assert not clear.fits and _metrics(app).loc["4 · clear_tool_results", "fits"] == "no"
     assert any("4 · clear\\_tool\\_results: the result needs" in w.value for w in app.warning)
+    assert any(i.value.replace("\\", "").startswith(f"Did not act: {clear.idle}") for i in app.info)
     app.number_input(key="cmp_count").set_value(3).run()
     assert list(_actions(app).columns)[3:] == labels[:3]
 
@@ -136,8 +144,8 @@ def test_each_column_s_strategy_and_parameters_drive_its_plan(app):
     _, middle = _engine(_sample(), "middle_out")
     _, rounds = _engine(_sample(), "tool_rounds", keep_rounds=3)
     _, rounds1 = _engine(_sample(), "tool_rounds")
-    assert list(table["1 · middle_out"]) == [ACTION_ICONS[a] for a in middle.actions]
-    assert list(table["2 · tool_rounds"]) == [ACTION_ICONS[a] for a in rounds.actions]
+    assert list(table["1 · middle_out"]) == [ACTION_WORDS[a] for a in middle.actions]
+    assert list(table["2 · tool_rounds"]) == [ACTION_WORDS[a] for a in rounds.actions]
     assert rounds.actions != rounds1.actions  # the slider made a visible difference
     assert _metrics(app).loc["2 · tool_rounds", "tokens after"] == rounds.tokens_after
 
@@ -145,7 +153,7 @@ def test_each_column_s_strategy_and_parameters_drive_its_plan(app):
 def test_the_sidebar_budget_is_the_budget_every_column_plans_against(app):
     app.sidebar.number_input(key="max_tokens").set_value(8_000).run()
     _, plan = _engine(_sample(), "sliding_window", context_limit=8_000)
-    assert list(_actions(app)["1 · sliding_window"]) == [ACTION_ICONS[a] for a in plan.actions]
+    assert list(_actions(app)["1 · sliding_window"]) == [ACTION_WORDS[a] for a in plan.actions]
     assert _metrics(app).loc["1 · sliding_window", "tokens after"] == plan.tokens_after
 
 
@@ -154,10 +162,12 @@ def test_the_reasons_toggle_shows_why_in_that_column_only(app):
     table = _actions(app)
     _, rounds = _engine(_sample(), "tool_rounds")
     _, window = _engine(_sample(), "sliding_window")
-    assert list(table["2 · tool_rounds"]) == [f"{ACTION_ICONS[a]}: {r}" for a, r in zip(rounds.actions, rounds.reasons)]
-    assert list(table["1 · sliding_window"]) == [ACTION_ICONS[a] for a in window.actions]
+    assert list(table["2 · tool_rounds"]) == [ACTION_WORDS[a] for a in rounds.actions]
+    assert list(table["2 · tool_rounds reason"]) == list(rounds.reasons)
+    assert list(table["1 · sliding_window"]) == [ACTION_WORDS[a] for a in window.actions]
+    assert "1 · sliding_window reason" not in table.columns
     app.checkbox(key="cmp2_reasons").uncheck().run()
-    assert list(_actions(app)["2 · tool_rounds"]) == [ACTION_ICONS[a] for a in rounds.actions]
+    assert "2 · tool_rounds reason" not in _actions(app).columns
 
 
 def test_the_langchain_baseline_breaking_a_pair_shows_its_findings_and_the_verdict_leaves_it_out(app):
@@ -166,7 +176,7 @@ def test_the_langchain_baseline_breaking_a_pair_shows_its_findings_and_the_verdi
     _baseline_breaks_the_pair(app, limit)
     _, plan = _engine(text, "langchain_trim", start_on="none", max_tokens=limit)
     table = _actions(app)
-    assert len(table) == 7 and list(table["1 · langchain_trim"]) == [ACTION_ICONS[a] for a in plan.actions]
+    assert len(table) == 7 and list(table["1 · langchain_trim"]) == [ACTION_WORDS[a] for a in plan.actions]
     openai_errors = [f for f in validate(list(plan.messages), "openai") if f.severity == "error"]
     assert [f.code for f in openai_errors] == ["orphan_tool_result"]
     row = _metrics(app).loc["1 · langchain_trim"]

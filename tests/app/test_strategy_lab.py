@@ -13,11 +13,11 @@ from streamlit.testing.v1 import AppTest
 import ctxlab
 from ctxlab.replay import replay
 from ctxlab.snippets import strategy_from_config
-from ctxlab.strategies import Budget, apply_strategy, get_strategy, make_view
+from ctxlab.strategies import STRATEGIES, Budget, apply_strategy, get_strategy, make_view, prepare
 from ctxlab.tokens import TokenCounter
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import metric, open_page, open_page_without_conversation, set_widget
+from .helpers import column_config, metric, open_page, open_page_without_conversation, set_widget
 
 PAGE = str(ROOT / "pages" / "strategy_lab.py")
 SAMPLE = SAMPLES / "ecommerce_refund.json"
@@ -44,11 +44,13 @@ def downloads(monkeypatch) -> dict[str, bytes]:
 
 
 
-def _plan(name="tool_rounds", /, conv=None, limit=LIMIT, pins=(), **params):
-    """The engine's own plan for what the page shows by default (sidebar model, limit and reserve)."""
+def _plan(name="tool_rounds", /, conv=None, limit=LIMIT, pins=(), documented=False, **params):
+    """The engine's own plan for what the page shows by default (sidebar model, limit and reserve;
+    the parameters scaled to that budget unless ``documented``, then ``params``)."""
     conv = conv or ctxlab.load(SAMPLE)
-    return apply_strategy(conv, get_strategy(name, **params), model=MODEL, context_limit=limit, reserve=RESERVE,
-                          pins=pins)
+    view, budget = prepare(conv, MODEL, context_limit=limit, reserve=RESERVE, pins=pins)
+    base = {} if documented else STRATEGIES[name].scaled_defaults(budget)
+    return get_strategy(name, **{**base, **params}).apply(view, budget)
 
 
 def _assert_metrics_match(at: AppTest, plan) -> None:
@@ -119,15 +121,15 @@ CONTROLS = [  # (sidebar limit, strategy, controls set first, parameter, value t
     (6000, "sliding_window", {}, "buffer_ratio", 0.8, 0.8),
     (6000, "turn_safe", {}, "last_n", 6, 6),
     (30000, "summarize", {}, "trigger_messages", 30, 30),
-    (100000, "summarize", {}, "keep_recent", 3, 3),
-    (100000, "summarize", {}, "target_ratio", 0.05, 0.05),
+    (100000, "summarize", {"trigger_messages": 20}, "keep_recent", 3, 3),
+    (100000, "summarize", {"trigger_messages": 20, "keep_recent": 10}, "target_ratio", 0.05, 0.05),
     (100000, "summarize", {"trigger_messages": 100, "keep_recent": 3}, "trigger_ratio", 0.1, 0.1),
     (6000, "summarize", {}, "max_summary_tokens", 60, 60),
     (6000, "tool_rounds", {}, "keep_rounds", 3, 3),
     (16000, "key_messages", {}, "recent", 4, 4),
     (16000, "key_messages", {"recent": 6}, "key_tools", "get_order, issue_refund", ("get_order", "issue_refund")),
     (16000, "key_messages", {"recent": 6}, "max_key", 0, 0),
-    (6000, "clear_tool_results", {}, "trigger_tokens", 0, 0),
+    (6000, "clear_tool_results", {}, "trigger_tokens", 50_000, 50_000),
     (6000, "clear_tool_results", {"trigger_tokens": 0}, "keep", 1, 1),
     (6000, "clear_tool_results", {"trigger_tokens": 0}, "clear_at_least", 100000, 100000),
     (6000, "clear_tool_results", {"trigger_tokens": 0}, "exclude_tools", "get_order", ("get_order",)),
@@ -186,8 +188,66 @@ def test_the_sidebar_budget_and_model_replan(app):
     _assert_metrics_match(app, _plan("sliding_window", limit=3000))
     app.sidebar.selectbox(key="model").set_value("gpt-4").run()
     conv = ctxlab.load(SAMPLE)
-    plan = apply_strategy(conv, "sliding_window", model="gpt-4", context_limit=8192, reserve=RESERVE)
-    _assert_metrics_match(app, plan)  # gpt-4 resets the limit to its 8,192-token window
+    plan = apply_strategy(conv, "sliding_window", model="gpt-4", context_limit=3000, reserve=RESERVE)
+    _assert_metrics_match(app, plan)  # gpt-4's tokenizer, the limit the user typed
+
+
+# ---------------------------------------------------------------- a strategy that does nothing (issue 12.1)
+
+IDLE_BY_DEFAULT = {"turn_safe": "last_n", "key_messages": "recent", "clear_tool_results": "trigger_tokens"}
+
+
+def _scaled(name: str, limit: int = LIMIT) -> dict:
+    conv = ctxlab.load(SAMPLE)
+    return STRATEGIES[name].scaled_defaults(prepare(conv, MODEL, context_limit=limit, reserve=RESERVE)[1])
+
+
+@pytest.mark.parametrize("name, param", IDLE_BY_DEFAULT.items())
+def test_defaults_scaled_to_the_budget_come_first_and_make_the_strategy_act(app, name, param):
+    app.selectbox(key="lab_strategy").set_value(name).run()
+    assert app.radio(key="lab_defaults").value == "scaled"
+    assert _widget_value(app, f"lab_{name}_{param}") == _scaled(name)[param]
+    plan = _plan(name)
+    assert plan.idle is None and plan.tokens_after < plan.tokens_before
+    _assert_metrics_match(app, plan)
+    assert not any("did not act" in i.value for i in app.info)
+
+
+@pytest.mark.parametrize("name, param", IDLE_BY_DEFAULT.items())
+def test_with_the_documented_defaults_the_page_says_the_strategy_did_not_act_and_why(app, name, param):
+    app.selectbox(key="lab_strategy").set_value(name).run()
+    app.radio(key="lab_defaults").set_value("documented").run()
+    documented = {s["name"]: s["default"] for s in STRATEGIES[name].schema()}
+    assert _widget_value(app, f"lab_{name}_{param}") == documented[param]  # 100 messages, 50, 100,000 tokens
+    plan = _plan(name, documented=True)
+    assert plan.idle
+    # First thing under the numbers: it did nothing, and why, in the strategy's own terms.
+    first = app.info[0].value.replace("\\", "")
+    assert first.startswith(f"The strategy did not act: {plan.idle.rstrip('.')}") and param in first
+    assert "scaled to this budget" in first
+    assert "it did not act, so it sends" in app.markdown[0].value
+    assert not app.success  # no green "passes the rules" box for a strategy that did nothing
+    app.radio(key="lab_defaults").set_value("scaled").run()
+    assert _widget_value(app, f"lab_{name}_{param}") == _scaled(name)[param]
+    assert not any("did not act" in i.value for i in app.info)
+
+
+def test_a_new_limit_rescales_untouched_values_and_keeps_the_ones_the_user_set(app):
+    app.selectbox(key="lab_strategy").set_value("turn_safe").run()
+    app.sidebar.number_input(key="max_tokens").set_value(60_000).run()
+    assert _widget_value(app, "lab_turn_safe_last_n") == _scaled("turn_safe", 60_000)["last_n"]
+    set_widget(app, "lab_turn_safe_last_n", 9)
+    app.sidebar.number_input(key="max_tokens").set_value(6_000).run()
+    assert _widget_value(app, "lab_turn_safe_last_n") == 9
+    _assert_metrics_match(app, _plan("turn_safe", limit=6_000, last_n=9))
+
+
+def _widget_value(at: AppTest, key: str):
+    for kind in ("slider", "number_input", "text_input", "selectbox", "checkbox"):
+        found = [w for w in getattr(at, kind) if w.key == key]
+        if found:
+            return found[0].value
+    raise AssertionError(f"no widget {key}")
 
 
 def test_an_invalid_parameter_combination_shows_the_engines_error(app):
@@ -206,7 +266,7 @@ def test_filters_by_action_and_role(app):
     app.multiselect(key="lab_filter_actions").set_value(["drop"]).run()
     table = _table(app)
     assert len(table) == plan.count("drop") > 0
-    assert set(table["action"]) == {"🟥 dropped"}
+    assert set(table["action"]) == {"dropped"}
     app.multiselect(key="lab_filter_roles").set_value(["tool"]).run()
     table = _table(app)
     roles = [m.role for m in ctxlab.load(SAMPLE).messages]
@@ -224,7 +284,7 @@ def test_inserted_summaries_show_where_they_go_and_open(app):
     assert len(summaries) == 1
     at_row = summaries.index[0]
     # after the messages it stands for, before the first message kept as is: where the model reads it
-    assert table["action"][at_row - 1] == "🟨 summarized" and table["action"][at_row + 1] == "🟩 kept"
+    assert table["action"][at_row - 1] == "summarized" and table["action"][at_row + 1] == "kept"
     app.multiselect(key="lab_filter_actions").set_value(["insert"]).run()
     assert list(_table(app)["role"]) == ["summary"]
     app.selectbox(key="lab_open").set_value("summary 1").run()
@@ -246,7 +306,7 @@ def test_pinning_keeps_a_message_the_strategy_would_drop(app):
     pinned = _plan(pins=[3])
     assert pinned.actions[3] == "keep"
     table = _table(app)
-    assert table["action"][3] == "🟩 kept" and "pinned" in table["reason"][3]
+    assert table["action"][3] == "kept" and "pinned" in table["reason"][3]
     _assert_metrics_match(app, pinned)
 
 
@@ -263,10 +323,10 @@ def test_the_pin_button_on_an_opened_message_pins_it(app):
     app.selectbox(key="lab_open").set_value(3).run()
     app.button(key="lab_pin_toggle").click().run()
     assert app.multiselect(key="pins").value == [3]
-    assert _table(app)["action"][3] == "🟩 kept"
+    assert _table(app)["action"][3] == "kept"
     app.button(key="lab_pin_toggle").click().run()
     assert app.multiselect(key="pins").value == []
-    assert _table(app)["action"][3] == "🟥 dropped"
+    assert _table(app)["action"][3] == "dropped"
 
 
 # ---------------------------------------------------------------- validity
@@ -284,7 +344,61 @@ def test_the_langchain_baseline_breaking_a_pair_is_shown_as_a_warning(app):
     assert any("returned a history the providers reject" in w for w in warnings)
     assert not app.success
     app.selectbox(key="lab_strategy").set_value("tool_rounds").run()  # ctxlab's own strategy, same budget
-    assert not any("orphan_tool_result" in w.value for w in app.warning) and app.success
+    assert not any("orphan_tool_result" in w.value for w in app.warning)
+    assert not _plan("tool_rounds", limit=2000).fits
+    # Valid but over budget: said so first, and no green "all good" box under it.
+    assert "The result does not fit" in app.warning[0].value and not app.success
+    assert any("follows the OpenAI and Anthropic tool-call rules, but it does not fit the budget" in
+               c.value.replace("\\", "") for c in app.caption)
+    app.sidebar.number_input(key="max_tokens").set_value(3000).run()
+    assert _plan("tool_rounds", limit=3000).fits
+    assert "passes the OpenAI and Anthropic rules" in app.success[0].value and not app.warning
+
+
+ORPHAN_INPUT = [  # a pasted conversation whose tool result (#3) answers no call
+    {"role": "system", "content": "You help."}, {"role": "user", "content": "Where is order KC-1?"},
+    {"role": "assistant", "content": "Let me look."},
+    {"role": "tool", "tool_call_id": "call_9", "content": "status: shipped, carrier UPS, eta Friday. " * 60},
+    {"role": "assistant", "content": "It shipped."}, {"role": "user", "content": "And KC-2?"},
+    {"role": "assistant", "content": "Checking."}]
+
+
+def _texts(elements) -> list[str]:
+    return [e.value.replace("\\", "") for e in elements]
+
+
+def test_an_invalid_pasted_input_is_reported_and_never_called_valid(app):
+    """Issue 12.3: the page accepted a tool result answering no call and said the result passed."""
+    _paste(app, ORPHAN_INPUT)
+    app.selectbox(key="lab_strategy").set_value("none").run()
+    warnings = _texts(app.warning)
+    assert any("The input itself breaks the rules: OpenAI and Anthropic would reject it as it is" in w
+               and "orphan_tool_result at message #3" in w for w in warnings), warnings
+    assert any("still in the result" in w for w in warnings)
+    assert not app.success
+
+
+def test_a_strategy_that_happens_to_drop_the_broken_message_says_it_repaired_it_by_chance(app):
+    _paste(app, ORPHAN_INPUT)
+    app.sidebar.number_input(key="max_tokens").set_value(400).run()
+    app.selectbox(key="lab_strategy").set_value("sliding_window").run()
+    plan = _plan("sliding_window", conv=ctxlab.loads(json.dumps(ORPHAN_INPUT)), limit=400)
+    assert plan.actions[3] == "drop" and plan.fits
+    assert any("input itself breaks the rules" in w for w in _texts(app.warning))
+    assert any("happened to repair 1 of them (orphan_tool_result at #3)" in i for i in _texts(app.info))
+    assert not app.success  # a result that is valid only by chance is not "all good"
+
+
+def test_the_action_column_shows_words_on_badges_wide_enough_for_them(app):
+    """Issue 12.9: "droppec" (a 75-pixel column) and emoji that show as empty boxes."""
+    table = next(d for d in app.dataframe if "reason" in d.value.columns)
+    config = column_config(table)["action"]
+    assert config["type_config"]["type"] == "multiselect"  # a coloured badge per word
+    options = {o["value"]: o.get("color") for o in config["type_config"]["options"]}
+    assert set(options) >= {"kept", "dropped", "summarized", "cleared", "truncated", "inserted summary"}
+    assert len(set(options.values())) == len(options)  # one colour per action
+    assert config["width"] >= 8 * len("inserted summary") + 30
+    assert all(v.isascii() for v in table.value["action"])
 
 
 def test_facts_lost_are_listed(app):

@@ -8,9 +8,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ctxlab import count_tokens, load
+from ctxlab.figures import CATEGORY_COLORS
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import metric, open_page
+from .helpers import chart_spec, column_config, metric, open_page
 
 APP = str(ROOT / "pages" / "token_counts.py")
 
@@ -66,6 +67,28 @@ def test_bad_input_with_html_in_the_error_is_escaped(app):
     app.button(key="use_paste").click().run()
     err = app.sidebar.error[0].value
     assert "\\<b\\>" in err and "\\[link\\]" in err  # markdown-escaped: no tag, no link
+
+
+def test_the_share_is_of_the_sidebars_limit_with_separators_and_a_warning_over_it(app):
+    """Issue 12.5: the page used the model's whole window, and wrote "1993" and "1491.0%"."""
+    total = count_tokens(load(SAMPLES / "ecommerce_refund.json"), model="gpt-4o").total
+    app.sidebar.number_input(key="max_tokens").set_value(1_000).run()
+    assert metric(app, "Of the prompt limit") == f"{total / 850:,.0%}"  # 1,000 less the 15% reserve
+    assert "," in metric(app, "Of the prompt limit")
+    assert any(w.value.startswith(f"Over the limit: the prompt takes {total:,} tokens") for w in app.warning)
+    app.sidebar.number_input(key="max_tokens").set_value(100_000).run()
+    assert metric(app, "Of the prompt limit") == f"{total / 85_000:.1%}" and not app.warning
+    config = column_config(app.dataframe[0])
+    assert config["tokens"]["type_config"]["format"] == "localized"  # 1,792, not 1792
+
+
+def test_the_category_bar_has_the_colours_and_limits_of_the_other_pages(app):
+    spec = chart_spec(app)
+    colours = {t["name"]: t["marker"]["color"] for t in spec["data"]}
+    assert colours["tool results"] == CATEGORY_COLORS["tool_results"]  # red, as on the Strategy Lab
+    assert colours == {name: CATEGORY_COLORS[name.replace(" ", "_")] for name in colours}
+    limits = [a["text"] for a in spec["layout"]["annotations"] if a.get("name") == "limit"]
+    assert any(t.startswith("context limit 16,000") for t in limits)  # the sidebar's limit, not the window
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 import ctxlab
 from ctxlab.tools import ToolCatalog, ToolIndex, evaluate, load_queries, query_from_conversation, sweep
+from ctxlab.tools.select import DEFAULT_THRESHOLD
 
 from ..conftest import ROOT, SAMPLES
 from .helpers import metric, set_widget
@@ -28,7 +29,8 @@ CATALOG = SAMPLES / "tools_ecommerce.json"
 QUERIES = SAMPLES / "tool_queries_ecommerce.jsonl"
 CONVERSATION = SAMPLES / "ecommerce_refund.json"
 QUERY = "The blender from order ORD-104233 arrived broken. I want my money back."
-DEFAULTS = {"top_k": 5, "threshold": 0.2, "expand_categories": True, "always_include": (), "hybrid": True,
+HASH_THRESHOLD = 0.2
+DEFAULTS = {"top_k": 5, "threshold": HASH_THRESHOLD, "expand_categories": True, "always_include": (), "hybrid": True,
             "model": "gpt-4o"}
 SWEEP_KS = (1, 2, 3, 5, 8, 10, 15, 20)
 LABELS = {"similarity": "similarity", "expansion": "category expansion", "always": "always included",
@@ -46,11 +48,16 @@ def store(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
-def _open(provider: str | None = "hash", **state: Any) -> AppTest:
-    """The page after its first run (the provider chosen through its widget key before that run)."""
+def _open(provider: str | None = "hash", catalog: str | None = "sample", **state: Any) -> AppTest:
+    """The page after its first run (the provider chosen through its widget key before that run;
+    the sample catalog picked, as a user would, unless ``catalog`` is None: the page's default)."""
     at = AppTest.from_file(PAGE, default_timeout=180)
     if provider:
         at.session_state["tr_provider"] = provider
+    if catalog:
+        state = {"tr_catalog": catalog, "tr_catalog_chosen": True, **state}
+    if provider == "hash":  # the word-hash fake scores lower than the model the default threshold is tuned for
+        state = {"tr_threshold": HASH_THRESHOLD, **state}
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
@@ -108,9 +115,14 @@ def _assert_shows(at: AppTest, sel) -> None:
     assert metric(at, "Tool tokens, all") == f"{sel.tokens_all:,}"
     assert metric(at, "Tool tokens, selected") == f"{sel.tokens_selected:,}"
     assert metric(at, "Tokens saved") == f"{sel.tokens_all - sel.tokens_selected:,}"
+    expected = {(t.name, t.reason): t.similarity for t in sel.tools
+                if t.similarity is not None and t.reason != "fallback"}  # an unsure "send all" draws no bars
+    if not expected:
+        assert not [c for c in _charts(at) if c["layout"].get("xaxis", {}).get("title", {}).get("text")
+                    == "cosine similarity"]
+        return
     bars = _bars(at)
     shown = {(name, trace["name"]): x for trace in bars["data"] for name, x in zip(trace["y"], trace["x"])}
-    expected = {(t.name, t.reason): t.similarity for t in sel.tools if t.similarity is not None}
     assert shown.keys() == expected.keys()
     assert all(shown[k] == pytest.approx(v, abs=1e-6) for k, v in expected.items())
 
@@ -121,16 +133,17 @@ def _assert_shows(at: AppTest, sel) -> None:
 def test_first_screen_sends_what_the_local_model_selects(store):
     at = _open(provider=None)  # the default: the local all-MiniLM-L6-v2 model, built on first view
     assert at.radio(key="tr_provider").value == "local"
-    sel = _select(provider="local")
-    assert 0 < len(sel.tools) < 42 and not sel.warnings
+    sel = _select(provider="local", threshold=DEFAULT_THRESHOLD)
+    assert 0 < len(sel.tools) < 42 and not sel.warnings and sel.confident
     _assert_shows(at, sel)
     assert sel.tokens_selected < sel.tokens_all
-    assert [s["x0"] for s in _bars(at)["layout"]["shapes"]] == [0.2]  # the threshold is drawn
+    assert [s["x0"] for s in _bars(at)["layout"]["shapes"]] == [DEFAULT_THRESHOLD]  # the threshold is drawn
     status = _status(at)
     assert "model all-MiniLM-L6-v2-onnx-int8, 42 tools stored (42 in the catalog)" in status and "built 20" in status
     assert list(_catalog_table(at)["name"]) == list(ToolCatalog.load(CATALOG).names)
     assert not at.warning and not at.error
     # the hash provider, picked by its widget key, gives its own index and its own selection
+    at.slider(key="tr_threshold").set_value(HASH_THRESHOLD)
     at.radio(key="tr_provider").set_value("hash").run()
     assert "model hash-256" in _status(at)
     _assert_shows(at, _select())
@@ -183,12 +196,17 @@ def test_always_included_tools_are_marked(app):
     assert len(expanded) and {t["name"] for t in _bars(app)["data"]} == {"similarity", "expansion", "always"}
 
 
-def test_a_threshold_no_tool_reaches_sends_the_top_k_with_the_engines_warning(app):
+@pytest.mark.parametrize("policy, sent", [("all", 42), ("none", 0)])
+def test_a_threshold_no_tool_reaches_makes_the_page_unsure_and_sends_the_users_choice(app, policy, sent):
+    set_widget(app, "tr_on_no_match", policy)
     set_widget(app, "tr_threshold", 0.9)
-    sel = _select(threshold=0.9)
-    assert sel.fallback == "top_k"
-    _assert_shows(app, sel)
-    assert [w.value.replace("\\", "") for w in app.warning] == list(sel.warnings)
+    sel = _select(threshold=0.9, on_no_match=policy)
+    assert sel.fallback == "no_match" and len(sel.tools) == sent
+    assert metric(app, "Tools sent") == f"{sent} of 42"
+    if sent:
+        assert list(_sent(app)["name"]) == list(sel.names)
+    warning = app.warning[0].value.replace("\\", "")
+    assert warning.startswith("Unsure: ") and sel.unsure_reason in warning and "your choice" in warning
 
 
 def test_the_query_can_come_from_the_conversations_newest_user_message(app):
@@ -216,6 +234,37 @@ def test_an_empty_query_sends_every_tool_with_a_warning(app):
     assert metric(app, "Tools sent") == "42 of 42" and metric(app, "Tokens saved") == "0"
     assert "the query is empty" in app.warning[0].value
     assert len(_sent(app)) == 42
+
+
+def test_the_catalog_defaults_to_the_conversations_own_tools_when_it_has_them(store):
+    conv = ctxlab.load(CONVERSATION)
+    at = _open(catalog=None)  # before: the 42-tool sample catalog, whatever the conversation
+    assert at.radio(key="tr_catalog").value == "conversation"
+    assert list(_catalog_table(at)["name"]) == [t.name for t in conv.tools]
+    assert any(f"Retrieving from the conversation's own {len(conv.tools)} tools" in c.value.replace("\\", "")
+               for c in at.caption)
+    at.radio(key="tr_catalog").set_value("sample").run()  # the user's pick stays picked
+    at.run()
+    assert at.radio(key="tr_catalog").value == "sample" and len(_catalog_table(at)) == 42
+    no_tools = _open(catalog=None, source="paste",
+                     conversation_text=json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    assert no_tools.radio(key="tr_catalog").value == "sample"
+
+
+def test_a_keyboard_mash_shows_the_unsure_warning_with_the_local_model(store):
+    at = _open(provider="local", tr_query="asdfgh qwerty", tr_on_no_match="none")
+    sel = _select("asdfgh qwerty", provider="local", on_no_match="none", threshold=DEFAULT_THRESHOLD)
+    assert not sel.confident and "floor" in sel.unsure_reason
+    warning = at.warning[0].value.replace("\\", "")  # before: 11 tools, no warning
+    assert warning.startswith("Unsure: ") and sel.unsure_reason in warning and "Sending no tools" in warning
+    assert metric(at, "Tools sent") == "0 of 42"
+
+
+def test_the_expansion_cap_is_a_control(app):
+    set_widget(app, "tr_max_expansion", 0)
+    sel = _select(max_expansion=0)
+    assert "category expansion" not in set(_sent(app)["why"]) and sel.expansion_left_out > 0
+    _assert_shows(app, sel)
 
 
 def test_the_conversations_own_tools_can_be_the_catalog(app):
@@ -291,33 +340,70 @@ def _tool_bar(at: AppTest) -> int:
     return next(t["x"][0] for t in bars["data"] if t["name"] == "tool definitions")
 
 
+def _budget_notes(at: AppTest) -> list[str]:
+    return [e.value.replace("\\", "") for e in (*at.caption, *at.warning) if "Tool definitions in the budget" in e.value]
+
+
 def test_the_budget_checkbox_puts_the_selected_tools_into_the_strategy_labs_budget(store):
     conv = ctxlab.load(CONVERSATION)
     all_conv_tools = ctxlab.tokens.TokenCounter("gpt-4o").tools(conv.tools)
-    sel = _select()
+    own = ToolCatalog.from_tools(conv.tools, name="conversation-test")
+    sel = _select(catalog=own)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)  # the whole app: both pages in one session
     at.session_state["tr_provider"] = "hash"
+    at.session_state["tr_threshold"] = HASH_THRESHOLD
     at.run()
     assert at.title[0].value == "Strategy Lab" and _tool_bar(at) == all_conv_tools
+    assert _budget_notes(at) == [f"Tool definitions in the budget: all the conversation's own 10 tools "
+                                 f"({all_conv_tools:,} tokens)."]
     at.switch_page("pages/tool_retrieval.py").run()
     assert not at.exception, at.exception
-    assert at.title[0].value == "Tool Retrieval"
+    assert at.title[0].value == "Tool Retrieval" and at.radio(key="tr_catalog").value == "conversation"
     assert at.session_state["tool_tokens_override"] is None
-    assert any("Strategy Lab" in c.value for c in at.caption if f"{sel.tokens_selected:,}" in c.value)
+    assert any("Catalog feeding the budget: the conversation's own 10 tools" in c.value.replace("\\", "")
+               for c in at.caption if f"{sel.tokens_selected:,}" in c.value)
     at.checkbox(key="tool_use_selection").check().run()
-    assert at.session_state["tool_tokens_override"] == sel.tokens_selected != all_conv_tools
+    assert at.session_state["tool_tokens_override"] == sel.tokens_selected < all_conv_tools  # never more
+    assert not at.warning
     at.switch_page("pages/strategy_lab.py").run()
     assert not at.exception, at.exception
-    assert at.title[0].value == "Strategy Lab"
     assert _tool_bar(at) == sel.tokens_selected  # both halves of the context in one bar
+    assert "from the conversation's own 10 tools" in _budget_notes(at)[0] and not at.warning
     at.switch_page("pages/tool_retrieval.py").run()
     assert at.checkbox(key="tool_use_selection").value is True
     set_widget(at, "tr_expand", False)  # the override follows the selection
-    assert at.session_state["tool_tokens_override"] == _select(expand_categories=False).tokens_selected
+    assert at.session_state["tool_tokens_override"] == _select(catalog=own, expand_categories=False).tokens_selected
     at.checkbox(key="tool_use_selection").uncheck().run()
     assert at.session_state["tool_tokens_override"] is None
     at.switch_page("pages/strategy_lab.py").run()
     assert _tool_bar(at) == all_conv_tools
+
+
+def test_a_bigger_catalog_in_the_budget_says_it_raises_the_total(store):
+    conv = ctxlab.load(CONVERSATION)
+    all_conv_tools = ctxlab.tokens.TokenCounter("gpt-4o").tools(conv.tools)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.session_state["tr_provider"] = "hash"
+    at.session_state["tr_threshold"] = HASH_THRESHOLD
+    at.run()
+    at.switch_page("pages/tool_retrieval.py").run()
+    at.radio(key="tr_catalog").set_value("sample").run()
+    at.checkbox(key="tool_use_selection").check().run()
+    sel = _select()
+    assert sel.tokens_selected > all_conv_tools  # the issue's case: 13,661 -> 15,390 on the Lab's total
+    warning = at.warning[0].value.replace("\\", "")
+    assert f"from {all_conv_tools:,} tokens (the conversation's own 10 tools) to {sel.tokens_selected:,}" in warning
+    assert "sample catalog tools_ecommerce.json, 42 tools" in warning
+    at.switch_page("pages/strategy_lab.py").run()
+    assert _tool_bar(at) == sel.tokens_selected
+    note = _budget_notes(at)[0]
+    assert "sample catalog tools_ecommerce.json, 42 tools" in note and "not the conversation's" in note
+    assert any(note == w.value.replace("\\", "") for w in at.warning)  # a warning, not a quiet caption
+    at.session_state["source"] = "paste"
+    at.session_state["conversation_text"] = json.dumps({"messages": [{"role": "user", "content": "hi"}],
+                                                        "tools": json.loads(CONVERSATION.read_text())["tools"][:2]})
+    at.run()  # another conversation: the old selection no longer counts
+    assert "made for another conversation" in _budget_notes(at)[0]
 
 
 # ---------------------------------------------------------------- bad and hostile input
