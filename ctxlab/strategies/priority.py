@@ -20,6 +20,7 @@ import numpy as np
 
 from .base import Strategy, param, register
 from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, settle
+from ._batch import apply as apply_removal, simulate, tables as batch_tables
 from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
 from .view import MEMO_EXTENDERS, Budget, View
 
@@ -42,6 +43,20 @@ def _middle_out_order(firsts: list[int], mid: float) -> Iterator[int]:
             yield left
             left -= 1
         go_right = not go_right
+
+
+def _middle_out_positions(firsts: np.ndarray, mid: float) -> np.ndarray:
+    """``_middle_out_order`` as an array: the two sides, nearest first, interleaved, then the rest
+    of the longer side."""
+    left = int(np.searchsorted(firsts, mid, side="left")) - 1
+    right = left + 1
+    rights, lefts = np.arange(right, len(firsts)), np.arange(left, -1, -1)
+    go_right = right < len(firsts) and (left < 0 or firsts[right] - mid <= mid - firsts[left])
+    a, b = (rights, lefts) if go_right else (lefts, rights)
+    k = min(len(a), len(b))
+    both = np.empty(2 * k, dtype=np.int64)
+    both[0::2], both[1::2] = a[:k], b[:k]
+    return np.concatenate((both, a[k:], b[k:]))
 
 
 @register
@@ -74,14 +89,21 @@ class MiddleOut(Strategy):
         must += [i for i in (view.first_system(), view.newest_user()) if i is not None]
         book = _Ledger(view, must)
         roles = book.roles
-        cands = [g for g, (first, *_) in enumerate(view.seg.groups) if not book.protected[g] and roles[first] != "user"]
-        firsts = [view.seg.groups[g][0] for g in cands]
+        table = batch_tables(view)
+        cands = np.flatnonzero(~np.fromiter(book.protected, dtype=bool, count=len(table.firsts)) & ~table.user_first)
+        firsts = table.firsts[cands]
         why = f"removed from the middle to fit {target:,} tokens"
-        for k in _middle_out_order(firsts, (lo + hi) / 2):
-            if book.total <= target:
-                break
-            if book.actions[firsts[k]] == "keep":
-                book.drop_group(cands[k], why)
+        order = cands[_middle_out_positions(firsts, (lo + hi) / 2)]
+        removal = simulate(book, order, target)
+        if removal is not None:
+            apply_removal(book, removal, order, lambda acted: [why] * len(acted),
+                          lambda user: f"removed with its turn's user message ({user})", LONE)
+        else:  # a shape the batch does not model: the loop it stands for
+            for g in order.tolist():
+                if book.total <= target:
+                    break
+                if book.actions[view.seg.groups[g][0]] == "keep":
+                    book.drop_group(g, why)
         book.fill(f"kept: the rest fits {target:,} tokens", [(0, lo, f"kept: among the first {ps} messages"),
                                                               (hi, n, f"kept: among the last {pe} messages")])
         warn = None if book.total <= target else minimum_warning(
@@ -217,27 +239,30 @@ class OldestFirst(Strategy):
 
     def _remove(self, view: View, book: _Ledger, scored: list, target: int) -> tuple[float | None, int]:
         """Remove the lowest groups until ``target`` fits; the last priority removed and the groups
-        kept for ``min_messages``."""
-        seg, actions, least, describe = view.seg, book.actions, self.min_messages, self._describer(view)
+        kept for ``min_messages``. The ledger's counters are read once and written back once (a
+        Python step per group is the whole cost here)."""
+        seg, least, describe = view.seg, self.min_messages, self._describer(view)
+        actions, reasons, starts, turn_of = book.actions, book.reasons, book.starts, seg.turn_of
+        groups, turns, drop_group = seg.groups, seg.turns, book.drop_group
         threshold, skipped = None, 0
         for p, first, g, size in scored:
             if book.total <= target:
                 break
             if actions[first] != "keep":
                 continue
-            turn = seg.turn_of[first]
-            is_user = turn >= 0 and first == seg.turns[turn][0]
-            most = seg.turns[turn][1] - first if is_user else len(seg.groups[g]) + 1  # bounds book.cost(g)
-            if book.kept - most < least and book.kept - book.cost(g) < least:
-                for i in seg.groups[g]:
-                    book.reasons[i] = f"kept: removing it would leave fewer than {least} messages"
+            turn = turn_of[first]
+            is_user = turn >= 0 and first == starts[turn]
+            if book.kept - (turns[turn][1] - first if is_user else len(groups[g]) + 1) < least \
+                    and book.kept - book.cost(g) < least:  # the first bound book.cost(g), the cheap test
+                for i in groups[g]:
+                    reasons[i] = f"kept: removing it would leave fewer than {least} messages"
                 skipped += 1
                 continue
             why = f"low priority {p:.2f}: {describe(g, size)}"
             if is_user:
                 book.drop_turn(turn, why, f"removed with its turn's user message ({first})")
             else:
-                book.drop_group(g, why)
+                drop_group(g, why)
             threshold = p
         return threshold, skipped
 
