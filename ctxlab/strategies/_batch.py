@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from .view import MEMO_EXTENDERS
+
 if TYPE_CHECKING:
     from ._ledger import _Ledger
     from .view import View
@@ -39,6 +41,8 @@ class _Tables:
     starts: np.ndarray
     firsts: np.ndarray
     user_first: np.ndarray  # per group, whether its first message is a user message
+    lengths: np.ndarray  # per group, its number of messages
+    ends: np.ndarray  # per turn, the index after its last message
     simple: bool  # every group inside one turn
 
 
@@ -51,6 +55,7 @@ def tables(view: "View") -> _Tables:
     group_of = np.array(seg.group_of, dtype=np.int64)
     turn_of = np.array(seg.turn_of, dtype=np.int64)
     starts = np.array([s for s, _ in seg.turns], dtype=np.int64)
+    ends = np.array([e for _, e in seg.turns], dtype=np.int64)
     firsts = np.array([g[0] for g in seg.groups], dtype=np.int64)
     is_start = np.zeros(len(view), dtype=bool)
     is_start[starts] = True
@@ -58,8 +63,41 @@ def tables(view: "View") -> _Tables:
     reply = (turn_of >= 0) & ~is_start & (roles != "system")
     simple = bool(np.all(turn_of == turn_of[firsts[group_of]])) if len(view) else True
     cached = view.memo["batch.tables"] = _Tables(group_of, turn_of, np.array(view.tokens, dtype=np.int64),
-                                                  reply, starts, firsts, roles[firsts] == "user", simple)
+                                                  reply, starts, firsts, roles[firsts] == "user",
+                                                  np.fromiter(map(len, seg.groups), dtype=np.int64, count=len(firsts)),
+                                                  ends, simple)
     return cached
+
+
+def _extend_tables(old: "View", new: "View", known: _Tables) -> _Tables:
+    """The tables of a grown view from those of the view it grew from: rows for the new messages,
+    groups and turns added; the sizes of groups the new messages joined and the last turn's end
+    redone."""
+    seg, n0, n = new.seg, len(old), len(new)
+    fresh = range(n0, n)
+    group_of = np.concatenate((known.group_of, np.array(seg.group_of[n0:], dtype=np.int64)))
+    turn_of = np.concatenate((known.turn_of, np.array(seg.turn_of[n0:], dtype=np.int64)))
+    g0, t0 = len(known.firsts), len(known.starts)
+    starts = np.concatenate((known.starts, np.array([s for s, _ in seg.turns[t0:]], dtype=np.int64)))
+    ends = np.concatenate((known.ends, np.zeros(len(seg.turns) - t0, dtype=np.int64)))
+    for t in range(max(t0 - 1, 0), len(seg.turns)):
+        ends[t] = seg.turns[t][1]
+    new_groups = seg.groups[g0:]
+    firsts = np.concatenate((known.firsts, np.array([g[0] for g in new_groups], dtype=np.int64)))
+    roles = new.roles
+    user_first = np.concatenate((known.user_first, np.array([roles[g[0]] == "user" for g in new_groups], dtype=bool)))
+    lengths = np.concatenate((known.lengths, np.array([len(g) for g in new_groups], dtype=np.int64)))
+    for g in {seg.group_of[i] for i in fresh if seg.group_of[i] < g0}:
+        lengths[g] = len(seg.groups[g])
+    starts_set = set(starts[t0:].tolist())
+    reply = np.concatenate((known.reply, np.array([seg.turn_of[i] >= 0 and i not in starts_set and roles[i] != "system"
+                                                   for i in fresh], dtype=bool)))
+    simple = known.simple and all(seg.turn_of[i] == seg.turn_of[seg.groups[seg.group_of[i]][0]] for i in fresh)
+    return _Tables(group_of, turn_of, np.concatenate((known.tokens, np.array(new.tokens[n0:], dtype=np.int64))),
+                   reply, starts, firsts, user_first, lengths, ends, simple)
+
+
+MEMO_EXTENDERS["batch.tables"] = _extend_tables
 
 
 @dataclass
@@ -129,7 +167,7 @@ def simulate(book: "_Ledger", order: Sequence[int], target: int) -> Removal | No
     return Removal(stop, step, acted, np.flatnonzero(removed), by_own_user <= cascade, kept_before)
 
 
-def apply(book: "_Ledger", r: Removal, order: Sequence[int], whys: Callable[[list[int]], list[str]],
+def apply(book: "_Ledger", r: Removal, order: Sequence[int], whys: Callable[[np.ndarray], list[str]],
           why_rest: Callable[[int], str], lone: str) -> None:
     """Write ``r`` into ``book``: "drop" and a reason for each removed message (its entry's
     ``whys``, or its turn's: ``why_rest(user index)`` or ``lone``), and the counters."""
@@ -141,7 +179,7 @@ def apply(book: "_Ledger", r: Removal, order: Sequence[int], whys: Callable[[lis
     groups = t.group_of[dropped]
     by_own = groups == order[r.step[dropped]]  # removed at its own group's entry
     reason_of_group = np.empty(len(t.firsts), dtype=object)
-    reason_of_group[order[r.acted]] = whys(r.acted.tolist())
+    reason_of_group[order[r.acted]] = whys(r.acted)
     texts = reason_of_group[groups]
     rest = np.flatnonzero(~by_own)
     if len(rest):
