@@ -67,8 +67,8 @@ def test_append_checks_new_pins_and_continues_the_origin_numbering():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations(), st.data())
 def test_plans_of_a_grown_view_match_the_rebuilt_view_over_generated_conversations(messages, data):
-    """Per-view tables that append extends (clear_tool_results', the batch removal's arrays, oldest_first's
-    reason texts) give the plans a rebuild gives."""
+    """Per-view tables that append extends (clear_tool_results', tool_rounds' layout, the batch removal's
+    arrays, oldest_first's reason texts) give the plans a rebuild gives."""
     cut = data.draw(st.integers(1, len(messages)))
     budget = Budget(data.draw(st.integers(200, 3_000)), reserve=0)
     names = ["clear_tool_results", "tool_rounds", "oldest_first", "summarize", "key_messages", "middle_out", "hybrid"]
@@ -76,6 +76,7 @@ def test_plans_of_a_grown_view_match_the_rebuilt_view_over_generated_conversatio
     parent = make_view(messages[:cut], counter=COUNTER, facts=facts)
     special = {"clear_tool_results": {"trigger_tokens": 0}, "key_messages": {"recent": 2, "key_tools": ("run_sql",)}}
     strategies = {name: get_strategy(name, **special.get(name, {})) for name in names}
+    strategies["tool_rounds, none kept"] = get_strategy("tool_rounds", keep_rounds=0)  # every round's place read
     for strategy in strategies.values():  # fills the parent's per-view tables
         strategy.apply(parent, budget)
     grown = parent.append(*messages[cut:]) if cut < len(messages) else parent

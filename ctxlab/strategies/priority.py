@@ -423,7 +423,7 @@ class Hybrid(Strategy):
     def apply(self, view: View, budget: Budget) -> Plan:
         """Plan with both strategies, keep the better by score."""
         total = view.total
-        tool = sum(t for t, c in zip(view.tokens, view.categories) if c == "tool_results")
+        tool = view.category_sums.get("tool_results", 0)  # kept per view (and extended by append)
         analysis = {"messages": len(view), "tool_result_share": round(tool / total, 4) if total else 0.0,
                     "over_budget_fraction": round(max(total - budget.available, 0) / total, 4) if total else 0.0}
         decided, scores = {}, {}

@@ -75,6 +75,44 @@ def _set(items: list, indexes: Sequence[int], values: Iterable) -> None:
     deque(map(items.__setitem__, indexes, values), maxlen=0)
 
 
+def _outside_round(role: str) -> tuple[str, str]:
+    """The action and reason of a message outside every tool round."""
+    if role == "tool":
+        return "drop", "a tool result that answers no earlier call"
+    if role == "assistant":
+        return "keep", "kept: assistant text (no tool calls)"
+    return "keep", f"kept: {role} message"
+
+
+def _extend_layout(old: View, new: View, known: tuple) -> tuple | None:
+    """``_round_layout`` of a grown view from the parent's, while no round is added (the reasons
+    count the rounds): new messages outside rounds get their entries, results joining the newest
+    round are added to it; anything else derives the layout again (None)."""
+    seg = new.seg
+    total = len(seg.rounds)
+    if total != len(old.seg.rounds) or (not old.seg.turns and seg.turns):
+        return None
+    actions, reasons, flat, older, offsets, firsts = known
+    actions, reasons, flat, older, offsets = list(actions), list(reasons), list(flat), list(older), list(offsets)
+    for i in range(len(old), len(new)):
+        r = seg.round_of[i]
+        if r < 0:
+            action, reason = _outside_round(new.roles[i])
+        elif r == total - 1:
+            action, reason = "keep", ""
+            flat.append(i)
+            older.append(f"older tool round (round {r + 1:,} of {total:,})")
+            offsets[-1] += 1
+        else:
+            return None
+        actions.append(action)
+        reasons.append(reason)
+    return tuple(actions), tuple(reasons), tuple(flat), tuple(older), tuple(offsets), firsts
+
+
+MEMO_EXTENDERS["tool_rounds"] = _extend_layout
+
+
 def _round_layout(view: View) -> tuple:
     """What ``tool_rounds`` derives from the view alone, once per view: the action and reason of
     every message outside the rounds, the round members in round order with the reason each gets
@@ -86,14 +124,8 @@ def _round_layout(view: View) -> tuple:
     total = len(seg.rounds)
     actions, reasons = ["keep"] * len(view), [""] * len(view)
     for i, role in enumerate(roles):
-        if seg.round_of[i] >= 0:
-            continue
-        if role == "tool":
-            actions[i], reasons[i] = "drop", "a tool result that answers no earlier call"
-        elif role == "assistant":
-            reasons[i] = "kept: assistant text (no tool calls)"
-        else:
-            reasons[i] = f"kept: {role} message"
+        if seg.round_of[i] < 0:
+            actions[i], reasons[i] = _outside_round(role)
     if seg.turns:
         reasons[seg.turns[0][0]] = "kept: the original request"
     flat: list[int] = []
