@@ -4,6 +4,7 @@ with the batch equal the plans with the loop, over generated conversations (with
 messages inside turns, lone user turns and results answering a call of an earlier turn) and budgets."""
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -49,7 +50,8 @@ def test_batch_removal_decides_as_the_loop(monkeypatch, messages, data):
     view = make_view(messages, counter=COUNTER, pins=pins)
     budget = Budget(data.draw(st.integers(50, 4_000)), reserve=0)
     params = {"oldest_first": {"min_messages": data.draw(st.integers(1, 8))},
-              "middle_out": {"preserve_start": data.draw(st.integers(0, 3)), "preserve_end": data.draw(st.integers(0, 6))}}
+              "middle_out": {"preserve_start": data.draw(st.integers(0, 3)),
+                             "preserve_end": data.draw(st.integers(0, 6))}}
     for name, fast, slow in _plans(monkeypatch, view, budget, params):
         _same(fast, slow)
 
@@ -64,3 +66,11 @@ def test_a_result_answering_a_call_of_an_earlier_turn_takes_the_loop_and_plans_t
     for name, fast, slow in _plans(monkeypatch, view, Budget(400, reserve=0), params):
         _same(fast, slow)
         assert fast.count("drop") or name == "hybrid"
+
+
+@given(st.lists(st.integers(0, 60), max_size=15, unique=True), st.floats(-3, 63))
+def test_middle_out_positions_follow_the_alternating_order(firsts, mid):
+    """The array middle_out walks is its definition: nearest the middle first, then right and left in turn."""
+    firsts = sorted(firsts)
+    assert priority._middle_out_positions(np.array(firsts, dtype=np.int64), mid).tolist() == \
+        list(priority._middle_out_order(firsts, mid))

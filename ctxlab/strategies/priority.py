@@ -31,7 +31,8 @@ ROLE_LABEL = {"system": "system message", "user": "user message", "assistant_tex
 
 
 def _middle_out_order(firsts: list[int], mid: float) -> Iterator[int]:
-    """Positions into ``firsts`` (sorted), nearest ``mid`` first, then alternately right and left."""
+    """Positions into ``firsts`` (sorted), nearest ``mid`` first, then alternately right and left
+    (the definition ``_middle_out_positions`` computes as an array; the tests compare the two)."""
     left = bisect_left(firsts, mid) - 1
     right = left + 1
     go_right = right < len(firsts) and (left < 0 or firsts[right] - mid <= mid - firsts[left])
@@ -193,8 +194,7 @@ def _extend_labels(old: View, new: View, known: tuple) -> tuple | None:
         return None
     touched = {new.seg.group_of[i] for i in range(len(old), len(new))}
     weights, labels, texts = known
-    return weights, {g: v for g, v in labels.items() if g not in touched} if touched & labels.keys() else dict(labels), \
-        {g: v for g, v in texts.items() if g not in touched} if touched & texts.keys() else dict(texts)
+    return weights, {g: v for g, v in labels.items() if g not in touched}, {g: v for g, v in texts.items() if g not in touched}
 
 
 MEMO_EXTENDERS["oldest_first.labels"] = _extend_labels
@@ -247,7 +247,8 @@ class OldestFirst(Strategy):
         order = groups[np.lexsort((firsts[groups], p[groups]))]
         return _Scored(p[order], firsts[order], order, sizes[order])
 
-    def _labels(self, view: View, scored: "_Scored", entries: "list[int] | np.ndarray") -> tuple[list[tuple[str, str]], dict]:
+    def _labels(self, view: View, scored: "_Scored",
+                entries: "list[int] | np.ndarray") -> tuple[list[tuple[str, str]], dict]:
         """(priority as reasons print it, description) of the given entries of ``scored``, and the
         per-group texts they come from. Kept per view for the latest weights (a priority depends on
         the view and the weights only), so a re-plan at another budget formats none of them again."""
