@@ -378,11 +378,20 @@ def _put_replaced(view: View, replaced: Mapping[int, Message], known: Mapping[in
         sums[vc[i]] = sums.get(vc[i], 0) + n
     mask = 0
     seen = view.memo.setdefault("replacement_fact_masks", {})  # placeholders repeat: search each text once
+    # strategies hand the same replacement objects to every plan of a view: found by identity first (the
+    # entry holds the object, so its id is not reused; bounded, since fresh copies would pile up)
+    mine = view.memo.setdefault("replacement_fact_masks.by_object", {})
+    if len(mine) > 2 * len(view):
+        mine.clear()
     for i in compress(keys, map(vf.__getitem__, keys)):
-        key = (message_text(replaced[i]), vf[i])
-        if key not in seen:
-            seen[key] = fact_mask(replaced[i], view.facts, only=vf[i])
-        mask |= seen[key]
+        m = replaced[i]
+        hit = mine.get(id(m))
+        if hit is None or hit[0] is not m or hit[1] != vf[i]:
+            key = (message_text(m), vf[i])
+            if key not in seen:
+                seen[key] = fact_mask(m, view.facts, only=vf[i])
+            hit = mine[id(m)] = (m, vf[i], seen[key])
+        mask |= hit[2]
     return mask
 
 
