@@ -409,7 +409,7 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
     runs in every re-plan."""
     if settle_first:
         settle(view, actions, reasons)
-    vm, vt, vc, vf, facts = view.messages, view.tokens, view.categories, view.fact_masks, view.facts
+    vm, vt, facts = view.messages, view.tokens, view.facts
     known = replacement_tokens or {}
     origin, removed = _kept_indexes(actions)
     whole = len(origin) == len(vm)

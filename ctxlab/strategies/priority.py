@@ -89,7 +89,6 @@ class MiddleOut(Strategy):
         must = [*range(lo), *range(hi, n), *view.pins]
         must += [i for i in (view.first_system(), view.newest_user()) if i is not None]
         book = _Ledger(view, must)
-        roles = book.roles
         table = batch_tables(view)
         cands = np.flatnonzero(~np.fromiter(book.protected, dtype=bool, count=len(table.firsts)) & ~table.user_first)
         firsts = table.firsts[cands]
