@@ -258,6 +258,11 @@ LLM_KEY = "_llm_api_key"
 LLM_PROBE = [{"role": "user", "content": "Reply with the single word OK."}]
 
 
+def md_code(text: str) -> str:
+    """``text`` as inline code in Markdown (shown as typed: no link, no emphasis, no escapes seen)."""
+    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+
 def _remember_key() -> None:
     """Move a typed key out of its field into memory; the field is emptied so the key is not sent
     back to the browser on the next run."""
@@ -307,7 +312,7 @@ def _test_connection() -> None:
         st.session_state.llm_test = (llm.config.fingerprint(), "error", str(e))
         return
     st.session_state.llm_test = (llm.config.fingerprint(), "ok",
-                                 f"{llm.config.describe()} answered {reply.text.strip()[:60]!r} in "
+                                 f"{md_code(llm.config.describe())} answered {md_code(reply.text.strip()[:60])} in "
                                  f"{reply.latency_ms:,.0f} ms.")
 
 
@@ -322,30 +327,31 @@ def llm_settings() -> LLM:
     llm = current_llm()
     box = st.sidebar.expander("Model for answers and LLM summaries", expanded=False,
                               icon=":material/smart_toy:")
-    # markdown, not captions: the sidebar's captions are the model-and-budget notes (tests/app/test_sidebar.py)
-    box.markdown("Optional: answer replay, probes and the summarize strategy's summarizer=llm use it. Any "
-                "OpenAI-compatible server (OpenAI, vLLM, Ollama, LM Studio, a proxy).")
+    # small markdown, not captions: the sidebar's captions are the model-and-budget notes (tests/app/test_sidebar.py)
+    note = lambda text: box.markdown(f":small[{text}]")  # noqa: E731  (our own text; no brackets in it)
+    note("Optional: answer replay, probes and the summarize strategy's summarizer=llm use it. Any "
+         "OpenAI-compatible server (OpenAI, vLLM, Ollama, LM Studio, a proxy).")
     box.text_input("Model name", key="llm_model", help=f"The name the server knows; default from {MODEL_ENV}")
     box.text_input("Base URL", key="llm_base_url", placeholder="https://api.openai.com/v1",
                    help=f"Empty: {BASE_URL_ENV}, else OpenAI. E.g. http://127.0.0.1:11434/v1 for Ollama")
     box.text_input("API key", type="password", key="llm_api_key_input", on_change=_remember_key,
                    placeholder="sk-…", help="Kept in this browser session's memory only; never saved or shown")
     if st.session_state.get(LLM_KEY):
-        box.markdown("API key: set in this session (not shown).")
+        note("API key: set in this session (not shown).")
         box.button("Forget the key", key="llm_forget_key", on_click=_forget_key)
     elif os.environ.get(KEY_ENV):
-        box.markdown(f"API key: set from {KEY_ENV}.")
+        note(f"API key: set from {KEY_ENV}.")
     else:
-        box.markdown("API key: none (a local server needs none).")
+        note("API key: none (a local server needs none).")
     if st.session_state.get("llm_config_error"):
         box.error(md_escape(st.session_state.llm_config_error))
     elif llm.config.configured:
-        box.markdown(md_escape(f"In use: {llm.config.describe()}"))
+        box.markdown(f"In use: {md_code(llm.config.describe())}")  # plain: a model name may hold a bracket
     else:
-        box.markdown("No model configured: everything works offline.")
+        note("No model configured: everything works offline.")
     box.button("Test connection", key="llm_test_button", on_click=_test_connection,
                disabled=not llm.config.configured)
     test = st.session_state.llm_test
     if test and test[0] == llm.config.fingerprint():
-        (box.success if test[1] == "ok" else box.error)(md_escape(test[2]))
+        (box.success if test[1] == "ok" else box.error)(test[2] if test[1] == "ok" else md_escape(test[2]))
     return llm

@@ -15,7 +15,7 @@ import streamlit as st
 if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/answers.py`
     sys.path.insert(0, str(ROOT))
 
-from appstate import current_budget, current_llm, input_panel, md_escape, require_conversation, text_hash
+from appstate import current_budget, current_llm, input_panel, md_code, md_escape, require_conversation, text_hash
 from ctxlab.answers import Answer, answer_replay
 from ctxlab.compare import DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, column_labels
 from ctxlab.errors import CtxlabError
@@ -28,7 +28,7 @@ NOT_REPORTED = "not reported"
 MAX_PROBES = 10
 EXAMPLE_PROBES = [{"question": "", "expected": ""}]
 HOW_TO_CONFIGURE = (
-    "This page needs a model. Open **Model for answers and LLM summaries** in the sidebar and give a base URL "
+    "**No model configured.**\n\nThis page needs a model. Open **Model for answers and LLM summaries** in the sidebar and give a base URL "
     "(any OpenAI-compatible server: OpenAI, vLLM, Ollama, LM Studio, a proxy), a model name and, if the server "
     f"needs one, an API key. Or start the app with `{KEY_ENV}`, `{BASE_URL_ENV}` and `{MODEL_ENV}` set. "
     "Everything else in ctxlab works without a model.")
@@ -183,6 +183,7 @@ def _probe_tab(strategies: list[Strategy], labels: list[str]) -> None:
 
 # ---------------------------------------------------------------- page
 
+st.set_page_config(layout="wide")  # additive: app.py's title and icon stay; four answers need the width
 input_panel()
 st.title("Answers")
 st.write("The same question asked from the context each strategy leaves: the answers side by side with what "
@@ -197,7 +198,7 @@ try:
 except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
-st.caption(md_escape(f"Model: {llm.config.describe()}."))
+st.caption(f"Model: {md_code(llm.config.describe())}")
 
 count = int(st.number_input("Strategies", min_value=MIN_COLUMNS, max_value=MAX_COLUMNS, value=MIN_COLUMNS, step=1,
                             key="ans_count"))

@@ -73,7 +73,8 @@ def rendered(at: AppTest) -> str:
 
 
 def sidebar_texts(at: AppTest) -> list[str]:
-    return [m.value for m in at.sidebar.markdown] + [e.value for e in at.sidebar.error] + \
+    return [m.value.removeprefix(":small[").removesuffix("]") for m in at.sidebar.markdown] + \
+        [e.value for e in at.sidebar.error] + \
         [s.value for s in at.sidebar.success]
 
 
@@ -101,7 +102,7 @@ def test_test_connection_shows_the_reply_or_the_clear_error(monkeypatch, api):
     api.reply("OK")
     at.button(key="llm_test_button").click().run()
     (ok,) = at.sidebar.success
-    assert "fake-model at" in ok.value.replace("\\", "") and "answered 'OK'" in ok.value
+    assert "`fake-model at" in ok.value and "answered `OK`" in ok.value
     assert api.chat_requests()[-1].bearer == PLANTED
     api.fail_next(401)  # the fake quotes the key back, as OpenAI does
     at.button(key="llm_test_button").click().run()
