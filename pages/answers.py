@@ -15,7 +15,8 @@ import streamlit as st
 if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/answers.py`
     sys.path.insert(0, str(ROOT))
 
-from appstate import current_budget, current_llm, input_panel, md_code, md_escape, require_conversation, text_hash
+from appstate import (current_budget, current_llm, input_panel, md_code, md_escape, persist, require_conversation,
+                      text_hash)
 from ctxlab.answers import Answer, answer_replay
 from ctxlab.compare import DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, column_labels
 from ctxlab.errors import CtxlabError
@@ -185,6 +186,7 @@ def _probe_tab(strategies: list[Strategy], labels: list[str]) -> None:
 
 st.set_page_config(layout="wide")  # additive: app.py's title and icon stay; four answers need the width
 input_panel()
+persist("ans_count", "ans_question", "probe_source", "probe_n")  # kept across a visit to another page
 st.title("Answers")
 st.write("The same question asked from the context each strategy leaves: the answers side by side with what "
          "each call cost; and probes about early facts, scored beside the offline fact retention.")

@@ -155,3 +155,17 @@ def test_a_written_probe_without_an_expected_answer_is_named(monkeypatch, api):
                       probe_rows=[{"question": "Which order?", "expected": ""}])
     assert any("has no expected answer" in e.value for e in at.error)
     assert next(b for b in at.button if b.key == "probe_run").disabled and not api.chat_requests()
+
+
+def test_the_question_and_the_answers_survive_a_visit_to_another_page(monkeypatch, api):
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)  # the whole app: pages in one session
+    at.session_state["llm_base_url"] = api.base_url
+    at.run()
+    at.switch_page("pages/answers.py").run()
+    ask(at)
+    at.switch_page("pages/token_counts.py").run()
+    at.switch_page("pages/answers.py").run()
+    assert not at.exception, at.exception
+    assert at.text_area(key="ans_question").value == QUESTION
+    assert [c.value for c in at.code] == ["fake reply", "fake reply"] and len(api.chat_requests()) == 2
