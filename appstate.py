@@ -326,7 +326,7 @@ def llm_settings() -> LLM:
     persist("llm_model", "llm_base_url")
     llm = current_llm()
     box = st.sidebar.expander("Model for answers and LLM summaries", expanded=False,
-                              icon=":material/smart_toy:")
+                              icon=":material/tune:")
     # small markdown, not captions: the sidebar's captions are the model-and-budget notes (tests/app/test_sidebar.py)
     note = lambda text: box.markdown(f":small[{text}]")  # noqa: E731  (our own text; no brackets in it)
     note("Optional: answer replay, probes and the summarize strategy's summarizer=llm use it. Any "
@@ -355,3 +355,23 @@ def llm_settings() -> LLM:
     if test and test[0] == llm.config.fingerprint():
         (box.success if test[1] == "ok" else box.error)(test[2] if test[1] == "ok" else md_escape(test[2]))
     return llm
+
+
+def open_in_lab(text: str, label: str, *, model: str | None = None, max_tokens: int | None = None,
+                reserve: float | None = None) -> None:
+    """Make ``text`` (a conversation's JSON, e.g. a live session's full history) the conversation
+    the Strategy Lab and the other pages use, as if it had been pasted; with the session's model
+    and budget when given. Call it before the sidebar's widgets are drawn (a button's callback)."""
+    init_state()
+    st.session_state.source = "paste"
+    st.session_state.paste_text = text
+    _try_use(text, label)
+    if model:
+        try:
+            st.session_state.model = ctxlab.resolve_model(model).name
+        except CtxlabError:
+            pass  # an unknown model keeps the sidebar's; the Lab still opens the conversation
+    if max_tokens:
+        st.session_state.max_tokens = int(max_tokens)
+    if reserve is not None:
+        st.session_state.reserve = float(reserve)
