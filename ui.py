@@ -10,6 +10,7 @@ from ctxlab.errors import CtxlabError
 from ctxlab.compare import ACTION_WORDS
 from ctxlab.figures import ACTION_COLORS
 from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy
+from ctxlab.strategies.llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT
 
 TABLE_ACTIONS = ("keep", "summarize", "clear", "truncate", "drop", "insert")
 """The actions a table row can show, in the order of their badges."""
@@ -34,6 +35,32 @@ def action_column(label: str = "action", help: str | None = None) -> Any:
 def count_column(label: str, help: str | None = None) -> Any:
     """A column of whole numbers written with thousands separators (1,993, not 1993)."""
     return st.column_config.NumberColumn(label, format="localized", help=help)
+
+
+BUILTIN_TEXT = {"summary_prompt": SUMMARY_PROMPT, "merge_prompt": MERGE_PROMPT}
+"""Text parameters whose empty value means a built-in text: their text areas show that text, and
+an unchanged (or emptied) area passes the empty value, so a config keeps saying "built-in"."""
+LONG_TEXT = 80
+"""A text parameter whose default is longer than this many characters gets a text area."""
+
+
+def _is_long_text(spec: dict[str, Any]) -> bool:
+    return spec["type"] == "str" and not spec.get("choices") and (
+        spec["name"] in BUILTIN_TEXT or spec["name"].endswith("_prompt") or len(str(spec["default"] or "")) > LONG_TEXT)
+
+
+def _text_param(container: Any, spec: dict[str, Any], key: str) -> str:
+    """A long text parameter as a text area in a collapsed expander, prefilled with the built-in
+    text it stands for; returns "" while the area holds the built-in text (or nothing)."""
+    builtin = BUILTIN_TEXT.get(spec["name"], "")
+    st.session_state.setdefault(key, builtin or str(spec["default"] or ""))
+    raw = str(st.session_state[key])
+    edited = bool(raw.strip()) and raw.strip() != builtin.strip()
+    box = container.expander(spec["name"], expanded=False)  # a stable label: a new one would close it on every edit
+    raw = box.text_area(spec["name"], key=key, height=220, help=spec.get("help", ""), label_visibility="collapsed")
+    if builtin:
+        box.caption("Edited; empty it to use the built-in text." if edited else "The built-in text (in use).")
+    return "" if builtin and raw.strip() in ("", builtin.strip()) else raw
 
 
 DEFAULTS_CHOICES = {"scaled": "scaled to this budget", "documented": "documented peer defaults"}
@@ -62,7 +89,7 @@ def _widget_value(spec: dict[str, Any], value: Any) -> Any:
         return value
     if kind.startswith("list["):
         return ", ".join(map(str, value or []))
-    return str(value or "")
+    return str(value or "") or BUILTIN_TEXT.get(spec["name"], "")
 
 
 def default_values(name: str, choice: str, budget: Budget | None) -> dict[str, Any]:
@@ -121,6 +148,8 @@ def _param_widget(container: Any, spec: dict[str, Any], key: str) -> Any:
         raw = container.text_input(label, key=key, help=f"{help_text} (comma-separated)")
         items = [v.strip() for v in raw.split(",") if v.strip()]
         return [int(v) for v in items if v.lstrip("-").isdigit()] if kind == "list[int]" else items
+    if _is_long_text(spec):
+        return _text_param(container, spec, key)
     st.session_state.setdefault(key, str(default or ""))
     return container.text_input(label, key=key, help=help_text)
 
@@ -153,3 +182,16 @@ def strategy_picker(prefix: str, container: Any = st, default: str = "tool_round
     except CtxlabError as e:
         container.error(md_escape(str(e)))
         return None
+
+
+def summary_note(record: dict[str, Any]) -> str:
+    """One line saying who wrote a plan's summary (``plan.stats["summary_by"]``): the model, its
+    tokens and the time it took, or that the offline summarizer stood in for it."""
+    if record.get("summarizer") != "llm":
+        return f"Summary written by the {record.get('summarizer', 'offline')} summarizer."
+    def n(key: str) -> str:
+        return "?" if record.get(key) is None else f"{record[key]:,}"
+    how = ("from the cache (no call)" if record.get("cache_hit") else
+           f"in {record.get('latency_ms', 0):,.0f} ms" + (f", {record['attempts']} attempts" if record.get("attempts", 1) > 1 else ""))
+    return (f"Summary written by {record.get('model', 'the model')} ({record.get('call', 'first')} call): "
+            f"{n('prompt_tokens')} prompt tokens, {n('completion_tokens')} completion tokens, {how}.")

@@ -15,17 +15,18 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import (current_budget, current_view, input_panel, md_escape, require_conversation, text_hash,
-                      tool_budget)
+from appstate import (current_budget, current_llm, current_view, input_panel, md_escape, require_conversation,
+                      text_hash, tool_budget)
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.conversation import Message
+from ctxlab.llm import use_llm
 from ctxlab.compare import ACTION_WORDS, RULE_NAMES, outcome_notes
 from ctxlab.replay import Replay, replay
 from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View
 from ctxlab.validate import Finding, validate
-from ui import TABLE_ACTIONS, action_column, count_column, strategy_picker, text_width
+from ui import TABLE_ACTIONS, action_column, count_column, strategy_picker, summary_note, text_width
 
 RULES = RULE_NAMES
 LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}
@@ -178,8 +179,10 @@ if strategy is None:
 pins = tuple(sorted(st.session_state.pins))
 try:
     view = current_view(text, model, pins)
-    keys = ((text_hash(text), model, pins), repr(strategy), repr(budget))
-    plan, findings, rows, options = _outcome(*keys, view, strategy, budget)
+    llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings); part of the cache key
+    keys = ((text_hash(text), model, pins), f"{strategy!r}|{llm.config.fingerprint()}", repr(budget))
+    with use_llm(llm):
+        plan, findings, rows, options = _outcome(*keys, view, strategy, budget)
     input_findings = _input_findings(text_hash(text), conv)
 except CtxlabError as e:
     main.error(md_escape(str(e)))
@@ -218,6 +221,8 @@ with main:
         NOTE_BOXES[note.level](md_escape(note.text))
     for w in plan.warnings:
         st.warning(md_escape(w[:1].upper() + w[1:]))
+    if by := plan.stats.get("summary_by"):  # who wrote the summary (summarizer=llm): model, tokens, time
+        st.caption(md_escape(summary_note(by)))
     for rules, name in RULES.items():
         for f in [f for f in findings[rules] if f.severity == "warning"][:MAX_FINDINGS]:
             st.caption(md_escape(f"{name} warning, {f.code}: {f.message}"))
@@ -289,7 +294,8 @@ if tab_replay.open:
         st.caption("The strategy applied where an agent applies it: at the start of every user turn, to what it "
                    "left before plus what arrived since. Rows are turns, columns are messages.")
         try:
-            rp: Replay | None = _replay(*keys, view, strategy, budget)
+            with use_llm(llm):
+                rp: Replay | None = _replay(*keys, view, strategy, budget)
         except CtxlabError as e:
             st.error(md_escape(str(e)))
             rp = None

@@ -26,7 +26,8 @@ XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>"
 XSS_PASTE = json.dumps([{"role": "user", "content": XSS}])
 expect.set_options(timeout=15_000)  # a rerun on a busy CI machine can take a few seconds
 # A text each page shows once it has run on the default sample (besides its title).
-KNOWN_TEXT = {"Strategy Lab": "Tokens after", "Compare": "Verdict", "Token counts": "Prompt tokens"}
+KNOWN_TEXT = {"Strategy Lab": "Tokens after", "Compare": "Verdict", "Token counts": "Prompt tokens",
+              "Answers": "No model configured."}  # the app runs with no model here: the page says so and stops
 
 
 def nav_pages() -> list[tuple[str, str]]:
@@ -43,7 +44,10 @@ def app_url():
     """The app served by `streamlit run` on a free local port; stopped whatever happens."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     port, log = free_port(), ARTIFACTS / "streamlit.log"
-    proc = start_app(ROOT, port, log)
+    with pytest.MonkeyPatch.context() as env:  # no developer's model: the Answers page shows its no-model state
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CTXLAB_LLM_MODEL"):
+            env.delenv(name, raising=False)
+        proc = start_app(ROOT, port, log)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_ready(proc, url, log)

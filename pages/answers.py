@@ -1,0 +1,224 @@
+"""Answers: what a model answers from the context each of two to four strategies leaves (answer
+replay), and how well each context still answers questions about early facts (probes), beside the
+offline fact retention. Needs a model (the sidebar's settings or the environment); without one the
+page says how to configure it and stops. Results stay in session state: a rerun never calls the
+model again, only the Ask and Run probes buttons do."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+import streamlit as st
+
+if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/answers.py`
+    sys.path.insert(0, str(ROOT))
+
+from appstate import (current_budget, current_llm, input_panel, md_code, md_escape, persist, require_conversation,
+                      text_hash)
+from ctxlab.answers import Answer, answer_replay
+from ctxlab.compare import DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, column_labels
+from ctxlab.errors import CtxlabError
+from ctxlab.llm import BASE_URL_ENV, KEY_ENV, MODEL_ENV
+from ctxlab.probes import MATCH_RULE, Probe, ProbeScore, generate_probes, score_probes, user_probes
+from ctxlab.strategies import Strategy
+from ui import count_column, strategy_picker
+
+NOT_REPORTED = "not reported"
+MAX_PROBES = 10
+EXAMPLE_PROBES = [{"question": "", "expected": ""}]
+HOW_TO_CONFIGURE = (
+    "**No model configured.**\n\nThis page needs a model. Open **Model for answers and LLM summaries** in the sidebar and give a base URL "
+    "(any OpenAI-compatible server: OpenAI, vLLM, Ollama, LM Studio, a proxy), a model name and, if the server "
+    f"needs one, an API key. Or start the app with `{KEY_ENV}`, `{BASE_URL_ENV}` and `{MODEL_ENV}` set. "
+    "Everything else in ctxlab works without a model.")
+
+
+def _figure(value: int | None) -> str:
+    return NOT_REPORTED if value is None else f"{value:,}"
+
+
+def _latency(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms:,.0f} ms"
+
+
+def _signature(kind: str, strategies: Sequence[Strategy], labels: Sequence[str], *extra: Any) -> tuple:
+    """What a result depends on: when it differs from the current one, the page says the result
+    shown is from earlier settings (and never calls the model by itself)."""
+    return (kind, text_hash(st.session_state.conversation_text or ""), tuple(repr(s) for s in strategies),
+            tuple(labels), repr(budget), st.session_state.model, llm.config.fingerprint(), *extra)
+
+
+def _show_answer(col: Any, a: Answer) -> None:
+    """One strategy's answer (as plain text, never Markdown or HTML) and what it cost."""
+    col.subheader(a.label)
+    if a.ok:
+        col.code(a.answer or "(an empty answer)", language=None, wrap_lines=True)
+        if a.tool_calls:
+            col.caption(md_escape(f"The model asked for tool calls instead: {', '.join(a.tool_calls)}"))
+    else:
+        col.error(md_escape(a.error or "the call failed"))
+        col.caption(md_escape((a.fallback or "no answer")[:1].upper() + (a.fallback or "no answer")[1:] + "."))
+    m1, m2 = col.columns(2)
+    m1.metric("Prompt tokens", _figure(a.prompt_tokens), help="As the server reported them")
+    m2.metric("Cached tokens", _figure(a.cached_tokens),
+              help="usage.prompt_tokens_details.cached_tokens, when the server reports it")
+    m3, m4 = col.columns(2)
+    m3.metric("Latency", _latency(a.latency_ms), help=f"{a.attempts} request(s)")
+    m4.metric("Context (ctxlab)", f"{a.context_tokens:,}",
+              help=f"ctxlab's count of the {a.context_messages} messages and the tool definitions sent")
+    col.caption(f"Facts retained: {'n/a' if a.retention is None else f'{a.retention:.0%}'}; "
+                f"{_figure(a.completion_tokens)} completion tokens.")
+    for w in a.warnings:
+        col.warning(md_escape(w[:1].upper() + w[1:]))
+
+
+def _answer_tab(strategies: list[Strategy], labels: list[str]) -> None:
+    st.session_state.setdefault("ans_question", "")
+    question = st.text_area("Question", key="ans_question", height=80,
+                            placeholder="The final question, e.g. What refund amount did we agree on?",
+                            help="Added as the newest user message; each strategy is applied to the conversation "
+                                 "with it, and its context is sent to the model")
+    signature = _signature("answers", strategies, labels, question.strip())
+    if st.button("Ask", key="ans_ask", type="primary"):
+        with st.spinner(f"Asking {llm.config.model}…"):
+            try:
+                answers = answer_replay(conv, strategies, question, llm, budget, labels=labels,
+                                        model=st.session_state.model)
+            except CtxlabError as e:
+                st.error(md_escape(str(e)))
+                return
+        st.session_state.ans_results = (signature, answers)
+    held = st.session_state.get("ans_results")
+    if not held:
+        st.caption("Write a question and press Ask: one call per strategy.")
+        return
+    if held[0] != signature:
+        st.caption("These answers are for an earlier question or settings; press Ask to ask again.")
+    answers = held[1]
+    failed = [a for a in answers if not a.ok]
+    if failed and len(failed) == len(answers):
+        st.warning("No strategy got an answer: the contexts and their counts below are ctxlab's own, computed "
+                   "offline.")
+    for col, a in zip(st.columns(len(answers)), answers):
+        _show_answer(col, a)
+
+
+def _probes_to_ask() -> list[Probe] | None:
+    """The probes the user chose (generated or written), or None after saying what is wrong."""
+    source = st.radio("Probes", ["generated", "written"], key="probe_source", horizontal=True,
+                      format_func={"generated": "generated from the conversation's facts",
+                                   "written": "written by you"}.get)
+    if source == "generated":
+        n = st.slider("Number of probes", 1, MAX_PROBES, value=5, key="probe_n")
+        probes = generate_probes(conv, n)
+        if not probes:
+            st.info("This conversation has no fact from before its newest turn to ask about: write your own probes.")
+            return None
+        st.dataframe(pd.DataFrame([{"#": p.message_index, "question": p.question, "expected": p.expected}
+                                   for p in probes]), key="probe_generated", hide_index=True, width="stretch",
+                     column_config={"#": count_column("from message")})
+        return probes
+    st.session_state.setdefault("probe_rows", list(EXAMPLE_PROBES))
+    table = st.data_editor(pd.DataFrame(st.session_state.probe_rows, columns=["question", "expected"]),
+                           key="probe_table", num_rows="dynamic", hide_index=True, width="stretch",
+                           column_config={"question": st.column_config.TextColumn("question", width="large"),
+                                          "expected": st.column_config.TextColumn("expected answer")})
+    rows = [(str(q or "").strip(), str(e or "").strip()) for q, e in zip(table["question"], table["expected"])]
+    rows = [r for r in rows if r[0] or r[1]]
+    if not rows:
+        st.caption("Add a question and the fact its answer must contain, one per row.")
+        return None
+    try:
+        return user_probes([q for q, _ in rows], [e for _, e in rows])
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+        return None
+
+
+def _score_rows(scores: Sequence[ProbeScore]) -> pd.DataFrame:
+    return pd.DataFrame([{"strategy": s.label, "probe score": None if s.score is None else round(100 * s.score),
+                          "hits": f"{s.hits} of {s.answered}", "failed calls": len(s.answers) - s.answered,
+                          "facts retained": None if s.retention is None else round(100 * s.retention),
+                          "needed recall": None if s.needed_recall is None else round(100 * s.needed_recall),
+                          "tokens after": s.tokens_after} for s in scores])
+
+
+def _probe_tab(strategies: list[Strategy], labels: list[str]) -> None:
+    st.caption(md_escape(f"Each probe is asked from each strategy's context and scored by {MATCH_RULE}."))
+    probes = _probes_to_ask()
+    signature = _signature("probes", strategies, labels, tuple(probes or ()))
+    if st.button("Run probes", key="probe_run", type="primary", disabled=not probes):
+        with st.spinner(f"Asking {len(probes or ())} probe(s) × {len(strategies)} strategies…"):
+            try:
+                scores = score_probes(conv, strategies, probes or [], llm, budget, labels=labels,
+                                      model=st.session_state.model)
+            except CtxlabError as e:
+                st.error(md_escape(str(e)))
+                return
+        st.session_state.probe_results = (signature, scores)
+    held = st.session_state.get("probe_results")
+    if not held:
+        return
+    if held[0] != signature:
+        st.caption("These scores are for earlier probes or settings; press Run probes to ask again.")
+    scores = held[1]
+    st.dataframe(_score_rows(scores), key="probe_scores", hide_index=True, width="stretch",
+                 column_config={"probe score": st.column_config.NumberColumn("probe score", format="%d%%",
+                                                                             help="hits / probes answered"),
+                                "facts retained": st.column_config.NumberColumn("facts retained", format="%d%%",
+                                                                                help="offline: the plan's fact retention"),
+                                "needed recall": st.column_config.NumberColumn("needed recall", format="%d%%",
+                                                                               help="offline: the replay's needed recall"),
+                                "tokens after": count_column("tokens after")})
+    for col, s in zip(st.columns(len(scores)), scores):
+        col.subheader(s.label)
+        for err in s.errors:
+            col.error(md_escape(err))
+        col.dataframe(pd.DataFrame([{"hit": "hit" if a.hit else ("failed" if a.answer is None else "miss"),
+                                     "expected": a.probe.expected, "answer": a.answer or "", "question": a.probe.question}
+                                    for a in s.answers]), key=f"probe_answers_{s.label}", hide_index=True,
+                      width="stretch")
+
+
+# ---------------------------------------------------------------- page
+
+st.set_page_config(layout="wide")  # additive: app.py's title and icon stay; four answers need the width
+input_panel()
+persist("ans_count", "ans_question", "probe_source", "probe_n")  # kept across a visit to another page
+st.title("Answers")
+st.write("The same question asked from the context each strategy leaves: the answers side by side with what "
+         "each call cost; and probes about early facts, scored beside the offline fact retention.")
+llm = current_llm()
+if not llm.config.configured:
+    st.info(HOW_TO_CONFIGURE)
+    st.stop()
+conv = require_conversation()
+try:
+    budget = current_budget(conv)
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
+st.caption(f"Model: {md_code(llm.config.describe())}")
+
+count = int(st.number_input("Strategies", min_value=MIN_COLUMNS, max_value=MAX_COLUMNS, value=MIN_COLUMNS, step=1,
+                            key="ans_count"))
+picked: list[Strategy] = []
+columns: list[int] = []
+for k, col in enumerate(st.columns(count), 1):
+    with col.expander(f"Strategy {k}", expanded=True):
+        strategy = strategy_picker(f"ans{k}", st, default=DEFAULT_STRATEGIES[k - 1], budget=budget)
+    if strategy is not None:
+        picked.append(strategy)
+        columns.append(k)
+if not picked:
+    st.info("No strategy can be used with its current parameters: fix the ones marked in red above.")
+    st.stop()
+names = column_labels([s.name for s in picked], columns)
+
+tab_answers, tab_probes = st.tabs(["Answer replay", "Probes"])
+with tab_answers:
+    _answer_tab(picked, names)
+with tab_probes:
+    _probe_tab(picked, names)
