@@ -30,11 +30,11 @@ from ctxlab.tokens import TokenCounter
 
 SETS = {"samples": "Bundled samples", "upload": "Upload files", "current": "The sidebar's conversation"}
 DEFAULT_STRATEGIES = ["sliding_window", "tool_rounds"]
+# Parameters varied when the page opens (min, max, points): 2 strategies x 3 points x 2 limits, which
+# answers in about a second on the three samples. (Comments, not strings: a page's bare string is shown.)
 DEFAULT_RANGES = {("sliding_window", "buffer_ratio"): (0.1, 0.5, 3), ("tool_rounds", "keep_rounds"): (0, 2, 3)}
-"""Parameters varied when the page opens (min, max, points): 2 strategies x 3 points x 2 limits,
-which answers in about a second on the three samples."""
+# A grid larger than this is sampled (seeded) down to it, so a click never starts an hour of work.
 MAX_POINTS = 200
-"""A grid larger than this is sampled (seeded) down to it, so a click never starts an hour of work."""
 METRICS = [c for c in COLUMNS if c not in ("strategy", "params", "max_tokens", "conversations")]
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
@@ -278,6 +278,8 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
                  column_config={**pct, "cost_usd": st.column_config.NumberColumn("cost_usd", format="$%.4f"),
                                 "input_tokens_total": st.column_config.NumberColumn("input_tokens_total",
                                                                                     format="localized"),
+                                "tokens_final_mean": st.column_config.NumberColumn("tokens_final_mean", format="%.0f"),
+                                "tokens_final_p95": st.column_config.NumberColumn("tokens_final_p95", format="%.0f"),
                                 "plan_ms": st.column_config.NumberColumn("plan_ms", format="%.3f")})
     base = result.baseline
     money = f"${base['cost_usd']:.4f}" if base["cost_usd"] is not None else "no price"

@@ -63,6 +63,7 @@ def _table(at: AppTest):
 def test_before_a_run_the_page_says_what_to_do_and_sizes_the_default_sweep_small(monkeypatch):
     at = open_page("tune.py", monkeypatch)
     assert any("run the sweep" in i.value for i in at.info)
+    assert at.markdown[0].value.startswith("Many parameter values")  # no stray module text above the title
     assert at.multiselect(key="tune_strategies").value == ["sliding_window", "tool_rounds"]
     assert any(c.value.replace("\\", "").startswith("12 point(s) (6 parameter combination(s) x 2 limit(s)) on 3 "
                                                     "conversation(s)") for c in at.caption)
