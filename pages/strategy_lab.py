@@ -187,7 +187,9 @@ def _cost_section(m: ReplayMeasures) -> None:
         k3.metric("Cost", f"${c.cost_usd:.4f}", delta_color="inverse",
                   delta=f"{c.cost_usd / none.cost_usd - 1:+.0%} vs none" if none.cost_usd else None)
         k4.metric("Cost of none", f"${none.cost_usd:.4f}")
-    st.plotly_chart(cost_per_turn_figure(c, none), key="lab_cost_chart")
+    fig = cost_per_turn_figure(c, none)
+    fig.update_xaxes(dtick=max(1, -(-len(c.per_turn()) // 20)))  # whole turns, at most ~20 ticks
+    st.plotly_chart(fig, key="lab_cost_chart")
 
 
 # ---------------------------------------------------------------- page
@@ -284,6 +286,7 @@ with main:
     if ignored:
         st.caption(f"Pinned message(s) {', '.join(f'#{p}' for p in ignored)} not kept as is: {title} does not "
                    "honour pins.")
+    misses_slot = st.container()  # filled once the replay measures are known (below the tabs' creation)
     if plan.facts_lost:
         with st.expander(f"Facts lost ({len(plan.facts_lost)})"):
             for fact in plan.facts_lost:
@@ -308,7 +311,7 @@ with metrics_row:
     _fill_metrics(measures)
 if measures is not None and measures.fidelity.misses:
     misses = measures.fidelity.misses
-    with main.expander(f"Needed facts missed ({len(misses)})"):
+    with misses_slot.expander(f"Needed facts missed ({len(misses)})"):
         st.caption("A fact an assistant message used that its context did not hold at that turn: where it first "
                    "came from and which message needed it.")
         st.dataframe([{"fact": m.fact, "came from message": m.source, "needed by message": m.needed_by,
