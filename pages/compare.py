@@ -41,6 +41,12 @@ def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: st
                              model=_model, price=_price, facts=_needed(view_key[0], _conv))
 
 
+# Conversations up to this many messages are replayed on every change (10-35 ms per column on the
+# samples); longer ones on a button press: replaying every turn of a 1,000-message conversation, and
+# keeping everything for comparison, takes seconds, of a 10,000-message one over a minute.
+LIVE_MEASURE_MAX = 300
+
+
 def _replay_row(m: ReplayMeasures) -> dict[str, Any]:
     """The replay's columns of the metrics table (numbers, formatted by the table's column config)."""
     s = m.summary()
@@ -106,20 +112,32 @@ labels = column_labels(names, columns)
 metrics = [measure(p, label) for p, label in zip(plans, labels)]
 try:
     price = price_panel(st)
-    measures = [_measures(view_key, repr(s), repr(budget), repr(price), conv, view, s, budget,
-                          st.session_state.model, price) for s in strategies]
 except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
-
+measure_key = (view_key, tuple(repr(s) for s in strategies), repr(budget), repr(price))
+measures: list[ReplayMeasures] | None = None
 st.subheader("Verdict")
-result = verdict_by_recall(metrics, measures)
-(st.success if result.winner is not None else st.warning)(md_escape(result.text))
+if len(view) > LIVE_MEASURE_MAX and st.session_state.get("cmp_measured") != measure_key:
+    st.info(f"The verdict needs each strategy replayed turn by turn. This conversation has {len(view):,} messages, "
+            "which takes from seconds to a minute or two: press Measure.")
+    if st.button("Measure needed recall and cost", key="cmp_measure"):
+        st.session_state.cmp_measured = measure_key
+        st.rerun()
+else:
+    try:
+        measures = [_measures(view_key, repr(s), repr(budget), repr(price), conv, view, s, budget,
+                              st.session_state.model, price) for s in strategies]
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+        st.stop()
+    result = verdict_by_recall(metrics, measures)
+    (st.success if result.winner is not None else st.warning)(md_escape(result.text))
 st.caption(f"Rule: {VERDICT_RULE}")
 st.caption("Needed recall: of the facts each assistant message used that came from earlier messages, the share "
            "its context held at that turn when the strategy runs at every user turn. Cost: every assistant "
            "message is one call, priced with the provider's prompt cache.")
-for m, label in zip(measures, labels):
+for m, label in zip(measures or (), labels):
     st.caption(md_escape(f"{label}: {cost_sentence(m)}"))
 
 st.subheader("Tokens")
@@ -127,7 +145,8 @@ st.plotly_chart(token_bars(plans, labels), key="cmp_bars")
 
 st.subheader("Metrics")
 COUNTS = ("tokens after", "tokens saved", "messages removed", "input tokens (all calls)", "needed facts missed")
-st.dataframe([{**m.row(), **_replay_row(r)} for m, r in zip(metrics, measures)], key="cmp_metrics", hide_index=True,
+st.dataframe([{**m.row(), **(_replay_row(r) if r is not None else {})}
+              for m, r in zip(metrics, measures or [None] * len(metrics))], key="cmp_metrics", hide_index=True,
              width="stretch",
              column_config={**{c: count_column(c) for c in COUNTS}, **REPLAY_COLUMNS})
 for m in metrics:

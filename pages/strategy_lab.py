@@ -36,11 +36,14 @@ ROLES = ("system", "user", "assistant", "tool")
 EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
 PREVIEW = 160
 MAX_FINDINGS = 5
-# Conversations up to this many messages get the replay measures (needed facts served, cost) on every
-# rerun: on the bundled samples they take 10-35 ms; on a generated 1,000-message conversation about
-# 0.5 s per strategy plus 1.5 s for the keep-everything baseline (once per budget), so above this size
-# they are computed when the Replay tab is open (and cached while nothing changes).
+# When the replay measures (needed facts served, cost vs keeping everything) are computed. Measured
+# on this machine: 10-35 ms on the bundled samples; 2.4-5 s on a generated 1,000-message conversation
+# (0.5 s per strategy, the rest finding the needed facts and replaying keep-everything, both once per
+# conversation and budget); 13 s at 2,000 messages; ~85 s at 10,000 (2M tokens). So: on every change
+# up to LIVE_MEASURE_MAX messages, when the Replay tab is open up to REPLAY_MEASURE_MAX, and on a
+# button press beyond (results cached while nothing changes).
 LIVE_MEASURE_MAX = 300
+REPLAY_MEASURE_MAX = 1_000
 
 
 def _preview(m: Message) -> str:
@@ -260,9 +263,9 @@ def _fill_metrics(measures: ReplayMeasures | None) -> None:
     c5.metric("Facts retained", "n/a" if plan.retention is None else f"{plan.retention:.0%}",
               help="Share of the conversation's facts (ids, amounts, arguments) still in the result")
     if measures is None:
+        where = "open the Replay tab" if n <= REPLAY_MEASURE_MAX else "press Measure in the Replay tab"
         c6.metric("Needed facts served", "not measured",
-                  help=f"This conversation has more than {LIVE_MEASURE_MAX} messages: open the Replay tab to "
-                       "run the replay and measure it.")
+                  help=f"This conversation has {n:,} messages: {where} to run the replay and measure it.")
     else:
         recall = measures.needed_recall
         c6.metric("Needed facts served", "n/a" if recall is None else f"{recall:.0%}",
@@ -302,7 +305,17 @@ except CtxlabError as e:
     tab_replay.error(md_escape(str(e)))
     price = None
 measures: ReplayMeasures | None = None
-if n <= LIVE_MEASURE_MAX or tab_replay.open:
+measure_key = (keys, repr(price))
+if tab_replay.open and n > REPLAY_MEASURE_MAX and st.session_state.get("lab_measured") != measure_key:
+    if tab_replay.button("Measure needed facts and cost", key="lab_measure",
+                         help=f"{n:,} messages: replaying every turn, and keeping everything for comparison, takes "
+                              "from seconds to a minute or two"):
+        st.session_state.lab_measured = measure_key
+    else:
+        tab_replay.caption(f"Needed facts served and the cost over the conversation's life are measured on demand "
+                           f"for conversations over {REPLAY_MEASURE_MAX:,} messages.")
+if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
+        or st.session_state.get("lab_measured") == measure_key:
     try:
         measures = _measures(*keys, repr(price), conv, view, strategy, budget, model, price)
     except CtxlabError as e:

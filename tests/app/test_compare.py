@@ -263,6 +263,20 @@ def test_a_model_without_a_price_says_so_and_the_verdict_uses_tokens(app):
     assert app.success and "input tokens over the conversation" in app.success[0].value
 
 
+def test_a_long_conversation_is_replayed_for_the_verdict_on_a_button_press(app):
+    app.radio(key="source").set_value("generate").run()
+    app.number_input(key="gen_turns").set_value(60).run()  # about 360 messages
+    app.button(key="gen_go").click().run()
+    assert not app.success and any("press Measure" in i.value for i in app.info)
+    assert any(c.value == f"Rule: {VERDICT_RULE}" for c in app.caption)
+    assert "needed recall" not in _metrics(app).columns
+    app.button(key="cmp_measure").click().run()
+    assert not app.exception, app.exception
+    assert (app.success or app.warning) and "needed recall" in _metrics(app).columns
+    winner = _expected_winner(_metrics(app))
+    assert app.success[0].value.replace("\\", "").startswith(f"{winner} wins")
+
+
 def test_when_nothing_fits_the_verdict_says_so(app):
     app.selectbox(key="cmp1_strategy").set_value("none").run()
     app.selectbox(key="cmp2_strategy").set_value("none").run()
