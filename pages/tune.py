@@ -28,7 +28,8 @@ from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, Grid, SweepResult, run_sweep
 from ctxlab.tokens import TokenCounter
 
-SETS = {"samples": "Bundled samples", "upload": "Upload files", "current": "The sidebar's conversation"}
+SETS = {"samples": "Bundled samples", "upload": "Upload files", "folder": "Upload a folder",
+        "current": "The sidebar's conversation"}
 DEFAULT_STRATEGIES = ["sliding_window", "tool_rounds"]
 # Parameters varied when the page opens (min, max, points): 2 strategies x 3 points x 2 limits, which
 # answers in about a second on the three samples. (Comments, not strings: a page's bare string is shown.)
@@ -66,6 +67,11 @@ def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
         ups = st.file_uploader("One or more .json / .jsonl files (a JSONL file may hold one conversation a line)",
                                type=["json", "jsonl"], accept_multiple_files=True, key="tune_upload")
         files = tuple((u.name, u.getvalue()) for u in ups or ())
+    elif which == "folder":
+        ups = st.file_uploader("A folder: its .json and .jsonl files (the others, and files that are not "
+                               "conversations, such as tool catalogs, are skipped with a note)",
+                               type=["json", "jsonl"], accept_multiple_files="directory", key="tune_folder")
+        files = tuple((u.name, u.getvalue()) for u in ups or ())
     else:
         conv = current_conversation()
         if conv is None:
@@ -78,8 +84,8 @@ def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
         st.stop()
     key = hashlib.sha256(b"".join(hashlib.sha256(d).digest() + n.encode() for n, d in files)).hexdigest()
     convs, errors = _parse_files(key, files)
-    for e in errors:
-        st.error(md_escape(f"Not a conversation, left out of the sweep: {e}"))
+    for e in errors:  # a file named on its own is an error; one found in a folder a note (as in `ctxlab sweep`)
+        (st.caption if which == "folder" else st.error)(md_escape(f"Not a conversation, left out of the sweep: {e}"))
     if not convs:
         st.info("No conversation to sweep: fix or replace the files above.")
         st.stop()

@@ -128,6 +128,18 @@ def test_a_bad_upload_is_one_error_naming_the_file_and_the_good_ones_are_swept(m
     assert _table(at)["conversations"].eq(1).all()
 
 
+def test_a_folder_is_swept_and_its_files_that_are_not_conversations_are_noted(monkeypatch):
+    at = open_page("tune.py", monkeypatch)
+    at.radio(key="tune_set").set_value("folder").run()
+    files = sorted(SAMPLES.glob("*.json*"))
+    at.file_uploader(key="tune_folder").set_value([(f.name, f.read_bytes(), "application/json") for f in files]).run()
+    assert not at.exception and not at.error
+    notes = [c.value.replace("\\", "") for c in at.caption if "left out of the sweep" in c.value]
+    assert any("tools_ecommerce.json" in n for n in notes)
+    at.button(key="tune_run").click().run()
+    assert _table(at)["conversations"].eq(3).all()
+
+
 def test_only_bad_uploads_stop_before_the_sweep(monkeypatch):
     at = open_page("tune.py", monkeypatch)
     at.radio(key="tune_set").set_value("upload").run()
