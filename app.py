@@ -13,6 +13,8 @@ PAGES = [
     ("pages/tune.py", "Tune", ":material/tune:"),
     ("pages/tool_retrieval.py", "Tool Retrieval", ":material/build:"),
     ("pages/token_counts.py", "Token counts", ":material/calculate:"),
+    ("pages/agents.py", "Agents", ":material/smart_toy:"),
+    ("pages/chat.py", "Chat", ":material/chat:"),
 ]
 here = Path(__file__).resolve().parent
 nav = st.navigation([st.Page(path, title=title, icon=icon, default=k == 0)

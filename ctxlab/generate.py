@@ -9,6 +9,10 @@ conversation: everything is drawn from ``random.Random(seed)``, nothing from the
 
 ``DOMAINS`` names the worlds (``ecommerce``, ``sql``, ``travel``; each a ``World`` subclass in
 ``ctxlab._domains``) and ``PARAMS`` describes the parameters for building controls.
+
+The ``plant_*`` parameters plant the context failure modes for teaching (see
+``ctxlab._domains.plant``); each planted failure is listed in ``metadata["planted"]`` as
+``{"mode", "code", "messages", "tools"}`` with message indexes, which ``ctxlab.diagnostics`` finds.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import random
 from typing import Any, Callable
 
 from ._domains import BUILTIN_WORLDS, CHARS_PER_TOKEN, JSONDict, Turn, World, dumps
+from ._domains.plant import POISONINGS, Planter, distraction_tokens
 from .conversation import Conversation, Message, ToolCall, compact_json
 
 __all__ = ["DOMAINS", "PARAMS", "WORLDS", "CHARS_PER_TOKEN", "MAX_TOTAL_RESULT_TOKENS", "World",
@@ -49,6 +54,19 @@ PARAMS: list[dict[str, Any]] = [
      "help": "Tool calls per assistant message, run in parallel (one per order, question or trip leg)."},
     {"name": "seed", "type": "int", "default": 0, "min": 0, "max": 2**32 - 1,
      "help": "Random seed: the same seed and parameters give the same conversation."},
+    {"name": "plant_poisoning", "type": "str", "default": "none", "choices": POISONINGS,
+     "help": "Plant context poisoning: mistyped_id (a lookup with a one-character typo finds another record, "
+             "and the answer reuses it), repeated_failure (the same failing call sent 3 times), false_claim "
+             "(an answer states a wrong status or amount, a summary repeats it, a later result contradicts it)."},
+    {"name": "plant_distraction", "type": "int", "default": 0, "min": 0, "max": 20,
+     "help": "Plant context distraction: this many extra tool results, 10x the usual size (at least "
+             "3,000 tokens), in earlier turns."},
+    {"name": "plant_confusion", "type": "int", "default": 0, "min": 0, "max": 80,
+     "help": "Plant context confusion: offer this many tools (the domain's, look-alikes of them, unrelated "
+             "ones; 0 = only the domain's), and have the agent call a look-alike that fails."},
+    {"name": "plant_clash", "type": "int", "default": 0, "min": 0, "max": 10,
+     "help": "Plant context clash: this many re-read tool results that disagree with the first read on one "
+             "field of one entity (a status, an amount)."},
 ]
 """The parameters of ``generate``: name, type, default, min and max (or choices), help."""
 
@@ -71,40 +89,59 @@ def validate_params(**values: Any) -> JSONDict:
             raise ValueError(f"{p['name']} must be an integer from {p['min']:,} to {p['max']:,}; got {value!r}")
         out[p["name"]] = value
     total = out["turns"] * out["rounds_per_turn"] * out["parallel_calls"] * out["result_tokens"]
+    total += out["plant_distraction"] * distraction_tokens(out["result_tokens"])
     if total > MAX_TOTAL_RESULT_TOKENS:
         raise ValueError(
-            f"turns x rounds_per_turn x parallel_calls x result_tokens is {total:,} tokens of tool "
-            f"results; the limit is {MAX_TOTAL_RESULT_TOKENS:,}: lower one of them")
+            f"turns x rounds_per_turn x parallel_calls x result_tokens (with planted results) is {total:,} "
+            f"tokens of tool results; the limit is {MAX_TOTAL_RESULT_TOKENS:,}: lower one of them")
     return out
 
 
 def generate(domain: str = "ecommerce", turns: int = 6, rounds_per_turn: int = 2, result_tokens: int = 400,
-             parallel_calls: int = 1, seed: int = 0) -> Conversation:
+             parallel_calls: int = 1, seed: int = 0, plant_poisoning: str = "none", plant_distraction: int = 0,
+             plant_confusion: int = 0, plant_clash: int = 0) -> Conversation:
     """A made-up but realistic tool conversation; the same arguments give the same one.
 
     See the module docstring for its shape; ``facts`` lists the strings a good context must keep
     (request entities, ids, decided amounts, final SQL), each a literal substring of a message or
-    of tool-call arguments. Raises ValueError on a parameter out of range.
+    of tool-call arguments. The ``plant_*`` parameters add failures for teaching, recorded in
+    ``metadata["planted"]``. Raises ValueError on a parameter out of range, or a failure that
+    cannot be planted in a conversation this small (the message says what to raise).
     """
     params = validate_params(domain=domain, turns=turns, rounds_per_turn=rounds_per_turn,
-                             result_tokens=result_tokens, parallel_calls=parallel_calls, seed=seed)
+                             result_tokens=result_tokens, parallel_calls=parallel_calls, seed=seed,
+                             plant_poisoning=plant_poisoning, plant_distraction=plant_distraction,
+                             plant_confusion=plant_confusion, plant_clash=plant_clash)
     world = WORLDS[domain](random.Random(seed), result_tokens * CHARS_PER_TOKEN)
     messages = [Message("system", world.system_prompt)]
     facts: dict[str, None] = {}
     call_numbers = itertools.count(1)
+
+    def new_call_id() -> str:
+        return f"call_{seed}_{next(call_numbers)}"
+    planter = Planter(world, messages, turns, result_tokens, new_call_id, random.Random(seed ^ 0x5EED),
+                      plant_poisoning, plant_distraction, plant_confusion, plant_clash)
     for index in range(turns):
         turn = world.start_turn(index, parallel_calls)
+        planter.start_turn(turn)
+        planter.before_request(index, turn)
         messages.append(Message("user", turn.request))
-        for _ in range(rounds_per_turn):
-            messages.extend(_tool_round(world, turn, lambda: f"call_{seed}_{next(call_numbers)}"))
-        messages.append(Message("assistant", world.answer(turn)))
+        planter.before_rounds(index)
+        for r in range(rounds_per_turn):
+            messages.extend(_tool_round(world, turn, new_call_id))
+            if r == 0:
+                planter.after_first_round(index)
+        planter.after_rounds(index)
+        messages.append(Message("assistant", planter.answer(index, world.answer(turn))))
         facts.update(dict.fromkeys(turn.facts))
     metadata = {
         "title": f"{world.title} ({turns} turns, seed {seed})",
         "description": world.description,
         "generator": params,
     }
-    return Conversation(messages=tuple(messages), tools=world.tools, model="gpt-4o", format="openai",
+    if planter.planted:
+        metadata["planted"] = [{k: v for k, v in p.items() if k != "entity"} for p in planter.planted]
+    return Conversation(messages=tuple(messages), tools=planter.tools, model="gpt-4o", format="openai",
                         facts=spread(tuple(facts), MAX_FACTS), metadata=metadata)
 
 

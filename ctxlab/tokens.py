@@ -18,11 +18,13 @@ the edited text.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from ._bpe_count import count_text, count_texts
 from ._encodings import get_encoding
-from .conversation import Conversation, Message, ToolDef
+from .conversation import Conversation, Message, Part, ToolDef
 from .model_specs import ModelSpec, resolve_model
 
 CATEGORIES = ("system", "tool_definitions", "user", "assistant_text", "tool_calls", "tool_results",
@@ -31,7 +33,17 @@ TOOL_CALL_FRAMING = 3
 IMAGE_TOKENS_LOW = 85
 IMAGE_TOKENS_DEFAULT = 765  # a 1024x1024 image at detail "high": 4 tiles x 170 + 85
 _CACHE_LIMIT = 500_000
-_CACHES: dict[str, dict[str, int]] = {}
+_CACHE_CHAR_LIMIT = 64_000_000  # characters of text kept alive as keys, at most (a 50 MB file fits)
+
+
+class _Counts(dict):
+    """text -> tokens for one encoding; knows how many characters its keys hold, so a cache
+    never keeps more than ``_CACHE_CHAR_LIMIT`` of text alive after its conversation is gone."""
+
+    chars = 0
+
+
+_CACHES: dict[str, _Counts] = {}
 
 NOTE_CALLS = ("tool calls: OpenAI publishes no rule; counted as the function name and arguments text "
               f"plus {TOOL_CALL_FRAMING} per call")
@@ -39,6 +51,9 @@ NOTE_RESULTS = "tool results: counted as a message (framing, role, content); the
 NOTE_IMAGES = (f"images: estimated at {IMAGE_TOKENS_LOW} tokens (detail low) or {IMAGE_TOKENS_DEFAULT} "
                "(other detail, size unknown)")
 NOTE_NESTED = "nested parameter schemas: counted with the flat-property rule applied at each level"
+TEXT_PARTS = ("text", "refusal", "thinking")
+"""Content-part kinds counted as their text; ``image`` is estimated; any other kind (audio, files,
+blocks a reader kept as it found them) is counted as the tokens of its JSON text and listed."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +102,7 @@ class TokenCounter:
         self.spec = resolve_model(self.model)
         self.model = self.model or self.spec.name
         self._enc = get_encoding(self.spec.encoding)
-        self._cache = _CACHES.setdefault(self.spec.encoding, {})
+        self._cache = _CACHES.setdefault(self.spec.encoding, _Counts())
 
     @property
     def encoding(self) -> str:
@@ -98,21 +113,25 @@ class TokenCounter:
         """Tokens of a plain text (special-token text counts as ordinary text, as the API does)."""
         n = self._cache.get(text)
         if n is None:
-            n = len(self._enc.encode_ordinary(text))
+            n = count_text(self._enc, text)
             self._remember(text, n)
         return n
 
     def _remember(self, text: str, n: int) -> None:
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[text] = n
+        cache = self._cache
+        if len(cache) >= _CACHE_LIMIT or cache.chars + len(text) > _CACHE_CHAR_LIMIT:
+            cache.clear()
+            cache.chars = 0
+        cache[text] = n
+        cache.chars += len(text)
 
     def prime(self, texts: Iterable[str]) -> int:
-        """Count every uncached text in one tiktoken batch (threads); returns how many."""
+        """Count every uncached text at once (serially when they are few and small, else on
+        threads; see ``ctxlab._bpe_count``); returns how many were counted."""
         todo = list({t: None for t in texts if t not in self._cache})
         if todo:
-            for t, toks in zip(todo, self._enc.encode_ordinary_batch(todo)):
-                self._remember(t, len(toks))
+            for t, n in zip(todo, count_texts(self._enc, todo)):
+                self._remember(t, n)
         return len(todo)
 
     def _content(self, m: Message, notes: set[str]) -> int:
@@ -123,11 +142,10 @@ class TokenCounter:
             if p.type == "image":
                 notes.add(NOTE_IMAGES)
                 n += IMAGE_TOKENS_LOW if p.data.get("detail") == "low" else IMAGE_TOKENS_DEFAULT
-            elif not p.modeled:  # an unknown block type kept as sent (issue 12.4): its JSON, an estimate
-                notes.add("unmodeled content parts: counted as the tokens of their JSON text, an estimate")
-                n += self.text(p.raw_json())
-            elif p.text:
-                n += self.text(p.text)
+            elif p.type in TEXT_PARTS:
+                n += self.text(p.text) if p.text else 0
+            else:
+                n += self.text(part_json(p))
         return n
 
     def message_split(self, m: Message, notes: set[str] | None = None) -> tuple[str, int, int]:
@@ -154,39 +172,55 @@ class TokenCounter:
         _, n, calls = self.message_split(m)
         return n + calls
 
-    def tool(self, t: ToolDef, notes: set[str] | None = None) -> int:
-        """Tokens one tool definition adds (without the per-request ``func_end``)."""
+    def tool(self, t: ToolDef, notes: set[str] | None = None, index: int | None = None) -> int:
+        """Tokens one tool definition adds (without the per-request ``func_end``).
+
+        A schema the API would refuse (``parameters`` or ``properties`` that is not an object)
+        is counted as its JSON text and noted in ``notes`` with its path; ``index`` is the tool's
+        place in the list, for that path."""
         f = self.spec.tools
+        notes = notes if notes is not None else set()
+        where = f"tools[{index}] ({t.name!r})" if index is not None else f"tool {t.name!r}"
         n = f.func_init + self.text(f"{t.name}:{_strip_period(t.description)}")
-        props = t.parameters.get("properties") if isinstance(t.parameters, Mapping) else None
+        if not isinstance(t.parameters, Mapping):
+            notes.add(_note_odd_schema(where, "parameters", t.parameters))
+            return n + f.prop_init + self.text(_json_text(t.parameters))
+        props = t.parameters.get("properties")
         if props:
-            n += f.prop_init + self._properties(props, notes if notes is not None else set(), 0)
+            n += f.prop_init + self._properties(props, notes, 0, where, "parameters.properties")
         return n
 
-    def _properties(self, props: Mapping[str, Any], notes: set[str], depth: int) -> int:
+    def _properties(self, props: Any, notes: set[str], depth: int, where: str, path: str) -> int:
+        if not isinstance(props, Mapping):
+            notes.add(_note_odd_schema(where, path, props))
+            return self.text(_json_text(props))
         f = self.spec.tools
         n = 0
         for key, schema in props.items():
-            schema = schema if isinstance(schema, Mapping) else {}
             n += f.prop_key
+            if not isinstance(schema, Mapping):
+                notes.add(_note_odd_schema(where, f"{path}.{key}", schema))
+                n += self.text(f"{key}:{_json_text(schema)}")
+                continue
             if isinstance(schema.get("enum"), list):
                 n += f.enum_init + sum(f.enum_item + self.text(str(v)) for v in schema["enum"])
             ptype = schema.get("type", "")
             ptype = "|".join(map(str, ptype)) if isinstance(ptype, list) else str(ptype)
             n += self.text(f"{key}:{ptype}:{_strip_period(str(schema.get('description', '')))}")
-            nested, items = schema.get("properties"), schema.get("items")
+            nested, sub = schema.get("properties"), f"{path}.{key}.properties"
+            items = schema.get("items")
             if not nested and isinstance(items, Mapping):
-                nested = items.get("properties")
+                nested, sub = items.get("properties"), f"{path}.{key}.items.properties"
             if nested and depth < 8:
                 notes.add(NOTE_NESTED)
-                n += f.prop_init + self._properties(nested, notes, depth + 1)
+                n += f.prop_init + self._properties(nested, notes, depth + 1, where, sub)
         return n
 
     def tools(self, tools: Sequence[ToolDef], notes: set[str] | None = None) -> int:
         """Tokens of a tool list as sent with one request (``func_end`` once when non-empty)."""
         if not tools:
             return 0
-        return sum(self.tool(t, notes) for t in tools) + self.spec.tools.func_end
+        return sum(self.tool(t, notes, i) for i, t in enumerate(tools)) + self.spec.tools.func_end
 
     def count(self, conv: Conversation | Sequence[Message], tools: Sequence[ToolDef] | None = None) -> TokenCount:
         """Count a whole request: every message, the tools, the reply priming."""
@@ -197,14 +231,24 @@ class TokenCounter:
         notes: set[str] = set()
         by_cat = dict.fromkeys(CATEGORIES, 0)
         per_msg, cats = [], []
-        for m in messages:
+        other_parts: dict[str, list[int]] = {}
+        for i, m in enumerate(messages):
             cat, n, calls = self.message_split(m, notes)
             by_cat[cat] += n
             by_cat["tool_calls"] += calls
             per_msg.append(n + calls)
             cats.append(cat)
-        tool_each = {t.name: self.tool(t, notes) for t in tools}
-        tools_total = sum(tool_each.values()) + (self.spec.tools.func_end if tools else 0)
+            if not isinstance(m.content, str):
+                for p in m.content:
+                    if p.type not in TEXT_PARTS and p.type != "image":
+                        other_parts.setdefault(p.type, []).append(i)
+        notes.update(_note_other_parts(kind, where) for kind, where in other_parts.items())
+        tool_each: dict[str, int] = {}
+        tools_total = self.spec.tools.func_end if tools else 0
+        for i, t in enumerate(tools):
+            n = self.tool(t, notes, i)
+            tool_each[t.name] = tool_each.get(t.name, 0) + n  # a repeated name is still sent twice
+            tools_total += n
         by_cat["tool_definitions"] = tools_total
         by_cat["reply_priming"] = self.spec.reply_priming
         if not self.spec.exact:
@@ -214,14 +258,42 @@ class TokenCounter:
                           tools_total, tool_each, self.spec.reply_priming, total, by_cat, tuple(sorted(notes)))
 
 
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def part_json(p: Part) -> str:
+    """The JSON text a content part of a kind with no counting rule is counted as."""
+    return p.raw_json()
+
+
+def _kind_of(value: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _note_odd_schema(where: str, path: str, value: Any) -> str:
+    return (f"{where}: {path} is {_kind_of(value)}, not an object (the API would refuse this schema); "
+            "counted as its JSON text")
+
+
+def _note_other_parts(kind: str, indices: list[int]) -> str:
+    shown = ", ".join(map(str, indices[:5])) + (f" and {len(indices) - 5} more" if len(indices) > 5 else "")
+    return (f"content blocks of type {kind!r} (message {shown}): no published rule; "
+            "counted as the tokens of their JSON text")
+
+
 def _texts(messages: Sequence[Message]) -> Iterable[str]:
     for m in messages:
         if isinstance(m.content, str):
             yield m.content
         else:
             for p in m.content:
-                if p.text:
-                    yield p.text
+                if p.type in TEXT_PARTS:
+                    if p.text:
+                        yield p.text
+                elif p.type != "image":
+                    yield part_json(p)
         for c in m.tool_calls:
             yield c.arguments
 

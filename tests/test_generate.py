@@ -256,7 +256,10 @@ def test_metadata_and_tools():
     assert conv.model == "gpt-4o"
     assert conv.metadata["title"] and conv.metadata["description"]
     assert conv.metadata["generator"] == {"domain": "sql", "turns": 2, "rounds_per_turn": 3,
-                                          "result_tokens": 400, "parallel_calls": 1, "seed": 3}
+                                          "result_tokens": 400, "parallel_calls": 1, "seed": 3,
+                                          "plant_poisoning": "none", "plant_distraction": 0,
+                                          "plant_confusion": 0, "plant_clash": 0}
+    assert "planted" not in conv.metadata
     names = [t.name for t in conv.tools]
     assert {"generate_sql", "valid_sql", "run_sql"} <= set(names)
     for t in conv.tools:
@@ -310,3 +313,73 @@ def test_ecommerce_refund_amount_is_the_one_cited():
     for r in refunds:
         assert f"${r['amount']:,.2f}" in answers
         assert f"${r['amount']:,.2f}" in conv.facts
+
+
+# ------------------------------------------------------------------ planted failures
+
+
+def test_plant_parameters_are_in_the_schema_the_sidebar_builds_controls_from():
+    assert PARAM["plant_poisoning"]["choices"] == ("none", "mistyped_id", "repeated_failure", "false_claim")
+    for name in ("plant_distraction", "plant_confusion", "plant_clash"):
+        assert PARAM[name]["default"] == PARAM[name]["min"] == 0
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_each_plant_is_recorded_with_message_indexes_and_tools_that_exist(domain):
+    conv = generate(domain, turns=3, rounds_per_turn=3, seed=2, plant_poisoning="mistyped_id", plant_distraction=2,
+                    plant_confusion=32, plant_clash=1)
+    planted = conv.metadata["planted"]
+    assert {p["mode"] for p in planted} == {"poisoning", "distraction", "confusion", "clash"}
+    names = {t.name for t in conv.tools}
+    assert len(conv.tools) == 32
+    for p in planted:
+        assert set(p) == {"mode", "code", "messages", "tools"}
+        assert all(0 <= i < len(conv.messages) for i in p["messages"]) and set(p["tools"]) <= names
+    called = {c.name for _, calls in tool_rounds(conv) for c in calls}
+    assert called <= names
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_planted_conversations_still_answer_every_call_and_stay_deterministic(domain):
+    kw = dict(turns=3, rounds_per_turn=2, seed=6, plant_poisoning="false_claim", plant_distraction=1, plant_clash=1,
+              plant_confusion=12)
+    conv = generate(domain, **kw)
+    assert conv == generate(domain, **kw)
+    for i, calls in tool_rounds(conv):
+        assert [r.tool_call_id for r in conv.messages[i + 1:i + 1 + len(calls)]] == [c.id for c in calls]
+
+
+def test_a_distracting_result_is_ten_times_the_usual_size():
+    conv = generate("ecommerce", turns=3, rounds_per_turn=2, result_tokens=400, seed=1, plant_distraction=2)
+    big = [i for p in conv.metadata["planted"] for i in p["messages"]]
+    usual = [len(m.text) for i, m in enumerate(conv.messages) if m.role == "tool" and i not in big]
+    assert all(len(conv.messages[i].text) > 6 * max(usual) for i in big)
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(turns=1, plant_poisoning="false_claim"), "at least 2 turns"),
+    (dict(plant_confusion=3), "at least 8"),
+    (dict(domain="sql", turns=1, rounds_per_turn=1, plant_clash=10), "lower plant_clash"),
+])
+def test_a_plant_that_cannot_fit_says_what_to_change(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        generate(**kwargs)
+
+
+def test_a_customer_fetched_twice_has_one_profile():
+    conv = generate("ecommerce", turns=3, rounds_per_turn=12, parallel_calls=2, seed=0)
+    profiles: dict[str, set] = {}
+    for m in conv.messages:
+        if m.role == "tool" and m.name == "get_customer":
+            doc = json.loads(m.text)
+            profiles.setdefault(doc["customer_id"], set()).add((doc["tier"], doc["member_since"], doc["lifetime_value"]))
+    assert profiles and all(len(v) == 1 for v in profiles.values())
+
+
+def test_sql_that_was_rejected_once_is_never_validated_again():
+    for seed in range(8):
+        conv = generate("sql", turns=4, rounds_per_turn=12, parallel_calls=3, seed=seed)
+        rejected = [json.loads(c.arguments)["sql"] for i, calls in tool_rounds(conv) for c in calls
+                    if c.name == "valid_sql" and not json.loads(next(
+                        m.text for m in conv.messages if m.tool_call_id == c.id))["valid"]]
+        assert len(rejected) == len(set(rejected)), seed

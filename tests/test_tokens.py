@@ -11,7 +11,7 @@ import pytest
 from ctxlab import Message, TokenCounter, ToolCall, count_tokens, loads, parse_tools
 from ctxlab.errors import UnknownModelError
 from ctxlab.conversation import Part
-from ctxlab.tokens import CATEGORIES, NOTE_CALLS, NOTE_IMAGES
+from ctxlab.tokens import CATEGORIES, NOTE_CALLS, NOTE_IMAGES, _Counts
 
 from .conftest import SHARED, needs_shared
 
@@ -162,7 +162,7 @@ def test_recount_after_one_edit_encodes_only_the_edited_text():
             return self.inner.encode_ordinary_batch(ts)
 
     counter = TokenCounter("gpt-4o")
-    counter._cache = {}
+    counter._cache = _Counts()
     counter._enc = spy = CountingEncoding(counter._enc)
     msgs = _tool_conversation()
     first = counter.count(msgs).total
@@ -177,3 +177,14 @@ def test_recount_after_one_edit_encodes_only_the_edited_text():
 def test_special_token_text_is_counted_as_plain_text():
     # "<|endoftext|>" pasted by a user is ordinary text to the API; tiktoken's encode() would raise
     assert TokenCounter("gpt-4o").text("<|endoftext|>") > 1
+
+
+def test_the_count_cache_lets_go_of_text_past_its_character_limit(monkeypatch):
+    from ctxlab import tokens
+    monkeypatch.setattr(tokens, "_CACHE_CHAR_LIMIT", 10_000)
+    counter = TokenCounter("gpt-4o")
+    counter._cache = _Counts()
+    texts = [f"text {i} " + "word " * 200 for i in range(50)]  # about 50,000 characters in all
+    counter.prime(texts)
+    assert sum(map(len, counter._cache)) <= 10_000 and counter._cache.chars <= 10_000
+    assert counter.text(texts[0]) == len(counter._enc.encode_ordinary(texts[0]))

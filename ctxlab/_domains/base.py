@@ -159,6 +159,39 @@ class World:
         """The final assistant text of the turn; also records ``turn.facts``."""
         raise NotImplementedError
 
+    # hooks for planting a mistyped id (ctxlab._domains.plant)
+
+    def mention_lookup_target(self, turn: Turn) -> None:
+        """Make sure the turn's request names an id a tool can look up (most worlds already do)."""
+
+    def lookup_target(self, turn: Turn) -> str:
+        """An id of the turn that has already appeared and that a tool of this world looks up."""
+        raise NotImplementedError
+
+    def lookup(self, turn: Turn, wrong_id: str) -> Call:
+        """A lookup of ``wrong_id`` (a mistyped id) that finds some other record under it."""
+        raise NotImplementedError
+
+    def mistype(self, value: str) -> str:
+        """``value`` with one character changed (the last digit, else the last letter), unused so far."""
+        chars = list(value)
+        for k in range(len(chars) - 1, -1, -1):
+            c = chars[k]
+            for step in range(1, 10):
+                if c.isdigit():
+                    chars[k] = str((int(c) + step) % 10)
+                elif c.isalpha():
+                    base = "A" if c.isupper() else "a"
+                    chars[k] = chr((ord(c) - ord(base) + step) % 26 + ord(base))
+                else:
+                    break
+                candidate = "".join(chars)
+                if candidate not in self._used:
+                    self._used.add(candidate)
+                    return candidate
+            chars[k] = c
+        raise ValueError(f"cannot mistype {value!r}")
+
 
 def join_words(words: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""

@@ -261,10 +261,14 @@ class EcommerceWorld(World):
 
     def step_customer(self, turn: Turn, e: JSONDict) -> Call:
         """get_customer: profile and past tickets."""
+        profiles = self.__dict__.setdefault("_profiles", {})
+        if e["customer_id"] not in profiles:  # one customer has one profile, however often it is fetched
+            profiles[e["customer_id"]] = {
+                "tier": self.pick("basic", "trail", "summit"),
+                "member_since": f"{self.rng.randint(2015, 2023)}-0{self.rng.randint(1, 9)}-1{self.rng.randint(0, 9)}",
+                "lifetime_value": round(self.rng.uniform(150, 6000), 2)}
         doc = {"customer_id": e["customer_id"], "name": e["name"], "email": e["email"],
-               "tier": self.pick("basic", "trail", "summit"),
-               "member_since": f"{self.rng.randint(2015, 2023)}-0{self.rng.randint(1, 9)}-1{self.rng.randint(0, 9)}",
-               "lifetime_value": round(self.rng.uniform(150, 6000), 2), "tickets": []}
+               **profiles[e["customer_id"]], "tickets": []}
         doc["tickets"] = self.fill(doc, lambda i: {
             "ticket_id": self.new_id("TCK-", 5),
             "opened_at": iso(self.now - timedelta(days=self.rng.randint(30, 900))),
@@ -280,6 +284,18 @@ class EcommerceWorld(World):
             "status": self.pick("delivered", "delivered", "returned", "cancelled"),
             "total": round(self.rng.uniform(12, 480), 2), "items": self.rng.randint(1, 6)}, limit=1000)
         return "list_customer_orders", {"customer_id": e["customer_id"], "limit": len(doc["orders"])}, doc
+
+    def lookup_target(self, turn: Turn) -> str:
+        """The ticket's first order id (it is in the request)."""
+        return turn.entities[0]["order_id"]
+
+    def lookup(self, turn: Turn, wrong_id: str) -> Call:
+        """get_order on a mistyped order id: another customer's order comes back."""
+        total = round(self.rng.uniform(40, 900), 2)
+        doc = {"order_id": wrong_id, "customer_id": self.new_id("CUS-"), "status": self.pick("delivered", "returned"),
+               "placed_at": iso(self.now - timedelta(days=self.rng.randint(30, 200))), "currency": "USD",
+               "totals": {"subtotal": total, "discount": 0.0, "tax": 0.0, "shipping": 0.0, "total": total}}
+        return "get_order", {"order_id": wrong_id}, doc
 
     def answer(self, turn: Turn) -> str:
         """What was found and done, per order, with the ids and amounts from the results."""

@@ -99,6 +99,10 @@ class SqlWorld(World):
              ("table",)),
     )
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._bugs_made: set[str] = set()
+
     def _question(self, kind: str, quarter: int) -> JSONDict:
         period, start, end = QUARTERS[quarter]
         values = {"period": period, "start": start, "end": end, "region": self.rng.choice(REGIONS),
@@ -137,8 +141,10 @@ class SqlWorld(World):
         if "error" in e:
             args.update(previous_sql=e["sql"], error=e.pop("error"))
             e["sql"] = e["good_sql"]
-        elif e.pop("buggy", False):
-            e["sql"] = e["good_sql"].replace(spec["bug"][0], spec["bug"][1], 1)
+        elif e.pop("buggy", False) and (bad := e["good_sql"].replace(spec["bug"][0], spec["bug"][1], 1)) \
+                not in self._bugs_made:
+            self._bugs_made.add(bad)  # an agent that saw this SQL rejected does not write it again
+            e["sql"] = bad
         else:
             e["sql"] = e["good_sql"]
         doc = {"sql": e["sql"], "dialect": "postgresql", "tables": spec["tables"],
@@ -235,6 +241,28 @@ class SqlWorld(World):
         e.update(quarter=quarter, values=values, good_sql=spec["sql"].format(**values),
                  question="For comparison: " + spec["question"].format(**values))
         return self.step_generate(turn, e)
+
+    def mention_lookup_target(self, turn: Turn) -> None:
+        """Add a request about one customer's latest orders, naming the customer id."""
+        turn.info["customer"] = self.new_id("C", 6)
+        turn.request += f" Also, list the latest orders of customer {turn.info['customer']}."
+
+    def lookup_target(self, turn: Turn) -> str:
+        """The customer id the request names."""
+        if "customer" not in turn.info:
+            self.mention_lookup_target(turn)
+        return turn.info["customer"]
+
+    def lookup(self, turn: Turn, wrong_id: str) -> Call:
+        """run_sql on a mistyped customer id: another customer's orders come back."""
+        sql = ("SELECT o.customer_id, o.order_id, o.order_date, o.total_amount FROM orders o WHERE o.customer_id = "
+               f"'{wrong_id}' ORDER BY o.order_date DESC LIMIT 20")
+        rows = [{"customer_id": wrong_id, "order_id": self.new_id("O-", 7),
+                 "order_date": f"2024-0{self.rng.randint(1, 9)}-1{k}",
+                 "total_amount": round(self.rng.uniform(200, 9000), 2)} for k in range(3)]
+        doc = {"query_id": self.new_id("q_", 10, "0123456789abcdef"), "columns": list(rows[0]), "rows": rows,
+               "row_count": len(rows), "truncated": False, "elapsed_ms": self.rng.randint(40, 900)}
+        return "run_sql", {"sql": sql, "max_rows": 20}, doc
 
     def answer(self, turn: Turn) -> str:
         """Each question's key numbers per period, and the final SQL."""

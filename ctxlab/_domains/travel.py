@@ -237,6 +237,21 @@ class TravelWorld(World):
             limit=1000)
         return "get_flight_status", {"flight_number": flight["flight_number"], "date": e["date"]}, doc
 
+    def lookup_target(self, turn: Turn) -> str:
+        """The first leg's chosen offer id (from a search result)."""
+        e = turn.entities[0]
+        if "offer" not in e:
+            raise ValueError("no flight offer has been found yet in this turn")
+        return e["offer"]["offer_id"]
+
+    def lookup(self, turn: Turn, wrong_id: str) -> Call:
+        """get_fare_rules on a mistyped offer id: the rules of some other fare come back."""
+        doc = {"offer_id": wrong_id, "fare_basis": self.new_id("", 7, string.ascii_uppercase),
+               "change_fee_eur": 150, "refundable": False,
+               "rules": [{"rule_id": self.new_id("FR-", 6), "category": "changes", "applies": "any time",
+                          "penalty_eur": 150, "text": "Changes not permitted after departure."}]}
+        return "get_fare_rules", {"offer_id": wrong_id}, doc
+
     def answer(self, turn: Turn) -> str:
         """Per leg: the chosen flight and hotel with their ids, prices and hold expiry."""
         lines = []

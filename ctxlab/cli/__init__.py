@@ -8,8 +8,10 @@ from __future__ import annotations
 
 # each module registers its commands; one per line so adding a command group is a one-line change
 from . import config  # noqa: F401
+from . import diagnose  # noqa: F401
 from . import formats  # noqa: F401
 from . import llm  # noqa: F401
+from . import sessions  # noqa: F401
 from . import strategies  # noqa: F401
 from . import sweep  # noqa: F401
 from . import tools  # noqa: F401

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import uuid
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import InputTooLargeError, NestingTooDeepError, NotJSONError, path_key
 
@@ -14,7 +15,10 @@ DEFAULT_MAX_DEPTH = 64
 
 
 def _size_check(text: str | bytes, max_bytes: int) -> None:
-    size = len(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
+    if isinstance(text, bytes):
+        size = len(text)
+    else:  # no UTF-8 copy of a large ASCII paste just to measure it
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise InputTooLargeError(
             f"input is {size / MB:,.1f} MB, over the {max_bytes / MB:,.4g} MB limit",
@@ -33,24 +37,45 @@ def json_path(where: str, keys: list[str | int]) -> str:
 
 def depth_check(value: Any, max_depth: int, where: str = "$") -> None:
     """Raise NestingTooDeepError naming the JSON path where nesting passes ``max_depth``."""
-    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    if not isinstance(value, (dict, list)):
+        return
+    # one iterator per open level, a path built only on error: memory grows with the depth,
+    # not with the number of values (a 50 MB file of short messages holds half a million)
+    stack: list[tuple[Any, Any]] = [(None, iter(_children(value)))]
     while stack:
-        node, keys = stack.pop()
-        if isinstance(node, dict):
-            items = node.items()
-        elif isinstance(node, list):
-            items = enumerate(node)
-        else:
+        child = next(stack[-1][1], _DONE)
+        if child is _DONE:
+            stack.pop()
             continue
-        if len(keys) >= max_depth:
-            raise NestingTooDeepError(
-                f"JSON nests deeper than {max_depth} levels",
-                where=json_path(where, keys),
-                hint="Conversations never nest this deep; check the file, or raise max_depth",
-            )
-        for key, child in items:
-            if isinstance(child, (dict, list)):
-                stack.append((child, [*keys, key]))
+        key, node = child
+        if isinstance(node, (dict, list)):
+            if len(stack) >= max_depth:
+                raise NestingTooDeepError(
+                    f"JSON nests deeper than {max_depth} levels",
+                    where=json_path(where, [k for k, _ in stack[1:]] + [key]),
+                    hint="Conversations never nest this deep; check the file, or raise max_depth",
+                )
+            stack.append((key, iter(_children(node))))
+
+
+_DONE = object()
+
+
+def _children(node: dict | list) -> Any:
+    return node.items() if isinstance(node, dict) else enumerate(node)
+
+
+_SHARED_VALUES = ("role", "type")
+
+
+def _share_small_values(obj: dict, _intern: Any = sys.intern) -> dict:
+    """json ``object_hook``: one shared string for each distinct ``role`` / ``type`` value, not
+    one per message (half a million copies of "user" in a 50 MB file of short messages: 25 MB)."""
+    for key in _SHARED_VALUES:
+        value = obj.get(key)
+        if value.__class__ is str and len(value) < 32:
+            obj[key] = _intern(value)
+    return obj
 
 
 def decode_error_text(e: json.JSONDecodeError) -> str:
@@ -62,7 +87,7 @@ def decode_error_text(e: json.JSONDecodeError) -> str:
 
 def _decode(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, object_hook=_share_small_values)
     except json.JSONDecodeError as e:
         raise NotJSONError(
             f"not valid JSON: {decode_error_text(e)}",
@@ -90,16 +115,18 @@ def _text(data: str | bytes) -> str:
         ) from None
 
 
-def jsonl_lines(text: str) -> list[tuple[int, str]]:
+def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank JSONL line. Lines end at ``\\n`` only: U+2028,
     U+2029 and U+0085 are ordinary characters inside JSON strings (``str.splitlines`` would cut
     a string in two there)."""
-    out = []
-    for n, line in enumerate(text.split("\n"), 1):
-        line = line.rstrip("\r").lstrip("\ufeff")
+    start, n = 0, 1
+    while start <= len(text):  # one line at a time: no list of every line of a 50 MB file
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        line = text[start:end].rstrip("\r").lstrip("\ufeff")
         if line.strip():
-            out.append((n, line))
-    return out
+            yield n, line
+        start, n = end + 1, n + 1
 
 
 def load_json_documents(
@@ -120,7 +147,7 @@ def load_with_text(
     """``load_json_documents`` plus the decoded source text (readers take exact spans from it)."""
     _size_check(text, max_bytes)
     text = _text(text)
-    if not text.strip():
+    if not text or text.isspace():  # strip() would copy the whole text
         raise NotJSONError("the input is empty", where="input",
                            hint="Paste a JSON list of messages or an object with 'messages'")
     try:
@@ -128,11 +155,12 @@ def load_with_text(
     except json.JSONDecodeError as first:
         if first.msg != "Extra data":
             _decode(text, "input")  # raises with the position of the first error
-        lines = jsonl_lines(text)
-        docs = [_decode(ln, f"JSONL line {n}") for n, ln in lines]
-        for (n, _), d in zip(lines, docs):
-            depth_check(d, max_depth, f"JSONL line {n}: $")
-        return docs, [n for n, _ in lines], text
+        docs, numbers = [], []
+        for n, ln in jsonl_lines(text):
+            docs.append(_decode(ln, f"JSONL line {n}"))
+            depth_check(docs[-1], max_depth, f"JSONL line {n}: $")
+            numbers.append(n)
+        return docs, numbers, text
     except RecursionError:
         raise NestingTooDeepError("JSON nests too deep to read", where="input",
                                   hint="Check the file for runaway nesting") from None

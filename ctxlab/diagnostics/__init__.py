@@ -1,0 +1,101 @@
+"""The four ways a context fails, detected in a conversation: poisoning, distraction, confusion
+and clash.
+
+    >>> from ctxlab.diagnostics import diagnose, MODES
+    >>> findings = diagnose(conv, tools=None, query=None, model=None)       # doctest: +SKIP
+    >>> [(f.mode, f.code, f.severity, f.messages) for f in findings]        # doctest: +SKIP
+
+Each finding names the messages (indexes) and tools involved, its evidence in one sentence, and a
+mitigation that ``apply_mitigation`` applies as it is. ``MODES`` explains each mode and points at
+its lesson conversation in ``sample_data/lessons``. Detectors register per mode with
+``detector(mode, name)``, the way the built-ins do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..conversation import Conversation, ToolDef
+from .base import (DETECTORS, MITIGATION_KINDS, MODE_NAMES, SEVERITIES, DiagnosticsError, Finding, Inputs,
+                   Mitigation, check_modes, detector)
+# the built-in detectors register themselves on import, in the order they run
+from . import poisoning, distraction, confusion, clash  # noqa: F401,I001
+from .mitigate import MitigationResult, apply_mitigation, prune
+from .quarantine import QuarantineReport, quarantine_report, split_into_subagents, threads
+
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "sample_data" / "lessons"
+
+
+@dataclass(frozen=True)
+class ModeInfo:
+    """A failure mode for a lesson: its title, a plain explanation, and its lesson conversation."""
+
+    name: str
+    title: str
+    explanation: str
+    lesson: Path
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"name": self.name, "title": self.title, "explanation": self.explanation, "lesson": str(self.lesson)}
+
+
+MODES: dict[str, ModeInfo] = {m.name: m for m in (
+    ModeInfo("poisoning", "Context poisoning",
+             "A mistake gets into the context (a mistyped order id, a failed call, a status the agent made up) and "
+             "the agent keeps building on it, because everything in the context looks equally true. A summary "
+             "can make it worse: it copies the mistake and drops the evidence against it. The cure is to find the "
+             "poisoned messages and remove them, not to add more context.", LESSONS_DIR / "poisoning.json"),
+    ModeInfo("distraction", "Context distraction",
+             "The context grows until old tool results and history outweigh the request in front of the model. "
+             "Long before the window is full, accuracy drops measurably, and the agent leans on what it already "
+             "saw instead of the task. Clearing old results, summarizing, or splitting the work keeps the current "
+             "turn in focus.", LESSONS_DIR / "distraction.json"),
+    ModeInfo("confusion", "Context confusion",
+             "Every tool definition is a choice the model must weigh, and they cost tokens before the user says a "
+             "word. With dozens of tools, or two tools that describe the same job, the model calls the wrong one "
+             "and has to try again. Sending only the few tools retrieved for the turn removes both the noise and "
+             "the look-alikes.", LESSONS_DIR / "confusion.json"),
+    ModeInfo("clash", "Context clash",
+             "Two parts of the context disagree: one tool result says an order is shipped, a later one says it "
+             "was cancelled, and nothing in between changed it. The model has to pick a side without knowing "
+             "which is current. Keeping only the newest observation of each fact resolves it.",
+             LESSONS_DIR / "clash.json"),
+)}
+"""Mode name -> title, explanation (written for ctxlab) and lesson path."""
+
+STRUCTURAL_LESSONS = {"quarantine": LESSONS_DIR / "quarantine.json", "tool_loadout": LESSONS_DIR / "tool_loadout.json"}
+"""The two structural mitigations' lessons: sub-agent contexts, and a tool loadout under 30 tools."""
+
+
+def diagnose(conv: Conversation, tools: Sequence[ToolDef] | None = None, query: str | None = None,
+             model: str | None = None, modes: Sequence[str] | str | None = None, provider: Any = "local"
+             ) -> list[Finding]:
+    """Run the detectors of ``modes`` (all by default) on ``conv``.
+
+    ``tools``: the catalog offered (default: the conversation's tools); ``query``: the current
+    request (default: the newest user message); ``model``: for token counts and window (default:
+    the conversation's, else gpt-4o); ``provider``: embedding provider name or object for the
+    confusion detectors (``local`` offline MiniLM; ``hash`` in tests that do not need meaning).
+    Findings come in mode order, then by first message.
+    """
+    inputs = Inputs(conv, tuple(tools) if tools is not None else None, query, model, provider)
+    out: list[Finding] = []
+    for mode in check_modes(modes):
+        found: list[Finding] = []
+        for _, fn in DETECTORS[mode]:
+            found.extend(fn(inputs))
+        out.extend(sorted(found, key=lambda f: (f.messages[:1] or (-1,), f.code)))
+    return out
+
+
+def summarize_findings(findings: Sequence[Finding]) -> dict[str, int]:
+    """Findings per mode (every mode listed, zero included)."""
+    return {mode: sum(f.mode == mode for f in findings) for mode in MODE_NAMES}
+
+
+__all__ = ["DETECTORS", "LESSONS_DIR", "MITIGATION_KINDS", "MODES", "MODE_NAMES", "SEVERITIES",
+           "STRUCTURAL_LESSONS", "DiagnosticsError", "Finding", "Inputs", "Mitigation", "MitigationResult",
+           "ModeInfo", "QuarantineReport", "apply_mitigation", "detector", "diagnose", "prune",
+           "quarantine_report", "split_into_subagents", "summarize_findings", "threads"]
