@@ -10,6 +10,7 @@ st.set_page_config(page_title="ctxlab", page_icon=":material/science:", layout="
 PAGES = [
     ("pages/strategy_lab.py", "Strategy Lab", ":material/science:"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/tune.py", "Tune", ":material/tune:"),
     ("pages/answers.py", "Answers", ":material/question_answer:"),
     ("pages/tool_retrieval.py", "Tool Retrieval", ":material/build:"),
     ("pages/token_counts.py", "Token counts", ":material/calculate:"),

@@ -9,7 +9,7 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import streamlit as st
 
@@ -20,6 +20,9 @@ from ctxlab.generate import generate
 from ctxlab.llm import BASE_URL_ENV, DEFAULT_MODEL, KEY_ENV, LLM, MODEL_ENV, LLMConfig, public_url
 from ctxlab.strategies import Budget, View, make_view
 from ctxlab.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from ctxlab.pricing import Price
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "sample_data"
 DEFAULT_SAMPLE = "ecommerce_refund.json"
@@ -373,5 +376,89 @@ def open_in_lab(text: str, label: str, *, model: str | None = None, max_tokens: 
             pass  # an unknown model keeps the sidebar's; the Lab still opens the conversation
     if max_tokens:
         st.session_state.max_tokens = int(max_tokens)
+    if reserve is not None:
+        st.session_state.reserve = float(reserve)
+
+
+# ---------------------------------------------------------------- prices (memory only)
+
+PRICE_KEYS = {"price_input": "input", "price_cached": "cached", "price_output": "output"}
+
+
+def model_price(model: str) -> "Price | None":
+    """The bundled table's price for ``model`` (None when it has none: never a guess)."""
+    from ctxlab.pricing import load_prices
+    return load_prices().get(model)
+
+
+def current_price() -> "Price | None":
+    """The price costs use: the user's override when set (this session only), else the bundled
+    table's price for the sidebar model, else None (the model has no price: tokens only)."""
+    from ctxlab.pricing import parse_price_override
+    model = st.session_state.get("model", DEFAULTS["model"]())
+    if not st.session_state.get("price_custom"):
+        return model_price(model)
+    text = ",".join(f"{field}={float(st.session_state.get(key, 0.0))}" for key, field in PRICE_KEYS.items())
+    return parse_price_override(text, model)
+
+
+def price_panel(container: Any = st) -> "Price | None":
+    """An expander to override the model's prices (USD per million tokens; kept in this session
+    only, never written anywhere); returns ``current_price()``. The model without a price says so."""
+    model = st.session_state.model
+    table = model_price(model)
+    persist("price_custom", *PRICE_KEYS)
+    for key, field in PRICE_KEYS.items():
+        attr = {"cached": "cached_input"}.get(field, field)
+        st.session_state.setdefault(key, float(getattr(table, attr) or table.input) if table else 0.0)
+    st.session_state.setdefault("price_custom", False)
+    with container.expander("Prices" + (" (your override)" if st.session_state.price_custom else ""),
+                            expanded=table is None):
+        if table is None:
+            st.info(md_escape(f"No price for model {model}: costs show as tokens only. Set prices below to see "
+                              "dollars."))
+        else:
+            st.caption(md_escape(f"{model}: ${table.input:g} input, ${(table.cached_input or table.input):g} cached, "
+                                 f"${table.output:g} output per million tokens; cache rule {table.cache}; "
+                                 f"source {table.source}."))
+        custom = st.checkbox("Use my prices (this session only)", key="price_custom")
+        for col, (key, field) in zip(st.columns(3), PRICE_KEYS.items()):
+            col.number_input(f"{field} $/M", min_value=0.0, max_value=1000.0, step=0.05, key=key, format="%.3f",
+                             disabled=not custom)
+    return current_price()
+
+
+# ---------------------------------------------------------------- a sweep point into the Strategy Lab
+
+def _lab_value(spec: dict[str, Any], value: Any) -> Any:
+    """A parameter value as the Strategy Lab's control holds it (text for optional ints and lists)."""
+    kind = spec["type"]
+    if spec.get("choices") or kind in ("bool", "float", "str"):
+        return value
+    if kind == "int":
+        return ("" if value is None else str(int(value))) if spec["default"] is None else int(value)
+    if kind.startswith("list["):
+        return ", ".join(map(str, value or []))
+    return value
+
+
+def load_point_into_lab(strategy: str, params: dict[str, Any], max_tokens: int, reserve: float | None = None) -> None:
+    """Set the Strategy Lab to a sweep point: the strategy, every parameter (the point's values, the
+    documented defaults for the others, as the sweep ran them, marked as set by the user so no budget
+    rescales them) and the context limit. Call it from a widget callback (before the sidebar draws)."""
+    from ctxlab.strategies import STRATEGIES
+    init_state()
+    st.session_state["lab_strategy"] = strategy
+    st.session_state["lab_defaults"] = "documented"
+    specs = STRATEGIES[strategy].schema()
+    values = {spec["name"]: spec["default"] for spec in specs} | dict(params)
+    for spec in specs:
+        st.session_state[f"lab_{strategy}_{spec['name']}"] = _lab_value(spec, values[spec["name"]])
+    st.session_state[f"lab_{strategy}__filled"] = {}
+    persist("lab_strategy", "lab_defaults", f"lab_{strategy}__filled",
+            *(f"lab_{strategy}_{spec['name']}" for spec in specs))
+    st.session_state.max_tokens = int(max_tokens)
+    st.session_state.limit_set_by_user = True
+    st.session_state.limit_note = None
     if reserve is not None:
         st.session_state.reserve = float(reserve)

@@ -2,14 +2,17 @@
 in columns), what each costs and keeps, what the providers would say of each result, and a verdict.
 
 ``measure(plan, label)`` gives a plan's figures and its findings under the OpenAI and Anthropic
-rules; ``action_table`` lines the plans' decisions up by input message; ``verdict`` picks one by
-the rule in ``VERDICT_RULE``.
+rules; ``action_table`` lines the plans' decisions up by input message; ``measure_on_replay`` adds
+what each strategy serves and costs turn by turn; ``verdict_by_recall`` picks one by the rule in
+``VERDICT_RULE`` (highest needed_recall, then lowest cost); ``verdict`` is the older plan-only pick
+(``PLAN_VERDICT_RULE``: most facts retained, then most tokens saved).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .fidelity import VERDICT_RULE, NeededFacts, ReplayMeasures, needed_facts, needed_recall, pick_by_recall
 from .strategies.plan import Plan
 from .validate import Finding, validate
 
@@ -27,9 +30,10 @@ DEFAULT_STRATEGIES: tuple[str, ...] = ("sliding_window", "tool_rounds", "summari
 MIN_COLUMNS, MAX_COLUMNS = 2, 4
 RULE_SETS: tuple[str, ...] = ("openai", "anthropic")
 
-VERDICT_RULE = ("Among the strategies whose result fits the budget and has no error under the OpenAI or "
-                "Anthropic rules, the one that keeps the most facts (retention) wins; a tie goes to the one "
-                "that saves more tokens, then to the leftmost column.")
+PLAN_VERDICT_RULE = ("Among the strategies whose result fits the budget and has no error under the OpenAI or "
+                     "Anthropic rules, the one that keeps the most facts (retention) wins; a tie goes to the one "
+                     "that saves more tokens, then to the leftmost column.")
+"""The plan-only rule of ``verdict`` (no replay). The Compare page uses ``VERDICT_RULE``."""
 
 
 @dataclass(frozen=True)
@@ -137,10 +141,9 @@ class Verdict:
 
 
 def verdict(metrics: Sequence[PlanMetrics]) -> Verdict:
-    """Pick a winner. Among the strategies whose result fits the budget and has no error under the
+    """Pick a winner from the plans alone. Among the strategies whose result fits the budget and has no error under the
     OpenAI or Anthropic rules, the one that keeps the most facts (retention) wins; a tie goes to the
-    one that saves more tokens, then to the leftmost column. (``VERDICT_RULE`` says the same; the
-    page shows it.)"""
+    one that saves more tokens, then to the leftmost column. (``PLAN_VERDICT_RULE`` says the same.)"""
     ok = [k for k, m in enumerate(metrics) if m.fits and m.accepted]
     if not ok:
         over = [m.label for m in metrics if not m.fits]
@@ -162,6 +165,59 @@ def verdict(metrics: Sequence[PlanMetrics]) -> Verdict:
     out = f"; {others} of {len(metrics)} did not qualify" if others else ""
     return Verdict(best, f"{m.label} wins: it fits, {kept}and saves {m.saved:,} tokens "
                          f"({m.saved_share:.0%}){tie}{out}.")
+
+
+def measure_on_replay(conv: Any, replayed: Any, baseline: Any, *, model: str, price: Any,
+                      facts: NeededFacts | None = None) -> ReplayMeasures:
+    """A strategy's replay measured like ``fidelity.measure_replay``, from replays already made
+    (``replayed`` of the strategy, ``baseline`` of ``none`` under the same budget), so a page that
+    shows the replay, or several strategies against one baseline, does not replay twice. ``price``
+    is a ``pricing.Price`` or None (the bundled table's price for ``model``, when it has one)."""
+    from .pricing import load_prices, replay_cost
+    chosen = price if price is not None else load_prices()
+    nf = facts if facts is not None else needed_facts(conv)
+    return ReplayMeasures(replayed, needed_recall(replayed, nf), replay_cost(replayed, conv, model=model, price=chosen),
+                          replay_cost(baseline, conv, model=model, price=chosen))
+
+
+def _change(value: float) -> str:
+    return f"{abs(value):.0%} {'more' if value > 0 else 'less'}"
+
+
+def cost_sentence(m: ReplayMeasures) -> str:
+    """Tokens and cost over the conversation's life against keeping everything (``none``), e.g.
+    "input tokens: 33% less than keeping everything (61,808 vs 91,979); cost: 15% more ($0.10 vs
+    $0.09)", so a strategy that saves tokens but loses the prompt cache shows it."""
+    s = m.summary()
+    c, n = m.cost, m.cost_none
+    if s["tokens_vs_none"] is None:
+        tokens = f"input tokens: {c.input_tokens:,} (keeping everything sends none)"
+    elif c.input_tokens == n.input_tokens:
+        tokens = f"input tokens: the same as keeping everything ({c.input_tokens:,})"
+    else:
+        tokens = (f"input tokens: {_change(s['tokens_vs_none'])} than keeping everything "
+                  f"({c.input_tokens:,} vs {n.input_tokens:,}, {c.cached_share:.0%} vs {n.cached_share:.0%} cached)")
+    if c.cost_usd is None:
+        return f"{tokens}; cost: no price for {c.model}, so tokens only."
+    if s["cost_vs_none"] is None or abs(c.cost_usd - (n.cost_usd or 0.0)) < 1e-12:
+        return f"{tokens}; cost: ${c.cost_usd:.4f}, the same as keeping everything."
+    return f"{tokens}; cost: {_change(s['cost_vs_none'])} (${c.cost_usd:.4f} vs ${n.cost_usd:.4f})."
+
+
+def verdict_by_recall(metrics: Sequence[PlanMetrics], measures: Sequence[ReplayMeasures]) -> Verdict:
+    """The winner under ``VERDICT_RULE`` (``fidelity.pick_by_recall``): among the plans that fit
+    and that no provider rejects, the highest needed_recall on the replay, then the lowest cost."""
+    winner, text = pick_by_recall([m.label for m in metrics], [m.fits for m in metrics],
+                                  [m.accepted for m in metrics], measures)
+    if winner is None:
+        over = [m.label for m in metrics if not m.fits]
+        rejected = [m.label for m in metrics if not m.accepted]
+        why = "; ".join(x for x in (f"over the budget: {', '.join(over)}" if over else "",
+                                    f"rejected by a provider: {', '.join(rejected)}" if rejected else "") if x)
+        return Verdict(None, f"No strategy qualifies ({why}): raise the limit, or pick or tune other strategies.")
+    others = len(metrics) - sum(m.fits and m.accepted for m in metrics)
+    out = f" {others} of {len(metrics)} did not qualify." if others else ""
+    return Verdict(winner, text + out)
 
 
 @dataclass(frozen=True)

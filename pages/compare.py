@@ -1,15 +1,71 @@
 """Compare: two to four strategies, each with its own parameters, on the same conversation and
 budget, side by side: token bars, the action on every message aligned in columns, metrics with the
-providers' findings, and a verdict."""
+providers' findings, what each serves and costs on the turn-by-turn replay, and a verdict by the
+rule stated on the page (highest needed recall, then lowest cost)."""
+from typing import Any
+
 import streamlit as st
 
-from appstate import current_budget, current_view, input_panel, md_escape, require_conversation
+import ctxlab
+from appstate import (current_budget, current_llm, current_view, input_panel, md_escape, price_panel,
+                      require_conversation, text_hash)
 from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, RULE_NAMES, VERDICT_RULE,
-                            action_table, column_labels, finding_rows, measure, verdict)
+                            action_table, column_labels, cost_sentence, finding_rows, measure, measure_on_replay,
+                            verdict_by_recall)
 from ctxlab.errors import CtxlabError
+from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
+from ctxlab.llm import use_llm
 from ctxlab.figures import token_bars
+from ctxlab.pricing import Price
+from ctxlab.replay import Replay, replay
+from ctxlab.strategies import Budget, Strategy, View, get_strategy
 from ctxlab.validate import validate
 from ui import action_column, count_column, strategy_picker
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
+    return needed_facts(_conv)
+
+
+@st.cache_resource(show_spinner="Replaying turn by turn…", max_entries=32)
+def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
+            _budget: Budget) -> Replay:
+    return replay(_view, _strategy, _budget)
+
+
+@st.cache_resource(show_spinner="Measuring needed facts and cost…", max_entries=32)
+def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
+              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None) -> ReplayMeasures:
+    """A column's needed recall and cost on the replay, against keeping everything (one baseline per budget)."""
+    base = _replay(view_key, "none", budget_key, _view, get_strategy("none"), _budget)
+    return measure_on_replay(_conv, _replay(view_key, strategy_key, budget_key, _view, _strategy, _budget), base,
+                             model=_model, price=_price, facts=_needed(view_key[0], _conv))
+
+
+# Conversations up to this many messages are replayed on every change (10-35 ms per column on the
+# samples); longer ones on a button press: replaying every turn of a 1,000-message conversation, and
+# keeping everything for comparison, takes seconds, of a 10,000-message one over a minute.
+LIVE_MEASURE_MAX = 300
+
+
+def _replay_row(m: ReplayMeasures) -> dict[str, Any]:
+    """The replay's columns of the metrics table (numbers, formatted by the table's column config)."""
+    s = m.summary()
+    return {"needed recall": s["needed_recall"], "needed facts missed": s["missed"],
+            "input tokens (all calls)": s["input_tokens"], "tokens vs none": s["tokens_vs_none"],
+            "cached": s["cached_share"], "cost $": s["cost_usd"], "cost vs none": s["cost_vs_none"]}
+
+
+REPLAY_COLUMNS = {
+    "needed recall": st.column_config.NumberColumn("needed recall", format="percent",
+                                                   help="Share of the needed facts the context held (empty: none needed)"),
+    "tokens vs none": st.column_config.NumberColumn("tokens vs none", format="percent",
+                                                    help="Input tokens over all calls, against keeping everything"),
+    "cached": st.column_config.NumberColumn("cached", format="percent", help="Share of input tokens the cache served"),
+    "cost $": st.column_config.NumberColumn("cost $", format="$%.4f", help="Empty: the model has no price"),
+    "cost vs none": st.column_config.NumberColumn("cost vs none", format="percent")}
+
 
 input_panel()
 st.title("Compare strategies")
@@ -27,7 +83,10 @@ except CtxlabError as e:
 
 count = int(st.number_input("Strategies to compare", min_value=MIN_COLUMNS, max_value=MAX_COLUMNS, value=MIN_COLUMNS,
                             step=1, key="cmp_count"))
-plans, names, columns, reasons = [], [], [], []
+view_key = (text_hash(st.session_state.conversation_text), st.session_state.model, tuple(st.session_state.pins))
+llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings), as in the Strategy Lab
+llm_key = llm.config.fingerprint()
+plans, names, columns, reasons, strategies = [], [], [], [], []
 for k, col in enumerate(st.columns(count), 1):
     col.subheader(f"Strategy {k}")
     strategy = strategy_picker(f"cmp{k}", col, default=DEFAULT_STRATEGIES[k - 1], budget=budget)
@@ -37,7 +96,8 @@ for k, col in enumerate(st.columns(count), 1):
         col.caption("Left out of the comparison until its parameters are valid.")
         continue
     try:
-        plans.append(strategy.apply(view, budget))
+        with use_llm(llm):
+            plans.append(strategy.apply(view, budget))
     except CtxlabError as e:
         col.error(md_escape(str(e)))
         col.caption("Left out of the comparison.")
@@ -45,6 +105,7 @@ for k, col in enumerate(st.columns(count), 1):
     if plans[-1].idle:
         col.info(md_escape(f"Did not act: {plans[-1].idle.rstrip('.')}."))
     names.append(strategy.name)
+    strategies.append(strategy)
     columns.append(k)
     reasons.append(show)
 
@@ -54,19 +115,46 @@ if not plans:
 
 labels = column_labels(names, columns)
 metrics = [measure(p, label) for p, label in zip(plans, labels)]
-
+try:
+    price = price_panel(st)
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
+measure_key = (view_key, tuple(repr(s) for s in strategies), repr(budget), repr(price))
+measures: list[ReplayMeasures] | None = None
 st.subheader("Verdict")
-result = verdict(metrics)
-(st.success if result.winner is not None else st.warning)(md_escape(result.text))
+if len(view) > LIVE_MEASURE_MAX and st.session_state.get("cmp_measured") != measure_key:
+    st.info(f"The verdict needs each strategy replayed turn by turn. This conversation has {len(view):,} messages, "
+            "which takes from seconds to a minute or two: press Measure.")
+    if st.button("Measure needed recall and cost", key="cmp_measure"):
+        st.session_state.cmp_measured = measure_key
+        st.rerun()
+else:
+    try:
+        with use_llm(llm):
+            measures = [_measures(view_key, f"{s!r}|{llm_key}", repr(budget), repr(price), conv, view, s, budget,
+                                  st.session_state.model, price) for s in strategies]
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+        st.stop()
+    result = verdict_by_recall(metrics, measures)
+    (st.success if result.winner is not None else st.warning)(md_escape(result.text))
 st.caption(f"Rule: {VERDICT_RULE}")
+st.caption("Needed recall: of the facts each assistant message used that came from earlier messages, the share "
+           "its context held at that turn when the strategy runs at every user turn. Cost: every assistant "
+           "message is one call, priced with the provider's prompt cache.")
+for m, label in zip(measures or (), labels):
+    st.caption(md_escape(f"{label}: {cost_sentence(m)}"))
 
 st.subheader("Tokens")
 st.plotly_chart(token_bars(plans, labels), key="cmp_bars")
 
 st.subheader("Metrics")
-COUNTS = ("tokens after", "tokens saved", "messages removed")
-st.dataframe([m.row() for m in metrics], key="cmp_metrics", hide_index=True, width="stretch",
-             column_config={c: count_column(c) for c in COUNTS})
+COUNTS = ("tokens after", "tokens saved", "messages removed", "input tokens (all calls)", "needed facts missed")
+st.dataframe([{**m.row(), **(_replay_row(r) if r is not None else {})}
+              for m, r in zip(metrics, measures or [None] * len(metrics))], key="cmp_metrics", hide_index=True,
+             width="stretch",
+             column_config={**{c: count_column(c) for c in COUNTS}, **REPLAY_COLUMNS})
 for m in metrics:
     for w in m.warnings:
         st.warning(md_escape(f"{m.label}: {w}"))

@@ -15,16 +15,19 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import (current_budget, current_llm, current_view, input_panel, md_escape, require_conversation,
-                      text_hash, tool_budget)
+from appstate import (current_budget, current_llm, current_price, current_view, input_panel, md_escape,
+                      price_panel, require_conversation, text_hash, tool_budget)
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.conversation import Message
 from ctxlab.llm import use_llm
-from ctxlab.compare import ACTION_WORDS, RULE_NAMES, outcome_notes
+from ctxlab.compare import ACTION_WORDS, RULE_NAMES, cost_sentence, measure_on_replay, outcome_notes
+from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
+from ctxlab.figures_tune import cost_per_turn_figure
+from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config
-from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View
+from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_strategy
 from ctxlab.validate import Finding, validate
 from ui import TABLE_ACTIONS, action_column, count_column, strategy_picker, summary_note, text_width
 
@@ -34,6 +37,14 @@ ROLES = ("system", "user", "assistant", "tool")
 EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
 PREVIEW = 160
 MAX_FINDINGS = 5
+# When the replay measures (needed facts served, cost vs keeping everything) are computed. Measured
+# on this machine: 10-35 ms on the bundled samples; 2.4-5 s on a generated 1,000-message conversation
+# (0.5 s per strategy, the rest finding the needed facts and replaying keep-everything, both once per
+# conversation and budget); 13 s at 2,000 messages; ~85 s at 10,000 (2M tokens). So: on every change
+# up to LIVE_MEASURE_MAX messages, when the Replay tab is open up to REPLAY_MEASURE_MAX, and on a
+# button press beyond (results cached while nothing changes).
+LIVE_MEASURE_MAX = 300
+REPLAY_MEASURE_MAX = 1_000
 
 
 def _preview(m: Message) -> str:
@@ -98,6 +109,26 @@ def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _s
     return replay(_view, _strategy, _budget)
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
+    """The facts each assistant message needed from earlier messages, found once per conversation."""
+    return needed_facts(_conv)
+
+
+@st.cache_resource(show_spinner="Replaying keep-everything for the cost baseline…", max_entries=8)
+def _baseline(view_key: tuple, budget_key: str, _view: View, _budget: Budget) -> Replay:
+    return replay(_view, get_strategy("none"), _budget)
+
+
+@st.cache_resource(show_spinner="Measuring needed facts and cost…", max_entries=16)
+def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
+              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None) -> ReplayMeasures:
+    """Needed recall and cost of the strategy's replay (shared with the Replay tab) and of keeping everything."""
+    return measure_on_replay(_conv, _replay(view_key, strategy_key, budget_key, _view, _strategy, _budget),
+                             _baseline(view_key, budget_key, _view, _budget), model=_model, price=_price,
+                             facts=_needed(view_key[0], _conv))
+
+
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _figures(view_key: tuple, strategy_key: str, budget_key: str, title: str, _view: View, _plan: Plan) -> tuple:
     return (figures.token_bars([_plan], names=[title]), figures.timeline(_plan, _view.roles, _view.tokens))
@@ -142,6 +173,27 @@ def _heatmap(view_key: tuple, strategy_key: str, budget_key: str, _rp: Replay) -
 def _toggle_pin(i: int) -> None:
     pins = list(st.session_state.pins)
     st.session_state.pins = sorted(set(pins) ^ {i})
+
+
+def _cost_section(m: ReplayMeasures) -> None:
+    """Totals over the conversation's life beside keeping everything, and the tokens per turn by cache."""
+    c, none = m.cost, m.cost_none
+    st.markdown(f"**Cost over the conversation's life**: {md_escape(cost_sentence(m))}")
+    k1, k2, k3, k4 = st.columns(4)
+    k1.metric("Input tokens, all calls", f"{c.input_tokens:,}", help=f"none: {none.input_tokens:,}",
+              delta=f"{c.input_tokens / none.input_tokens - 1:+.0%} vs none" if none.input_tokens else None,
+              delta_color="inverse")
+    k2.metric("Cached share", f"{c.cached_share:.0%}", help=f"none: {none.cached_share:.0%}")
+    if c.cost_usd is None:
+        k3.metric("Cost", "no price", help="This model has no price in the table: set one in Prices above.")
+        k4.metric("Cost of none", "no price")
+    else:
+        k3.metric("Cost", f"${c.cost_usd:.4f}", delta_color="inverse",
+                  delta=f"{c.cost_usd / none.cost_usd - 1:+.0%} vs none" if none.cost_usd else None)
+        k4.metric("Cost of none", f"${none.cost_usd:.4f}")
+    fig = cost_per_turn_figure(c, none)
+    fig.update_xaxes(dtick=max(1, -(-len(c.per_turn()) // 20)))  # whole turns, at most ~20 ticks
+    st.plotly_chart(fig, key="lab_cost_chart")
 
 
 # ---------------------------------------------------------------- page
@@ -203,9 +255,9 @@ headline.markdown(
 _tools_note, _tools_raised = tool_budget(conv)[1:]  # which catalog's tools the budget counts (issue 12.11)
 (main.warning if _tools_raised else main.caption)(md_escape(_tools_note))
 
-with metrics_row:
+def _fill_metrics(measures: ReplayMeasures | None) -> None:
     removed = plan.removed
-    c1, c2, c3, c4, c5 = st.columns(5)
+    c1, c2, c3, c4, c5, c6 = st.columns(6)
     c1.metric("Tokens before", f"{plan.tokens_before:,}")
     c2.metric("Tokens after", f"{plan.tokens_after:,}")
     c3.metric("Saved", f"{plan.saved / plan.tokens_before:.0%}" if plan.tokens_before else "0%",
@@ -213,6 +265,18 @@ with metrics_row:
     c4.metric("Messages removed", f"{removed:,}", help=f"dropped or folded into a summary, of {n:,}")
     c5.metric("Facts retained", "n/a" if plan.retention is None else f"{plan.retention:.0%}",
               help="Share of the conversation's facts (ids, amounts, arguments) still in the result")
+    if measures is None:
+        where = "open the Replay tab" if n <= REPLAY_MEASURE_MAX else "press Measure in the Replay tab"
+        c6.metric("Needed facts served", "not measured",
+                  help=f"This conversation has {n:,} messages: {where} to run the replay and measure it.")
+    else:
+        recall = measures.needed_recall
+        c6.metric("Needed facts served", "n/a" if recall is None else f"{recall:.0%}",
+                  help="On the turn-by-turn replay: of the facts (ids, amounts, dates, tool arguments) each assistant "
+                       "message used that came from an earlier message, the share its context held at that turn. "
+                       f"{measures.fidelity.served:,} of {measures.fidelity.needed:,}.")
+
+
 
 with main:
     # What is not right comes first, right under the numbers: a strategy that did nothing, a result
@@ -230,6 +294,7 @@ with main:
     if ignored:
         st.caption(f"Pinned message(s) {', '.join(f'#{p}' for p in ignored)} not kept as is: {title} does not "
                    "honour pins.")
+    misses_slot = st.container()  # filled once the replay measures are known (below the tabs' creation)
     if plan.facts_lost:
         with st.expander(f"Facts lost ({len(plan.facts_lost)})"):
             for fact in plan.facts_lost:
@@ -239,6 +304,36 @@ with main:
 
 tab_timeline, tab_replay, tab_export = main.tabs(["Message timeline", "Replay turn by turn", "Export"],
                                                  key="lab_tab", on_change="rerun")
+try:
+    price = price_panel(tab_replay) if tab_replay.open else current_price()
+except CtxlabError as e:
+    tab_replay.error(md_escape(str(e)))
+    price = None
+measures: ReplayMeasures | None = None
+measure_key = (keys, repr(price))
+if tab_replay.open and n > REPLAY_MEASURE_MAX and st.session_state.get("lab_measured") != measure_key:
+    if tab_replay.button("Measure needed facts and cost", key="lab_measure",
+                         help=f"{n:,} messages: replaying every turn, and keeping everything for comparison, takes "
+                              "from seconds to a minute or two"):
+        st.session_state.lab_measured = measure_key
+    else:
+        tab_replay.caption(f"Needed facts served and the cost over the conversation's life are measured on demand "
+                           f"for conversations over {REPLAY_MEASURE_MAX:,} messages.")
+if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
+        or st.session_state.get("lab_measured") == measure_key:
+    try:
+        measures = _measures(*keys, repr(price), conv, view, strategy, budget, model, price)
+    except CtxlabError as e:
+        main.error(md_escape(str(e)))
+with metrics_row:
+    _fill_metrics(measures)
+if measures is not None and measures.fidelity.misses:
+    misses = measures.fidelity.misses
+    with misses_slot.expander(f"Needed facts missed ({len(misses)})"):
+        st.caption("A fact an assistant message used that its context did not hold at that turn: where it first "
+                   "came from and which message needed it.")
+        st.dataframe([{"fact": m.fact, "came from message": m.source, "needed by message": m.needed_by,
+                       "turn": m.turn} for m in misses], key="lab_misses", hide_index=True, width="stretch")
 
 if tab_timeline.open:
     with tab_timeline:
@@ -303,6 +398,8 @@ if tab_replay.open:
             st.info("This conversation has no user message, so there is no turn to replay.")
         elif rp is not None:
             st.plotly_chart(_heatmap(*keys, rp), key="lab_replay_heatmap")
+            if measures is not None:
+                _cost_section(measures)
             if not 0 <= st.session_state.get("lab_turn", -1) < rp.turns:
                 st.session_state.lab_turn = rp.turns - 1  # the newest turn first
             t = st.slider("Turn", 0, rp.turns - 1, key="lab_turn") if rp.turns > 1 else 0

@@ -9,8 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as hs
 
 import ctxlab
-from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, VERDICT_RULE, PlanMetrics, action_table, column_labels,
-                            Note, finding_changes, finding_rows, measure, outcome_notes, verdict)
+from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, PLAN_VERDICT_RULE, VERDICT_RULE, PlanMetrics, action_table,
+                            column_labels, cost_sentence, Note, finding_changes, finding_rows, measure, measure_on_replay,
+                            outcome_notes, verdict, verdict_by_recall)
+from ctxlab.fidelity import measure_replay
+from ctxlab.pricing import parse_price_override
+from ctxlab.replay import replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.validate import Finding, validate
 
@@ -148,9 +152,84 @@ def test_a_tie_is_said_and_no_qualifier_is_explained():
     assert "over the budget: a" in v.text and "rejected by a provider: b" in v.text
 
 
-def test_the_rule_on_the_page_is_the_rule_in_the_docstring():
+def test_the_plan_rule_is_the_rule_in_the_docstring():
     doc = " ".join(verdict.__doc__.split())
-    assert " ".join(VERDICT_RULE.split()) in doc
+    assert " ".join(PLAN_VERDICT_RULE.split()) in doc
+
+
+def _refund_budget():
+    conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
+    return conv, Budget(16_000, 0.15, ctxlab.TokenCounter("gpt-4o").tools(conv.tools))
+
+
+def test_measure_on_replay_gives_what_measure_replay_gives_from_replays_already_made():
+    conv, budget = _refund_budget()
+    strategy = get_strategy("tool_rounds", keep_rounds=0)
+    mine = measure_on_replay(conv, replay(conv, strategy, budget, model="gpt-4o"),
+                             replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=None)
+    assert mine.summary() == measure_replay(conv, strategy, budget, model="gpt-4o").summary()
+
+
+def test_the_page_verdict_picks_by_needed_recall_then_cost_where_the_plan_rule_picks_another():
+    conv, budget = _refund_budget()
+    view = make_view(conv, counter=ctxlab.TokenCounter("gpt-4o"))
+    names = ["sliding_window", "tool_rounds"]
+    strategies = [get_strategy(n, **STRATEGIES[n].scaled_defaults(budget)) for n in names]
+    metrics = [measure(s.apply(view, budget), lab) for s, lab in zip(strategies, column_labels(names))]
+    measures = [measure_replay(conv, s, budget, model="gpt-4o") for s in strategies]
+    assert verdict(metrics).winner == 1  # plan rule: both keep every fact, tool_rounds saves more tokens
+    assert measures[1].needed_recall < measures[0].needed_recall
+    v = verdict_by_recall(metrics, measures)
+    assert v.winner == 0 and v.text.startswith("1 · sliding_window wins")
+
+
+def test_the_page_verdict_gives_a_full_tie_to_the_leftmost_and_says_who_did_not_qualify():
+    conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
+    budget = Budget(100_000, 0.15, ctxlab.TokenCounter("gpt-4o").tools(conv.tools))
+    view = make_view(conv, counter=ctxlab.TokenCounter("gpt-4o"))
+    idle = [get_strategy("tool_rounds", keep_rounds=50), get_strategy("none")]  # neither acts: the same replay
+    metrics = [measure(s.apply(view, budget), lab) for s, lab in zip(idle, ["a", "b"])]
+    measures = [measure_replay(conv, s, budget, model="gpt-4o") for s in idle]
+    assert measures[0].summary() == measures[1].summary() and measures[0].needed_recall == 1.0
+    assert verdict_by_recall(metrics, measures).winner == 0
+    assert verdict_by_recall(metrics[::-1], measures[::-1]).winner == 0
+    unfit = PlanMetrics(**{**metrics[0].__dict__, "fits": False})
+    v = verdict_by_recall([unfit, metrics[1]], measures)
+    assert v.winner == 1 and "1 of 2 did not qualify" in v.text
+    nothing = verdict_by_recall([unfit], measures[:1])
+    assert nothing.winner is None and "over the budget: a" in nothing.text
+
+
+def test_the_cost_sentence_shows_tokens_saved_and_the_cost_against_keeping_everything():
+    conv, budget = _refund_budget()
+    m = measure_replay(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="gpt-4o")
+    s = m.summary()
+    text = cost_sentence(m)
+    assert f"input tokens: {abs(s['tokens_vs_none']):.0%} less than keeping everything" in text
+    assert f"({m.cost.input_tokens:,} vs {m.cost_none.input_tokens:,}" in text
+    assert f"${m.cost.cost_usd:.4f} vs ${m.cost_none.cost_usd:.4f}" in text
+
+
+def test_the_cost_sentence_says_more_when_losing_the_cache_costs_more_than_the_tokens_saved():
+    """With a cache read priced at 1% of input, a strategy that rewrites the prompt every turn can send fewer
+    tokens yet cost more than keeping everything, which the cache serves almost free."""
+    conv, budget = _refund_budget()
+    price = parse_price_override("input=10,cached=0.1,output=0", "gpt-4o")
+    for name, params in [("sliding_window", {"max_tokens": 1500}), ("tool_rounds", {"keep_rounds": 0}),
+                         ("summarize", {"trigger_messages": 4, "keep_recent": 2})]:
+        m = measure_replay(conv, get_strategy(name, **params), budget, model="gpt-4o", prices=price)
+        s = m.summary()
+        if s["tokens_vs_none"] < 0 < s["cost_vs_none"]:
+            text = cost_sentence(m)
+            assert "less than keeping everything" in text and f"cost: {s['cost_vs_none']:.0%} more" in text
+            return
+    pytest.fail("no strategy both saved tokens and cost more with a 99% cache discount")
+
+
+def test_the_cost_sentence_says_when_there_is_no_price():
+    conv, budget = _refund_budget()
+    m = measure_replay(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="llama")
+    assert m.cost.cost_usd is None and "no price for llama, so tokens only" in cost_sentence(m)
 
 
 @given(hs.lists(hs.tuples(hs.booleans(), hs.booleans(), hs.sampled_from([0.0, 0.5, 1.0]), hs.integers(0, 5)),

@@ -27,7 +27,8 @@ XSS_PASTE = json.dumps([{"role": "user", "content": XSS}])
 expect.set_options(timeout=15_000)  # a rerun on a busy CI machine can take a few seconds
 # A text each page shows once it has run on the default sample (besides its title).
 KNOWN_TEXT = {"Strategy Lab": "Tokens after", "Compare": "Verdict", "Token counts": "Prompt tokens",
-              "Answers": "No model configured."}  # the app runs with no model here: the page says so and stops
+              "Answers": "No model configured.",
+              "Tune": "Run the sweep"}  # the app runs with no model here: the page says so and stops
 
 
 def nav_pages() -> list[tuple[str, str]]:
@@ -161,6 +162,19 @@ def test_every_page_of_the_navigation_renders_without_an_error(page, app_url):
         if title in KNOWN_TEXT:
             expect(page.locator('[data-testid="stMain"]').get_by_text(KNOWN_TEXT[title], exact=True).first).to_be_visible()
         full_screenshot(page, ARTIFACTS / f"{k}_{path.strip('/') or 'strategy_lab'}.png")
+
+
+def test_the_tune_page_runs_the_default_sweep_and_draws_the_pareto_front(page):
+    open_page(page, "Tune")
+    page.get_by_role("button", name="Run the sweep").click()
+    settle(page, 60)
+    assert error_texts(page) == []
+    main = page.locator('[data-testid="stMain"]')
+    expect(main.get_by_text("Recommendation", exact=True)).to_be_visible()
+    expect(main.locator(".js-plotly-plot").first).to_be_visible()
+    legend = [t.text_content() for t in main.locator(".js-plotly-plot").first.locator(".legendtext").all()]
+    assert legend[:2] == ["sliding_window", "tool_rounds"] and "recommended" in legend
+    full_screenshot(page, ARTIFACTS / "tune_after_sweep.png")
 
 
 def test_a_strategy_change_reruns_and_changes_the_numbers(page):

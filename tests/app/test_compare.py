@@ -201,20 +201,78 @@ def test_start_on_human_repairs_the_same_case_and_the_findings_go_away(app):
 
 
 def _expected_winner(metrics) -> str:
-    """The rule, written out independently: fits, no provider error, most retention, most saved, leftmost."""
+    """The rule, written out independently: fits, no provider error, highest needed recall (nothing
+    needed counts as all served), lowest cost, leftmost."""
+    ok = [(k, label, r) for k, (label, r) in enumerate(metrics.iterrows())
+          if r["fits"] == "yes" and r["openai findings"] == 0 and r["anthropic findings"] == 0]
+    recall = lambda r: 1.0 if r["needed recall"] != r["needed recall"] else r["needed recall"]  # noqa: E731 (NaN)
+    return min(ok, key=lambda klr: (-recall(klr[2]), klr[2]["cost $"], klr[0]))[1]
+
+
+def _old_rule_winner(metrics) -> str:
+    """The rule before needed recall: most facts retained in the final plan, then most tokens saved."""
     ok = [(label, r) for label, r in metrics.iterrows()
           if r["fits"] == "yes" and r["openai findings"] == 0 and r["anthropic findings"] == 0]
-    best = max(ok, key=lambda lr: (float(lr[1]["retention"].rstrip("%")), lr[1]["tokens saved"]))
-    return best[0]
+    return max(ok, key=lambda lr: (float(lr[1]["retention"].rstrip("%")), lr[1]["tokens saved"]))[0]
 
 
 def test_the_verdict_names_the_strategy_the_rule_picks_and_states_the_rule(app):
     app.number_input(key="cmp_count").set_value(4).run()
     assert any(c.value == f"Rule: {VERDICT_RULE}" for c in app.caption)
+    assert "highest needed_recall" in VERDICT_RULE and "lowest cost" in VERDICT_RULE
     winner = _expected_winner(_metrics(app))
-    assert winner == "2 · tool_rounds"  # all keep every fact; tool_rounds saves most; clear_tool_results is over
     assert app.success[0].value.replace("\\", "").startswith(f"{winner} wins")
     app.selectbox(key="sample_name").set_value("sql_agent.json").run()
+    winner = _expected_winner(_metrics(app))
+    assert app.success[0].value.replace("\\", "").startswith(f"{winner} wins")
+
+
+def test_the_verdict_picks_by_needed_recall_where_fewest_tokens_would_pick_another(app):
+    """On the refund sample at 16,000 tokens, tool_rounds saves the most tokens and its final plan keeps
+    every fact, so the old rule picked it; but on the replay it misses facts the agent needed at earlier
+    turns, and sliding_window (which had nothing to drop) serves them all: the new rule picks it."""
+    metrics = _metrics(app)
+    assert _old_rule_winner(metrics) == "2 · tool_rounds"
+    assert metrics.loc["2 · tool_rounds", "needed recall"] < metrics.loc["1 · sliding_window", "needed recall"]
+    assert metrics.loc["2 · tool_rounds", "needed facts missed"] > 0
+    assert _expected_winner(metrics) == "1 · sliding_window"
+    assert app.success[0].value.replace("\\", "").startswith("1 · sliding_window wins")
+
+
+def test_each_column_shows_needed_recall_and_cost_against_keeping_everything(app):
+    from ctxlab.fidelity import measure_replay
+    metrics = _metrics(app)
+    conv = ctxlab.loads(_sample())
+    budget = Budget(16_000, 0.15, ctxlab.TokenCounter(MODEL).tools(conv.tools))
+    strategy = get_strategy("tool_rounds", **STRATEGIES["tool_rounds"].scaled_defaults(budget))
+    m = measure_replay(conv, strategy, budget, model=MODEL).summary()
+    row = metrics.loc["2 · tool_rounds"]
+    assert row["needed recall"] == pytest.approx(m["needed_recall"]) and row["needed facts missed"] == m["missed"]
+    assert row["input tokens (all calls)"] == m["input_tokens"]
+    assert row["cost $"] == pytest.approx(m["cost_usd"]) and row["cost vs none"] == pytest.approx(m["cost_vs_none"])
+    assert row["tokens vs none"] == pytest.approx(m["tokens_vs_none"])
+    assert any(c.value.replace("\\", "").startswith("2 · tool_rounds: input tokens: ") and "than keeping everything"
+               in c.value for c in app.caption)
+
+
+def test_a_model_without_a_price_says_so_and_the_verdict_uses_tokens(app):
+    app.number_input(key="max_tokens").set_value(16_000).run()
+    app.selectbox(key="model").set_value("llama").run()  # the price table has no llama: never a guessed price
+    assert any("No price for model" in i.value for i in app.info)
+    assert _metrics(app)["cost $"].isna().all()
+    assert app.success and "input tokens over the conversation" in app.success[0].value
+
+
+def test_a_long_conversation_is_replayed_for_the_verdict_on_a_button_press(app):
+    app.radio(key="source").set_value("generate").run()
+    app.number_input(key="gen_turns").set_value(60).run()  # about 360 messages
+    app.button(key="gen_go").click().run()
+    assert not app.success and any("press Measure" in i.value for i in app.info)
+    assert any(c.value == f"Rule: {VERDICT_RULE}" for c in app.caption)
+    assert "needed recall" not in _metrics(app).columns
+    app.button(key="cmp_measure").click().run()
+    assert not app.exception, app.exception
+    assert (app.success or app.warning) and "needed recall" in _metrics(app).columns
     winner = _expected_winner(_metrics(app))
     assert app.success[0].value.replace("\\", "").startswith(f"{winner} wins")
 

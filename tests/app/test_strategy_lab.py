@@ -67,7 +67,7 @@ def _table(at: AppTest):
 
 def _turn_table(at: AppTest):
     """The table of the context the model saw at the chosen replay turn."""
-    return next(d.value for d in at.dataframe if "reason" not in d.value.columns)
+    return next(d.value for d in at.dataframe if "reason" not in d.value.columns and "content" in d.value.columns)
 
 
 def _paste(at: AppTest, messages: list[dict]) -> None:
@@ -431,6 +431,93 @@ def test_replay_slider_shows_the_context_of_each_turn(app):
         context = _turn_table(app)
         assert len(context) == len(expected.context_at(t))
         assert list(context["#"].astype(object).where(context["#"].notna(), None)) == list(expected.origins[t])
+
+
+# ---------------------------------------------------------------- needed facts and cost (issue 8.1, 8.2)
+
+
+def _measures(name="tool_rounds", model=MODEL, prices=None, **params):
+    """The engine's replay measures for what the page shows by default (parameters scaled to the budget)."""
+    from ctxlab.fidelity import measure_replay
+    conv = ctxlab.load(SAMPLE)
+    budget = Budget(LIMIT, RESERVE, TokenCounter(model).tools(conv.tools))
+    strategy = get_strategy(name, **{**STRATEGIES[name].scaled_defaults(budget), **params})
+    return measure_replay(conv, strategy, budget, model=model, prices=prices)
+
+
+def test_needed_facts_served_sits_beside_facts_retained_with_its_misses(app):
+    m = _measures()
+    assert m.fidelity.misses  # tool_rounds at this budget loses facts an earlier turn needed
+    assert metric(app, "Needed facts served") == f"{m.needed_recall:.0%}"
+    assert metric(app, "Facts retained") == "100%"  # the final plan still holds them: only the replay tells
+    expander = next(e for e in app.expander if e.label == f"Needed facts missed ({len(m.fidelity.misses)})")
+    table = expander.dataframe[0].value
+    assert list(table.columns) == ["fact", "came from message", "needed by message", "turn"]
+    assert [tuple(r) for r in table.itertuples(index=False)] == [(x.fact, x.source, x.needed_by, x.turn)
+                                                                 for x in m.fidelity.misses]
+    app.selectbox(key="lab_strategy").set_value("sliding_window").run()
+    assert metric(app, "Needed facts served") == f"{_measures('sliding_window').needed_recall:.0%}"
+
+
+def test_the_replay_tab_shows_cost_totals_against_keeping_everything_and_tokens_per_turn(app):
+    m = _measures()
+    _tab(app, "Replay turn by turn")
+    assert metric(app, "Input tokens, all calls") == f"{m.cost.input_tokens:,}"
+    assert metric(app, "Cached share") == f"{m.cost.cached_share:.0%}"
+    assert metric(app, "Cost") == f"${m.cost.cost_usd:.4f}"
+    assert metric(app, "Cost of none") == f"${m.cost_none.cost_usd:.4f}"
+    sentence = next(x.value for x in app.markdown if "Cost over the conversation" in x.value).replace("\\", "")
+    assert "less than keeping everything" in sentence
+    spec = next(json.loads(c.proto.spec) for c in app.get("plotly_chart") if "cached" in c.proto.spec)
+    names = [t.get("name") for t in spec["data"]]
+    assert names == ["cached", "cache write", "uncached", "none: prompt tokens"]
+    rows = m.cost.per_turn()
+    assert spec["data"][0]["y"] == [r["cached_tokens"] for r in rows]
+
+
+def test_prices_can_be_overridden_in_memory_and_change_the_cost(app):
+    from ctxlab.pricing import parse_price_override
+    _tab(app, "Replay turn by turn")
+    app.checkbox(key="price_custom").check().run()
+    for key, value in (("price_input", 10.0), ("price_cached", 0.5), ("price_output", 20.0)):
+        app.number_input(key=key).set_value(value).run()
+    m = _measures(prices=parse_price_override("input=10,cached=0.5,output=20", MODEL))
+    assert metric(app, "Cost") == f"${m.cost.cost_usd:.4f}"
+    assert any(e.label == "Prices (your override)" for e in app.expander)
+
+
+def test_a_model_without_a_price_says_so_rather_than_guess(app):
+    app.number_input(key="max_tokens").set_value(LIMIT).run()
+    app.selectbox(key="model").set_value("llama").run()
+    _tab(app, "Replay turn by turn")
+    assert metric(app, "Cost") == "no price"
+    assert any("No price for model llama" in i.value for i in app.info)
+    assert metric(app, "Input tokens, all calls") == f"{_measures(model='llama').cost.input_tokens:,}"
+
+
+def test_a_long_conversation_is_measured_when_the_replay_tab_is_open(app):
+    app.radio(key="source").set_value("generate").run()
+    app.number_input(key="gen_turns").set_value(60).run()
+    app.button(key="gen_go").click().run()
+    assert not app.exception, app.exception
+    assert metric(app, "Messages removed")  # the generated conversation is in use
+    assert metric(app, "Needed facts served") == "not measured"
+    _tab(app, "Replay turn by turn")
+    assert metric(app, "Needed facts served").endswith("%")
+
+
+def test_a_very_long_conversation_is_measured_on_a_button_press_in_the_replay_tab(app):
+    app.radio(key="source").set_value("generate").run()
+    app.number_input(key="gen_turns").set_value(170).run()  # 1,021 messages: over the replay tab's automatic size
+    app.button(key="gen_go").click().run()
+    _tab(app, "Replay turn by turn")
+    assert metric(app, "Needed facts served") == "not measured"
+    assert not [m for m in app.metric if m.label == "Cost"]
+    app.button(key="lab_measure").click().run()
+    assert not app.exception, app.exception
+    assert metric(app, "Needed facts served").endswith("%") and metric(app, "Cost").startswith("$")
+    _tab(app, "Message timeline")  # measured once: the figure stays while nothing changes
+    assert metric(app, "Needed facts served").endswith("%")
 
 
 # ---------------------------------------------------------------- export

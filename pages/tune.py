@@ -1,0 +1,383 @@
+"""Tune: sweep strategies' parameters and context limits over a set of conversations, see the
+Pareto front of cost against needed facts served, pick a point by a stated rule, open it in the
+Strategy Lab, and export it (ctxlab config, and the native form of your framework where it maps)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/tune.py`
+    sys.path.insert(0, str(ROOT))
+
+import ctxlab
+from appstate import (SAMPLES_DIR, current_conversation, input_panel, load_point_into_lab, md_escape, persist,
+                      price_panel, sample_names, text_hash)
+from ctxlab.errors import CtxlabError
+from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml, export_native, make_config
+from ctxlab.figures_tune import pareto_figure, points_table, sensitivity_figure
+from ctxlab.formats import load_all
+from ctxlab.pricing import Price
+from ctxlab.strategies import STRATEGIES, Budget, get_strategy
+from ctxlab.sweep import COLUMNS, Grid, SweepResult, run_sweep
+from ctxlab.tokens import TokenCounter
+
+SETS = {"samples": "Bundled samples", "upload": "Upload files", "folder": "Upload a folder",
+        "current": "The sidebar's conversation"}
+DEFAULT_STRATEGIES = ["sliding_window", "tool_rounds"]
+# Parameters varied when the page opens (min, max, points): 2 strategies x 3 points x 2 limits, which
+# answers in about a second on the three samples. (Comments, not strings: a page's bare string is shown.)
+DEFAULT_RANGES = {("sliding_window", "buffer_ratio"): (0.1, 0.5, 3), ("tool_rounds", "keep_rounds"): (0, 2, 3)}
+# A grid larger than this is sampled (seeded) down to it, so a click never starts an hour of work.
+MAX_POINTS = 200
+METRICS = [c for c in COLUMNS if c not in ("strategy", "params", "max_tokens", "conversations")]
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
+
+# ---------------------------------------------------------------- the set of conversations
+
+@st.cache_resource(show_spinner="Reading the conversations…", max_entries=8)
+def _parse_files(key: str, _files: tuple[tuple[str, bytes], ...]) -> tuple[list[ctxlab.Conversation], list[str]]:
+    """Every conversation of the files (JSON or JSONL, any format ctxlab reads), and one error per
+    file that is not one (naming the file and where in it)."""
+    convs: list[ctxlab.Conversation] = []
+    errors: list[str] = []
+    for name, data in _files:
+        try:
+            convs += load_all(data, max_bytes=MAX_UPLOAD_BYTES)
+        except CtxlabError as e:
+            errors.append(f"{name}: {e}")
+    return convs, errors
+
+
+def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
+    """The conversations to sweep, a few words saying which, and a key of their content; stops the
+    page with a message when there are none."""
+    which = st.radio("Conversations", list(SETS), key="tune_set", horizontal=True, format_func=SETS.get)
+    if which == "samples":
+        names = st.multiselect("Samples", sample_names(), key="tune_samples")
+        files = tuple((n, (SAMPLES_DIR / n).read_bytes()) for n in names)
+    elif which == "upload":
+        ups = st.file_uploader("One or more .json / .jsonl files (a JSONL file may hold one conversation a line)",
+                               type=["json", "jsonl"], accept_multiple_files=True, key="tune_upload")
+        files = tuple((u.name, u.getvalue()) for u in ups or ())
+    elif which == "folder":
+        ups = st.file_uploader("A folder: its .json and .jsonl files (the others, and files that are not "
+                               "conversations, such as tool catalogs, are skipped with a note)",
+                               type=["json", "jsonl"], accept_multiple_files="directory", key="tune_folder")
+        files = tuple((u.name, u.getvalue()) for u in ups or ())
+    else:
+        conv = current_conversation()
+        if conv is None:
+            st.info("Pick a conversation in the sidebar first.")
+            st.stop()
+        return ([conv], md_escape(st.session_state.conversation_label or "the sidebar's conversation"),
+                text_hash(st.session_state.conversation_text))
+    if not files:
+        st.info("Choose at least one sample or upload a file to sweep.")
+        st.stop()
+    key = hashlib.sha256(b"".join(hashlib.sha256(d).digest() + n.encode() for n, d in files)).hexdigest()
+    convs, errors = _parse_files(key, files)
+    for e in errors:  # a file named on its own is an error; one found in a folder a note (as in `ctxlab sweep`)
+        (st.caption if which == "folder" else st.error)(md_escape(f"Not a conversation, left out of the sweep: {e}"))
+    if not convs:
+        st.info("No conversation to sweep: fix or replace the files above.")
+        st.stop()
+    return convs, f"{len(convs)} conversation(s) from {len(files)} file(s)", key
+
+
+# ---------------------------------------------------------------- the grid, built from the schemas
+
+def _range_values(kind: str, lo: float, hi: float, n: int) -> list[Any]:
+    """``n`` evenly spaced values from ``lo`` to ``hi`` (whole numbers for an int, no repeats)."""
+    if n <= 1 or lo == hi:
+        return [int(lo) if kind == "int" else float(lo)]
+    raw = [lo + (hi - lo) * k / (n - 1) for k in range(n)]
+    return list(dict.fromkeys(int(round(v)) if kind == "int" else round(v, 4) for v in raw))
+
+
+def _numeric_control(container: Any, name: str, spec: dict[str, Any]) -> list[Any] | None:
+    """A checkbox to vary one numeric parameter, then min, max and how many points."""
+    p, kind = spec["name"], spec["type"]
+    prefix = f"tune_{name}_{p}"
+    lo_bound, hi_bound = spec.get("min"), spec.get("max")
+    start = DEFAULT_RANGES.get((name, p))
+    default = spec["default"] if spec["default"] is not None else (lo_bound or 1)
+    st.session_state.setdefault(f"{prefix}_on", start is not None)
+    st.session_state.setdefault(f"{prefix}_min", start[0] if start else default)
+    st.session_state.setdefault(f"{prefix}_max", start[1] if start else default)
+    st.session_state.setdefault(f"{prefix}_n", start[2] if start else 3)
+    persist(*(f"{prefix}_{s}" for s in ("on", "min", "max", "n")))
+    note = "" if spec["default"] is not None else " (default: from the budget)"
+    if not container.checkbox(f"vary {p}{note}", key=f"{prefix}_on", help=spec.get("help", "")):
+        return None
+    c1, c2, c3 = container.columns(3)
+    cast = int if kind == "int" else float
+    bounds = {"min_value": cast(lo_bound) if lo_bound is not None else None,
+              "max_value": cast(hi_bound) if hi_bound is not None else None}
+    step = 1 if kind == "int" else 0.05
+    lo = c1.number_input("min", step=step, key=f"{prefix}_min", **bounds)
+    hi = c2.number_input("max", step=step, key=f"{prefix}_max", **bounds)
+    n = c3.number_input("points", min_value=1, max_value=10, step=1, key=f"{prefix}_n")
+    if hi < lo:
+        container.error(f"{p}: max is below min.")
+        return None
+    return _range_values(kind, lo, hi, int(n))
+
+
+def _choice_control(container: Any, name: str, spec: dict[str, Any]) -> list[Any] | None:
+    """A multiselect of the values to try for a parameter with choices (or a bool)."""
+    p = spec["name"]
+    options = list(spec["choices"]) if spec.get("choices") else [False, True]
+    key = f"tune_{name}_{p}_values"
+    st.session_state.setdefault(key, [])
+    persist(key)
+    picked = container.multiselect(f"{p}: values to try", options, key=key, placeholder=f"default ({spec['default']})",
+                                   help=spec.get("help", ""))
+    return list(picked) or None
+
+
+def _grid_controls() -> tuple[dict[str, dict[str, list[Any]]], list[str]]:
+    """The chosen strategies and, per strategy, the values of each varied parameter; notes on what is
+    kept at its default."""
+    st.session_state.setdefault("tune_strategies", DEFAULT_STRATEGIES)
+    persist("tune_strategies")
+    chosen = st.multiselect("Strategies", [n for n in STRATEGIES if n != "none"], key="tune_strategies",
+                            format_func=lambda n: STRATEGIES[n].title or n)
+    grid: dict[str, dict[str, list[Any]]] = {}
+    notes = []
+    for col, name in zip(st.columns(max(len(chosen), 1)), chosen):
+        col.markdown(f"**{STRATEGIES[name].title or name}**")
+        values: dict[str, list[Any]] = {}
+        fixed = []
+        for spec in STRATEGIES[name].schema():
+            if spec.get("choices") or spec["type"] == "bool":
+                got = _choice_control(col, name, spec)
+            elif spec["type"] in ("int", "float"):
+                got = _numeric_control(col, name, spec)
+            else:
+                fixed.append(spec["name"])
+                got = None
+            if got:
+                values[spec["name"]] = got
+        if fixed:
+            col.caption(f"Kept at their defaults: {', '.join(fixed)}.")
+        grid[name] = values
+    if any(not v for v in grid.values()):
+        notes.append("A strategy with nothing varied runs once per limit with its documented defaults.")
+    return grid, notes
+
+
+def _budgets() -> list[int] | None:
+    st.session_state.setdefault("tune_budgets", "3000, 6000")
+    persist("tune_budgets")
+    raw = st.text_input("Context limits to try (tokens, comma-separated)", key="tune_budgets")
+    try:
+        out = [int(v.strip().replace("_", "")) for v in raw.split(",") if v.strip()]
+    except ValueError:
+        st.error(md_escape(f"Context limits must be whole numbers separated by commas, got {raw!r}."))
+        return None
+    if not out or any(v < 256 for v in out):
+        st.error("Give at least one context limit of 256 tokens or more.")
+        return None
+    return out
+
+
+# ---------------------------------------------------------------- run and results
+
+def _run(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], price: Price | None,
+         min_recall: float, sample: int | None) -> SweepResult:
+    bar = st.progress(0.0, text="Replaying every point on every conversation…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"{done} of {total} chunk(s) of conversations done")
+    try:
+        # workers=1: the sweep runs in Streamlit's own process (the engine's process pool would
+        # start a forkserver per click; the default sweep answers in about a second anyway).
+        return run_sweep(convs, grid, budgets, model=st.session_state.model, prices=price, workers=1,
+                         reserve=float(st.session_state.reserve), min_recall=min_recall, sample=sample, seed=0,
+                         chunk_size=1, progress=progress)
+    finally:
+        bar.empty()
+
+
+def _label(p: dict[str, Any]) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in p["params"].items())
+    return f"{p['strategy']}({params}) @ {p['max_tokens']:,}"
+
+
+def _point_summary(p: dict[str, Any]) -> str:
+    recall = "n/a" if p["needed_recall"] is None else f"{p['needed_recall']:.0%}"
+    cost = (f"${p['cost_usd']:.4f}" if p["cost_usd"] is not None else f"{p['input_tokens_total']:,} input tokens")
+    vs = "" if p["cost_vs_none"] is None else f" ({p['cost_vs_none']:+.0%} vs none)"
+    return (f"{_label(p)}: serves {recall} of the needed facts, costs {cost}{vs}, saves {p['saved']:.0%} of input "
+            f"tokens, fits {p['fits_rate']:.0%} of the conversations, {p['invalid']} rejected by a provider")
+
+
+def _open_in_lab(point: dict[str, Any]) -> None:
+    load_point_into_lab(point["strategy"], point["params"], point["max_tokens"])
+    st.session_state.tune_goto_lab = True
+
+
+def _exports(point: dict[str, Any], tools_tokens: int) -> None:
+    """ctxlab's config of the point and its native form in each framework that has one."""
+    strategy = get_strategy(point["strategy"], **point["params"])
+    budget = Budget(point["max_tokens"], float(st.session_state.reserve), tools_tokens)
+    config = make_config(strategy, budget, st.session_state.model)
+    st.caption(f"tools_tokens is {tools_tokens:,}: the tool definitions of the first conversation of the set; set it "
+               "to your agent's.")
+    d1, d2 = st.columns(2)
+    d1.download_button("ctxlab config JSON", config_json(config), file_name="tuned.json", mime="application/json",
+                       key="tune_dl_json")
+    d2.download_button("ctxlab config YAML", config_yaml(config), file_name="tuned.yaml", mime="application/yaml",
+                       key="tune_dl_yaml")
+    st.code(config_yaml(config), language="yaml")
+    for target in TARGETS:
+        try:
+            native = export_native(config, target)
+        except NoNativeFormError as e:
+            st.caption(md_escape(f"{target}: {e}"))
+            continue
+        st.markdown(f"**{target}**")
+        n1, n2 = st.columns(2)
+        n1.download_button(f"{target} JSON", json.dumps(native.to_dict(), indent=2), file_name=f"{target}.json",
+                           mime="application/json", key=f"tune_dl_{target}_json")
+        n2.download_button(f"{target} Python", native.python, file_name=f"{target}_context.py", mime="text/x-python",
+                           key=f"tune_dl_{target}_py")
+        if native.not_carried:
+            st.caption("What does not carry over:")
+            for note in native.not_carried:
+                st.caption(md_escape(f"- {note}"))
+
+
+def _results(result: SweepResult, tools_tokens: int) -> None:
+    st.subheader("Recommendation")
+    if result.recommendation is None:
+        st.warning(md_escape(f"No point serves at least {result.min_recall:.0%} of the needed facts without a "
+                             "provider rejecting its output: lower the recall level, widen the ranges or raise the "
+                             "limits."))
+    else:
+        best = result.points[result.recommendation]
+        st.success(md_escape(_point_summary(best)))
+        if best["fits_rate"] < 1:
+            st.caption(md_escape(f"It does not fit the {best['max_tokens']:,}-token limit on "
+                                 f"{1 - best['fits_rate']:.0%} of the conversations at some turn (the rule does not "
+                                 "require it to): check fits_rate in the table."))
+    st.caption(md_escape(f"Rule: {result.rule}"))
+    for note in result.notes:
+        st.caption(md_escape(note))
+    st.plotly_chart(pareto_figure(result), key="tune_pareto")
+    st.caption("One dot per point (a cross: some output a provider rejects); the dotted line joins the points no "
+               "other point beats on both axes; the star is the recommendation. Hover a dot for its parameters.")
+
+    st.subheader("Every point")
+    table = pd.DataFrame(points_table(result))
+    pct = {c: st.column_config.NumberColumn(c, format="percent")
+           for c in ("saved", "fits_rate", "retention", "needed_recall", "cached_share", "cost_vs_none")}
+    st.dataframe(table, key="tune_table", hide_index=True, width="stretch",
+                 column_config={**pct, "cost_usd": st.column_config.NumberColumn("cost_usd", format="$%.4f"),
+                                "input_tokens_total": st.column_config.NumberColumn("input_tokens_total",
+                                                                                    format="localized"),
+                                "tokens_final_mean": st.column_config.NumberColumn("tokens_final_mean", format="%.0f"),
+                                "tokens_final_p95": st.column_config.NumberColumn("tokens_final_p95", format="%.0f"),
+                                "plan_ms": st.column_config.NumberColumn("plan_ms", format="%.3f")})
+    base = result.baseline
+    money = f"${base['cost_usd']:.4f}" if base["cost_usd"] is not None else "no price"
+    st.caption(md_escape(f"Click a column header to sort. Keeping everything (none) sends "
+                         f"{base['input_tokens_total']:,} input tokens over all calls, {base['cached_share']:.0%} "
+                         f"cached, and costs {money}."))
+
+    varied = sorted({(p["strategy"], k) for p in result.points for k in p["params"]})
+    if varied:
+        st.subheader("Sensitivity")
+        s1, s2 = st.columns(2)
+        pick = s1.selectbox("Parameter", varied, key="tune_sens_param", format_func=lambda sp: f"{sp[0]}.{sp[1]}")
+        metric = s2.selectbox("Measure", METRICS, key="tune_sens_metric", index=METRICS.index("needed_recall"))
+        try:
+            st.plotly_chart(sensitivity_figure(result, pick[0], pick[1], metric), key="tune_sensitivity")
+        except ValueError as e:
+            st.info(md_escape(str(e)))
+
+    st.subheader("Use a point")
+    options = list(range(len(result.points)))
+    if st.session_state.get("tune_point") not in options:
+        st.session_state.tune_point = result.recommendation if result.recommendation is not None else 0
+    k = st.selectbox("Point", options, key="tune_point",
+                     format_func=lambda i: f"#{i} {_label(result.points[i])}"
+                     + (" (recommended)" if i == result.recommendation else ""))
+    point = result.points[k]
+    st.button("Open this point in the Strategy Lab", key="tune_open_lab", on_click=_open_in_lab, args=(point,),
+              help="Sets the Lab's strategy, every parameter (as the sweep ran them) and the context limit; the Lab "
+                   "shows the sidebar's conversation.")
+    with st.expander("Export this point", expanded=True):
+        _exports(point, tools_tokens)
+
+
+# ---------------------------------------------------------------- page
+
+st.set_page_config(layout="wide")
+input_panel()
+if st.session_state.pop("tune_goto_lab", False):
+    try:
+        st.switch_page("pages/strategy_lab.py")
+    except StreamlitAPIException:  # the page run on its own (no navigation): say where to go
+        st.info("The point is set: open the Strategy Lab.")
+st.title("Tune")
+st.write("Many parameter values and context limits over a set of conversations: what each point serves "
+         "(needed facts) and what it costs over the conversations' lives, the points no other beats on both, "
+         "and a pick by a stated rule.")
+st.session_state.setdefault("tune_set", "samples")
+st.session_state.setdefault("tune_samples", sample_names())
+persist("tune_set", "tune_samples")
+
+convs, described, set_key = _conversation_set()
+grid_values, grid_notes = _grid_controls()
+budgets = _budgets()
+st.session_state.setdefault("tune_min_recall", 0.95)
+persist("tune_min_recall")
+min_recall = st.slider("Recall level the recommendation must reach", 0.5, 1.0, step=0.01, key="tune_min_recall")
+try:
+    price = price_panel(st)
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
+if not grid_values:
+    st.info("Pick at least one strategy.")
+    st.stop()
+if budgets is None:
+    st.stop()
+try:
+    grid = Grid.from_dict(grid_values)
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
+combos = len(grid.combos())
+sample = MAX_POINTS // len(set(budgets)) if combos * len(set(budgets)) > MAX_POINTS else None
+points = (sample or combos) * len(set(budgets))
+st.caption(md_escape(f"{points:,} point(s) ({'a seeded sample of ' if sample else ''}{combos:,} parameter "
+                     f"combination(s) x {len(set(budgets))} limit(s)) on {described}, model "
+                     f"{st.session_state.model}, reserve {st.session_state.reserve:.0%}. "
+                     + " ".join(grid_notes)))
+signature = json.dumps([grid_values, budgets, min_recall, repr(price), st.session_state.model,
+                        float(st.session_state.reserve), set_key], default=str, sort_keys=True)
+if st.button("Run the sweep", key="tune_run", type="primary"):
+    try:
+        st.session_state.tune_result = _run(convs, grid, budgets, price, min_recall, sample)
+        st.session_state.tune_signature = signature
+        tools = TokenCounter(st.session_state.model).tools(convs[0].tools)
+        st.session_state.tune_tools_tokens = tools
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+result: SweepResult | None = st.session_state.get("tune_result")
+if result is None:
+    st.info("Set the conversations, strategies and ranges, then run the sweep.")
+    st.stop()
+if st.session_state.get("tune_signature") != signature:
+    st.warning("The settings changed since this sweep ran: the results below are the last run's. Run it again.")
+_results(result, int(st.session_state.get("tune_tools_tokens", 0)))

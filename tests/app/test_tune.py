@@ -1,0 +1,204 @@
+"""The Tune page in Streamlit's AppTest: a small sweep of the bundled samples runs, its
+recommendation is the engine's by the stated rule, a rerun does not recompute, a point opens in
+the Strategy Lab with its strategy, parameters and limit, exports read back, and a bad upload is
+one clear error naming the file."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
+
+import ctxlab
+from ctxlab.exports import read_config
+from ctxlab.strategies import get_strategy, prepare
+from ctxlab.sweep import Grid, load_conversations, run_sweep
+
+from ..conftest import ROOT, SAMPLES
+from .helpers import metric, open_page
+
+DEFAULT_GRID = {"sliding_window": {"buffer_ratio": [0.1, 0.3, 0.5]}, "tool_rounds": {"keep_rounds": [0, 1, 2]}}
+DEFAULT_BUDGETS = [3000, 6000]
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> dict[str, bytes]:
+    """What every st.download_button would hand the browser, by file name."""
+    got: dict[str, bytes] = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def record(self, data, mimetype, kind, filename=None):
+        got[filename] = data
+        return original(self, data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
+    return got
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """The engine's own sweep of what the page runs by default."""
+    convs = load_conversations([str(p) for p in sorted(SAMPLES.glob("*.json")) if not p.name.startswith("tool")])
+    return run_sweep(convs, Grid.from_dict(DEFAULT_GRID), DEFAULT_BUDGETS, model="gpt-4o", workers=1)
+
+
+@pytest.fixture
+def app(monkeypatch) -> AppTest:
+    at = open_page("tune.py", monkeypatch)
+    at.button(key="tune_run").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _label(p) -> str:
+    return f"{p['strategy']}({', '.join(f'{k}={v}' for k, v in p['params'].items())}) @ {p['max_tokens']:,}"
+
+
+def _table(at: AppTest):
+    return next(d.value for d in at.dataframe if "needed_recall" in d.value.columns)
+
+
+def test_before_a_run_the_page_says_what_to_do_and_sizes_the_default_sweep_small(monkeypatch):
+    at = open_page("tune.py", monkeypatch)
+    assert any("run the sweep" in i.value for i in at.info)
+    assert at.markdown[0].value.startswith("Many parameter values")  # no stray module text above the title
+    assert at.multiselect(key="tune_strategies").value == ["sliding_window", "tool_rounds"]
+    assert any(c.value.replace("\\", "").startswith("12 point(s) (6 parameter combination(s) x 2 limit(s)) on 3 "
+                                                    "conversation(s)") for c in at.caption)
+
+
+def test_the_sweep_runs_on_the_samples_and_recommends_the_engines_point_by_its_rule(app, engine):
+    assert engine.recommendation is not None
+    best = engine.points[engine.recommendation]
+    assert app.success[0].value.replace("\\", "").startswith(f"{_label(best)}: serves {best['needed_recall']:.0%}")
+    assert any(c.value.replace("\\", "") == f"Rule: {engine.rule}" for c in app.caption)
+    table = _table(app)
+    assert list(table["point"]) == [_label(p) for p in engine.points]
+    assert list(table["needed_recall"]) == pytest.approx([p["needed_recall"] for p in engine.points])
+    assert list(table["recommended"]).index(True) == engine.recommendation
+    assert [k for k, v in enumerate(table["pareto"]) if v] == list(engine.pareto)
+
+
+def test_the_pareto_figure_hovers_with_parameters_and_marks_the_recommendation(app, engine):
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    names = [t.get("name") for t in spec["data"]]
+    assert names[:2] == ["sliding_window", "tool_rounds"] and "recommended" in names and "Pareto front" in names
+    texts = [t for tr in spec["data"][:2] for t in tr["text"]]
+    assert sorted(texts) == sorted(_label(p) for p in engine.points)
+    assert "needed_recall" in spec["layout"]["yaxis"]["title"]["text"]
+
+
+def test_a_rerun_does_not_recompute_and_the_sensitivity_follows_the_parameter(app):
+    before = app.session_state["tune_result"]
+    app.selectbox(key="tune_sens_param").set_value(("tool_rounds", "keep_rounds")).run()
+    assert app.session_state["tune_result"] is before
+    spec = json.loads(app.get("plotly_chart")[1].proto.spec)
+    assert spec["layout"]["xaxis"]["title"]["text"] == "tool_rounds.keep_rounds"
+    assert [t["x"] for t in spec["data"]] == [[0, 1, 2], [0, 1, 2]]
+
+
+def test_changing_the_settings_after_a_run_says_the_results_are_the_last_runs(app):
+    app.text_input(key="tune_budgets").input("4000").run()
+    assert any("settings changed" in w.value for w in app.warning)
+    app.button(key="tune_run").click().run()
+    assert not any("settings changed" in w.value for w in app.warning)
+    assert set(_table(app)["point"].str.endswith("@ 4,000")) == {True}
+
+
+def test_bad_limits_are_one_clear_error(monkeypatch):
+    at = open_page("tune.py", monkeypatch)
+    at.text_input(key="tune_budgets").input("3000, lots").run()
+    assert any("whole numbers separated by commas" in e.value for e in at.error)
+    assert not at.exception
+
+
+def test_a_bad_upload_is_one_error_naming_the_file_and_the_good_ones_are_swept(monkeypatch):
+    at = open_page("tune.py", monkeypatch)
+    at.radio(key="tune_set").set_value("upload").run()
+    good = (SAMPLES / "sql_agent.json").read_bytes()
+    at.file_uploader(key="tune_upload").set_value([("broken.json", b'{"messages": [', "application/json"),
+                                                    ("sql.json", good, "application/json")]).run()
+    assert not at.exception, at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("Not a conversation, left out of the sweep: broken.json:")
+    assert any("on 1 conversation(s) from 2 file(s)" in c.value.replace("\\", "") for c in at.caption)
+    at.button(key="tune_run").click().run()
+    assert _table(at)["conversations"].eq(1).all()
+
+
+def test_a_folder_is_swept_and_its_files_that_are_not_conversations_are_noted(monkeypatch):
+    at = open_page("tune.py", monkeypatch)
+    at.radio(key="tune_set").set_value("folder").run()
+    files = sorted(SAMPLES.glob("*.json*"))
+    at.file_uploader(key="tune_folder").set_value([(f.name, f.read_bytes(), "application/json") for f in files]).run()
+    assert not at.exception and not at.error
+    notes = [c.value.replace("\\", "") for c in at.caption if "left out of the sweep" in c.value]
+    assert any("tools_ecommerce.json" in n for n in notes)
+    at.button(key="tune_run").click().run()
+    assert _table(at)["conversations"].eq(3).all()
+
+
+def test_only_bad_uploads_stop_before_the_sweep(monkeypatch):
+    at = open_page("tune.py", monkeypatch)
+    at.radio(key="tune_set").set_value("upload").run()
+    at.file_uploader(key="tune_upload").set_value(("x.jsonl", b"<script>alert(1)</script>", "application/jsonl")).run()
+    assert not at.exception and len(at.error) == 1 and "x.jsonl: input: not valid JSON" in at.error[0].value.replace("\\", "")
+    assert any("No conversation to sweep" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == "tune_run"]
+
+
+def test_a_strategys_ranges_come_from_its_schema(monkeypatch):
+    at = open_page("tune.py", monkeypatch)
+    at.multiselect(key="tune_strategies").set_value(["summarize"]).run()
+    assert not at.checkbox(key="tune_summarize_keep_recent_on").value
+    at.checkbox(key="tune_summarize_keep_recent_on").check().run()
+    at.number_input(key="tune_summarize_keep_recent_min").set_value(2).run()
+    at.number_input(key="tune_summarize_keep_recent_max").set_value(6).run()
+    at.multiselect(key="tune_summarize_summarizer_values").set_value(["extractive"]).run()
+    assert any("3 parameter combination(s) x 2 limit(s)" in c.value.replace("\\", "") for c in at.caption)
+    at.button(key="tune_run").click().run()
+    assert list(_table(at)["point"])[:2] == ["summarize(keep_recent=2, summarizer=extractive) @ 3,000",
+                                             "summarize(keep_recent=2, summarizer=extractive) @ 6,000"]
+    points = at.session_state["tune_result"].points
+    assert sorted({p["params"]["keep_recent"] for p in points}) == [2, 4, 6]
+
+
+def test_exports_of_a_point_read_back_and_say_what_does_not_carry_over(app, downloads, engine):
+    k = next(i for i, p in enumerate(engine.points) if p["strategy"] == "sliding_window")
+    app.selectbox(key="tune_point").set_value(k).run()
+    point = engine.points[k]
+    config = read_config(json.loads(downloads["tuned.json"]))
+    assert config.to_dict()["strategy"] == "sliding_window"
+    assert config.to_dict()["params"]["buffer_ratio"] == point["params"]["buffer_ratio"]
+    assert config.max_tokens == point["max_tokens"]
+    assert yaml.safe_load(downloads["tuned.yaml"])["strategy"] == "sliding_window"
+    native = json.loads(downloads["langchain.json"])
+    assert native["strategy"] == "sliding_window" and native["not_carried"]
+    assert b"trim_messages" in downloads["langchain_context.py"]
+    assert any("What does not carry over" in c.value for c in app.caption)
+    assert any(c.value.replace("\\", "").startswith("anthropic: config.strategy: sliding_window has no native form")
+               for c in app.caption)
+
+
+def test_opening_a_point_sets_the_strategy_lab_to_it(monkeypatch, engine):
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at.run()
+    at.switch_page("pages/tune.py").run()
+    assert at.title[0].value == "Tune"
+    at.button(key="tune_run").click().run()
+    k = next(i for i, p in enumerate(engine.points) if p["strategy"] == "tool_rounds" and p["params"]["keep_rounds"] == 2
+             and p["max_tokens"] == 3000)
+    at.selectbox(key="tune_point").set_value(k).run()
+    at.button(key="tune_open_lab").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Strategy Lab"
+    assert at.selectbox(key="lab_strategy").value == "tool_rounds"
+    assert at.number_input(key="lab_tool_rounds_keep_rounds").value == 2
+    assert at.number_input(key="max_tokens").value == 3000
+    conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
+    view, budget = prepare(conv, "gpt-4o", context_limit=3000, reserve=0.15)
+    plan = get_strategy("tool_rounds", keep_rounds=2).apply(view, budget)
+    assert metric(at, "Tokens after") == f"{plan.tokens_after:,}"
