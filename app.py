@@ -10,6 +10,7 @@ st.set_page_config(page_title="ctxlab", page_icon=":material/science:", layout="
 PAGES = [
     ("pages/strategy_lab.py", "Strategy Lab", ":material/science:"),
     ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/failure_modes.py", "Failure Modes", ":material/healing:"),
     ("pages/tool_retrieval.py", "Tool Retrieval", ":material/build:"),
     ("pages/token_counts.py", "Token counts", ":material/calculate:"),
 ]
