@@ -221,10 +221,11 @@ MITIGATION_ORDER = ("prune", "strategy", "tool_retrieval", "quarantine")
 
 def _teaching_order(f: Finding) -> tuple:
     """Findings a lesson shows first: the most severe, then those whose mitigation acts on the
-    context itself (prune, strategy) before the structural ones, then by first message."""
+    context itself (prune, strategy) before the structural ones, then those that point at
+    messages (something to see on the timeline), then by first message."""
     kind = f.mitigation.kind if f.mitigation else None
     return (SEVERITY_ORDER.index(f.severity), MITIGATION_ORDER.index(kind) if kind else len(MITIGATION_ORDER),
-            f.messages[:1] or (-1,))
+            not f.messages, f.messages[:1])
 
 
 # ---------------------------------------------------------------- page sections
@@ -249,6 +250,9 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
                          f"{_pct(applied.served_after)} after ({applied.served_how})."))
     if gone:
         st.success(md_escape("Gone after the mitigation: " + "; ".join(_finding_label(f) for f in gone)))
+    kept = [f for f in after if (f.code, f.messages, f.tools) in {(g.code, g.messages, g.tools) for g in before}]
+    if kept:
+        st.warning(md_escape("Still there: " + "; ".join(_finding_label(f) for f in kept)))
     new = [f for f in after if (f.code, f.messages, f.tools) not in {(g.code, g.messages, g.tools) for g in before}]
     for f in new:
         st.caption(md_escape(f"New after the mitigation, {_finding_label(f)}: {f.evidence}"))
