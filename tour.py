@@ -38,9 +38,9 @@ def show_tour(pages: Sequence[str]) -> None:
     with st.container(border=True, key="tour_box"):
         st.markdown("**New here? Three places to look first:**")
         for k, (path, title, what) in enumerate(steps, 1):
-            text, link = st.columns([5, 1], vertical_alignment="center")
+            text, link = st.columns([4, 1], vertical_alignment="center")
             text.markdown(f"{k}. **{title}**: {what}")
-            link.page_link(path, label=f"Open {title}", icon=":material/arrow_forward:")
+            link.page_link(path, label=title, icon=":material/arrow_forward:")
         st.button("Dismiss", key="tour_dismiss", on_click=_set_open, args=(False,),
                   help="Hide the tour; the sidebar's Show the tour button brings it back")
 

@@ -55,11 +55,10 @@ LESSONS: dict[str, Lesson] = {
         "(here: the top 5 from a Chroma index of the catalog), so the look-alikes and the irrelevant tools "
         "never reach it.", STRUCTURAL_LESSONS["tool_loadout"]),
 }
-"""Lesson name -> lesson, in the order the page offers them."""
+# (lesson name -> lesson, in the order the page offers them; a comment: a bare string here would show on the page)
 SOURCES = {"lesson": "The lesson's conversation", "mine": "My conversation (sidebar)"}
 SEVERITY_ORDER = ("error", "warning", "info")
-SEVERITY_BOX = {"error": st.error, "warning": st.warning, "info": st.info}
-HIGHLIGHT = "#D62728"
+HIGHLIGHT = "#111111"  # the finding outline and badge: no role colour is this dark
 PREVIEW = 140
 
 
@@ -230,6 +229,11 @@ def _teaching_order(f: Finding) -> tuple:
 
 # ---------------------------------------------------------------- page sections
 
+def _identity(f: Finding) -> tuple:
+    """What makes two findings the same before and after (tools in any order: retrieval reorders them)."""
+    return f.code, f.messages, frozenset(f.tools)
+
+
 def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> None:
     r = applied.result
     in_mode = (lambda fs: [f for f in fs if f.mode == mode]) if mode else list
@@ -244,16 +248,18 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
               "facts (ids, amounts) still present")
     c4.metric("Needed facts served", _pct(applied.served_after),
               help=f"before: {_pct(applied.served_before)}; {applied.served_how}")
-    gone = [f for f in before if (f.code, f.messages, f.tools) not in {(g.code, g.messages, g.tools) for g in after}]
+    after_ids = {_identity(f) for f in after}
+    gone = [f for f in before if _identity(f) not in after_ids]
     st.caption(md_escape(f"Before: {r.tokens_before:,} tokens, {len(before)} {what}; after: {r.tokens_after:,} "
                          f"tokens, {len(after)} {what}. Needed facts served: {_pct(applied.served_before)} before, "
                          f"{_pct(applied.served_after)} after ({applied.served_how})."))
     if gone:
         st.success(md_escape("Gone after the mitigation: " + "; ".join(_finding_label(f) for f in gone)))
-    kept = [f for f in after if (f.code, f.messages, f.tools) in {(g.code, g.messages, g.tools) for g in before}]
+    before_ids = {_identity(f) for f in before}
+    kept = [f for f in after if _identity(f) in before_ids]
     if kept:
         st.warning(md_escape("Still there: " + "; ".join(_finding_label(f) for f in kept)))
-    new = [f for f in after if (f.code, f.messages, f.tools) not in {(g.code, g.messages, g.tools) for g in before}]
+    new = [f for f in after if _identity(f) not in before_ids]
     for f in new:
         st.caption(md_escape(f"New after the mitigation, {_finding_label(f)}: {f.evidence}"))
     if r.subagents:
@@ -336,12 +342,13 @@ if planted:
 
 selected: Finding | None = None
 if findings:
-    if st.session_state.get("fm_finding", 0) >= len(findings):
-        st.session_state.fm_finding = 0
-    k = st.selectbox("Finding", list(range(len(findings))), key="fm_finding",
-                     format_func=lambda i: _finding_label(findings[i]))
-    selected = findings[k]
-    SEVERITY_BOX[selected.severity](md_escape(f"{selected.code}: {selected.evidence}"))
+    options = [f"{k + 1}. {_finding_label(f)}" for k, f in enumerate(findings)]  # unique, numbered
+    if st.session_state.get("fm_finding") not in options:  # another lesson or conversation: its first finding
+        st.session_state.fm_finding = options[0]
+    selected = findings[options.index(st.selectbox("Finding", options, key="fm_finding"))]
+    # a finding is what the lesson is about, not a failure of the page: no red error box
+    (st.info if selected.severity == "info" else st.warning)(
+        f"**{selected.severity}**, " + md_escape(f"{selected.code}: {selected.evidence}"))
     if selected.tools:
         st.caption(md_escape("Tools involved: " + ", ".join(selected.tools[:12])
                              + (f" and {len(selected.tools) - 12} more" if len(selected.tools) > 12 else "")))

@@ -26,7 +26,8 @@ XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>"
 XSS_PASTE = json.dumps([{"role": "user", "content": XSS}])
 expect.set_options(timeout=15_000)  # a rerun on a busy CI machine can take a few seconds
 # A text each page shows once it has run on the default sample (besides its title).
-KNOWN_TEXT = {"Strategy Lab": "Tokens after", "Compare": "Verdict", "Token counts": "Prompt tokens"}
+KNOWN_TEXT = {"Strategy Lab": "Tokens after", "Compare": "Verdict", "Token counts": "Prompt tokens",
+              "Failure Modes": "Mitigation"}
 
 
 def nav_pages() -> list[tuple[str, str]]:
@@ -157,6 +158,27 @@ def test_every_page_of_the_navigation_renders_without_an_error(page, app_url):
         if title in KNOWN_TEXT:
             expect(page.locator('[data-testid="stMain"]').get_by_text(KNOWN_TEXT[title], exact=True).first).to_be_visible()
         full_screenshot(page, ARTIFACTS / f"{k}_{path.strip('/') or 'strategy_lab'}.png")
+
+
+def test_the_tour_reopens_and_leads_to_a_lesson_whose_mitigation_applies(page):
+    tour = page.get_by_text("New here? Three places to look first:")
+    expect(tour).to_be_visible()
+    page.get_by_role("button", name="Dismiss").click()
+    settle(page)
+    expect(tour).to_have_count(0)
+    page.get_by_role("button", name="Show the tour").click()
+    settle(page)
+    expect(tour).to_be_visible()
+    page.locator('[data-testid="stMain"]').get_by_role("link", name="Failure Modes").click()
+    wait_for_heading(page, "Failure Modes")
+    page.locator('[data-testid="stRadio"]').get_by_text("Context clash", exact=True).click()
+    settle(page)
+    expect(page.locator('[data-testid="stMain"]').get_by_text("conflicting_values: HT-40812", exact=False)).to_be_visible()
+    page.get_by_role("button", name="Apply: Clear the older result, keep the newest 2").click()
+    settle(page)
+    assert metric(page, "Clash findings") == "0"
+    assert error_texts(page) == []
+    full_screenshot(page, ARTIFACTS / "failure_modes_clash_applied.png")
 
 
 def test_a_strategy_change_reruns_and_changes_the_numbers(page):
