@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -229,6 +229,33 @@ def _teaching_order(f: Finding) -> tuple:
 
 # ---------------------------------------------------------------- page sections
 
+def after_origins(conv: Conversation, r: MitigationResult) -> list[int | None]:
+    """For each message of ``r.after``, its index in ``conv`` (None for an inserted summary), so
+    findings after a mitigation point at the same messages as before: a strategy's plan says it; a
+    prune keeps the other messages (the same objects) and blanks the named text messages in place."""
+    after = r.after.messages if r.after is not None else ()
+    if r.plan is not None:
+        return list(r.plan.origin)
+    if r.mitigation.kind == "prune":
+        present = {id(m) for m in after}
+        blanked = {i for i in r.mitigation.messages
+                   if 0 <= i < len(conv) and not conv.messages[i].tool_calls and conv.messages[i].role != "tool"}
+        kept = [i for i, m in enumerate(conv.messages) if id(m) in present or i in blanked]
+        if len(kept) == len(after):
+            return list(kept)
+    return list(range(len(after)))
+
+
+def findings_after(conv: Conversation, r: MitigationResult) -> list[Finding]:
+    """The findings after the mitigation, their message indexes those of ``conv`` (a quarantine's
+    already are)."""
+    if r.after is None:
+        return list(r.findings_after)
+    origin = after_origins(conv, r)
+    return [replace(f, messages=tuple(o for o in (origin[i] for i in f.messages if i < len(origin)) if o is not None))
+            for f in r.findings_after]
+
+
 def _identity(f: Finding) -> tuple:
     """What makes two findings the same before and after (tools in any order: retrieval reorders them)."""
     return f.code, f.messages, frozenset(f.tools)
@@ -237,7 +264,7 @@ def _identity(f: Finding) -> tuple:
 def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> None:
     r = applied.result
     in_mode = (lambda fs: [f for f in fs if f.mode == mode]) if mode else list
-    before, after = in_mode(r.findings_before), in_mode(r.findings_after)
+    before, after = in_mode(r.findings_before), in_mode(findings_after(conv, r))
     what = f"{mode} findings" if mode else "findings"
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Tokens" if r.after is not None else "Tokens (largest call)", f"{r.tokens_after:,}",
@@ -282,8 +309,10 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
     if r.after is not None and r.after.messages != conv.messages:
         with st.expander("The conversation after the mitigation"):
             counter = TokenCounter(st.session_state.model)
-            st.dataframe(pd.DataFrame([{"#": i, "role": m.role, "tokens": counter.message(m), "content": _preview(m)}
-                                       for i, m in enumerate(r.after.messages)]),
+            st.caption("# is the message's number in the conversation before (empty for an inserted summary)")
+            origin = after_origins(conv, r)
+            st.dataframe(pd.DataFrame([{"#": o, "role": m.role, "tokens": counter.message(m), "content": _preview(m)}
+                                       for o, m in zip(origin, r.after.messages)]).astype({"#": "Int64"}),
                          key="fm_after_table", hide_index=True, width="stretch")
 
 

@@ -69,6 +69,17 @@ def test_each_lesson_marks_its_finding_and_the_mitigation_removes_it(monkeypatch
     assert served.endswith("%")
 
 
+def test_findings_left_after_a_prune_point_at_the_messages_they_pointed_at_before(monkeypatch):
+    """Pruning message 2's tool round renumbers the messages after it; the findings that remain are
+    shown as still there, at their original numbers, not as gone and new."""
+    at = open_page(PAGE, monkeypatch, timeout=120)
+    apply(at)  # the poisoning lesson's first finding: drop the round that used the mistyped id
+    still = " ".join(w.value.replace("\\", "") for w in at.warning if w.value.startswith("Still there"))
+    assert "contradicted_claim (messages 4, 12)" in still
+    assert "repeated_failing_call (messages 7, 8, 9, 10)" in still
+    assert not [c for c in at.caption if c.value.startswith("New after the mitigation")]
+
+
 def test_quarantine_draws_one_bar_per_subagent_against_the_shared_context(monkeypatch):
     at = open_page(PAGE, monkeypatch, timeout=120)
     set_widget(at, "fm_lesson", "quarantine")
