@@ -15,6 +15,8 @@ PAGES = [
     ("pages/failure_modes.py", "Failure Modes", ":material/healing:"),
     ("pages/tool_retrieval.py", "Tool Retrieval", ":material/build:"),
     ("pages/token_counts.py", "Token counts", ":material/calculate:"),
+    ("pages/agents.py", "Agents", ":material/smart_toy:"),
+    ("pages/chat.py", "Chat", ":material/chat:"),
 ]
 here = Path(__file__).resolve().parent
 present = [p for p in PAGES if (here / p[0]).exists()]

@@ -257,3 +257,23 @@ def require_conversation() -> ctxlab.Conversation:
         st.info("Pick a sample, paste, upload or generate a conversation in the sidebar.")
         st.stop()
     return conv
+
+
+def open_in_lab(text: str, label: str, *, model: str | None = None, max_tokens: int | None = None,
+                reserve: float | None = None) -> None:
+    """Make ``text`` (a conversation's JSON, e.g. a live session's full history) the conversation
+    the Strategy Lab and the other pages use, as if it had been pasted; with the session's model
+    and budget when given. Call it before the sidebar's widgets are drawn (a button's callback)."""
+    init_state()
+    st.session_state.source = "paste"
+    st.session_state.paste_text = text
+    _try_use(text, label)
+    if model:
+        try:
+            st.session_state.model = ctxlab.resolve_model(model).name
+        except CtxlabError:
+            pass  # an unknown model keeps the sidebar's; the Lab still opens the conversation
+    if max_tokens:
+        st.session_state.max_tokens = int(max_tokens)
+    if reserve is not None:
+        st.session_state.reserve = float(reserve)

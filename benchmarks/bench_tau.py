@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
 from ctxlab import TokenCounter, count_tokens, loads
 from ctxlab import tokens as tokens_mod
 from ctxlab.validate import is_valid, validate
+
+from bench_count import _median  # run as a script: benchmarks/ is on sys.path
 
 HERE = Path(__file__).resolve().parent
 
@@ -86,15 +87,6 @@ def compare_paths(convs, repeat: int) -> None:
           f"batch / serial {times['batch'] / times['serial']:.2f}x")
     print(f"  ctxlab count_tokens, cold caches         {times['ctxlab'] * 1000:7.1f} ms   "
           f"ctxlab / serial {times['ctxlab'] / times['serial']:.2f}x (includes framing, tools, categories)")
-
-
-def _median(fn, repeat: int) -> float:
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return statistics.median(out)
 
 
 if __name__ == "__main__":

@@ -67,17 +67,20 @@ def test_append_checks_new_pins_and_continues_the_origin_numbering():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversations(), st.data())
 def test_plans_of_a_grown_view_match_the_rebuilt_view_over_generated_conversations(messages, data):
-    """Per-view tables that append extends (clear_tool_results') give the plans a rebuild gives."""
+    """Per-view tables that append extends (clear_tool_results', tool_rounds' layout, the batch removal's
+    arrays, oldest_first's reason texts) give the plans a rebuild gives."""
     cut = data.draw(st.integers(1, len(messages)))
     budget = Budget(data.draw(st.integers(200, 3_000)), reserve=0)
-    names = ["clear_tool_results", "tool_rounds", "oldest_first", "summarize", "key_messages"]
-    parent = make_view(messages[:cut], counter=COUNTER)
+    names = ["clear_tool_results", "tool_rounds", "oldest_first", "summarize", "key_messages", "middle_out", "hybrid"]
+    facts = ("KC-1001", "refund", "R-3")  # the same facts for both views (append keeps the parent's)
+    parent = make_view(messages[:cut], counter=COUNTER, facts=facts)
     special = {"clear_tool_results": {"trigger_tokens": 0}, "key_messages": {"recent": 2, "key_tools": ("run_sql",)}}
     strategies = {name: get_strategy(name, **special.get(name, {})) for name in names}
+    strategies["tool_rounds, none kept"] = get_strategy("tool_rounds", keep_rounds=0)  # every round's place read
     for strategy in strategies.values():  # fills the parent's per-view tables
         strategy.apply(parent, budget)
     grown = parent.append(*messages[cut:]) if cut < len(messages) else parent
-    whole = make_view(messages, counter=COUNTER)
+    whole = make_view(messages, counter=COUNTER, facts=facts)
     for strategy in strategies.values():
         a, b = strategy.apply(grown, budget), strategy.apply(whole, budget)
         assert (a.actions, a.reasons, a.origin, a.output_tokens) == (b.actions, b.reasons, b.origin, b.output_tokens)

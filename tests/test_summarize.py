@@ -256,3 +256,17 @@ def test_replayed_summaries_keep_more_facts_than_a_sliding_window_at_a_tight_bud
     window = replay(conv, "sliding_window", budget).plans[-1].retention
     summary = replay(conv, "summarize", budget).plans[-1].retention
     assert summary > window
+
+
+def test_the_summary_kept_per_view_follows_the_folded_span():
+    """The extractive text is kept per view and span: re-planning the same view folding fewer or
+    more turns gives each time the summary a fresh view gives, never the previous span's."""
+    msgs = conversation(12)
+    view = make_view(msgs)
+    texts = []
+    for keep in (4, 8, 4, 12):
+        strategy = Summarize(keep_recent=keep, trigger_messages=15, max_summary_tokens=4_000)
+        text = summary_of(strategy.apply(view, BIG)).text
+        assert text == summary_of(strategy.apply(make_view(msgs), BIG)).text
+        texts.append(text)
+    assert texts[0] == texts[2] and len({texts[0], texts[1], texts[3]}) == 3

@@ -205,3 +205,11 @@ def test_a_longer_definition_costs_more_tokens(catalog):
     small = ToolCatalog.from_tools([tool]).token_costs()["get_ticket"]
     big = ToolCatalog.from_tools([longer]).token_costs()["get_ticket"]
     assert big > small
+
+
+def test_embedding_text_of_a_tool_built_in_python_with_a_schema_the_api_would_refuse():
+    """A ToolDef made in code (not read from a file, where the reader refuses it) whose
+    ``properties`` is not an object gives its name and description to embed, not an AttributeError."""
+    from ctxlab.conversation import ToolDef
+    text = embedding_text(ToolDef("odd_tool", "Looks up an order.", {"type": "object", "properties": 5}))
+    assert "odd_tool" in text and "Looks up an order." in text

@@ -20,7 +20,6 @@ final conversation), so a test can check that the detectors find exactly what wa
 """
 from __future__ import annotations
 
-import copy
 import json
 import random
 from dataclasses import dataclass, field

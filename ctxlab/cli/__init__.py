@@ -11,6 +11,7 @@ from . import config  # noqa: F401
 from . import diagnose  # noqa: F401
 from . import formats  # noqa: F401
 from . import llm  # noqa: F401
+from . import sessions  # noqa: F401
 from . import strategies  # noqa: F401
 from . import sweep  # noqa: F401
 from . import tools  # noqa: F401

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ..errors import (EmptyMessageError, NestingTooDeepError, ShapeError, ToolArgumentsError, UnknownRoleError,
                       path_key, shown)
-from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part
+from ..conversation import Conversation, Message, Part
 from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check
 
 

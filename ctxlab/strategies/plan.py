@@ -160,13 +160,14 @@ def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
     """Rule 2: a tool round with a removed member is removed whole, with the first removed
     member's action."""
     groups, group_of = view.seg.groups, view.seg.group_of
-    removed_n = sum(actions.count(a) for a in REMOVED)
+    drops, folds = actions.count("drop"), actions.count("summarize")
+    removed_n = drops + folds
     if removed_n == 0 or removed_n == len(actions):
         return
     if removed_n <= len(actions) - removed_n:
-        side = positions(actions, REMOVED)
+        side = _removed_indexes(actions, drops, folds)
     else:
-        side = _kept_indexes(actions)[0]
+        side = _kept_indexes(actions, (drops, folds))[0]
     seen: set[int] = set()
     for i in side:
         g = group_of[i]
@@ -208,11 +209,13 @@ def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
     return out
 
 
-def positions(items: Sequence[str], values: Iterable[str]) -> list[int]:
+def positions(items: Sequence[str], values: Iterable[str], hits: int | None = None) -> list[int]:
     """Sorted indexes of the entries of ``items`` equal to one of ``values``, found by C-speed scans:
-    the cost grows with the number found, not with the length of ``items``."""
+    the cost grows with the number found, not with the length of ``items``. ``hits``, when the
+    caller already counted the entries, saves a counting pass per value."""
     values = tuple(values)
-    hits = sum(map(items.count, values))
+    if hits is None:
+        hits = sum(map(items.count, values))
     if hits * 8 > len(items):  # many: one C-speed pass beats a Python step per hit
         wanted = frozenset(values)
         return list(compress(range(len(items)), map(wanted.__contains__, items)))
@@ -225,7 +228,8 @@ def positions(items: Sequence[str], values: Iterable[str]) -> list[int]:
                 found.append(i)
         except ValueError:
             pass
-    found.sort()
+    if len(values) > 1:
+        found.sort()
     return found
 
 
@@ -301,15 +305,25 @@ def idle_reason(strategy: str, actions: Sequence[str], messages: Sequence[Messag
 _KEPT_ACTIONS = tuple(a for a in ACTIONS if a not in REMOVED)
 
 
-def _kept_indexes(actions: list[str]) -> tuple[list[int], list[int] | None]:
+def _removed_indexes(actions: list[str], drops: int, folds: int) -> list[int]:
+    """Indexes of the removed input messages, given how many are dropped and folded."""
+    if not folds:
+        return positions(actions, ("drop",), drops)
+    if not drops:
+        return positions(actions, ("summarize",), folds)
+    return positions(actions, REMOVED, drops + folds)
+
+
+def _kept_indexes(actions: list[str], counts: tuple[int, int] | None = None) -> tuple[list[int], list[int] | None]:
     """Indexes of the kept input messages, in order, and of the removed ones when that list was
     cheaper to find (None otherwise); the cost grows with the smaller of the two."""
     n = len(actions)
-    removed_n = sum(actions.count(a) for a in REMOVED)
+    drops, folds = counts or (actions.count("drop"), actions.count("summarize"))
+    removed_n = drops + folds
     if removed_n == 0:
         return list(range(n)), []
     if removed_n <= n - removed_n:
-        removed = positions(actions, REMOVED)
+        removed = _removed_indexes(actions, drops, folds)
         kept: list[int] = []
         prev = 0
         for r in removed:
@@ -317,6 +331,9 @@ def _kept_indexes(actions: list[str]) -> tuple[list[int], list[int] | None]:
             prev = r + 1
         kept.extend(range(prev, n))
         return kept, removed
+    keeps = actions.count("keep")
+    if keeps == n - removed_n:  # only "keep" among the kept: one scan finds them
+        return positions(actions, ("keep",), keeps), None
     kept = positions(actions, _KEPT_ACTIONS)
     if len(kept) != n - removed_n:  # an action outside ACTIONS: counted as kept, as the plan always did
         kept = [i for i, a in enumerate(actions) if a not in _REMOVED]
@@ -361,11 +378,20 @@ def _put_replaced(view: View, replaced: Mapping[int, Message], known: Mapping[in
         sums[vc[i]] = sums.get(vc[i], 0) + n
     mask = 0
     seen = view.memo.setdefault("replacement_fact_masks", {})  # placeholders repeat: search each text once
+    # strategies hand the same replacement objects to every plan of a view: found by identity first (the
+    # entry holds the object, so its id is not reused; bounded, since fresh copies would pile up)
+    mine = view.memo.setdefault("replacement_fact_masks.by_object", {})
+    if len(mine) > 2 * len(view):
+        mine.clear()
     for i in compress(keys, map(vf.__getitem__, keys)):
-        key = (message_text(replaced[i]), vf[i])
-        if key not in seen:
-            seen[key] = fact_mask(replaced[i], view.facts, only=vf[i])
-        mask |= seen[key]
+        m = replaced[i]
+        hit = mine.get(id(m))
+        if hit is None or hit[0] is not m or hit[1] != vf[i]:
+            key = (message_text(m), vf[i])
+            if key not in seen:
+                seen[key] = fact_mask(m, view.facts, only=vf[i])
+            hit = mine[id(m)] = (m, vf[i], seen[key])
+        mask |= hit[2]
     return mask
 
 
@@ -383,7 +409,7 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
     runs in every re-plan."""
     if settle_first:
         settle(view, actions, reasons)
-    vm, vt, vc, vf, facts = view.messages, view.tokens, view.categories, view.fact_masks, view.facts
+    vm, vt, facts = view.messages, view.tokens, view.facts
     known = replacement_tokens or {}
     origin, removed = _kept_indexes(actions)
     whole = len(origin) == len(vm)

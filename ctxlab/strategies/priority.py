@@ -19,7 +19,8 @@ from typing import ClassVar
 import numpy as np
 
 from .base import Strategy, param, register
-from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, settle
+from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, positions, settle
+from ._batch import apply as apply_removal, simulate, tables as batch_tables
 from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
 from .view import MEMO_EXTENDERS, Budget, View
 
@@ -30,7 +31,8 @@ ROLE_LABEL = {"system": "system message", "user": "user message", "assistant_tex
 
 
 def _middle_out_order(firsts: list[int], mid: float) -> Iterator[int]:
-    """Positions into ``firsts`` (sorted), nearest ``mid`` first, then alternately right and left."""
+    """Positions into ``firsts`` (sorted), nearest ``mid`` first, then alternately right and left
+    (the definition ``_middle_out_positions`` computes as an array; the tests compare the two)."""
     left = bisect_left(firsts, mid) - 1
     right = left + 1
     go_right = right < len(firsts) and (left < 0 or firsts[right] - mid <= mid - firsts[left])
@@ -42,6 +44,20 @@ def _middle_out_order(firsts: list[int], mid: float) -> Iterator[int]:
             yield left
             left -= 1
         go_right = not go_right
+
+
+def _middle_out_positions(firsts: np.ndarray, mid: float) -> np.ndarray:
+    """``_middle_out_order`` as an array: the two sides, nearest first, interleaved, then the rest
+    of the longer side."""
+    left = int(np.searchsorted(firsts, mid, side="left")) - 1
+    right = left + 1
+    rights, lefts = np.arange(right, len(firsts)), np.arange(left, -1, -1)
+    go_right = right < len(firsts) and (left < 0 or firsts[right] - mid <= mid - firsts[left])
+    a, b = (rights, lefts) if go_right else (lefts, rights)
+    k = min(len(a), len(b))
+    both = np.empty(2 * k, dtype=np.int64)
+    both[0::2], both[1::2] = a[:k], b[:k]
+    return np.concatenate((both, a[k:], b[k:]))
 
 
 @register
@@ -73,15 +89,21 @@ class MiddleOut(Strategy):
         must = [*range(lo), *range(hi, n), *view.pins]
         must += [i for i in (view.first_system(), view.newest_user()) if i is not None]
         book = _Ledger(view, must)
-        roles = book.roles
-        cands = [g for g, (first, *_) in enumerate(view.seg.groups) if not book.protected[g] and roles[first] != "user"]
-        firsts = [view.seg.groups[g][0] for g in cands]
+        table = batch_tables(view)
+        cands = np.flatnonzero(~np.fromiter(book.protected, dtype=bool, count=len(table.firsts)) & ~table.user_first)
+        firsts = table.firsts[cands]
         why = f"removed from the middle to fit {target:,} tokens"
-        for k in _middle_out_order(firsts, (lo + hi) / 2):
-            if book.total <= target:
-                break
-            if book.actions[firsts[k]] == "keep":
-                book.drop_group(cands[k], why)
+        order = cands[_middle_out_positions(firsts, (lo + hi) / 2)]
+        removal = simulate(book, order, target)
+        if removal is not None:
+            apply_removal(book, removal, order, lambda acted: [why] * len(acted),
+                          lambda user: f"removed with its turn's user message ({user})", LONE)
+        else:  # a shape the batch does not model: the loop it stands for
+            for g in order.tolist():
+                if book.total <= target:
+                    break
+                if book.actions[view.seg.groups[g][0]] == "keep":
+                    book.drop_group(g, why)
         book.fill(f"kept: the rest fits {target:,} tokens", [(0, lo, f"kept: among the first {ps} messages"),
                                                               (hi, n, f"kept: among the last {pe} messages")])
         warn = None if book.total <= target else minimum_warning(
@@ -149,6 +171,32 @@ def _extend_group_table(old: View, new: View, table: tuple[np.ndarray, ...]) -> 
     return tuple(np.concatenate((column, extra)) for column, extra in zip(columns, added))
 
 
+@dataclass(frozen=True)
+class _Scored:
+    """``oldest_first``'s removable groups, lowest priority first: priority, first index, group,
+    tokens (arrays of one entry per group)."""
+
+    p: np.ndarray
+    firsts: np.ndarray
+    groups: np.ndarray
+    sizes: np.ndarray
+
+    def rows(self) -> Iterator[tuple[float, int, int, int]]:
+        """(priority, first index, group, tokens) per entry."""
+        return zip(self.p.tolist(), self.firsts.tolist(), self.groups.tolist(), self.sizes.tolist())
+
+
+def _extend_labels(old: View, new: View, known: tuple) -> tuple | None:
+    """``oldest_first``'s reason texts for a grown view: all but those of groups the new messages
+    joined (their size changed), while no turn is added (a new turn ages every group)."""
+    if len(new.seg.turns) != len(old.seg.turns):
+        return None
+    touched = {new.seg.group_of[i] for i in range(len(old), len(new))}
+    weights, labels, texts = known
+    return weights, {g: v for g, v in labels.items() if g not in touched}, {g: v for g, v in texts.items() if g not in touched}
+
+
+MEMO_EXTENDERS["oldest_first.labels"] = _extend_labels
 MEMO_EXTENDERS["oldest_first.groups"] = _extend_group_table
 MEMO_EXTENDERS["oldest_first.describe"] = lambda old, new, known: (
     known if len(new.seg.turns) == len(old.seg.turns) else None)  # ages count from the newest turn
@@ -183,9 +231,9 @@ class OldestFirst(Strategy):
     age_weight: float = param(1.0, min=0.0, max=10.0, help="Weight of recency, 1 / (1 + turns old).")
     size_weight: float = param(0.5, min=0.0, max=10.0, help="Weight of smallness, on a log scale of tokens.")
 
-    def _scored(self, view: View, book: _Ledger) -> list[tuple[float, int, int, int]]:
-        """(priority, first index, group, tokens) per removable group, lowest first (older first on a tie).
-        Vectorised over the groups; the same floating-point operations, in the same order, as
+    def _scored(self, view: View, book: _Ledger) -> "_Scored":
+        """Priority, first index, group and tokens per removable group, lowest first (older first on
+        a tie). Vectorised over the groups; the same floating-point operations, in the same order, as
         ``role + recency + size_weight * small`` per group."""
         firsts, role_scores, sizes, small, turn_plus_one = _group_table(view)
         recency = np.array([self.age_weight / (1 + age) for age in range(len(view.seg.turns), -1, -1)])  # by turn + 1
@@ -196,7 +244,40 @@ class OldestFirst(Strategy):
         p = (self.role_weight * role_scores + recency[turn_plus_one]) + size_term
         groups = np.flatnonzero(removable)
         order = groups[np.lexsort((firsts[groups], p[groups]))]
-        return list(zip(p[order].tolist(), firsts[order].tolist(), order.tolist(), sizes[order].tolist()))
+        return _Scored(p[order], firsts[order], order, sizes[order])
+
+    def _labels(self, view: View, scored: "_Scored",
+                entries: "list[int] | np.ndarray") -> tuple[list[tuple[str, str]], dict]:
+        """(priority as reasons print it, description) of the given entries of ``scored``, and the
+        per-group texts they come from. Kept per view for the latest weights (a priority depends on
+        the view and the weights only), so a re-plan at another budget formats none of them again."""
+        weights = (self.role_weight, self.age_weight, self.size_weight)
+        cached = view.memo.get("oldest_first.labels")
+        if cached is None or cached[0] != weights:
+            cached = view.memo["oldest_first.labels"] = (weights, {}, {})
+        known = cached[1]
+        groups = scored.groups[entries].tolist()
+        out = list(map(known.get, groups))
+        if None in out:
+            describe = self._describer(view)
+            ps, sizes = scored.p[entries].tolist(), scored.sizes[entries].tolist()
+            for k in positions(out, (None,)):
+                out[k] = known[groups[k]] = (f"{ps[k]:.2f}", describe(groups[k], sizes[k]))
+        return out, cached[2]
+
+    def _removal_reasons(self, view: View, scored: "_Scored", entries: np.ndarray) -> list[str]:
+        """The reason of each given entry's removal (per view and weights, like ``_labels``)."""
+        weights = (self.role_weight, self.age_weight, self.size_weight)
+        cached = view.memo.get("oldest_first.labels")
+        texts = cached[2] if cached is not None and cached[0] == weights else {}
+        groups = scored.groups[entries].tolist()
+        out = list(map(texts.get, groups))
+        if None in out:
+            missing = positions(out, (None,))
+            labels, texts = self._labels(view, scored, np.asarray(entries)[missing])
+            for k, label in zip(missing, labels):
+                out[k] = texts[groups[k]] = "low priority {}: {}".format(*label)
+        return out
 
     @staticmethod
     def _describer(view: View) -> Callable[[int, int], str]:
@@ -215,29 +296,51 @@ class OldestFirst(Strategy):
             return text
         return describe
 
-    def _remove(self, view: View, book: _Ledger, scored: list, target: int) -> tuple[float | None, int]:
+    def _remove(self, view: View, book: _Ledger, scored: "_Scored", target: int) -> tuple[float | None, int]:
         """Remove the lowest groups until ``target`` fits; the last priority removed and the groups
-        kept for ``min_messages``."""
-        seg, actions, least, describe = view.seg, book.actions, self.min_messages, self._describer(view)
+        kept for ``min_messages``. In one numpy pass (``_batch``) when no removal comes near
+        ``min_messages``, else by the loop it stands for."""
+        order = scored.groups
+        removal = simulate(book, order, target)
+        if removal is not None and len(removal.acted):
+            table, groups = batch_tables(view), order[removal.acted]
+            firsts = table.firsts[groups]
+            turns = table.turn_of[firsts]
+            most = np.where(table.user_first[groups], table.ends[np.maximum(turns, 0)] - firsts,
+                            table.lengths[groups] + 1)  # bounds book.cost(g), as the loop's first test
+            if np.any(removal.kept_before(removal.acted) - most < self.min_messages):
+                removal = None
+        if removal is None:
+            return self._remove_by_loop(view, book, list(scored.rows()), target)
+
+        apply_removal(book, removal, order, lambda acted: self._removal_reasons(view, scored, acted),
+                      lambda user: f"removed with its turn's user message ({user})", LONE)
+        return (scored.p[int(removal.acted[-1])].item() if len(removal.acted) else None), 0
+
+    def _remove_by_loop(self, view: View, book: _Ledger, scored: list, target: int) -> tuple[float | None, int]:
+        """``_remove`` one group at a time (the ledger's own steps)."""
+        seg, least, describe = view.seg, self.min_messages, self._describer(view)
+        actions, reasons, starts, turn_of = book.actions, book.reasons, book.starts, seg.turn_of
+        groups, turns, drop_group = seg.groups, seg.turns, book.drop_group
         threshold, skipped = None, 0
         for p, first, g, size in scored:
             if book.total <= target:
                 break
             if actions[first] != "keep":
                 continue
-            turn = seg.turn_of[first]
-            is_user = turn >= 0 and first == seg.turns[turn][0]
-            most = seg.turns[turn][1] - first if is_user else len(seg.groups[g]) + 1  # bounds book.cost(g)
-            if book.kept - most < least and book.kept - book.cost(g) < least:
-                for i in seg.groups[g]:
-                    book.reasons[i] = f"kept: removing it would leave fewer than {least} messages"
+            turn = turn_of[first]
+            is_user = turn >= 0 and first == starts[turn]
+            if book.kept - (turns[turn][1] - first if is_user else len(groups[g]) + 1) < least \
+                    and book.kept - book.cost(g) < least:  # the first bound book.cost(g), the cheap test
+                for i in groups[g]:
+                    reasons[i] = f"kept: removing it would leave fewer than {least} messages"
                 skipped += 1
                 continue
             why = f"low priority {p:.2f}: {describe(g, size)}"
             if is_user:
                 book.drop_turn(turn, why, f"removed with its turn's user message ({first})")
             else:
-                book.drop_group(g, why)
+                drop_group(g, why)
             threshold = p
         return threshold, skipped
 
@@ -249,12 +352,12 @@ class OldestFirst(Strategy):
         scored = self._scored(view, book)
         threshold, skipped = self._remove(view, book, scored, target)
         cut = "nothing had to go" if threshold is None else f"above the {threshold:.2f} cut"
-        describe = self._describer(view)
-        for p, first, g, size in scored:
-            if book.actions[first] == "keep" and not book.reasons[first]:
-                why = f"kept: priority {p:.2f} ({describe(g, size)}), {cut}"
-                for i in view.seg.groups[g]:
-                    book.reasons[i] = why
+        firsts, actions, reasons, groups = scored.firsts.tolist(), book.actions, book.reasons, view.seg.groups
+        kept = [j for j in positions(list(map(actions.__getitem__, firsts)), ("keep",)) if not reasons[firsts[j]]]
+        for j, (p, what) in zip(kept, self._labels(view, scored, kept)[0]):
+            why = f"kept: priority {p} ({what}), {cut}"
+            for i in groups[int(scored.groups[j])]:
+                reasons[i] = why
         book.fill("kept", why_protected="kept: its turn holds a pinned message")
         warn = None
         if book.total > target:
@@ -320,7 +423,7 @@ class Hybrid(Strategy):
     def apply(self, view: View, budget: Budget) -> Plan:
         """Plan with both strategies, keep the better by score."""
         total = view.total
-        tool = sum(t for t, c in zip(view.tokens, view.categories) if c == "tool_results")
+        tool = view.category_sums.get("tool_results", 0)  # kept per view (and extended by append)
         analysis = {"messages": len(view), "tool_result_share": round(tool / total, 4) if total else 0.0,
                     "over_budget_fraction": round(max(total - budget.available, 0) / total, 4) if total else 0.0}
         decided, scores = {}, {}

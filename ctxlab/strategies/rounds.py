@@ -75,6 +75,44 @@ def _set(items: list, indexes: Sequence[int], values: Iterable) -> None:
     deque(map(items.__setitem__, indexes, values), maxlen=0)
 
 
+def _outside_round(role: str) -> tuple[str, str]:
+    """The action and reason of a message outside every tool round."""
+    if role == "tool":
+        return "drop", "a tool result that answers no earlier call"
+    if role == "assistant":
+        return "keep", "kept: assistant text (no tool calls)"
+    return "keep", f"kept: {role} message"
+
+
+def _extend_layout(old: View, new: View, known: tuple) -> tuple | None:
+    """``_round_layout`` of a grown view from the parent's, while no round is added (the reasons
+    count the rounds): new messages outside rounds get their entries, results joining the newest
+    round are added to it; anything else derives the layout again (None)."""
+    seg = new.seg
+    total = len(seg.rounds)
+    if total != len(old.seg.rounds) or (not old.seg.turns and seg.turns):
+        return None
+    actions, reasons, flat, older, offsets, firsts = known
+    actions, reasons, flat, older, offsets = list(actions), list(reasons), list(flat), list(older), list(offsets)
+    for i in range(len(old), len(new)):
+        r = seg.round_of[i]
+        if r < 0:
+            action, reason = _outside_round(new.roles[i])
+        elif r == total - 1:
+            action, reason = "keep", ""
+            flat.append(i)
+            older.append(f"older tool round (round {r + 1:,} of {total:,})")
+            offsets[-1] += 1
+        else:
+            return None
+        actions.append(action)
+        reasons.append(reason)
+    return tuple(actions), tuple(reasons), tuple(flat), tuple(older), tuple(offsets), firsts
+
+
+MEMO_EXTENDERS["tool_rounds"] = _extend_layout
+
+
 def _round_layout(view: View) -> tuple:
     """What ``tool_rounds`` derives from the view alone, once per view: the action and reason of
     every message outside the rounds, the round members in round order with the reason each gets
@@ -86,14 +124,8 @@ def _round_layout(view: View) -> tuple:
     total = len(seg.rounds)
     actions, reasons = ["keep"] * len(view), [""] * len(view)
     for i, role in enumerate(roles):
-        if seg.round_of[i] >= 0:
-            continue
-        if role == "tool":
-            actions[i], reasons[i] = "drop", "a tool result that answers no earlier call"
-        elif role == "assistant":
-            reasons[i] = "kept: assistant text (no tool calls)"
-        else:
-            reasons[i] = f"kept: {role} message"
+        if seg.round_of[i] < 0:
+            actions[i], reasons[i] = _outside_round(role)
     if seg.turns:
         reasons[seg.turns[0][0]] = "kept: the original request"
     flat: list[int] = []
@@ -358,7 +390,11 @@ def _extend_clearing_layout(old: View, new: View, layout: tuple) -> tuple:
 
 MEMO_EXTENDERS["clear_tool_results"] = _extend_clearing_layout
 MEMO_EXTENDERS["clear_tool_results.cleared"] = lambda old, new, cleared: cleared  # by index: still right
+MEMO_EXTENDERS["clear_tool_results.picked"] = lambda old, new, picked: (  # the same cut while no result is added
+    picked if "tool" not in new.roles[len(old):] else None)
+MEMO_EXTENDERS["clear_tool_results.placeholders"] = lambda old, new, known: known  # keyed by the picked mapping
 MEMO_EXTENDERS["replacement_fact_masks"] = lambda old, new, masks: masks  # by text and facts: still right
+MEMO_EXTENDERS["replacement_fact_masks.by_object"] = lambda old, new, masks: masks  # same objects, same facts
 
 
 @register
@@ -417,9 +453,7 @@ class ClearToolResults(Strategy):
             for i in (*results, *calls):
                 reasons[i] = why
             results, calls, saved, stats["skipped"] = {}, {}, 0, why
-        cleared = view.memo.setdefault("clear_tool_results.cleared", {})  # the same placeholder copy each plan
-        replacements = {i: cleared.get(i) or cleared.setdefault(i, view.messages[i].with_content(text))
-                        for i, (text, _) in results.items()}
+        replacements = dict(self._placeholders(view, results))
         for a, (ids, _) in calls.items():
             old = view.messages[a]
             replacements[a] = replace(old, tool_calls=tuple(replace(c, arguments="{}") if c.id in ids else c
@@ -432,6 +466,19 @@ class ClearToolResults(Strategy):
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
                          warnings=[warn] if warn else [], stats=stats, replacement_tokens=counted,
                          idle=lambda: self._idle(view, reasons, total, stats.get("skipped")))
+
+    @staticmethod
+    def _placeholders(view: View, results: dict[int, tuple[str, int]]) -> dict[int, Message]:
+        """Result index -> its cleared copy (the same copy each plan; the whole mapping kept for the
+        last set of results asked, so a re-plan of the same cut builds none of it again)."""
+        last = view.memo.get("clear_tool_results.placeholders")
+        if last is not None and last[0] is results:
+            return last[1]
+        cleared = view.memo.setdefault("clear_tool_results.cleared", {})  # the same placeholder copy each plan
+        out = {i: cleared.get(i) or cleared.setdefault(i, view.messages[i].with_content(text))
+               for i, (text, _) in results.items()}
+        view.memo["clear_tool_results.placeholders"] = (results, out)
+        return out
 
     def _idle(self, view: View, reasons: Sequence[str], total: int, skipped: str | None) -> str:
         """Why nothing was cleared although the trigger was passed."""
@@ -463,7 +510,11 @@ class ClearToolResults(Strategy):
         excluded = set(self.exclude_tools)
         if not excluded and not view.pins:  # the common case, at C speed: every older result with a gain
             _set(reasons, results[:cut], (why for _, _, why in info[:cut]))
-            return {i: (text, gain) for i, (text, gain, _) in zip(results[:cut], info[:cut]) if gain > 0}
+            picked = view.memo.get("clear_tool_results.picked")  # per view, for the last cut: read-only
+            if picked is None or picked[0] != cut:
+                picked = view.memo["clear_tool_results.picked"] = (
+                    cut, {i: (text, gain) for i, (text, gain, _) in zip(results[:cut], info[:cut]) if gain > 0})
+            return picked[1]
         out: dict[int, tuple[str, int]] = {}
         for i, name, (text, gain, why) in zip(results[:cut], names, info):
             if name in excluded:

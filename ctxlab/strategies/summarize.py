@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Sequence
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_window, param, register
 from .plan import Insertion, Plan, make_plan, minimum_warning, positions, settle
-from .view import Budget, View
+from .view import MEMO_EXTENDERS, Budget, View
 from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
 from .windows import preamble_systems
 from .llm_summarizer import SummaryResult, check_prompt  # also registers the "llm" summarizer
@@ -236,7 +236,7 @@ class Summarize(Strategy):
         if summarizer is None:
             raise StrategyError(f"summarizer {self.summarizer!r} is no longer registered", where="summarize.summarizer",
                                 hint=f"Known summarizers: {', '.join(SUMMARIZERS)}")
-        written = self._write_summary(summarizer, list(map(view.messages.__getitem__, new)), previous, view) if new else None
+        written = self._write_summary(summarizer, new, previous, view) if new else None
         body = written.text if written is not None else (previous or "")
         body = trim_summary(body, self.max_summary_tokens, view.counter.text)
         folded_origins = set(map(origin.__getitem__, folded))
@@ -259,15 +259,27 @@ class Summarize(Strategy):
                          warnings=warnings, stats=stats,
                          state={"summary": body, "summarized": covered}, settle_first=False)
 
-    def _write_summary(self, summarizer: Summarizer, messages: list[Message], previous: str | None,
+    def _write_summary(self, summarizer: Summarizer, new: list[int], previous: str | None,
                        view: View) -> SummaryResult:
-        """The new running summary; a summarizer with ``summarize_span`` (the LLM one) also gets the
-        prompts and the cap and returns a record of who wrote it and any fallback warning."""
+        """The new running summary of the messages at ``new``; a summarizer with ``summarize_span``
+        (the LLM one, with its own cache) also gets the prompts and the cap and returns a record of
+        who wrote it and any fallback warning. The extractive summarizer's text is kept per view and
+        span (a slider move folding the same turns does not summarize them again)."""
+        span = view.messages.__getitem__
         if hasattr(summarizer, "summarize_span"):
-            return summarizer.summarize_span(messages, previous, summary_prompt=self.summary_prompt,
+            return summarizer.summarize_span(list(map(span, new)), previous, summary_prompt=self.summary_prompt,
                                              merge_prompt=self.merge_prompt, max_tokens=self.max_summary_tokens,
                                              count=view.counter.text)
-        return SummaryResult(summarizer.summarize(messages, previous), {})
+        if not isinstance(summarizer, ExtractiveSummarizer):  # only the built-in is known to be a pure function
+            return SummaryResult(summarizer.summarize(list(map(span, new)), previous), {})
+        known: dict = view.memo.setdefault("summarize.texts", {})
+        key = (id(summarizer), tuple(new), previous)
+        hit = known.get(key)
+        if hit is None or hit[0] is not summarizer:
+            if len(known) >= 64:  # a bound: one text per span a slider has visited
+                known.clear()
+            hit = known[key] = (summarizer, summarizer.summarize(list(map(span, new)), previous))
+        return SummaryResult(hit[1], {})
 
     def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: frozenset[int],
                   old: Sequence[int], *, triggered: bool, idle: str) -> Plan:
@@ -281,3 +293,6 @@ class Summarize(Strategy):
                  "summary_tokens": sum(view.tokens[i] for i in old)}
         return make_plan(view, budget, self.name, self.params(), ["keep"] * n, reasons, stats=stats, state=state,
                          settle_first=False, idle=idle)
+
+
+MEMO_EXTENDERS["summarize.texts"] = lambda old, new, known: dict(known)  # old indexes hold the same messages

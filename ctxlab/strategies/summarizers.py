@@ -39,6 +39,7 @@ def shorten(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+@lru_cache(maxsize=8192)  # texts repeat across plans of the same conversation (a slider move re-summarizes)
 def _with_extras(prefix: str, text: str, limit: int, scan: int) -> str:
     """``prefix`` + shortened text, plus ids, amounts and dates the cut left out (at most 6)."""
     short = shorten(text, limit)
@@ -163,7 +164,10 @@ def register_summarizer(name: str, summarizer: Summarizer) -> None:
 
 def importance(line: str) -> int:
     """How much a summary line matters: requests, answers and errors 4; calls 3; results 2; others 1."""
-    return next((rank for prefix, rank in _IMPORTANCE if line.startswith(prefix)), 1)
+    for prefix, rank in _IMPORTANCE:
+        if line.startswith(prefix):
+            return rank
+    return 1
 
 
 def trim_summary(text: str, max_tokens: int, count: Callable[[str], int]) -> str:

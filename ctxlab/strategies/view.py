@@ -196,7 +196,10 @@ class View:
 
     def first_system(self) -> int | None:
         """Index of the first system message, if there is one."""
-        return next((i for i, m in enumerate(self.messages) if m.role == "system"), None)
+        try:
+            return self.roles.index("system")
+        except ValueError:
+            return None
 
     def newest_user(self) -> int | None:
         """Index of the newest user message."""

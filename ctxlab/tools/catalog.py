@@ -22,7 +22,7 @@ from ..tokens import TokenCounter
 def _params(schema: Mapping[str, Any], prefix: str = "", depth: int = 0) -> list[str]:
     out = []
     props = schema.get("properties") if isinstance(schema, Mapping) else None
-    for name, spec in (props or {}).items():
+    for name, spec in (props if isinstance(props, Mapping) else {}).items():  # a schema the API would refuse: no names
         spec = spec if isinstance(spec, Mapping) else {}
         desc = str(spec.get("description", "")).strip()
         out.append(f"{prefix}{name}: {desc}" if desc else f"{prefix}{name}")

@@ -1,0 +1,160 @@
+"""The context of a session as the design describes it, as pure functions (no database here).
+
+The record holds a ``layout``: what the last application of the strategy left, in order, without
+the system prompt: ``{"seq": n}`` for a history message sent as is, ``{"seq": n, "body": {...}}``
+for one sent changed (a cleared or truncated tool result), ``{"insert": {...}, "summary": true}``
+for a message the strategy inserted (the running summary). The messages sent to the model are
+the system prompt, then the layout, then every message that arrived after the last application.
+
+At the start of a turn (a user message arrived since the last application) the strategy is
+applied to exactly that list, with the state it left last time (the running summary, what it
+already folded), as ``ctxlab.replay`` does turn by turn; its result becomes the new layout.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..conversation import Message
+from ..errors import CtxlabError
+from ..formats._base import ReadContext
+from ..formats.openai_chat import message_to_openai, read as read_openai
+from ..strategies import Budget, Plan, Strategy, make_view
+from ..strategies.summarize import SUMMARY_EXTRA, is_summary, summary_body
+from ..tokens import TokenCounter
+from .db import SessionError
+
+SYSTEM_ORIGIN = -1  # the origin given to the system prompt in the strategy's view
+
+
+def to_message(body: Mapping[str, Any], where: str = "message") -> Message:
+    """An OpenAI Chat message dict as a ctxlab Message; a bad one raises naming ``where``."""
+    if not isinstance(body, Mapping):
+        raise SessionError(f"a message must be an OpenAI Chat message dict, got {type(body).__name__}", where=where,
+                           hint='For example {"role": "user", "content": "Hello"}')
+    try:
+        return read_openai([dict(body)], ReadContext())[0]
+    except CtxlabError as e:  # the reader names the field of its message 0; say which message it is
+        path = (e.where or "").partition("(")[2].rstrip(")").replace("$[0]", "$")
+        raise SessionError(e.problem, where=f"{where} ({path})" if path else where, hint=e.hint) from None
+
+
+def checked_body(body: Any, where: str) -> dict[str, Any]:
+    """The message dict to store: valid OpenAI Chat, and JSON (a copy, so later edits do not leak in)."""
+    to_message(body, where)
+    try:
+        return json.loads(json.dumps(body, ensure_ascii=False))
+    except (TypeError, ValueError) as e:
+        raise SessionError(f"the message is not JSON-serializable ({e})", where=where) from None
+
+
+def to_dict(m: Message) -> dict[str, Any]:
+    """A Message as an OpenAI Chat dict (what is sent)."""
+    return message_to_openai(m, 0, [])
+
+
+def _insert_message(entry: Mapping[str, Any]) -> Message:
+    body = entry["insert"]
+    if entry.get("summary"):
+        return Message("system", body.get("content") or "", extra=SUMMARY_EXTRA)
+    return to_message(body, "inserted message")
+
+
+def assemble(system_prompt: str, layout: Sequence[Mapping[str, Any]], bodies: Mapping[int, dict],
+             applied_through: int) -> list[dict[str, Any]]:
+    """The messages to send now: system prompt, the layout, then what arrived since."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    for entry in layout:
+        if "seq" in entry:
+            out.append(entry.get("body") or bodies[entry["seq"]])
+        else:
+            out.append(to_dict(_insert_message(entry)))
+    out += [bodies[s] for s in sorted(bodies) if s > applied_through]
+    return out
+
+
+def _view_input(system_prompt: str, layout: Sequence[Mapping[str, Any]], bodies: Mapping[int, dict],
+                applied_through: int) -> tuple[list[Message], list[int | None], set[int]]:
+    """What the strategy reads: messages, their origin (history seq; -1 system prompt; None inserted),
+    and the seqs sent changed."""
+    msgs: list[Message] = [Message("system", system_prompt)] if system_prompt else []
+    origin: list[int | None] = [SYSTEM_ORIGIN] if system_prompt else []
+    changed: set[int] = set()
+    for entry in layout:
+        if "seq" in entry:
+            seq = entry["seq"]
+            msgs.append(to_message(entry.get("body") or bodies[seq], f"message {seq}"))
+            origin.append(seq)
+            if entry.get("body"):
+                changed.add(seq)
+        else:
+            msgs.append(_insert_message(entry))
+            origin.append(None)
+    for s in sorted(bodies):
+        if s > applied_through:
+            msgs.append(to_message(bodies[s], f"message {s}"))
+            origin.append(s)
+    return msgs, origin, changed
+
+
+def _json_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    def plain(o: Any) -> Any:
+        if isinstance(o, (set, frozenset, tuple)):
+            return list(o)
+        return str(o)
+    return json.loads(json.dumps(dict(state), default=plain))
+
+
+@dataclass(frozen=True)
+class Application:
+    """One application of the strategy: the new layout and record fields, and what it did."""
+
+    plan: Plan
+    layout: list[dict[str, Any]]
+    active_ids: list[int]
+    summary: str
+    state: dict[str, Any]
+    summarized: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
+    cleared: list[int] = field(default_factory=list)
+
+    @property
+    def triggered(self) -> bool:
+        """Whether the strategy removed, summarized, cleared or truncated anything."""
+        return any(a != "keep" for a in self.plan.actions)
+
+    @property
+    def removed(self) -> int:
+        """History messages removed from the context (dropped or folded into the summary)."""
+        return len(self.summarized) + len(self.dropped)
+
+
+def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prompt: str,
+          layout: Sequence[Mapping[str, Any]], state: Mapping[str, Any], bodies: Mapping[int, dict],
+          applied_through: int) -> Application:
+    """Apply ``strategy`` to the current context (see the module docstring)."""
+    msgs, origin, changed = _view_input(system_prompt, layout, bodies, applied_through)
+    view = make_view(msgs, counter=counter, origin=origin, state=state)
+    plan = strategy.apply(view, budget)
+    new_layout: list[dict[str, Any]] = []
+    summary = ""
+    for m, k in zip(plan.messages, plan.origin):
+        seq = origin[k] if k is not None else None
+        if seq == SYSTEM_ORIGIN:
+            continue
+        if seq is None:
+            new_layout.append({"insert": to_dict(m), "summary": is_summary(m)})
+            if is_summary(m):
+                summary = summary_body(m)
+        elif m is msgs[k] and seq not in changed:
+            new_layout.append({"seq": seq})
+        else:
+            new_layout.append({"seq": seq, "body": to_dict(m)})
+    summary = str(plan.state.get("summary") or summary)
+    done: dict[str, list[int]] = {"summarize": [], "drop": [], "clear": []}
+    for a, seq in zip(plan.actions, origin):
+        if seq is not None and seq >= 0 and a != "keep":
+            done["clear" if a in ("clear", "truncate") else a].append(seq)
+    return Application(plan, new_layout, [e["seq"] for e in new_layout if "seq" in e], summary,
+                       _json_state(plan.state), done["summarize"], done["drop"], done["clear"])

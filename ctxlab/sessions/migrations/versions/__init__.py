@@ -1,0 +1,1 @@
+"""One module per schema revision (0001, 0002, ...)."""

@@ -1,0 +1,196 @@
+"""Agents: create and edit agent profiles (model, system prompt, tools) and their token overflow
+section: the strategy with a one-line explanation, its parameters, model presets that fill the
+context limit. A change affects new sessions only; "Update existing sessions" applies it to the
+agent's sessions too. Profiles live in the session store (``ctxlab.sessions``)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/agents.py`
+    sys.path.insert(0, str(ROOT))
+
+import ctxlab
+from appstate import SAMPLES_DIR, input_panel, md_escape, sample_names
+from ctxlab.errors import CtxlabError
+from ctxlab.sessions import Profile, SessionStore, default_url
+from ctxlab.sessions.db import redact
+from ctxlab.strategies import STRATEGIES
+from ui import strategy_picker
+
+NEW = "+ New agent"
+CLASSIC = [("GPT-3.5 (4K)", "gpt-3.5-turbo-4k"), ("GPT-4 (8K)", "gpt-4")]
+CURRENT = ("gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4o", "gpt-4o-mini", "o3", "claude-sonnet-4")
+PRESETS = {label: model for label, model in CLASSIC}
+PRESETS.update({f"{m} ({ctxlab.MODELS[m].context_window // 1000:,}K)": m for m in CURRENT if m in ctxlab.MODELS})
+NO_TOOLS = "none"
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def open_store(url: str) -> SessionStore:
+    """The session store at ``url``, opened (and migrated) once per process."""
+    return SessionStore(url)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def sample_tools(name: str) -> list[dict]:
+    """The OpenAI tool definitions a bundled sample offers."""
+    return list(ctxlab.export(ctxlab.load(SAMPLES_DIR / name), "openai").data.get("tools", []))
+
+
+def _tool_sources() -> list[str]:
+    return [NO_TOOLS, *(n for n in sample_names() if sample_tools(n))]
+
+
+def _widget_value(spec: dict, value) -> object:
+    """A parameter value as its ui.strategy_picker control holds it."""
+    if spec["type"].startswith("list["):
+        return ", ".join(map(str, value or []))
+    if spec["type"] == "int" and spec["default"] is None:
+        return "" if value is None else str(value)
+    if spec["type"] == "float":
+        return float(value)
+    return value
+
+
+def _load_profile(p: Profile) -> None:
+    """Put a profile's values into the form's widgets."""
+    ss = st.session_state
+    ss.agents_name, ss.agents_model, ss.agents_system = p.name, p.model, p.system_prompt
+    ss.agents_max_tokens = int(p.max_tokens or ctxlab.resolve_model(p.model).context_window)
+    ss.agents_reserve = float(p.overflow.get("reserve", 0.15))
+    steps = p.overflow.get("pipeline") or [{"strategy": p.overflow.get("strategy", "none"),
+                                            "params": p.overflow.get("params", {})}]
+    name = steps[0]["strategy"] if steps[0]["strategy"] in STRATEGIES else "none"
+    ss.agents_strategy = name
+    for spec in STRATEGIES[name].schema():
+        if spec["name"] in (steps[0].get("params") or {}):
+            ss[f"agents_{name}_{spec['name']}"] = _widget_value(spec, steps[0]["params"][spec["name"]])
+    names = {t.get("function", {}).get("name") for t in p.tools}
+    ss.agents_tools = next((n for n in _tool_sources()[1:]
+                            if {t["function"]["name"] for t in sample_tools(n)} == names), NO_TOOLS)
+
+
+def _on_pick() -> None:
+    pick = st.session_state.agents_pick
+    if pick == NEW:
+        for key in ("agents_name", "agents_system"):
+            st.session_state[key] = ""
+        return
+    try:
+        _load_profile(open_store(default_url()).profile(pick))
+    except CtxlabError as e:
+        st.session_state.agents_error = str(e)
+
+
+def _on_preset() -> None:
+    model = PRESETS.get(st.session_state.agents_preset)
+    if model:
+        st.session_state.agents_model = model
+        st.session_state.agents_max_tokens = int(ctxlab.resolve_model(model).context_window)
+
+
+# ---------------------------------------------------------------- page
+
+st.set_page_config(layout="wide")
+input_panel()  # the shared sidebar, as on every page (the Strategy Lab's input; an agent has its own model)
+st.sidebar.caption("The sidebar feeds the Strategy Lab. An agent's own model and limit are set on the Agents page.")
+st.title("Agents")
+st.write("An agent is a model, a system prompt, tools and a **token overflow** configuration: the context strategy "
+         "that runs at every user message of its sessions. Chat with an agent on the Chat page.")
+try:
+    store = open_store(default_url())
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
+st.caption(f"Session store: {md_escape(redact(store.url))} (schema {store.schema_version}; set CTXLAB_SESSIONS_URL "
+           "for a team's PostgreSQL)")
+
+profiles = {p.name: p for p in store.profiles()}
+st.session_state.setdefault("agents_pick", NEW)
+if (just_saved := st.session_state.pop("agents_pick_next", None)) is not None:
+    st.session_state.agents_pick = just_saved  # show the agent just saved (set before its selectbox is drawn)
+if st.session_state.agents_pick not in (NEW, *profiles):
+    st.session_state.agents_pick = NEW
+st.selectbox("Agent", [NEW, *profiles], key="agents_pick", on_change=_on_pick,
+             help="Pick an agent to edit it, or create a new one")
+if err := st.session_state.pop("agents_error", None):
+    st.error(md_escape(err))
+
+for key, default in (("agents_name", ""), ("agents_model", "gpt-4o"), ("agents_system", ""),
+                     ("agents_max_tokens", 128_000), ("agents_reserve", 0.15), ("agents_tools", NO_TOOLS)):
+    st.session_state.setdefault(key, default)
+
+left, right = st.columns([1, 1], gap="large")
+with left:
+    st.subheader("Agent")
+    st.text_input("Name", key="agents_name", max_chars=200)
+    st.text_area("System prompt", key="agents_system", height=160)
+    st.selectbox("Tools offered", _tool_sources(), key="agents_tools",
+                 format_func=lambda n: "no tools" if n == NO_TOOLS else f"the tools of {n}",
+                 help="The tool definitions sent with every request (they count in the budget)")
+with right:
+    st.subheader("Token overflow")
+    st.selectbox("Model preset", ["(choose to fill the limit)", *PRESETS], key="agents_preset", on_change=_on_preset,
+                 help="Fills the model and its context limit: the classic small windows, and current models")
+    st.selectbox("Agent model", list(ctxlab.MODELS), key="agents_model",
+                 help="Picks the tokenizer and the framing the context is counted with")
+    st.number_input("Agent context limit (tokens)", min_value=256, max_value=2_000_000, step=1000, key="agents_max_tokens")
+    st.slider("Agent response reserve", 0.0, 0.5, step=0.05, key="agents_reserve",
+              help="Share of the limit kept free for the model's reply")
+    with st.expander("What each strategy does"):
+        st.dataframe(pd.DataFrame([{"strategy": cls.title or n, "what it does": cls.summary}
+                                   for n, cls in STRATEGIES.items()]), hide_index=True, key="agents_strategy_table")
+    picked = profiles.get(st.session_state.agents_pick)
+    if picked is not None and picked.overflow.get("pipeline"):
+        st.info(md_escape(f"This agent runs the pipeline {picked.strategy}; saving here replaces it with one "
+                          "strategy."))
+    strategy = strategy_picker("agents", st, default="summarize")
+
+st.info("A change affects **new sessions only**: a session keeps the configuration it started with. "
+        "Use *Update existing sessions* to give this agent's sessions the saved configuration too.")
+b1, b2 = st.columns(2)
+if b1.button("Save agent", key="agents_save", type="primary", disabled=strategy is None):
+    ss = st.session_state
+    tools = [] if ss.agents_tools == NO_TOOLS else sample_tools(ss.agents_tools)
+    try:
+        saved = store.save_profile(ss.agents_name, model=ss.agents_model, max_tokens=int(ss.agents_max_tokens),
+                                   reserve=float(ss.agents_reserve), system_prompt=ss.agents_system,
+                                   strategy=strategy.name, params=strategy.params(), tools=tools)
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+    else:
+        ss.agents_saved = saved.name
+        ss.agents_pick_next = saved.name
+        st.rerun()
+if saved_name := st.session_state.pop("agents_saved", None):
+    st.success(md_escape(f"Saved {saved_name}. New sessions use this configuration."))
+
+current = st.session_state.agents_pick
+if current != NEW and b2.button("Update existing sessions", key="agents_update_existing",
+                                help="Give every session of this agent the saved token overflow configuration"):
+    try:
+        n = store.update_existing_sessions(current)
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+    else:
+        st.success(md_escape(f"{n} session(s) of {current} now use {profiles[current].strategy}; their history and "
+                             "running summary are kept."))
+
+if current != NEW:
+    st.subheader(f"Sessions of {current}")
+    totals = store.counters(current)
+    m = st.columns(5)
+    for col, (label, key) in zip(m, (("Sessions", "sessions"), ("Strategy runs", "times_applied"),
+                                     ("Times it acted", "times_triggered"), ("Tokens saved", "tokens_saved"),
+                                     ("Messages removed", "messages_removed"))):
+        col.metric(label, f"{totals[key]:,}")
+    rows = [i.to_dict() for i in store.sessions(current)]
+    if rows:
+        st.dataframe(pd.DataFrame(rows)[["id", "title", "messages", "strategy", "created_at", "updated_at"]],
+                     hide_index=True, key="agents_sessions_table")
+    else:
+        st.caption("No session yet: start one on the Chat page.")

@@ -1,0 +1,293 @@
+"""Chat: talk to an agent in a live session and watch its token overflow strategy work. Pick an
+agent, start or resume a session, send messages; replies come from the configured model, or
+offline from a scripted responder that replays a bundled conversation turn by turn (its tool
+calls answered from the recorded results, or typed by you). Beside the chat: what is sent this
+turn against the budget, the running summary, the compression history and the counters; "Open in
+Strategy Lab" loads the session's full history there."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/chat.py`
+    sys.path.insert(0, str(ROOT))
+
+import ctxlab
+from appstate import DEFAULT_SAMPLE, SAMPLES_DIR, input_panel, md_escape, open_in_lab, sample_names
+from ctxlab.errors import CtxlabError
+from ctxlab.exports.config import read_config
+from ctxlab.sessions import Session, SessionStore, default_url
+from ctxlab.sessions.db import redact
+from ctxlab.sessions.responder import (CannedTools, ModelResponder, ScriptedResponder, advance, model_configured,
+                                       pending_calls, run_turn)
+from ctxlab.strategies import Budget
+from ctxlab.tokens import CATEGORIES
+
+NEW = "new"
+SAMPLE_AGENT = "Kestrel support (sample)"
+RESULT_PREVIEW = 4_000
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def open_store(url: str) -> SessionStore:
+    """The session store at ``url``, opened (and migrated) once per process."""
+    return SessionStore(url)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def script_for(name: str) -> tuple[ScriptedResponder, CannedTools]:
+    """The scripted responder and canned tool results of a bundled conversation."""
+    conv = ctxlab.load(SAMPLES_DIR / name)
+    return ScriptedResponder(conv, label=name), CannedTools(conv)
+
+
+def _scripts() -> list[str]:
+    return [n for n in sample_names() if script_for(n)[0].turns]
+
+
+def _make_sample_agent(store: SessionStore) -> None:
+    data = ctxlab.export(ctxlab.load(SAMPLES_DIR / DEFAULT_SAMPLE), "openai").data
+    store.save_profile(SAMPLE_AGENT, model="gpt-4", max_tokens=8_192, system_prompt=data["messages"][0]["content"],
+                       strategy="summarize", tools=data.get("tools", []))
+    st.session_state.chat_profile = SAMPLE_AGENT
+
+
+def _session() -> Session | None:
+    """The session picked, or None (nothing picked, or it no longer exists)."""
+    sid = st.session_state.get("chat_session_pick")
+    if not sid or sid == NEW:
+        return None
+    try:
+        return open_store(default_url()).open_session(sid)
+    except CtxlabError:
+        return None
+
+
+def _responder():
+    if model_configured():
+        return ModelResponder()
+    return script_for(st.session_state.chat_script)[0]
+
+
+def _tools() -> CannedTools | None:
+    return None if st.session_state.get("chat_manual_tools") else script_for(st.session_state.chat_script)[1]
+
+
+def _turn(text: str) -> None:
+    """Run one turn from a callback (before the page draws, so the new messages show at once)."""
+    try:
+        session = _session()
+        if session is None:
+            return
+        result = run_turn(session, text, _responder(), _tools())
+        if result.stopped == "max_steps":
+            st.session_state.chat_error = "The agent made 12 model calls in this turn without answering; stopped."
+    except CtxlabError as e:
+        st.session_state.chat_error = str(e)
+
+
+def _send_typed() -> None:
+    text = st.session_state.get("chat_input") or ""
+    if text.strip():
+        _turn(text)
+
+
+def _send_scripted() -> None:
+    session = _session()
+    nxt = script_for(st.session_state.chat_script)[0].next_user_message(session.history()) if session else None
+    if nxt:
+        _turn(nxt)
+
+
+def _submit_tool_results(calls: list[dict]) -> None:
+    try:
+        session = _session()
+        for call in calls:
+            session.add({"role": "tool", "tool_call_id": call["id"],
+                         "content": st.session_state.get(f"chat_tool_{call['id']}", "")})
+        advance(session, _responder(), _tools())
+    except CtxlabError as e:
+        st.session_state.chat_error = str(e)
+
+
+def _start_session(profile: str) -> None:
+    try:
+        s = open_store(default_url()).start_session(profile, title=f"chat with {profile}")
+        st.session_state.chat_session_pick = s.id
+    except CtxlabError as e:
+        st.session_state.chat_error = str(e)
+
+
+def _open_in_lab() -> None:
+    session = _session()
+    if session is None:
+        return
+    budget = read_config(session.record().config).budget_kwargs()
+    open_in_lab(json.dumps(session.export(), ensure_ascii=False), f"session {session.id[:8]} of {session.profile}",
+                model=session.model, max_tokens=budget.get("max_tokens"), reserve=budget.get("reserve"))
+    st.session_state.chat_to_lab = True
+
+
+def _show(m: dict) -> None:
+    """One history message, as text only (never rendered as HTML or Markdown links)."""
+    role = m.get("role")
+    if role == "tool":
+        with st.chat_message("tool", avatar=":material/build:"):
+            text = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+            with st.expander(f"Result for {m.get('tool_call_id')} ({len(text):,} characters)"):
+                st.code(text[:RESULT_PREVIEW] + ("…" if len(text) > RESULT_PREVIEW else ""), language=None,
+                        wrap_lines=True)
+        return
+    with st.chat_message("user" if role == "user" else "assistant"):
+        content = m.get("content")
+        text = content if isinstance(content, str) else "\n".join(
+            p.get("text", "") for p in content or () if isinstance(p, dict))
+        if text:
+            st.markdown(md_escape(text))
+        for c in m.get("tool_calls") or ():
+            st.code(f"{c['function']['name']}({c['function'].get('arguments', '')})", language=None, wrap_lines=True)
+
+
+def _token_bar(by_category: dict[str, int], limit: int) -> go.Figure:
+    fig = go.Figure()
+    for cat in CATEGORIES:
+        if by_category.get(cat):
+            fig.add_bar(y=["sent"], x=[by_category[cat]], name=cat.replace("_", " "), orientation="h")
+    fig.add_vline(x=limit, line_dash="dash", annotation_text=f"budget {limit:,}")
+    fig.update_layout(barmode="stack", height=260, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="tokens",
+                      yaxis_visible=False, legend=dict(orientation="h", yanchor="top", y=-0.45))
+    return fig
+
+
+def _side(session: Session) -> None:
+    """What is sent this turn, the running summary, the compression history, the counters."""
+    record = session.record()
+    sent = session.context()
+    count = session.count(sent)
+    budget = Budget(**read_config(record.config).budget_kwargs())
+    st.caption(md_escape(f"This session runs {record.strategy} (copied from the agent when it started)."))
+    c1, c2 = st.columns(2)
+    c1.metric("Tokens sent", f"{count.total:,}", help="What the next model call receives")
+    c2.metric("Budget", f"{budget.prompt_limit:,}", help="The agent's context limit less its response reserve")
+    c1.metric("Messages sent", f"{len(sent):,}", help=f"of {len(session.history()):,} in the history, plus the "
+                                                       "system prompt")
+    st.plotly_chart(_token_bar(count.by_category, budget.prompt_limit), key="chat_token_bar")
+    if count.total > budget.prompt_limit:
+        st.caption("Over the budget: inside a turn the context grows as tool results arrive; the strategy runs at "
+                   "the next user message.")
+    st.subheader("Running summary")
+    if record.summary:
+        st.code(record.summary, language=None, wrap_lines=True)
+    else:
+        st.caption("No summary yet: the strategy has not folded anything.")
+    st.subheader("Compression history")
+    rows = [{"turn": c.turn, "acted": c.triggered, "tokens": f"{c.tokens_before:,} → {c.tokens_after:,}",
+             "messages": f"{c.messages_before} → {c.messages_after}", "summarized": len(c.summarized),
+             "dropped": len(c.dropped), "cleared": len(c.cleared)} for c in reversed(session.compressions())]
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="chat_history_table")
+    else:
+        st.caption("The strategy runs at every user message.")
+    st.subheader("Monitoring")
+    m1, m2 = st.columns(2)
+    m1.metric("Strategy runs", f"{record.times_applied:,}")
+    m2.metric("Times it acted", f"{record.times_triggered:,}")
+    m1.metric("Tokens saved", f"{record.tokens_saved:,}")
+    m2.metric("Messages removed", f"{record.messages_removed:,}")
+    st.button("Open in Strategy Lab", key="chat_open_lab", on_click=_open_in_lab,
+              help="Load this session's full history (and its model and budget) into the Strategy Lab")
+
+
+# ---------------------------------------------------------------- page
+
+st.set_page_config(layout="wide")
+input_panel()  # the shared sidebar, as on every page (the Strategy Lab's input; an agent has its own model)
+st.sidebar.caption("The sidebar feeds the Strategy Lab. An agent's own model and limit are set on the Agents page.")
+st.title("Chat")
+try:
+    store = open_store(default_url())
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
+
+if st.session_state.pop("chat_to_lab", False):
+    try:
+        st.switch_page("pages/strategy_lab.py")
+    except StreamlitAPIException:  # this page runs on its own (not through app.py): say where to go
+        st.success("The session is loaded in the Strategy Lab: open it from the navigation.")
+
+profiles = [p.name for p in store.profiles()]
+if not profiles:
+    st.info("No agent yet. Create one on the Agents page, or start with the sample agent: the Kestrel Cycles support "
+            "assistant with a running-summary strategy on an 8K window.")
+    st.button("Create the sample agent", key="chat_make_sample", on_click=_make_sample_agent, args=(store,))
+    st.stop()
+
+if st.session_state.get("chat_profile") not in profiles:
+    st.session_state.chat_profile = profiles[0]
+scripts = _scripts()
+if st.session_state.get("chat_script") not in scripts:
+    st.session_state.chat_script = DEFAULT_SAMPLE if DEFAULT_SAMPLE in scripts else scripts[0]
+
+top = st.columns([1, 2, 1])
+profile = top[0].selectbox("Agent", profiles, key="chat_profile")
+infos = {i.id: i for i in store.sessions(profile)}
+if st.session_state.get("chat_session_pick") not in (NEW, *infos):
+    st.session_state.chat_session_pick = NEW
+top[1].selectbox("Session", [NEW, *infos], key="chat_session_pick",
+                 # a label that never changes (the browser sends the label back: a count in it would break that)
+                 format_func=lambda i: "— start a new session —" if i == NEW else
+                 f"{infos[i].title or 'session'} · {i[:8]} · started {infos[i].created_at:%Y-%m-%d %H:%M}",
+                 help="Resume any session of this agent, also after a restart")
+top[2].button("Start a new session", key="chat_new", on_click=_start_session, args=(profile,))
+
+if model_configured():
+    try:
+        st.caption(md_escape(f"Replies come from {ModelResponder().label}."))
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+else:
+    st.caption("No model configured (OPENAI_BASE_URL or OPENAI_API_KEY): a scripted responder replays a bundled "
+               "conversation turn by turn, offline.")
+o1, o2 = st.columns(2)
+o1.selectbox("Script (and canned tool results)", scripts, key="chat_script",
+             help="The bundled conversation whose replies and tool results answer offline")
+o2.checkbox("Type tool results myself", key="chat_manual_tools",
+            help="Otherwise tool calls are answered from the script's recorded results")
+if err := st.session_state.pop("chat_error", None):
+    st.error(md_escape(err))
+
+session = _session()
+if session is None:
+    st.info(md_escape(f"Start a new session with {profile}, or pick one to resume."))
+    st.stop()
+
+chat, side = st.columns([3, 2], gap="large")
+with chat:
+    history = session.history()
+    if session.system_prompt:
+        with st.expander("System prompt"):
+            st.code(session.system_prompt, language=None, wrap_lines=True)
+    for m in history:
+        _show(m)
+    waiting = pending_calls(history)
+    if waiting:
+        st.warning("The agent is waiting for tool results: type them below.")
+        for call in waiting:
+            st.text_area(f"Result of {call['function']['name']} ({call['id']})", key=f"chat_tool_{call['id']}")
+        st.button("Send tool results", key="chat_submit_tools", on_click=_submit_tool_results, args=(waiting,))
+    else:
+        script = script_for(st.session_state.chat_script)[0]
+        nxt = script.next_user_message(history)
+        if nxt:
+            st.caption(md_escape(f"Next scripted message: {nxt[:300]}"))
+            st.button("Send the next scripted message", key="chat_send_scripted", on_click=_send_scripted)
+    st.chat_input("Message the agent", key="chat_input", on_submit=_send_typed, disabled=bool(waiting))
+with side:
+    _side(session)

@@ -1,0 +1,81 @@
+"""The Agents page in AppTest: create an agent with a preset and a summary strategy, load an agent
+back into the form, a change that leaves existing sessions alone until "Update existing sessions",
+and one clear error for a bad name. The store is a SQLite file in a temporary data directory."""
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from ctxlab.sessions import SessionStore
+from ctxlab.strategies import STRATEGIES
+
+from .helpers import open_page, set_widget
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv("CTXLAB_SESSIONS_URL", raising=False)
+    monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
+    st.cache_resource.clear()  # each test opens its own store
+    yield tmp_path
+    st.cache_resource.clear()
+
+
+def _store(data_dir) -> SessionStore:
+    return SessionStore(f"sqlite:///{data_dir / 'sessions.db'}")
+
+
+def test_create_an_agent_with_a_preset_and_a_summary_strategy(data_dir, monkeypatch):
+    at = open_page("agents.py", monkeypatch)
+    assert at.selectbox(key="agents_strategy").value == "summarize"
+    set_widget(at, "agents_name", "support")
+    at.text_area(key="agents_system").input("You help Kestrel Cycles' customers.").run()
+    set_widget(at, "agents_preset", "GPT-4 (8K)")
+    assert (at.session_state["agents_model"], at.session_state["agents_max_tokens"]) == ("gpt-4", 8192)
+    set_widget(at, "agents_summarize_trigger_messages", 12)
+    at.button(key="agents_save").click().run()
+    assert not at.exception and not at.error, at.error
+    assert "Saved support" in at.success[0].value
+    assert at.session_state["agents_pick"] == "support"
+    with _store(data_dir) as store:
+        p = store.profile("support")
+    assert (p.model, p.max_tokens, p.strategy, p.params["trigger_messages"]) == ("gpt-4", 8192, "summarize", 12)
+    assert p.system_prompt == "You help Kestrel Cycles' customers."
+
+
+def test_a_change_affects_new_sessions_until_update_existing(data_dir, monkeypatch):
+    with _store(data_dir) as store:
+        store.save_profile("support", model="gpt-4o", max_tokens=16_000, strategy="summarize",
+                           params={"trigger_messages": 30}, system_prompt="Be kind.")
+        old = store.start_session("support").id
+    at = open_page("agents.py", monkeypatch)
+    set_widget(at, "agents_pick", "support")
+    assert at.text_input(key="agents_name").value == "support"  # the form shows the saved agent
+    assert at.session_state["agents_summarize_trigger_messages"] == 30
+    assert at.number_input(key="agents_max_tokens").value == 16_000
+    assert any("new sessions only" in i.value for i in at.info)
+    set_widget(at, "agents_strategy", "sliding_window")
+    at.button(key="agents_save").click().run()
+    assert not at.exception and not at.error
+    with _store(data_dir) as store:
+        assert store.open_session(old).record().strategy == "summarize"  # the old session keeps its config
+        assert store.start_session("support").record().strategy == "sliding_window"
+    at.button(key="agents_update_existing").click().run()
+    assert "2 session(s) of support now use sliding_window" in at.success[0].value.replace("\\", "")
+    with _store(data_dir) as store:
+        assert store.open_session(old).record().strategy == "sliding_window"
+    assert {m.label: m.value for m in at.metric}["Sessions"] == "2"
+
+
+def test_a_bad_name_is_one_clear_error(data_dir, monkeypatch):
+    at = open_page("agents.py", monkeypatch)
+    at.button(key="agents_save").click().run()
+    assert not at.exception
+    assert "a profile needs a name" in at.error[0].value
+
+
+def test_every_strategy_is_explained(data_dir, monkeypatch):
+    at = open_page("agents.py", monkeypatch)
+    table = next(d.value for d in at.dataframe if "what it does" in d.value.columns)
+    assert len(table) == len(STRATEGIES) and table["what it does"].str.len().min() > 20
+    assert {"GPT-3.5 (4K)", "GPT-4 (8K)"} <= set(at.selectbox(key="agents_preset").options)
