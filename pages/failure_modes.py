@@ -392,7 +392,8 @@ codes = sorted({c for cs in rows["finding"] for c in cs})
 st.dataframe(rows, key="fm_table", hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 420),
              column_config={"#": count_column("#"),
                             "finding": st.column_config.MultiselectColumn(
-                                "finding", options=codes, width=text_width([*codes, "finding"]) + 40,
+                                "finding", options=codes, width=min(max([text_width(["finding"])] + [
+                                    sum(text_width([c]) for c in cs) for cs in rows["finding"]]), 480),
                                 color=[HIGHLIGHT if c == "selected" else "#F58518" for c in codes]),
                             "tokens": count_column("tokens"),
                             "content": st.column_config.TextColumn("content", width="large")})
