@@ -4,6 +4,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from tour import show_tour
+
 # Material icons ship with Streamlit's own font: emoji would show as empty boxes in a browser
 # without an emoji font (Debian's chromium).
 st.set_page_config(page_title="ctxlab", page_icon=":material/science:", layout="wide")
@@ -12,12 +14,15 @@ PAGES = [
     ("pages/compare.py", "Compare", ":material/compare_arrows:"),
     ("pages/tune.py", "Tune", ":material/tune:"),
     ("pages/answers.py", "Answers", ":material/question_answer:"),
+    ("pages/failure_modes.py", "Failure Modes", ":material/healing:"),
     ("pages/tool_retrieval.py", "Tool Retrieval", ":material/build:"),
     ("pages/token_counts.py", "Token counts", ":material/calculate:"),
     ("pages/agents.py", "Agents", ":material/smart_toy:"),
     ("pages/chat.py", "Chat", ":material/chat:"),
 ]
 here = Path(__file__).resolve().parent
+present = [p for p in PAGES if (here / p[0]).exists()]
 nav = st.navigation([st.Page(path, title=title, icon=icon, default=k == 0)
-                     for k, (path, title, icon) in enumerate(p for p in PAGES if (here / p[0]).exists())])
+                     for k, (path, title, icon) in enumerate(present)])
+show_tour([path for path, _, _ in present])  # a newcomer's three first stops, until dismissed
 nav.run()

@@ -90,7 +90,8 @@ def generated_text(**params: Any) -> str:
     """A generated conversation as JSON text (facts kept), so it flows like any other input."""
     conv = generate(**params)
     data = ctxlab.export(conv, "openai").data
-    return json.dumps({**data, "facts": list(conv.facts), "title": conv.metadata.get("title", "")})
+    return json.dumps({**data, "facts": list(conv.facts), "title": conv.metadata.get("title", ""),
+                       "planted": conv.metadata.get("planted", [])})  # loads back into metadata["planted"]
 
 
 @st.cache_resource(show_spinner="Counting tokens…", max_entries=16)
@@ -172,16 +173,27 @@ def _conversation_input() -> None:
         _generator_controls()
 
 
+PLANT_PREFIX = "plant_"
+"""Generator parameters that plant a context failure; the sidebar groups them under one expander."""
+
+
+def _gen_widget(box: Any, p: dict[str, Any]) -> Any:
+    key = f"gen_{p['name']}"
+    if "choices" in p:
+        return box.selectbox(p["name"], list(p["choices"]), key=key, help=p["help"])
+    return box.number_input(p["name"], min_value=p["min"], max_value=p["max"], step=1, key=key, help=p["help"])
+
+
 def _generator_controls() -> None:
     sb = st.sidebar
-    values = {}
-    for p in GEN_PARAMS:
-        key = f"gen_{p['name']}"
-        if "choices" in p:
-            values[p["name"]] = sb.selectbox(p["name"], list(p["choices"]), key=key, help=p["help"])
-        else:
-            values[p["name"]] = sb.number_input(p["name"], min_value=p["min"], max_value=p["max"], step=1, key=key,
-                                                help=p["help"])
+    values = {p["name"]: _gen_widget(sb, p) for p in GEN_PARAMS if not p["name"].startswith(PLANT_PREFIX)}
+    planting = [p for p in GEN_PARAMS if p["name"].startswith(PLANT_PREFIX)]
+    if planting:
+        box = sb.expander("Plant a failure", expanded=any(
+            st.session_state.get(f"gen_{p['name']}") != p["default"] for p in planting))
+        box.caption("Plant a context failure the Failure Modes page then finds (recorded in the conversation's "
+                    "metadata, \"planted\").")
+        values.update({p["name"]: _gen_widget(box, p) for p in planting})
     if sb.button("Generate", key="gen_go"):
         try:
             _try_use(generated_text(**values), f"generated {values['domain']} (seed {values['seed']})")

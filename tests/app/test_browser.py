@@ -28,7 +28,8 @@ expect.set_options(timeout=15_000)  # a rerun on a busy CI machine can take a fe
 # A text each page shows once it has run on the default sample (besides its title).
 KNOWN_TEXT = {"Strategy Lab": "Tokens after", "Compare": "Verdict", "Token counts": "Prompt tokens",
               "Answers": "No model configured.",
-              "Tune": "Run the sweep"}  # the app runs with no model here: the page says so and stops
+              "Tune": "Run the sweep",
+              "Failure Modes": "Mitigation"}  # the app runs with no model here: the page says so and stops
 
 
 def nav_pages() -> list[tuple[str, str]]:
@@ -175,6 +176,27 @@ def test_the_tune_page_runs_the_default_sweep_and_draws_the_pareto_front(page):
     legend = [t.text_content() for t in main.locator(".js-plotly-plot").first.locator(".legendtext").all()]
     assert legend[:2] == ["sliding_window", "tool_rounds"] and "recommended" in legend
     full_screenshot(page, ARTIFACTS / "tune_after_sweep.png")
+
+
+def test_the_tour_reopens_and_leads_to_a_lesson_whose_mitigation_applies(page):
+    tour = page.get_by_text("New here? Three places to look first:")
+    expect(tour).to_be_visible()
+    page.get_by_role("button", name="Dismiss").click()
+    settle(page)
+    expect(tour).to_have_count(0)
+    page.get_by_role("button", name="Show the tour").click()
+    settle(page)
+    expect(tour).to_be_visible()
+    page.locator('[data-testid="stMain"]').get_by_role("link", name="Failure Modes").click()
+    wait_for_heading(page, "Failure Modes")
+    page.locator('[data-testid="stRadio"]').get_by_text("Context clash", exact=True).click()
+    settle(page)
+    expect(page.locator('[data-testid="stMain"]').get_by_text("conflicting_values: HT-40812", exact=False)).to_be_visible()
+    page.get_by_role("button", name="Apply: Clear the older result, keep the newest 2").click()
+    settle(page)
+    assert metric(page, "Clash findings") == "0"
+    assert error_texts(page) == []
+    full_screenshot(page, ARTIFACTS / "failure_modes_clash_applied.png")
 
 
 def test_a_strategy_change_reruns_and_changes_the_numbers(page):

@@ -1,0 +1,419 @@
+"""Failure Modes: one lesson per way a context fails (poisoning, distraction, confusion, clash) and
+one per structural mitigation (quarantine, tool loadout). Each lesson explains the mode, shows a
+bundled conversation with the detector's findings highlighted on its message timeline, and applies
+a finding's mitigation with before and after; every lesson also runs on the sidebar's conversation."""
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/failure_modes.py`
+    sys.path.insert(0, str(ROOT))
+
+from appstate import input_panel, md_escape, parse, text_hash
+from ctxlab.conversation import Conversation, Message
+from ctxlab.diagnostics import (MODES, STRUCTURAL_LESSONS, Finding, Mitigation, MitigationResult, apply_mitigation,
+                                diagnose, summarize_findings)
+from ctxlab.errors import CtxlabError
+from ctxlab.fidelity import measure_replay, needed_facts
+from ctxlab.figures import CATEGORY_COLORS
+from ctxlab.strategies import Budget, get_strategy
+from ctxlab.tokens import TokenCounter
+from ui import count_column, text_width
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A lesson: its title, the failure mode whose findings it shows (None: every mode), its
+    explanation and its bundled conversation."""
+
+    title: str
+    mode: str | None
+    explanation: str
+    path: Path
+
+
+LESSONS: dict[str, Lesson] = {
+    **{name: Lesson(info.title, name, info.explanation, info.lesson) for name, info in MODES.items()},
+    "quarantine": Lesson(
+        "Context quarantine", None,
+        "One agent doing three unrelated jobs carries every job's tool results into every other job's model "
+        "call. Quarantine gives each independent task its own sub-agent with its own, smaller context: the "
+        "preamble, that task's turns and only the tools it uses. No single call has to hold everything, and a "
+        "mistake in one task cannot leak into another.", STRUCTURAL_LESSONS["quarantine"]),
+    "tool_loadout": Lesson(
+        "Tool loadout", "confusion",
+        "Past about 30 tools, models pick the wrong one more often, and every definition costs prompt tokens "
+        "on every call. A loadout sends only the few tools retrieved for the request in front of the model "
+        "(here: the top 5 from a Chroma index of the catalog), so the look-alikes and the irrelevant tools "
+        "never reach it.", STRUCTURAL_LESSONS["tool_loadout"]),
+}
+# (lesson name -> lesson, in the order the page offers them; a comment: a bare string here would show on the page)
+SOURCES = {"lesson": "The lesson's conversation", "mine": "My conversation (sidebar)"}
+SEVERITY_ORDER = ("error", "warning", "info")
+HIGHLIGHT = "#111111"  # the finding outline and badge: no role colour is this dark
+PREVIEW = 140
+
+
+# ---------------------------------------------------------------- engine calls, cached
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _lesson_text(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+@st.cache_resource(show_spinner="Diagnosing…", max_entries=16)
+def _findings(conv_key: str, model: str, _conv: Conversation) -> tuple[Finding, ...]:
+    """Every mode's findings on a conversation, once per conversation text and model."""
+    return tuple(diagnose(_conv, model=model))
+
+
+@st.cache_resource(show_spinner="Embedding the tools (first time for this catalog)…", max_entries=8)
+def _tool_index(tools_key: str, store: str, _tools: tuple) -> Any:
+    """A Chroma index of a catalog under the app's data dir, built once (the embeddings persist)."""
+    from ctxlab.tools import ToolCatalog, ToolIndex
+    index = ToolIndex(ToolCatalog.from_tools(_tools, name=f"lesson-{tools_key[:12]}"), "local")
+    if index.pending():
+        index.build()
+    return index
+
+
+def _tools_key(tools: Sequence[Any]) -> str:
+    return hashlib.sha256("\0".join(f"{t.name}\1{t.description}" for t in tools).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A mitigation's result, with the needed facts served before and after and how they were measured."""
+
+    result: MitigationResult
+    served_before: float | None
+    served_after: float | None
+    served_how: str
+
+
+def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> float | None:
+    """Share of the needed facts (ctxlab.fidelity.needed_facts of ``original``) that the context
+    holding each needing assistant message still has before it. ``parts`` are the contexts sent
+    (one, or one per sub-agent); a needing message no longer sent as it was is not counted."""
+    nf = needed_facts(original)
+    where = {id(m): i for i, m in enumerate(original.messages)}
+    facts = [[nf.facts_of(m, where.get(id(m))) for m in p] for p in parts]
+    served = counted = 0
+    for need in nf.needs:
+        wanted = original.messages[need.needed_by]
+        for k, part in enumerate(parts):
+            pos = next((i for i, m in enumerate(part) if m is wanted), None)
+            if pos is not None:
+                counted += 1
+                served += any(facts[k][i].has(need.fact, need.literal) for i in range(pos))
+                break
+    return served / counted if counted else None
+
+
+@st.cache_resource(show_spinner="Applying the mitigation…", max_entries=16)
+def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: int, reserve: float) -> Applied:
+    """Apply ``_m`` and measure needed facts served: a strategy through the turn-by-turn replay
+    (``measure_replay``, against ``none``); the other kinds change the context once, so each needing
+    message is checked against the context that would hold it (``_served_in``)."""
+    index = _tool_index(_tools_key(_conv.tools), str(_data_dir()), tuple(_conv.tools)) \
+        if _m.kind == "tool_retrieval" and _conv.tools else None
+    result = apply_mitigation(_conv, _m, model=model, context_limit=limit, index=index)
+    if _m.kind == "strategy":
+        budget = Budget(limit, reserve, TokenCounter(model).tools(_conv.tools))
+        strategy = get_strategy(_m.strategy or "", **dict(_m.params))
+        before = measure_replay(_conv, "none", budget, model=model).needed_recall
+        after = measure_replay(_conv, strategy, budget, model=model).needed_recall
+        return Applied(result, before, after, f"replayed turn by turn with {strategy.name}, against sending everything")
+    parts = result.subagents if _m.kind == "quarantine" else (result.after,)
+    return Applied(result, _served_in(_conv, [_conv.messages]),
+                   _served_in(_conv, [p.messages for p in parts if p is not None]),
+                   "checked in the context that holds each assistant message, before and after")
+
+
+def _data_dir() -> Path:
+    from ctxlab.tools import data_dir
+    return data_dir()
+
+
+# ---------------------------------------------------------------- figures and tables
+
+def _category(m: Message) -> str:
+    if m.role == "assistant":
+        return "tool_calls" if m.tool_calls else "assistant_text"
+    return {"tool": "tool_results"}.get(m.role, m.role if m.role in CATEGORY_COLORS else "user")
+
+
+def _preview(m: Message) -> str:
+    text = m.text or ", ".join(f"{c.name}({c.arguments})" for c in m.tool_calls)
+    return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
+
+
+def timeline_figure(conv: Conversation, tokens: Sequence[int], highlight: Sequence[int]) -> go.Figure:
+    """Tokens per message coloured by role, the finding's messages outlined and marked."""
+    marked = set(highlight)
+    fig = go.Figure(go.Bar(
+        x=list(range(len(tokens))), y=list(tokens),
+        marker=dict(color=[CATEGORY_COLORS[_category(m)] for m in conv.messages],
+                    line=dict(color=[HIGHLIGHT if i in marked else "rgba(0,0,0,0)" for i in range(len(tokens))],
+                              width=[3 if i in marked else 0 for i in range(len(tokens))])),
+        customdata=[[m.role, "finding" if i in marked else ""] for i, m in enumerate(conv.messages)],
+        hovertemplate="#%{x} %{customdata[0]}: %{y:,} tokens %{customdata[1]}<extra></extra>", showlegend=False))
+    top = max(tokens, default=1) or 1
+    if marked:
+        fig.add_trace(go.Scatter(x=sorted(marked), y=[tokens[i] + top * 0.06 for i in sorted(marked)], mode="markers",
+                                 marker=dict(symbol="triangle-down", size=12, color=HIGHLIGHT), name="finding",
+                                 hoverinfo="skip"))
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), title="Tokens per message (finding marked)",
+                      xaxis=dict(title="message", dtick=max(1, len(tokens) // 20)), yaxis=dict(title="tokens",
+                      range=[0, top * 1.15]), legend=dict(orientation="h", y=1.12, x=1, xanchor="right"))
+    return fig
+
+
+def timeline_table(conv: Conversation, tokens: Sequence[int], highlight: Sequence[int],
+                   findings: Sequence[Finding]) -> pd.DataFrame:
+    """One row per message; ``finding`` names the codes of the findings pointing at it, the
+    selected finding's first."""
+    codes: dict[int, list[str]] = {i: ["selected"] for i in highlight}
+    for f in findings:
+        for i in f.messages:
+            if f.code not in codes.setdefault(i, []):
+                codes[i].append(f.code)
+    return pd.DataFrame([{"#": i, "finding": codes.get(i, []), "role": m.role, "tokens": tokens[i],
+                          "content": _preview(m)} for i, m in enumerate(conv.messages)])
+
+
+def subagent_figure(shared: int, parts: Sequence[int], limit: int) -> go.Figure:
+    """The shared context against each sub-agent's context, one bar each, with the context limit."""
+    names = ["one shared context"] + [f"sub-agent {k + 1}" for k in range(len(parts))]
+    values = [shared, *parts]
+    fig = go.Figure(go.Bar(y=names, x=values, orientation="h", text=[f"{v:,}" for v in values], textposition="outside",
+                           marker_color=["#9D9D9D"] + ["#4C78A8"] * len(parts)))
+    end = max([*values, 1]) * 1.2
+    if limit <= end:
+        fig.add_vline(x=limit, line_dash="dash", annotation_text=f"limit {limit:,}")
+    fig.update_layout(height=80 + 40 * len(values), margin=dict(l=10, r=10, t=30, b=10),
+                      title="Tokens per model call", xaxis=dict(range=[0, end], title="tokens"),
+                      yaxis=dict(autorange="reversed"))
+    return fig
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def _finding_label(f: Finding) -> str:
+    where = (f"messages {', '.join(map(str, f.messages))}" if f.messages
+             else f"{len(f.tools)} tools" if f.tools else "the whole conversation")
+    return f"{f.severity}: {f.code} ({where})"
+
+
+MITIGATION_ORDER = ("prune", "strategy", "tool_retrieval", "quarantine")
+
+
+def _teaching_order(f: Finding) -> tuple:
+    """Findings a lesson shows first: the most severe, then those whose mitigation acts on the
+    context itself (prune, strategy) before the structural ones, then those that point at
+    messages (something to see on the timeline), then by first message."""
+    kind = f.mitigation.kind if f.mitigation else None
+    return (SEVERITY_ORDER.index(f.severity), MITIGATION_ORDER.index(kind) if kind else len(MITIGATION_ORDER),
+            not f.messages, f.messages[:1])
+
+
+# ---------------------------------------------------------------- page sections
+
+def after_origins(conv: Conversation, r: MitigationResult) -> list[int | None]:
+    """For each message of ``r.after``, its index in ``conv`` (None for an inserted summary), so
+    findings after a mitigation point at the same messages as before: a strategy's plan says it; a
+    prune keeps the other messages (the same objects) and blanks the named text messages in place."""
+    after = r.after.messages if r.after is not None else ()
+    if r.plan is not None:
+        return list(r.plan.origin)
+    if r.mitigation.kind == "prune":
+        present = {id(m) for m in after}
+        blanked = {i for i in r.mitigation.messages
+                   if 0 <= i < len(conv) and not conv.messages[i].tool_calls and conv.messages[i].role != "tool"}
+        kept = [i for i, m in enumerate(conv.messages) if id(m) in present or i in blanked]
+        if len(kept) == len(after):
+            return list(kept)
+    return list(range(len(after)))
+
+
+def findings_after(conv: Conversation, r: MitigationResult) -> list[Finding]:
+    """The findings after the mitigation, their message indexes those of ``conv`` (a quarantine's
+    already are)."""
+    if r.after is None:
+        return list(r.findings_after)
+    origin = after_origins(conv, r)
+    return [replace(f, messages=tuple(o for o in (origin[i] for i in f.messages if i < len(origin)) if o is not None))
+            for f in r.findings_after]
+
+
+def _identity(f: Finding) -> tuple:
+    """What makes two findings the same before and after (tools in any order: retrieval reorders them)."""
+    return f.code, f.messages, frozenset(f.tools)
+
+
+def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> None:
+    r = applied.result
+    in_mode = (lambda fs: [f for f in fs if f.mode == mode]) if mode else list
+    before, after = in_mode(r.findings_before), in_mode(findings_after(conv, r))
+    what = f"{mode} findings" if mode else "findings"
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Tokens" if r.after is not None else "Tokens (largest call)", f"{r.tokens_after:,}",
+              delta=f"{r.tokens_after - r.tokens_before:,}", delta_color="inverse", help=f"before: {r.tokens_before:,}")
+    c2.metric(what.capitalize(), f"{len(after)}", delta=f"{len(after) - len(before)}", delta_color="inverse",
+              help=f"before: {len(before)}")
+    c3.metric("Facts retained", _pct(r.facts_after), help=f"before: {_pct(r.facts_before)}; the conversation's "
+              "facts (ids, amounts) still present")
+    c4.metric("Needed facts served", _pct(applied.served_after),
+              help=f"before: {_pct(applied.served_before)}; {applied.served_how}")
+    after_ids = {_identity(f) for f in after}
+    gone = [f for f in before if _identity(f) not in after_ids]
+    st.caption(md_escape(f"Before: {r.tokens_before:,} tokens, {len(before)} {what}; after: {r.tokens_after:,} "
+                         f"tokens, {len(after)} {what}. Needed facts served: {_pct(applied.served_before)} before, "
+                         f"{_pct(applied.served_after)} after ({applied.served_how})."))
+    if gone:
+        st.success(md_escape("Gone after the mitigation: " + "; ".join(_finding_label(f) for f in gone)))
+    before_ids = {_identity(f) for f in before}
+    kept = [f for f in after if _identity(f) in before_ids]
+    if kept:
+        st.warning(md_escape("Still there: " + "; ".join(_finding_label(f) for f in kept)))
+    new = [f for f in after if _identity(f) not in before_ids]
+    for f in new:
+        st.caption(md_escape(f"New after the mitigation, {_finding_label(f)}: {f.evidence}"))
+    if r.subagents:
+        st.plotly_chart(subagent_figure(r.tokens_before, r.subagent_tokens, int(st.session_state.max_tokens)),
+                        key="fm_subagent_bars")
+        st.dataframe(pd.DataFrame([{"sub-agent": k + 1, "tokens": t,
+                                    "messages": ", ".join(map(str, p.metadata["subagent"]["source_messages"])),
+                                    "tools": ", ".join(x.name for x in p.tools)}
+                                   for k, (p, t) in enumerate(zip(r.subagents, r.subagent_tokens))]),
+                     key="fm_subagent_table", hide_index=True, width="stretch",
+                     column_config={"tokens": count_column("tokens")})
+    if r.tools_before != r.tools_after:
+        left, right = st.columns(2)
+        left.caption(f"Tools sent before ({len(r.tools_before)})")
+        left.dataframe(pd.DataFrame({"tool": list(r.tools_before)}), key="fm_tools_before", hide_index=True,
+                       height=240, width="stretch")
+        right.caption(f"Tools sent after ({len(r.tools_after)})")
+        right.dataframe(pd.DataFrame({"tool": list(r.tools_after)}), key="fm_tools_after", hide_index=True,
+                        width="stretch")
+    if r.after is not None and r.after.messages != conv.messages:
+        with st.expander("The conversation after the mitigation"):
+            counter = TokenCounter(st.session_state.model)
+            st.caption("# is the message's number in the conversation before (empty for an inserted summary)")
+            origin = after_origins(conv, r)
+            st.dataframe(pd.DataFrame([{"#": o, "role": m.role, "tokens": counter.message(m), "content": _preview(m)}
+                                       for o, m in zip(origin, r.after.messages)]).astype({"#": "Int64"}),
+                         key="fm_after_table", hide_index=True, width="stretch")
+
+
+def _mitigation_for(lesson: Lesson, name: str, conv: Conversation, finding: Finding | None) -> Mitigation | None:
+    """The selected finding's mitigation; the structural lessons offer theirs even without a finding."""
+    if name == "quarantine":
+        return Mitigation("quarantine", "Split into sub-agent contexts, one per independent task")
+    if finding is not None and finding.mitigation is not None:
+        return finding.mitigation
+    if name == "tool_loadout" and len(conv.tools) > 5:
+        return Mitigation("tool_retrieval", "Send only the tools retrieved for the query (top 5)", k=5)
+    return None
+
+
+# ---------------------------------------------------------------- page
+
+st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
+input_panel()
+st.title("Failure Modes")
+st.caption("Four ways a context fails, and two ways to structure an agent so it does not. Pick a lesson, look at "
+           "the marked messages, then apply the mitigation and compare before and after.")
+name = st.radio("Lesson", list(LESSONS), key="fm_lesson", horizontal=True, format_func=lambda n: LESSONS[n].title)
+lesson = LESSONS[name]
+source = st.radio("Run it on", list(SOURCES), key="fm_source", horizontal=True, format_func=SOURCES.get,
+                  help="The lesson's bundled conversation, or the conversation chosen in the sidebar (diagnose mine)")
+st.markdown(md_escape(lesson.explanation))
+
+model = st.session_state.model
+if source == "mine":
+    text = st.session_state.get("conversation_text")
+    label = st.session_state.get("conversation_label") or "your conversation"
+    if not text:
+        st.info("Pick a sample, paste, upload or generate a conversation in the sidebar.")
+        st.stop()
+else:
+    text, label = _lesson_text(str(lesson.path)), f"lesson {lesson.path.name}"
+try:
+    conv = parse(text)
+    counter = TokenCounter(model)
+    tokens = [counter.message(m) for m in conv.messages]
+    conv_key = text_hash(text)
+    all_findings = _findings(conv_key, model, conv)
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
+
+findings = sorted((f for f in all_findings if lesson.mode is None or f.mode == lesson.mode), key=_teaching_order)
+counts = summarize_findings(all_findings)
+st.subheader(f"What the detectors find in {label}")
+st.caption(md_escape(f"{len(conv):,} messages, {sum(tokens):,} tokens of messages, {len(conv.tools)} tools. "
+                     "Findings per mode: " + ", ".join(f"{m} {n}" for m, n in counts.items())))
+planted = conv.metadata.get("planted") or []
+if planted:
+    st.caption(md_escape("Planted by the generator: " + "; ".join(
+        f"{p.get('mode')} {p.get('code')} at messages {p.get('messages')}" for p in planted if isinstance(p, dict))))
+
+selected: Finding | None = None
+if findings:
+    options = [f"{k + 1}. {_finding_label(f)}" for k, f in enumerate(findings)]  # unique, numbered
+    if st.session_state.get("fm_finding") not in options:  # another lesson or conversation: its first finding
+        st.session_state.fm_finding = options[0]
+    selected = findings[options.index(st.selectbox("Finding", options, key="fm_finding"))]
+    # a finding is what the lesson is about, not a failure of the page: no red error box
+    (st.info if selected.severity == "info" else st.warning)(
+        f"**{selected.severity}**, " + md_escape(f"{selected.code}: {selected.evidence}"))
+    if selected.tools:
+        st.caption(md_escape("Tools involved: " + ", ".join(selected.tools[:12])
+                             + (f" and {len(selected.tools) - 12} more" if len(selected.tools) > 12 else "")))
+else:
+    what = f"no {lesson.mode} finding" if lesson.mode else "no finding"
+    st.success(md_escape(f"The detectors report {what} in {label}."))
+
+highlight = selected.messages if selected else ()
+st.plotly_chart(timeline_figure(conv, tokens, highlight), key="fm_timeline")
+rows = timeline_table(conv, tokens, highlight, findings)
+codes = sorted({c for cs in rows["finding"] for c in cs})
+st.dataframe(rows, key="fm_table", hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 420),
+             column_config={"#": count_column("#"),
+                            "finding": st.column_config.MultiselectColumn(
+                                "finding", options=codes, width=min(max([text_width(["finding"])] + [
+                                    sum(text_width([c]) for c in cs) for cs in rows["finding"]]), 480),
+                                color=[HIGHLIGHT if c == "selected" else "#F58518" for c in codes]),
+                            "tokens": count_column("tokens"),
+                            "content": st.column_config.TextColumn("content", width="large")})
+
+st.subheader("Mitigation")
+mitigation = _mitigation_for(lesson, name, conv, selected)
+if mitigation is None:
+    st.info("Nothing to mitigate here: pick another finding, or another lesson.")
+    st.stop()
+limit, reserve = int(st.session_state.max_tokens), float(st.session_state.reserve)
+apply_key = (source, name, conv_key, model, limit, reserve, repr(mitigation.to_dict()))
+if st.button(f"Apply: {mitigation.label}", key="fm_apply", type="primary"):
+    st.session_state.fm_applied = apply_key
+if st.session_state.get("fm_applied") == apply_key:
+    try:
+        applied = _apply(apply_key, conv, mitigation, model, limit, reserve)
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+        st.stop()
+    _before_after(applied, lesson.mode, conv)
+else:
+    st.caption("Applies the mitigation to this conversation and shows tokens, findings, facts retained and needed "
+               "facts served before and after.")
