@@ -42,13 +42,15 @@ def nav_pages() -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def app_url():
-    """The app served by `streamlit run` on a free local port; stopped whatever happens."""
+def app_url(tmp_path_factory):
+    """The app served by `streamlit run` on a free local port; stopped whatever happens. Its data
+    (session store, tool index) goes to a temporary directory, never the developer's home."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     port, log = free_port(), ARTIFACTS / "streamlit.log"
     with pytest.MonkeyPatch.context() as env:  # no developer's model: the Answers page shows its no-model state
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CTXLAB_LLM_MODEL"):
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CTXLAB_LLM_MODEL", "CTXLAB_SESSIONS_URL"):
             env.delenv(name, raising=False)
+        env.setenv("CTXLAB_DATA_DIR", str(tmp_path_factory.mktemp("ctxlab-data")))
         proc = start_app(ROOT, port, log)
     try:
         url = f"http://127.0.0.1:{port}"
