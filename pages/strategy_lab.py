@@ -267,7 +267,7 @@ def _fill_metrics(measures: ReplayMeasures | None) -> None:
               help="Share of the conversation's facts (ids, amounts, arguments) still in the result")
     if measures is None:
         where = "open the Replay tab" if n <= REPLAY_MEASURE_MAX else "press Measure in the Replay tab"
-        c6.metric("Needed facts served", "not measured",
+        c6.metric("Needed facts served", "pending",  # a short word: the metric column cuts longer ones
                   help=f"This conversation has {n:,} messages: {where} to run the replay and measure it.")
     else:
         recall = measures.needed_recall

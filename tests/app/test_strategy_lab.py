@@ -501,7 +501,7 @@ def test_a_long_conversation_is_measured_when_the_replay_tab_is_open(app):
     app.button(key="gen_go").click().run()
     assert not app.exception, app.exception
     assert metric(app, "Messages removed")  # the generated conversation is in use
-    assert metric(app, "Needed facts served") == "not measured"
+    assert metric(app, "Needed facts served") == "pending"
     _tab(app, "Replay turn by turn")
     assert metric(app, "Needed facts served").endswith("%")
 
@@ -511,7 +511,7 @@ def test_a_very_long_conversation_is_measured_on_a_button_press_in_the_replay_ta
     app.number_input(key="gen_turns").set_value(170).run()  # 1,021 messages: over the replay tab's automatic size
     app.button(key="gen_go").click().run()
     _tab(app, "Replay turn by turn")
-    assert metric(app, "Needed facts served") == "not measured"
+    assert metric(app, "Needed facts served") == "pending"
     assert not [m for m in app.metric if m.label == "Cost"]
     app.button(key="lab_measure").click().run()
     assert not app.exception, app.exception
