@@ -7,6 +7,7 @@ import streamlit as st
 
 from appstate import md_escape, persist
 from ctxlab.errors import CtxlabError
+from ctxlab.exports import config_json, config_yaml
 from ctxlab.compare import ACTION_WORDS
 from ctxlab.figures import ACTION_COLORS
 from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy
@@ -195,3 +196,16 @@ def summary_note(record: dict[str, Any]) -> str:
            f"in {record.get('latency_ms', 0):,.0f} ms" + (f", {record['attempts']} attempts" if record.get("attempts", 1) > 1 else ""))
     return (f"Summary written by {record.get('model', 'the model')} ({record.get('call', 'first')} call): "
             f"{n('prompt_tokens')} prompt tokens, {n('completion_tokens')} completion tokens, {how}.")
+
+
+def config_downloads(config: dict[str, Any], label: str, stem: str, key: str) -> None:
+    """JSON and YAML download buttons for a ctxlab config, side by side, and the YAML shown below:
+    ``label JSON`` / ``label YAML``, files ``stem.json`` / ``stem.yaml``, widget keys ``key_json`` /
+    ``key_yaml``."""
+    as_yaml = config_yaml(config)
+    d1, d2 = st.columns(2)
+    d1.download_button(f"{label} JSON", config_json(config), file_name=f"{stem}.json", mime="application/json",
+                       key=f"{key}_json")
+    d2.download_button(f"{label} YAML", as_yaml, file_name=f"{stem}.yaml", mime="application/yaml",
+                       key=f"{key}_yaml")
+    st.code(as_yaml, language="yaml")

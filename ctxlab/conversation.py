@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Any, Iterator, Literal, Mapping
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -135,6 +135,18 @@ class Conversation:
     def with_messages(self, messages: tuple[Message, ...] | list[Message]) -> "Conversation":
         """A copy with other messages and everything else kept."""
         return replace(self, messages=tuple(messages))
+
+
+def json_leaves(value: Any) -> Iterator[Any]:
+    """Every scalar inside a parsed JSON value (tool-call arguments), depth first, in order."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from json_leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from json_leaves(v)
+    else:
+        yield value
 
 
 def compact_json(value: Any) -> str:

@@ -25,9 +25,9 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
-from .conversation import Conversation, Message
+from .conversation import Conversation, Message, json_leaves
 from .segments import segment
 from .strategies.view import message_text
 
@@ -60,17 +60,6 @@ def extract_facts(text: str) -> set[str]:
     return out
 
 
-def _leaves(value: Any) -> Iterable[Any]:
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
-
-
 def argument_facts(m: Message) -> tuple[set[str], set[str]]:
     """The facts of a message's tool-call argument values: (normalized facts, literal strings).
     A value that holds identifiers, dates or amounts gives those; another short string value
@@ -82,7 +71,7 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError:
             continue
-        for v in _leaves(args):
+        for v in json_leaves(args):
             if isinstance(v, bool) or v is None:
                 continue
             if isinstance(v, (int, float)):

@@ -26,10 +26,11 @@ from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
 from ctxlab.figures_tune import cost_per_turn_figure
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
-from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config
+from ctxlab.snippets import python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_strategy
 from ctxlab.validate import Finding, validate
-from ui import TABLE_ACTIONS, action_column, count_column, strategy_picker, summary_note, text_width
+from ui import (TABLE_ACTIONS, action_column, config_downloads, count_column, strategy_picker, summary_note,
+                text_width)
 
 RULES = RULE_NAMES
 LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}
@@ -432,12 +433,7 @@ if tab_export.open:
                 col.caption(md_escape(note))
         config = strategy_config(strategy, budget, model)
         st.caption("The strategy and budget as a config (reads back with ctxlab.snippets.strategy_from_config):")
-        d1, d2 = st.columns(2)
-        d1.download_button("Config JSON", config_json(config), file_name="strategy.json", mime="application/json",
-                           key="lab_dl_config_json")
-        d2.download_button("Config YAML", config_yaml(config), file_name="strategy.yaml", mime="application/yaml",
-                           key="lab_dl_config_yaml")
-        st.code(config_yaml(config), language="yaml")
+        config_downloads(config, "Config", "strategy", "lab_dl_config")
         if pins:
             st.caption("Pins belong to this conversation and are not part of the config.")
         snippet = python_snippet(config)

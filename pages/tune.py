@@ -20,13 +20,14 @@ import ctxlab
 from appstate import (SAMPLES_DIR, current_conversation, input_panel, load_point_into_lab, md_escape, persist,
                       price_panel, sample_names, text_hash)
 from ctxlab.errors import CtxlabError
-from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml, export_native, make_config
+from ctxlab.exports import TARGETS, NoNativeFormError, export_native, make_config
 from ctxlab.figures_tune import pareto_figure, points_table, sensitivity_figure
 from ctxlab.formats import load_all
 from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, Grid, SweepResult, run_sweep
 from ctxlab.tokens import TokenCounter
+from ui import config_downloads
 
 SETS = {"samples": "Bundled samples", "upload": "Upload files", "folder": "Upload a folder",
         "current": "The sidebar's conversation"}
@@ -232,12 +233,7 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
     config = make_config(strategy, budget, st.session_state.model)
     st.caption(f"tools_tokens is {tools_tokens:,}: the tool definitions of the first conversation of the set; set it "
                "to your agent's.")
-    d1, d2 = st.columns(2)
-    d1.download_button("ctxlab config JSON", config_json(config), file_name="tuned.json", mime="application/json",
-                       key="tune_dl_json")
-    d2.download_button("ctxlab config YAML", config_yaml(config), file_name="tuned.yaml", mime="application/yaml",
-                       key="tune_dl_yaml")
-    st.code(config_yaml(config), language="yaml")
+    config_downloads(config, "ctxlab config", "tuned", "tune_dl")
     for target in TARGETS:
         try:
             native = export_native(config, target)

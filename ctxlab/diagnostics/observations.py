@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..conversation import Conversation, Message, ToolCall
+from ..conversation import Conversation, Message, ToolCall, json_leaves
 
 READ_VERBS = ("get", "list", "search", "find", "fetch", "read", "lookup", "look", "query", "describe", "track",
               "check", "calculate", "think", "valid", "validate", "show", "view", "count", "retrieve", "browse",
@@ -138,17 +138,6 @@ class Observations:
     call_of_result: dict[int, CallInfo] = field(default_factory=dict)
 
 
-def _argument_strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _argument_strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _argument_strings(v)
-
-
 def argument_identifiers(call: ToolCall) -> list[str]:
     """Identifier-shaped tokens in a call's argument values (whole values and tokens inside
     free text such as SQL), in order, without repeats."""
@@ -157,7 +146,7 @@ def argument_identifiers(call: ToolCall) -> list[str]:
     except ValueError:
         return []
     out: dict[str, None] = {}
-    for s in _argument_strings(args):
+    for s in (v for v in json_leaves(args) if isinstance(v, str)):
         for t in ([s] if is_identifier(s) else identifiers_in(s)):
             out.setdefault(t)
     return list(out)

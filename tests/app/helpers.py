@@ -10,10 +10,13 @@ from ..conftest import ROOT
 WIDGET_KINDS = ("slider", "checkbox", "multiselect", "radio", "number_input", "selectbox", "text_input")
 
 
-def open_page(page: str, monkeypatch, timeout: int = 60) -> AppTest:
-    """Run ``pages/<page>`` from the repository root, once, and check it raised nothing."""
+def open_page(page: str, monkeypatch, timeout: int = 60, state: dict[str, Any] | None = None) -> AppTest:
+    """Run ``pages/<page>`` from the repository root, once (with ``state`` in its session state
+    first), and check it raised nothing."""
     monkeypatch.chdir(ROOT)
     at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=timeout)
+    for k, v in (state or {}).items():
+        at.session_state[k] = v
     at.run()
     assert not at.exception, at.exception
     return at

@@ -11,6 +11,7 @@ import ctxlab
 from ctxlab.probes import generate_probes
 
 from ..conftest import ROOT, SAMPLES
+from .helpers import open_page
 from ..openai_fake import FakeOpenAI, chat_prompt_text
 
 QUESTION = "What refund amount did we agree on?"
@@ -25,16 +26,9 @@ def api():
 
 def answers_page(monkeypatch, api: FakeOpenAI | None = None, **state) -> AppTest:
     """The Answers page, pointed at ``api`` through the sidebar's settings panel (not the environment)."""
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / "answers.py"), default_timeout=60)
-    if api is not None:
-        at.session_state["llm_base_url"] = api.base_url
-        at.session_state["llm_model"] = "fake-model"
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    if api is not None:  # the sidebar's settings panel, not the environment
+        state = {"llm_base_url": api.base_url, "llm_model": "fake-model", **state}
+    return open_page("answers.py", monkeypatch, state=state)
 
 
 def ask(at: AppTest, question: str = QUESTION) -> None:

@@ -9,13 +9,12 @@ import json
 import logging
 
 import pytest
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from ctxlab.strategies.llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT, LLMSummarizer, SummaryCache
 from ctxlab.strategies.summarize import SUMMARIZERS
 
-from ..conftest import ROOT
+from .helpers import open_page
 from ..openai_fake import FakeOpenAI
 
 PLANTED = "sk-ctxlab-APPTEST-PLANTED-7d2e91c4a0b5"
@@ -29,31 +28,10 @@ def api():
         yield server
 
 
-@pytest.fixture
-def downloads(monkeypatch) -> dict[str, bytes]:
-    """What every st.download_button would hand the browser, by file name."""
-    got: dict[str, bytes] = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def record(self, data, mimetype, kind, filename=None):
-        got[filename] = data if isinstance(data, bytes) else str(data).encode()
-        return original(self, data, mimetype, kind, filename)
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
-    return got
-
-
 def page(name: str, monkeypatch, api: FakeOpenAI | None = None, **state) -> AppTest:
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / name), default_timeout=60)
-    if api is not None:
-        at.session_state["llm_base_url"] = api.base_url
-        at.session_state["llm_model"] = "fake-model"
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    if api is not None:  # the sidebar's settings panel, not the environment
+        state = {"llm_base_url": api.base_url, "llm_model": "fake-model", **state}
+    return open_page(name, monkeypatch, state=state)
 
 
 def rendered(at: AppTest) -> str:

@@ -7,7 +7,6 @@ import json
 
 import pytest
 import yaml
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 import ctxlab
@@ -22,20 +21,6 @@ from .helpers import column_config, metric, open_page, open_page_without_convers
 PAGE = str(ROOT / "pages" / "strategy_lab.py")
 SAMPLE = SAMPLES / "ecommerce_refund.json"
 LIMIT, RESERVE, MODEL = 16_000, 0.15, "gpt-4o"
-
-
-@pytest.fixture
-def downloads(monkeypatch) -> dict[str, bytes]:
-    """What every st.download_button would hand the browser, by file name."""
-    got: dict[str, bytes] = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def record(self, data, mimetype, kind, filename=None):
-        got[filename] = data
-        return original(self, data, mimetype, kind, filename)
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
-    return got
 
 
 

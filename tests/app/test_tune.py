@@ -8,7 +8,6 @@ import json
 
 import pytest
 import yaml
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 import ctxlab
@@ -21,20 +20,6 @@ from .helpers import metric, open_page
 
 DEFAULT_GRID = {"sliding_window": {"buffer_ratio": [0.1, 0.3, 0.5]}, "tool_rounds": {"keep_rounds": [0, 1, 2]}}
 DEFAULT_BUDGETS = [3000, 6000]
-
-
-@pytest.fixture
-def downloads(monkeypatch) -> dict[str, bytes]:
-    """What every st.download_button would hand the browser, by file name."""
-    got: dict[str, bytes] = {}
-    original = MemoryMediaFileStorage.load_and_get_id
-
-    def record(self, data, mimetype, kind, filename=None):
-        got[filename] = data
-        return original(self, data, mimetype, kind, filename)
-
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", record)
-    return got
 
 
 @pytest.fixture(scope="module")
