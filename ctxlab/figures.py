@@ -263,6 +263,32 @@ def call_heatmap(replay: Any) -> go.Figure:
     return fig
 
 
+def prompt_per_call(replays: Mapping[str, Any], limit: int) -> go.Figure:
+    """Prompt tokens of every model call, one line per replay (label -> ``ctxlab.replay.Replay``),
+    the prompt limit as a dashed line, and each call over it marked with a red dot."""
+    fig = go.Figure()
+    colors = ("#4C78A8", "#F58518", "#54A24B", "#B279A2")
+    n = 0
+    for k, (label, rp) in enumerate(replays.items()):
+        xs = [c.number for c in rp.calls]
+        n = max(n, len(xs))
+        fig.add_scatter(x=xs, y=[c.tokens_after for c in rp.calls], mode="lines", name=label,
+                        line=dict(color=colors[k % len(colors)], width=2),
+                        hovertemplate=f"{label}<br>call %{{x}}: %{{y:,}} tokens<extra></extra>")
+        over = [c for c in rp.calls if c.over_limit]
+        if over:
+            fig.add_scatter(x=[c.number for c in over], y=[c.tokens_after for c in over], mode="markers",
+                            marker=dict(color="#D62728", size=6), name=f"{label}: over the limit", showlegend=True,
+                            hovertemplate=f"{label}<br>call %{{x}}: %{{y:,}} tokens, over the limit<extra></extra>")
+    fig.add_hline(y=limit, line_dash="dash", line_color=TEXT_COLOR,
+                  annotation_text=f"limit {limit:,}", annotation_position="top left")
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=90), legend=_LEGEND_BELOW,
+                      xaxis=dict(title="model call", tickmode="linear", tick0=0, dtick=int_dtick(max(n, 1)),
+                                 tickformat=",d"),
+                      yaxis=dict(title="prompt tokens", rangemode="nonnegative", tickformat="~s"))
+    return fig
+
+
 def _codes(matrix: Sequence[Sequence[str]], removed_at: Sequence[int | None] | None) -> np.ndarray:
     index = {a: k for k, a in enumerate(_HEATMAP_ORDER)}
     removed = index["removed"]
