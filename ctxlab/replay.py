@@ -85,8 +85,9 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Compression:
-    """One application of the strategy, before call ``call``: did it change anything, the whole
-    prompt before and after, and how many original messages it removed."""
+    """One application of the strategy that made a plan (not one below its trigger), before call
+    ``call``: did it change anything, the whole prompt before and after, and how many original
+    messages it removed."""
 
     call: int
     triggered: bool
@@ -246,15 +247,18 @@ class Replay:
     @property
     def last_plan(self) -> Plan | None:
         """The plan of the strategy's last application (None when it never ran)."""
-        applied = [c.number for c in self.calls if c.applied]
-        return self.plan_at(applied[-1]) if applied else None
+        for c in reversed(self.calls):
+            if c.applied and (plan := self.plan_at(c.number)) is not None:
+                return plan
+        return None
 
     def context_at(self, c: int) -> tuple[Message, ...]:
         """The messages the model saw at call ``c``."""
         return self.prompt(c).messages
 
     def plan_at(self, c: int) -> Plan | None:
-        """The plan made before call ``c`` (None when the strategy did not run before it)."""
+        """The plan made before call ``c`` (None when the strategy did not run before it, or ran
+        below its trigger: ``Strategy.quick_idle`` said it would keep everything)."""
         return self.prompt(c).plan
 
     def origins_at(self, c: int) -> tuple[int | None, ...]:
@@ -352,6 +356,7 @@ class _Walk:
         view: View | None = None
         upto = 0
         prev_msgs: tuple[Message, ...] | None = None
+        prev_total = 0
         user_since = True  # a run starts a turn, even before its first user message
         for c, point in enumerate(call_points(messages)):
             new = messages[upto:point]
@@ -371,7 +376,10 @@ class _Walk:
             inputs = view.origin
             removed = 0
             triggered = False
-            if apply and len(view):
+            quick = apply and len(view) and self.strategy.quick_idle(view, self.budget)
+            if quick:  # below its trigger: it would keep everything, so no plan is made
+                user_since = False
+            if apply and len(view) and not quick:
                 plan = self.strategy.apply(view, self.budget)
                 user_since = False
                 triggered = plan.idle is None
@@ -393,8 +401,8 @@ class _Walk:
             if triggered or prev_msgs is None:
                 shared, extends = _shared(prev_msgs, view.messages, view.tokens)
             else:  # nothing changed: the previous prompt is a prefix of this one
-                shared, extends = sum(view.tokens[:len(prev_msgs)]), True
-            call = Call(c, point, self.turn_of(point), plan is not None, triggered, before, after,
+                shared, extends = prev_total, True
+            call = Call(c, point, self.turn_of(point), bool(apply and len(view)), triggered, before, after,
                         after > self.budget.prompt_limit, len(view), removed, shared, extends,
                         point == n)
             calls.append(call)
@@ -408,7 +416,7 @@ class _Walk:
                     kept_entries += len(view)
             if stop == c:
                 return calls, records, prompts, prompt, arrived, removed_at, events
-            prev_msgs = view.messages
+            prev_msgs, prev_total = view.messages, view.total
         return calls, records, prompts, None, arrived, removed_at, events
 
 

@@ -178,6 +178,9 @@ def test_the_running_summary_is_carried_and_only_grows(long_conv, monkeypatch):
     texts = []
     for c in r.calls:
         plan = r.plan_at(c.number)
+        if plan is None:  # below the trigger: no plan, the state as it was
+            assert not c.triggered
+            continue
         now = tuple(plan.state.get("summarized", ()))
         assert set(summarized) <= set(now)
         assert all(r.cell(c.number, i) == "summarize" for i in now)
@@ -193,7 +196,8 @@ def test_the_running_summary_is_carried_and_only_grows(long_conv, monkeypatch):
 def test_history_keeps_the_last_ten_applications_and_totals_cover_all(long_conv):
     r = replay(long_conv, "sliding_window", Budget(8_000))
     assert len(r.history) == HISTORY_LIMIT
-    assert [h.call for h in r.history] == [c.number for c in r.calls if c.applied][-HISTORY_LIMIT:]
+    planned = [c.number for c in r.calls if r.plan_at(c.number) is not None]  # not below its trigger
+    assert [h.call for h in r.history] == planned[-HISTORY_LIMIT:]
     for h in r.history:
         plan, call = r.plan_at(h.call), r.calls[h.call]
         assert (h.tokens_before, h.tokens_after) == (call.tokens_before, call.tokens_after)
@@ -256,3 +260,22 @@ def test_bad_pins_name_the_index():
 def test_bad_apply_at_names_the_choices():
     with pytest.raises(CtxlabError, match="every_call, turn_start"):
         replay([system(), user()], "none", Budget(4_000), apply_at="never")
+
+
+@pytest.mark.parametrize("name, params", [("none", {}), ("sliding_window", {}), ("summarize", {}),
+                                          ("clear_tool_results", {"trigger_tokens": 5_000}),
+                                          ("turn_safe", {"last_n": 40}), ("key_messages", {"recent": 40})])
+def test_quick_idle_is_only_claimed_when_the_plan_keeps_everything(long_conv, name, params):
+    """A replay skips the plan where ``quick_idle`` says the strategy keeps everything: it must be
+    right every time it says so, and the prompts are those of planning every call."""
+    from ctxlab.strategies import make_view
+    strategy = get_strategy(name, **params)
+    budget = Budget(12_000)
+    claimed = 0
+    for k in range(2, len(long_conv) + 1, 3):
+        view = make_view(long_conv.messages[:k])
+        if strategy.quick_idle(view, budget):
+            claimed += 1
+            plan = strategy.apply(view, budget)
+            assert plan.idle is not None and plan.messages == view.messages, (name, k)
+    assert claimed, f"{name} never claimed idle on the growing conversation"

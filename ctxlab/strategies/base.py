@@ -109,6 +109,12 @@ class Strategy:
         """Decide, for every message of ``view``, what to do under ``budget``."""
         raise NotImplementedError
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """True only when ``apply`` would keep every message as it is and leave the state as it is,
+        known in constant time from the view's totals (a replay skips the plan then: below a trigger,
+        a window that holds everything). False means "apply to find out"."""
+        return False
+
     def params(self) -> dict[str, Any]:
         """The resolved parameters (``apply_at`` last)."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
@@ -176,6 +182,10 @@ class Pipeline(Strategy):
     def params(self) -> dict[str, Any]:
         """Each step's name and parameters, and where the pipeline runs."""
         return {"steps": [{"strategy": s.name, "params": s.params()} for s in self.steps], "apply_at": self.apply_at}
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """Every step would keep everything."""
+        return all(s.quick_idle(view, budget) for s in self.steps)
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Apply each step to the previous step's result; decisions map back to the input."""

@@ -263,7 +263,8 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
             stats: Mapping[str, Any] | None, state: Mapping[str, Any] | None,
             idle: "str | Callable[[], str] | None") -> Plan:
     """The Plan, from the output's tokens, its tokens per category and the facts it holds."""
-    merged = merge_lone_users(view, messages, origin, out_tokens, sums, reasons)
+    merged = (merge_lone_users(view, messages, origin, out_tokens, sums, reasons)
+              if "drop" in actions or "summarize" in actions else None)  # only a removal leaves users alone
     notes: tuple[str, ...] = ()
     if merged is not None:
         messages, origin, out_tokens, sums, reasons, note, extra = merged

@@ -227,6 +227,10 @@ class KeyMessages(Strategy):
         window = budget_window(budget)
         return {"recent": window, "max_key": window}
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """The conversation has no more than ``recent`` messages."""
+        return len(view) <= self.recent
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep the window, then older key messages newest first up to the cap."""
         n = len(view)
@@ -438,6 +442,13 @@ class ClearToolResults(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Clear old tool results (and their calls' arguments) when the trigger is passed."""
+        return self._apply(view, budget)
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """Its messages are not over the trigger."""
+        return bool(self.trigger_tokens) and view.total <= self.trigger_tokens
+
+    def _apply(self, view: View, budget: Budget) -> Plan:
         n, total = len(view), view.total
         actions = ["keep"] * n
         stats: dict[str, Any] = {"triggered": False, "results_cleared": 0, "inputs_cleared": 0, "tokens_cleared": 0}

@@ -147,6 +147,10 @@ class Summarize(Strategy):
         window = budget_window(budget)
         return {"trigger_messages": 2 * window, "keep_recent": window}
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """Below both triggers (messages and tokens), with the state it left (kept as it is)."""
+        return len(view) <= self.trigger_messages and view.total <= int(budget.available * self.trigger_ratio)
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Below the trigger keep everything; above it fold the oldest turns into the summary."""
         n, total = len(view), view.total

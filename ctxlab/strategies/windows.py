@@ -65,6 +65,10 @@ class NoStrategy(Strategy):
     title: ClassVar[str] = "None (send everything)"
     summary: ClassVar[str] = "Sends every message as is; warns when that is over budget."
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """Always: it sends everything."""
+        return True
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep every message."""
         n = len(view)
@@ -84,6 +88,14 @@ class SlidingWindow(Strategy):
                               "count as one); older ones are dropped.")
     max_tokens: int | None = param(None, type="int", min=1, help="Window size in tokens; empty = what the budget leaves for messages.")
     buffer_ratio: float = param(0.1, min=0.0, max=0.9, help="Share of the window left free as a safety margin.")
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """The whole conversation fits the window and nothing but system messages precedes its first user message."""
+        limit = min(self.max_tokens or budget.available, budget.available)
+        if view.total > int(limit * (1 - self.buffer_ratio)):
+            return False
+        start, end = view.seg.preamble
+        return view.newest_user() is None or all(view.roles[i] == "system" for i in range(start, end))
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Fill the window from the newest group backwards; stop at the first that does not fit."""
@@ -145,6 +157,10 @@ class TurnSafe(Strategy):
     def budget_scaled(cls, budget: Budget) -> dict:
         """``last_n``: half the budget's message room, in messages of 1,000 tokens."""
         return {"last_n": budget_window(budget)}
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """The conversation has no more than ``last_n`` messages."""
+        return len(view) <= self.last_n
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Window of the last ``last_n`` messages, widened to a turn start."""
