@@ -186,3 +186,13 @@ def test_the_tune_figures_show_every_point_the_front_and_the_pick():
     bars = cost_per_turn_figure(m.cost, m.cost_none)
     assert [t.name for t in bars.data] == ["cached", "cache write", "uncached", "none: prompt tokens"]
     assert sum(bars.data[0].y) + sum(bars.data[2].y) == m.cost.input_tokens
+
+
+def test_generated_conversations_sweep_on_worker_processes():
+    """Generated messages hold read-only mappings; they must travel to worker processes."""
+    from ctxlab.generate import generate
+    runs = [generate("sql", turns=3, rounds_per_turn=2, seed=k, shape="agent_run") for k in range(2)]
+    grid = Grid.parse(["tool_rounds"])
+    one = run_sweep(runs, grid, [4000], workers=1)
+    two = run_sweep(runs, grid, [4000], workers=2, chunk_size=1)
+    assert without_timing(one.points) == without_timing(two.points)
