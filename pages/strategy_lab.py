@@ -184,9 +184,9 @@ def _where_it_runs(keys: tuple, price: Price | None) -> None:
                       variant, budget, model, price)
         r = m.replay
         rows.append({"runs": APPLY_AT_WORDS[where], "calls over the limit": f"{r.calls_over_limit:,} of {len(r.calls):,}",
-                     "largest prompt": r.worst.tokens_after if r.worst else 0,
-                     "times it ran": r.applications, "needed facts served": m.needed_recall,
-                     "input tokens, all calls": m.cost.input_tokens, "cost": m.cost.cost_usd})
+                     "needed facts served": m.needed_recall, "cost": m.cost.cost_usd,
+                     "input tokens, all calls": m.cost.input_tokens,
+                     "largest prompt": r.worst.tokens_after if r.worst else 0, "times it ran": r.applications})
     st.markdown("**Where the strategy runs**: the same trace with the strategy before every model call and only "
                 "when a user message arrives.")
     st.dataframe(rows, key="lab_where_table", hide_index=True, width="stretch",
