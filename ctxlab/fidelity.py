@@ -34,14 +34,27 @@ from .segments import segment
 from .strategies.view import message_text
 
 _FACT = re.compile(
-    r"(?P<date>\b\d{4}-\d{2}-\d{2}\b)"
+    r"(?P<path>(?<![\w./@:-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b)"
+    r"|(?P<date>\b\d{4}-\d{2}-\d{2}\b)"
     r"|(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)"
     r"|(?P<id>\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]*[A-Za-z0-9]\b)"
     r"|(?P<code>\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,24}\b)"
     r"|(?P<money>\$\s?\d[\d,]*(?:\.\d+)?)"
     r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,])\d{3,}(?![\w,]))")
 _LITERAL_MAX = 60
-
+CODE_KEYS = frozenset({"old_string", "new_string", "old_str", "new_str", "content", "file_text", "patch", "diff",
+                       "code", "insert_text", "text"})
+"""Tool-call arguments that carry code or file text (an edit's old and new text, a file written):
+their identifiers are not facts the call took from earlier; an edit's old text is checked whole."""
+EDIT_KEYS = ("old_string", "old_str")
+"""The argument holding the text an edit replaces (Claude Code ``Edit``, SWE-agent and OpenHands
+``str_replace``): the edit needs it in its context, served while the read that showed it stays."""
+EDIT_LINE_MIN = 3
+"""Lines of an edit's old text shorter than this (a brace, a blank) are not checked."""
+HABIT_SHARE, HABIT_MIN_CALLS = 0.5, 6
+"""A fact that at least this share of the calls of a conversation use (with at least that many
+calls) is a habit (a timeout, the worktree path), not a fact one call took from an earlier message.
+Chosen, not tuned: the note of issue 17 reports what it removes on real traces."""
 
 def _number(text: str) -> str:
     """One spelling per amount: no currency sign, no thousands separators, no trailing zeros."""
@@ -73,7 +86,9 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError:
             continue
-        for v in json_leaves(args):
+        leaves = (json_leaves({k: v for k, v in args.items() if k not in CODE_KEYS}) if isinstance(args, dict)
+                   else json_leaves(args))
+        for v in leaves:
             if isinstance(v, bool) or v is None:
                 continue
             if isinstance(v, (int, float)):
@@ -103,6 +118,10 @@ class _Facts:
     def has(self, fact: str, literal: bool) -> bool:
         return _literal_pattern(fact).search(self.lower) is not None if literal else fact in self.facts
 
+    def has_lines(self, lines: Sequence[str]) -> bool:
+        """Every line of an edit's old text is in this message (a read shows it with line numbers)."""
+        return all(line in self.lower for line in lines)
+
 
 def _message_facts(m: Message) -> _Facts:
     text = message_text(m)
@@ -122,6 +141,11 @@ class Need:
     turn: int
     in_turn: bool
     literal: bool = False
+    lines: tuple[str, ...] = ()
+
+    def served_by(self, facts: "_Facts") -> bool:
+        """Whether one message holds it (every line of an edit's old text, or the fact)."""
+        return facts.has_lines(self.lines) if self.lines else facts.has(self.fact, self.literal)
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,30 +176,70 @@ def _turn_of(index: int, starts: Sequence[int]) -> int:
     return t
 
 
+def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
+    """The old text of each edit call of ``m`` and its checked lines (stripped, lowercased)."""
+    out = []
+    for call in m.tool_calls:
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            continue
+        if not isinstance(args, dict):
+            continue
+        for key in EDIT_KEYS:
+            old = args.get(key)
+            if isinstance(old, str) and old.strip():
+                lines = tuple(dict.fromkeys(ln.strip().lower() for ln in old.splitlines()
+                                            if len(ln.strip()) >= EDIT_LINE_MIN))
+                if lines:
+                    out.append((old, lines))
+    return out
+
+
+def _used(m: Message) -> list[tuple[str, bool]]:
+    """The facts an assistant message uses: (fact, literal) pairs."""
+    arg_facts, literals = argument_facts(m)
+    text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
+    return [(f, False) for f in sorted(extract_facts(text) | arg_facts)] + [(f, True) for f in sorted(literals)]
+
+
+def _habits(used: dict[int, list[tuple[str, bool]]]) -> set[tuple[str, bool]]:
+    """Facts most calls use (see ``HABIT_SHARE``)."""
+    calls = len(used)
+    if calls < HABIT_MIN_CALLS:
+        return set()
+    counts: dict[tuple[str, bool], int] = {}
+    for facts in used.values():
+        for f in set(facts):
+            counts[f] = counts.get(f, 0) + 1
+    return {f for f, n in counts.items() if n >= HABIT_SHARE * calls}
+
+
 def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     """Find, for every assistant message, the facts it uses that appeared earlier (once per
-    conversation; ``needed_recall`` reuses the result for every strategy and budget)."""
+    conversation; ``needed_recall`` reuses the result for every strategy and budget): identifiers,
+    amounts, dates, file paths and argument values, less the habits most calls share (see
+    ``HABIT_SHARE``), plus the old text of every edit, needed whole."""
     messages = source.messages if isinstance(source, Conversation) else tuple(source)
     starts = tuple(s for s, _ in segment(messages).turns)
     per = tuple(_message_facts(m) for m in messages)
     system = [per[i] for i, m in enumerate(messages) if m.role == "system"]
+    used = {j: _used(m) for j, m in enumerate(messages) if m.role == "assistant"}
+    habits = _habits({j: u for j, u in used.items() if messages[j].tool_calls})
     needs: list[Need] = []
-    for j, m in enumerate(messages):
-        if m.role != "assistant":
-            continue
-        arg_facts, literals = argument_facts(m)
-        text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
-        used = [(f, False) for f in sorted(extract_facts(text) | arg_facts)] + [(f, True) for f in sorted(literals)]
+    for j, facts in used.items():
         t = _turn_of(j, starts)
         first = starts[t] if t >= 0 else -1
-        for fact, literal in used:
-            if any(s.has(fact, literal) for s in system):
+        wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts if (f, lit) not in habits]
+        wanted += [Need(old[:200], -1, j, t, False, False, lines) for old, lines in edit_texts(messages[j])]
+        for need in wanted:
+            if any(need.served_by(s) for s in system):
                 continue
-            source_i = next((i for i in range(j) if messages[i].role != "system" and per[i].has(fact, literal)), None)
+            source_i = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])), None)
             if source_i is None:
                 continue
-            in_turn = t < 0 or any(per[i].has(fact, literal) for i in range(max(first + 1, source_i), j))
-            needs.append(Need(fact, source_i, j, t, in_turn, literal))
+            in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
+            needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
     return NeededFacts(messages, starts, tuple(needs), per)
 
 
@@ -267,7 +331,7 @@ class FactCheck:
         context = [self._facts(m, o) for m, o in zip(messages, origins)]
         for need in needs:
             t = need.turn
-            if any(c.has(need.fact, need.literal) for c in context):
+            if any(need.served_by(c) for c in context):
                 self.served[t] = self.served.get(t, 0) + 1
             else:
                 self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number))

@@ -113,7 +113,7 @@ def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> fl
             pos = next((i for i, m in enumerate(part) if m is wanted), None)
             if pos is not None:
                 counted += 1
-                served += any(facts[k][i].has(need.fact, need.literal) for i in range(pos))
+                served += any(need.served_by(facts[k][i]) for i in range(pos))
                 break
     return served / counted if counted else None
 

@@ -3,6 +3,8 @@ context the strategy left for that turn still held them. Hand-made conversations
 answer."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ctxlab.conversation import Message, ToolCall
@@ -142,3 +144,45 @@ def test_the_compare_verdict_picks_the_highest_recall_that_fits_then_the_cheapes
     winner, _ = pick_by_recall(names, [True, True, False], [True, True, True], measures)  # 2 does not fit
     assert winner == 1
     assert pick_by_recall(names, [False] * 3, [True] * 3, measures)[0] is None
+
+
+# ---- facts that fit code (issue 17.3)
+
+def _read(cid: str, path: str, body: str) -> list[Message]:
+    lines = "\n".join(f"{k:>6}\t{line}" for k, line in enumerate(body.splitlines(), 1))  # Claude Code's Read shape
+    return [call(cid, "Read", json.dumps({"file_path": path})), result(cid, lines)]
+
+
+BODY = "def login(user):\n    token = make_token(user)\n    return token\n"
+LONG = "/home/dev/projects/payments-service/src/payments_service/adapters/stripe/webhooks/handlers.py"
+
+
+def test_a_path_of_any_length_is_a_fact():
+    assert extract_facts(f"open {LONG} now") >= {LONG}
+    assert "src/app/main.py" in extract_facts("see src/app/main.py:12")
+
+
+def test_an_edit_needs_the_text_it_replaces_served_only_while_the_read_is_in_context():
+    edit = json.dumps({"file_path": "src/auth.py", "old_string": "    token = make_token(user)\n    return token",
+                       "new_string": "    return make_token(user)"})
+    conv = [system("You are a coding agent."), user("Simplify login in src/auth.py."),
+            *_read("r1", "src/auth.py", BODY), *_read("r2", "README.md", padding()),
+            call("e1", "Edit", edit), result("e1", "ok"), Message("assistant", "Done.")]
+    nf = needed_facts(conv)
+    edits = [n for n in nf.needs if n.lines]
+    assert [(n.source, n.needed_by) for n in edits] == [(3, 6)]  # the Read's result, the Edit
+    assert not any(n.fact == "make_token" for n in nf.needs), "code in the edit's text is not a fact taken earlier"
+    kept = needed_recall(replay(conv, "none", Budget(100_000)), nf)
+    assert kept.misses == ()
+    dropped = needed_recall(replay(conv, get_strategy("tool_rounds", keep_rounds=1), Budget(100_000)), nf)
+    assert [m.needed_by for m in dropped.misses if m.fact.startswith("    token")] == [6]
+
+
+def test_a_value_most_calls_use_is_a_habit_not_a_need():
+    conv = [system("You are a coding agent."), user("Run the checks in /work/tree-7f3a.")]
+    for k in range(8):
+        conv += [call(f"b{k}", "Bash", json.dumps({"command": f"cd /work/tree-7f3a && make check{k}",
+                                                     "timeout": 120000})),
+                 result(f"b{k}", f"check {k} passed in /work/tree-7f3a (timeout 120000)")]
+    used = {n.fact for n in needed_facts(conv).needs}
+    assert "120000" not in used, "the habitual timeout is not taken from an earlier call"
