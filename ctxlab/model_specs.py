@@ -117,7 +117,8 @@ MODELS: dict[str, ModelSpec] = {m.name: m for m in (
           note=_DS_BASIS, priming=1),
     _open("deepseek", "DeepSeek", "deepseek_v3", 1_048_576, "deepseek_v32", exact=False, note=_DS_V4, priming=1),
     # Qwen open weights (Hugging Face chat templates) and Alibaba Cloud's API names;
-    # reply_priming: "<|im_start|>assistant\n" (3), plus the empty think block when thinking is off (7)
+    # reply_priming: "<|im_start|>assistant\n" (3), plus the empty think block when thinking is off (7);
+    # Qwen2.5 also writes its default system prompt when a request has none (counted as priming)
     _open("qwen3", "Alibaba", "qwen3", 131_072, "qwen3", thinking=True, note=_QWEN_BASIS, priming=3),
     _open("qwen2.5", "Alibaba", "qwen2", 131_072, "qwen25", note=_QWEN_BASIS, priming=3),
     _open("qwen3.5", "Alibaba", "qwen3_5", 262_144, "qwen3", thinking=True, exact=False, note=_QWEN35, priming=3),
