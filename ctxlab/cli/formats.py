@@ -5,6 +5,7 @@ import argparse
 from dataclasses import asdict
 
 from ..formats import FORMATS, export
+from ..calibration import calibrate
 from ..tokens import count_tokens
 from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note
 
@@ -12,6 +13,8 @@ from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, com
 def _count_args(p: argparse.ArgumentParser) -> None:
     _input_args(p)
     p.add_argument("--model", help="model whose encoding and framing to use (default: the file's, else gpt-4o)")
+    p.add_argument("--prompt-tokens", type=int, metavar="N",
+                   help="usage.prompt_tokens the provider reported for this request: adds a calibrated total")
 
 
 @command("count", _count_args)
@@ -21,6 +24,10 @@ def _count(args: argparse.Namespace) -> int:
     out = []
     for i, conv in convs:
         d = {"format": conv.format, **count_tokens(conv, model=args.model).to_dict(), "notes": list(conv.notes)}
+        if args.prompt_tokens is not None:
+            cal = calibrate(conv, args.prompt_tokens, model=args.model)
+            d["calibration"] = cal.to_dict()
+            d["calibrated_total"] = cal.reported
         out.append({"index": i, **d} if len(convs) > 1 else d)
     _emit(out)
     return EXIT_OK
