@@ -7,6 +7,7 @@ from dataclasses import asdict
 from ..formats import FORMATS, export
 from ..calibration import calibrate
 from ..tokens import count_tokens
+from ..validate import RULES
 from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note
 
 
@@ -55,7 +56,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _validate_args(p: argparse.ArgumentParser) -> None:
     _input_args(p)
-    p.add_argument("--rules", default="openai", choices=["openai", "anthropic"])
+    p.add_argument("--rules", default="openai", choices=sorted(RULES))
 
 
 @command("validate", _validate_args)
