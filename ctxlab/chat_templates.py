@@ -14,6 +14,14 @@ follow the models' published templates (written here, not copied):
   are ``<result>`` lines inside one ``<function_results>`` block per call message; an assistant
   message after the newest user message carries its reasoning before ``</think>`` when thinking
   is on, and earlier reasoning is dropped (the template's ``drop_thinking``).
+* ``deepseek_v4``: DeepSeek-V4's ``encoding_dsv4.py`` (as vLLM ships it), the model the API's
+  ``deepseek-v4-flash`` / ``deepseek-v4-pro`` and, since April 2026, the aliases ``deepseek-chat``
+  (thinking off) and ``deepseek-reasoner`` (thinking on) serve. Differences from V3.2: tool results
+  and any user text after them are merged into one user turn of ``<tool_result>`` blocks joined by
+  blank lines; ``<｜Assistant｜>`` with ``<think>`` or ``</think>`` follows every user turn that an
+  assistant message follows (or that ends the prompt); calls are a ``tool_calls`` DSML block; and
+  when tools are given, reasoning is never dropped (every assistant message carries its own, and
+  every user turn opens a think block in thinking mode).
 * ``qwen3`` / ``qwen25``: Qwen3's and Qwen2.5's ``chat_template`` (ChatML): every message is
   ``<|im_start|>role\\ntext<|im_end|>\\n``; tools go into the first system message as a ``# Tools``
   section with one JSON object per tool (``json.dumps`` spacing, as Jinja's ``tojson``); calls are
@@ -31,7 +39,7 @@ from typing import Callable, Sequence
 
 from .conversation import Message, ToolDef
 
-TEMPLATES = ("deepseek_v32", "qwen3", "qwen25")
+TEMPLATES = ("deepseek_v4", "deepseek_v32", "qwen3", "qwen25")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +163,100 @@ def render_deepseek(messages: Sequence[Message], tools: Sequence[ToolDef], think
     return pieces
 
 
+# --- DeepSeek-V4 ----------------------------------------------------------------------------
+
+_DS4_TOOLS = (
+    "## Tools\n\nYou have access to a set of tools to help answer the user's question. You can invoke tools by writing "
+    "a \"<{d}tool_calls>\" block like the following:\n\n<{d}tool_calls>\n<{d}invoke name=\"$TOOL_NAME\">\n"
+    "<{d}parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE</{d}parameter>\n...\n"
+    "</{d}invoke>\n<{d}invoke name=\"$TOOL_NAME2\">\n...\n</{d}invoke>\n</{d}tool_calls>\n\n"
+    "String parameters should be specified as is and set `string=\"true\"`. For all other types (numbers, booleans, "
+    "arrays, objects), pass the value in JSON format and set `string=\"false\"`.\n\n"
+    "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning inside "
+    "<think>...</think> BEFORE any tool calls or final response.\n\n"
+    "Otherwise, output directly after </think> with tool calls or final response.\n\n"
+    "### Available Tool Schemas\n\n{schemas}\n\n"
+    "You MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls.\n")
+
+
+def _ds4_results_order(messages: Sequence[Message], i: int) -> list[int]:
+    """Indexes of the run of tool messages starting at ``i``, in the order of the calls they
+    answer (the encoding sorts results by the preceding assistant message's call order)."""
+    j = i
+    while j < len(messages) and messages[j].role == "tool":
+        j += 1
+    k = i - 1
+    while k >= 0 and messages[k].role != "assistant":
+        k -= 1
+    order = {c.id: n for n, c in enumerate(messages[k].tool_calls)} if k >= 0 else {}
+    return sorted(range(i, j), key=lambda x: order.get(messages[x].tool_call_id or "", 0))
+
+
+def _ds4_turns(messages: Sequence[Message]) -> list[list[int]]:
+    """Messages grouped as V4 renders them: a run of tool messages and the user messages right
+    after it (or a run of user messages) is one user turn; anything else is a turn of its own."""
+    turns: list[list[int]] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        if m.role in ("tool", "user"):
+            turn = _ds4_results_order(messages, i) if m.role == "tool" else [i]
+            i = max(turn) + 1 if m.role == "tool" else i + 1
+            while i < len(messages) and messages[i].role in ("tool", "user"):
+                more = _ds4_results_order(messages, i) if messages[i].role == "tool" else [i]
+                turn += more
+                i = max(more) + 1
+            turns.append(turn)
+        else:
+            turns.append([i])
+            i += 1
+    return turns
+
+
+def render_deepseek_v4(messages: Sequence[Message], tools: Sequence[ToolDef], thinking: bool,
+                       notes: set[str]) -> list[Piece]:
+    """The DeepSeek-V4 prompt of a request, as pieces."""
+    turns = _ds4_turns(messages)
+    kinds = ["user" if messages[t[0]].role in ("user", "tool") else messages[t[0]].role for t in turns]
+    last_user = max((n for n, k in enumerate(kinds) if k == "user"), default=-1)
+    keep_reasoning = bool(tools)  # the encoding never drops reasoning when tools are given
+    pieces = [Piece("priming", None, "<｜begin▁of▁sentence｜>")]
+    tool_block = ("\n\n" + _DS4_TOOLS.format(d=_DSML, schemas="\n".join(_json(_tool_schema(t)) for t in tools))
+                  if tools else "")
+    tools_at = next((i for i, m in enumerate(messages) if m.role == "system"), -1)
+    if tool_block and tools_at < 0:
+        pieces.append(Piece("tools", None, tool_block))
+    for n, turn in enumerate(turns):
+        kind = kinds[n]
+        if kind == "user":
+            for k, i in enumerate(turn):
+                m = messages[i]
+                body = message_text(m, notes)
+                text = f"<tool_result>{body}</tool_result>" if m.role == "tool" else body
+                pieces.append(Piece("message", i, ("<｜User｜>" if k == 0 else "\n\n") + text))
+            following = turns[n + 1] if n + 1 < len(turns) else None
+            if following is None or kinds[n + 1] == "assistant":
+                opens = thinking and (keep_reasoning or n >= last_user)
+                pieces[-1] = Piece("message", pieces[-1].index,
+                                   pieces[-1].text + "<｜Assistant｜>" + ("<think>" if opens else "</think>"))
+            continue
+        i = turn[0]
+        m = messages[i]
+        if kind == "system":
+            pieces.append(Piece("message", i, message_text(m, notes)))
+            if i == tools_at and tool_block:
+                pieces.append(Piece("tools", None, tool_block))
+            continue
+        calls = ""
+        if m.tool_calls:
+            invokes = "\n".join(f'<{_DSML}invoke name="{c.name}">\n{_dsml_arguments(c.arguments, notes)}\n</{_DSML}invoke>'
+                                for c in m.tool_calls)
+            calls = f"\n\n<{_DSML}tool_calls>\n{invokes}\n</{_DSML}tool_calls>"
+        think = reasoning_text(m) + "</think>" if thinking and (keep_reasoning or n > last_user) else ""
+        pieces.append(Piece("message", i, f"{think}{message_text(m, notes)}{calls}<｜end▁of▁sentence｜>"))
+    return pieces
+
+
 # --- Qwen (ChatML) ---------------------------------------------------------------------------
 
 _QWEN25_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
@@ -228,6 +330,7 @@ def render_qwen(messages: Sequence[Message], tools: Sequence[ToolDef], thinking:
 Renderer = Callable[[Sequence[Message], Sequence[ToolDef], bool, set], list[Piece]]
 
 RENDERERS: dict[str, Renderer] = {
+    "deepseek_v4": render_deepseek_v4,
     "deepseek_v32": render_deepseek,
     "qwen3": render_qwen,
     "qwen25": lambda messages, tools, thinking, notes: render_qwen(messages, tools, thinking, notes, qwen3=False),

