@@ -49,7 +49,8 @@ def calibrate(conv: Conversation | Sequence[Message], reported_prompt_tokens: in
     """Compare ctxlab's count of a request with the ``prompt_tokens`` the provider reported for it."""
     if isinstance(reported_prompt_tokens, bool) or not isinstance(reported_prompt_tokens, int) \
             or reported_prompt_tokens <= 0:
-        raise CalibrationError(f"reported prompt tokens must be a positive whole number, not {reported_prompt_tokens!r}",
+        raise CalibrationError("reported prompt tokens must be a positive whole number, "
+                               f"not {reported_prompt_tokens!r}",
                                where="prompt_tokens", hint="Copy usage.prompt_tokens from the provider's response")
     if model is None and isinstance(conv, Conversation):
         model = conv.model

@@ -6,9 +6,8 @@ message (plus the tool block and the reply priming), whose texts joined are the 
 follow the models' published templates (written here, not copied):
 
 * ``deepseek_v32``: DeepSeek-V3.2's ``encoding/encoding_dsv32.py`` (Hugging Face
-  deepseek-ai/DeepSeek-V3.2, MIT), the model behind the API's ``deepseek-chat`` (thinking off)
-  and ``deepseek-reasoner`` (thinking on). BOS first; a system message is its bare text, the tool
-  block after it (``## Tools`` ..., one JSON schema per line); a user message is
+  deepseek-ai/DeepSeek-V3.2, MIT), for ``deepseek-v3.2`` (open weights). BOS first; a system
+  message is its bare text, the tool block after it (``## Tools`` ..., one JSON schema per line); a user message is
   ``<｜User｜>text<｜Assistant｜>`` then ``<think>`` (the newest user message, thinking on) or
   ``</think>``; tool calls are DSML ``invoke`` blocks with one ``parameter`` per argument; results
   are ``<result>`` lines inside one ``<function_results>`` block per call message; an assistant
@@ -118,12 +117,17 @@ def _dsml_arguments(arguments: str, notes: set[str]) -> str:
         f'{v if isinstance(v, str) else _json(v)}</{_DSML}parameter>' for k, v in args.items())
 
 
+def _dsml_calls(m: Message, block: str, notes: set[str]) -> str:
+    """An assistant message's calls as a DSML block named ``block`` (empty without calls)."""
+    if not m.tool_calls:
+        return ""
+    invokes = "\n".join(f'<{_DSML}invoke name="{c.name}">\n{_dsml_arguments(c.arguments, notes)}\n</{_DSML}invoke>'
+                        for c in m.tool_calls)
+    return f"\n\n<{_DSML}{block}>\n{invokes}\n</{_DSML}{block}>"
+
+
 def _ds_assistant(m: Message, after_last_user: bool, thinking: bool, notes: set[str]) -> str:
-    calls = ""
-    if m.tool_calls:
-        invokes = "\n".join(f'<{_DSML}invoke name="{c.name}">\n{_dsml_arguments(c.arguments, notes)}\n</{_DSML}invoke>'
-                            for c in m.tool_calls)
-        calls = f"\n\n<{_DSML}function_calls>\n{invokes}\n</{_DSML}function_calls>"
+    calls = _dsml_calls(m, "function_calls", notes)
     think = reasoning_text(m) + "</think>" if thinking and after_last_user else ""
     return f"{think}{message_text(m, notes)}{calls}<｜end▁of▁sentence｜>"
 
@@ -247,11 +251,7 @@ def render_deepseek_v4(messages: Sequence[Message], tools: Sequence[ToolDef], th
             if i == tools_at and tool_block:
                 pieces.append(Piece("tools", None, tool_block))
             continue
-        calls = ""
-        if m.tool_calls:
-            invokes = "\n".join(f'<{_DSML}invoke name="{c.name}">\n{_dsml_arguments(c.arguments, notes)}\n</{_DSML}invoke>'
-                                for c in m.tool_calls)
-            calls = f"\n\n<{_DSML}tool_calls>\n{invokes}\n</{_DSML}tool_calls>"
+        calls = _dsml_calls(m, "tool_calls", notes)
         think = reasoning_text(m) + "</think>" if thinking and (keep_reasoning or n > last_user) else ""
         pieces.append(Piece("message", i, f"{think}{message_text(m, notes)}{calls}<｜end▁of▁sentence｜>"))
     return pieces
@@ -292,7 +292,8 @@ def _qwen_assistant(m: Message, after_query: bool, is_last: bool, qwen3: bool, n
 def _qwen_tool(messages: Sequence[Message], i: int, notes: set[str]) -> str:
     first = i == 0 or messages[i - 1].role != "tool"
     last = i + 1 == len(messages) or messages[i + 1].role != "tool"
-    text = ("<|im_start|>user" if first else "") + f"\n<tool_response>\n{message_text(messages[i], notes)}\n</tool_response>"
+    body = message_text(messages[i], notes)
+    text = ("<|im_start|>user" if first else "") + f"\n<tool_response>\n{body}\n</tool_response>"
     return text + ("<|im_end|>\n" if last else "")
 
 
