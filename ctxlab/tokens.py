@@ -246,8 +246,10 @@ class TokenCounter:
             tools = conv.tools if isinstance(conv, Conversation) else ()
         if self.spec.template:
             return self._count_rendered(messages, tools)
-        self.prime(_texts(messages))
         notes: set[str] = set()
+        if self.spec.provider == "Anthropic":
+            messages = _without_old_thinking(messages, notes)
+        self.prime(_texts(messages))
         by_cat = dict.fromkeys(CATEGORIES, 0)
         per_msg, cats = [], []
         other_parts: dict[str, list[int]] = {}
@@ -309,6 +311,23 @@ class TokenCounter:
         total = sum(per_msg) + tools_total + priming
         return TokenCount(self.model, self.encoding, s.exact and not notes, tuple(per_msg), cats, tools_total,
                           tool_each, priming, total, by_cat, tuple(sorted(notes)))
+
+
+NOTE_OLD_THINKING = ("thinking blocks of turns before the newest user message: not counted (Anthropic "
+                     "strips them from the context)")
+
+
+def _without_old_thinking(messages: Sequence[Message], notes: set[str]) -> Sequence[Message]:
+    """Messages with the thinking blocks of earlier turns left out, as Anthropic's API does."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    out = list(messages)
+    for i in range(last_user):
+        m = out[i]
+        if m.role == "assistant" and not isinstance(m.content, str) \
+                and any(p.type in ("thinking", "redacted_thinking") for p in m.content):
+            out[i] = m.with_content(tuple(p for p in m.content if p.type not in ("thinking", "redacted_thinking")))
+            notes.add(NOTE_OLD_THINKING)
+    return out
 
 
 def _category(m: Message) -> str:

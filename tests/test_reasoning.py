@@ -151,3 +151,18 @@ def test_every_strategy_keeps_the_reasoning_its_provider_requires(provider, name
     assert lost_reasoning(msgs, plan.messages, plan.origin, provider) == []
     errors = [f for f in validate(list(plan.messages), rules) if f.severity == "error"]
     assert not errors, errors[0].message
+
+
+def test_claude_counts_leave_out_thinking_of_earlier_turns_as_anthropic_does():
+    conv = ctxlab.loads(json.dumps(_anthropic(SIGNED, SIGNED)), format="anthropic")
+    msgs = list(conv.messages)
+    old = next(i for i, m in enumerate(msgs) if m.tool_calls and m.tool_calls[0].id == "t1")
+    new = next(i for i, m in enumerate(msgs) if m.tool_calls and m.tool_calls[0].id == "t2")
+    counter = TokenCounter("claude-sonnet-4")
+    count = counter.count(msgs, ())
+    no_old = msgs[:old] + [msgs[old].with_content(tuple(p for p in msgs[old].parts if p.type != "thinking"))] \
+        + msgs[old + 1:]
+    assert count.message_tokens[old] == counter.count(no_old, ()).message_tokens[old]
+    no_new = msgs[:new] + [msgs[new].with_content(tuple(p for p in msgs[new].parts if p.type != "thinking"))]
+    assert count.message_tokens[new] > counter.count(no_new, ()).message_tokens[new]
+    assert any("earlier" in n or "before the newest" in n for n in count.approximations)
