@@ -15,13 +15,16 @@ serves. A strategy that rewrites the start of the prompt at every call pays for 
   cache-write price. Editing or dropping anything before the breakpoint invalidates it.
 
 The cache is assumed warm between calls (the providers keep it at least 5 minutes). Prices come
-from ``prices.json`` beside this module (dated, with its source), a file of the same shape, or an
-override; a model without a price gets token figures and ``cost = None``, never a guessed price.
+from the ``genai-prices`` package's bundled data (``ctxlab.prices_genai``: every model it knows,
+its data date in the table's sources), then ``prices.json`` beside this module (hand-checked,
+dated, with its source; its entries win), then a file of the same shape, or an override; a model
+without a price gets token figures and ``cost = None``, never a guessed price.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -97,8 +100,9 @@ class PriceTable:
     def get(self, model: str | None) -> Price | None:
         """The price of ``model`` (None when the table has none: never a guess)."""
         key = (model or "").strip().lower()
-        for prefix in ("openai/", "anthropic/"):
-            key = key.removeprefix(prefix)
+        if key in self.prices:  # provider/model, as genai-prices names third-party hosts
+            return self.prices[key]
+        key = key.split("/", 1)[1] if "/" in key else key
         if key in self.prices:
             return self.prices[key]
         found = [m for m in self.prices if key.startswith(m + "-") or key.startswith(m + ":") or key.startswith(m + "@")]
@@ -131,10 +135,34 @@ def parse_prices(data: Mapping[str, Any], where: str = "prices") -> PriceTable:
     return PriceTable(out, dict(sources) if isinstance(sources, Mapping) else {})
 
 
+@lru_cache(maxsize=1)
+def genai_prices_table() -> PriceTable:
+    """Every token-priced model of the ``genai-prices`` package's bundled data (empty without it)."""
+    from .prices_genai import rows
+    data, info = rows()
+    if not data:
+        return PriceTable({}, {})
+    label = f"genai-prices {info['version']} (data to {info['read']})"
+    out = {}
+    for name, row in data.items():
+        clean = {k: v for k, v in row.items() if not k.startswith("_")}
+        clean["provider"] = "" if clean["cache"] == "none" else clean["cache"]
+        src = label + (", base tier of a tiered price" if row["_tiered"] else "")
+        out[name] = _price(name, clean, f"genai-prices.{name}", src)
+    return PriceTable(out, {"genai-prices": info})
+
+
+def _bundled() -> PriceTable:
+    """genai-prices' table with ``prices.json`` on top (hand-checked entries win)."""
+    own = parse_prices(json.loads(PRICES_FILE.read_text()), "prices.json")
+    genai = genai_prices_table()
+    return PriceTable({**genai.prices, **own.prices}, {**genai.sources, **own.sources})
+
+
 def load_prices(path: str | Path | None = None) -> PriceTable:
-    """The bundled table, or a JSON file of the same shape (its models replace the bundled ones of
-    the same name; the others stay)."""
-    bundled = parse_prices(json.loads(PRICES_FILE.read_text()), "prices.json")
+    """The bundled table (genai-prices' data, ``prices.json`` on top), or with a JSON file of the
+    same shape over it (its models replace the bundled ones of the same name; the others stay)."""
+    bundled = _bundled()
     if path is None:
         return bundled
     p = Path(path)
@@ -165,6 +193,8 @@ def parse_price_override(text: str, model: str | None) -> Price:
             raise PriceError(f"{key.strip()} must be a number, got {raw!r}", where="--price") from None
     spec = resolve_model(model)
     row["provider"] = spec.provider.lower()
+    if row["provider"] == "deepseek":  # DeepSeek caches prompt prefixes automatically, like OpenAI
+        row["cache"] = "openai"
     return _price(spec.name if model is None else model, row, "--price", "override")
 
 
