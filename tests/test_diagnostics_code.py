@@ -84,3 +84,10 @@ def test_the_real_ctf_trace_edits_decrypt_py_between_its_runs():
     runs = [i for i, m in enumerate(conv.messages) for c in m.tool_calls if c.name == "python"]
     assert len(runs) >= 2, "the trace runs decrypt.py more than once"
     assert _codes(conv, "repeated_failing_call") == []
+
+
+def test_a_test_run_that_names_no_file_is_retried_after_any_edit():
+    failing = ("Bash", {"command": "python -m pytest -q"}, "Error: 1 failed")
+    edit = ("Edit", {"file_path": "/w/src/x.py", "old_string": "a", "new_string": "b"}, "The file was updated.")
+    assert _codes(_run([failing, edit, failing]), "repeated_failing_call") == []
+    assert len(_codes(_run([failing, ("Bash", {"command": "ls"}, "x.py"), failing]), "repeated_failing_call")) == 1

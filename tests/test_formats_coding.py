@@ -192,3 +192,24 @@ def test_cli_convert_writes_a_trace_as_another_format():
     data = json.loads(out.stdout)
     assert data["messages"][8]["content"][0]["text"].startswith("This session is being continued")
     assert "note: message 8: compaction summary" in out.stderr
+
+
+def test_the_bundled_coding_session_is_one_task_and_dozens_of_calls():
+    conv = load(ROOT / "sample_data" / "coding" / "coding_agent_session.jsonl")
+    assert conv.format == "claude_code" and conv.model.startswith("claude-sonnet")
+    assert [m.role for m in conv.messages].count("user") == 1 and conv.messages[0].role == "user"
+    calls = [c for m in conv.messages for c in m.tool_calls]
+    assert len(calls) == 35 and {c.name for c in calls} == {"Bash", "Read", "Edit", "Grep"}
+    assert sum(len(m.tool_calls) == 2 for m in conv.messages) == 3, "responses spread over several lines are joined"
+    assert _answered(conv) and not [f for f in validate(conv) if f.severity == "error"]
+    edits = [json.loads(c.arguments) for c in calls if c.name == "Edit"]
+    reads = "\n".join(m.text for m in conv.messages if m.role == "tool")
+    assert sum(e["old_string"].splitlines()[0] in reads for e in edits) >= len(edits) - 1, "edits copy text from reads"
+
+
+def test_the_bundled_coding_session_is_rebuilt_identically(tmp_path):
+    folder = ROOT / "sample_data" / "coding"
+    out = subprocess.run([sys.executable, "build.py", str(tmp_path / "s.jsonl")], cwd=folder, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "s.jsonl").read_bytes() == (folder / "coding_agent_session.jsonl").read_bytes()

@@ -6,8 +6,9 @@ false alarms (issue 17: 7 of 11 findings on real coding traces were false).
   numbers (``0040060d`` / ``0x40060d``), names made in sequence (``pub1``, ``pub2``, ``pub3``), one
   name written with and without a separator (``msg1`` / ``msg-1``).
 * ``files_used(call)``: the file names a call's arguments mention (``python decrypt.py`` uses
-  ``decrypt.py``); ``edits_between(...)``: whether a call between two runs changed one of them, so
-  a repeated failure is the agent testing its fix, not feeding itself the same error.
+  ``decrypt.py``); ``edited_between(...)``: whether a call between two runs changed one of them
+  (any file, for a command that names none: ``pytest``), so a repeated failure is the agent
+  testing its fix, not feeding itself the same error.
 """
 from __future__ import annotations
 
@@ -85,21 +86,23 @@ def _command(call: ToolCall) -> str:
 
 def changes_file(call: ToolCall, result: Message | None, names: set[str]) -> bool:
     """Whether ``call`` edits one of the files ``names``: an editing tool (or a writing shell
-    command) whose arguments or result name the file (an editor's result names the file it edited)."""
+    command) whose arguments or result name the file (an editor's result names the file it edited).
+    With no names (a command such as ``pytest`` or ``make`` that names no file uses the project's
+    files), any edit counts."""
     text = _command(call)
     first = text.strip().split(None, 1)[0].lower() if text.strip() else ""
     editing = call.name.lower() in _EDIT_TOOLS or first in _EDIT_TOOLS or bool(_WRITING_COMMAND.search(text))
     if not editing:
         return False
+    if not names:
+        return True
     seen = text + "\n" + (result.text[:2000] if result is not None else "")
     return any(re.search(r"(?<![\w.])" + re.escape(n) + r"(?![\w])", seen) for n in names)
 
 
 def edited_between(messages: Sequence[Message], calls: Sequence, start: int, end: int, names: set[str]) -> int | None:
     """The index of a call after message ``start`` and before ``end`` that changes one of ``names``
-    (``calls``: the observations' CallInfo list), or None."""
-    if not names:
-        return None
+    (any file when ``names`` is empty; ``calls``: the observations' CallInfo list), or None."""
     for c in calls:
         if start < c.index < end:
             result = messages[c.result_index] if c.result_index is not None else None
