@@ -18,6 +18,7 @@ from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan
 from .view import Budget, View, message_text
 from .windows import preamble_systems
+from . import structured_summary  # noqa: F401  (registers the structured and llm_structured summarizers)
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 """SWE-agent's text for an elided observation (its docs: "Old environment output: (n lines omitted)")."""
