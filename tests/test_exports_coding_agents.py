@@ -31,6 +31,8 @@ def test_a_custom_placeholder_is_said_not_to_carry():
     ("observation_masking", {"window": 5}, {"type": "observation_masking", "attention_window": 10}),
     ("recent_events", {"keep_first": 2, "max_events": 40}, {"type": "recent", "keep_first": 2, "max_events": 40}),
     ("amortized_forgetting", {"max_size": 60}, {"type": "amortized", "max_size": 60, "keep_first": 1}),
+    ("llm_attention", {"max_size": 40}, {"type": "llm_attention", "llm_config": "condenser", "max_size": 40,
+                                         "keep_first": 1}),
 ])
 def test_condensers_to_openhands_toml_read_back(name, params, section):
     out = export_native(_cfg(name, **params), "openhands")

@@ -16,7 +16,7 @@ from ctxlab.strategies import Budget, get_strategy, make_view
 from ctxlab.validate import validate
 from tests.test_strategy_invariants import COUNTER, conversations, strategy_params
 
-CONDENSERS = ["observation_masking", "recent_events", "amortized_forgetting"]
+CONDENSERS = ["observation_masking", "recent_events", "amortized_forgetting", "llm_attention"]
 DATA = Path(__file__).parent / "data" / "coding"
 
 
@@ -123,3 +123,35 @@ def test_on_a_real_swe_agent_trace():
     assert plan.stats == {"observations": 15, "masked": 10, "tokens_masked": plan.stats["tokens_masked"]}
     assert plan.stats["tokens_masked"] > 1000
     assert not [f for f in validate(list(plan.messages)) if f.severity == "error"]
+
+
+def _fake_llm(api):
+    from ctxlab.llm import LLM, LLMConfig
+    return LLM(LLMConfig(base_url=api.base_url, api_key="sk-test-attention", model="fake-model", timeout=0.5,
+                         backoff=0.01, max_attempts=1), sleep=lambda _: None)
+
+
+def test_llm_attention_keeps_what_the_model_picks():
+    from ctxlab.llm import use_llm
+    from tests.openai_fake import FakeOpenAI
+    msgs = coding_run(12)  # 26 messages after the system prompt
+    with FakeOpenAI() as api, use_llm(_fake_llm(api)):
+        api.reply("Keep these: [3, 4, 9, 10, 999]")
+        plan = get_strategy("llm_attention", max_size=20).apply(make_view(msgs, counter=COUNTER), Budget(100_000))
+        prompt = api.chat_requests()[-1].json["messages"][0]["content"]
+    assert "Fix the failing test in calc.py." in prompt and "[#3]" in prompt and "at most 9" in prompt
+    kept = {o for o in plan.origin if o is not None}
+    assert kept == {0, 1, 2, 3, 4, 5, 8, 9, 10, 11}, "system, task, the model's picks with their call or results"
+    assert plan.reasons[2] == "kept with its tool call and results (message 3 was chosen)"
+    assert plan.stats["chooser"] == "model" and not plan.warnings
+    assert plan.actions[6] == "drop" and plan.reasons[6] == "forgotten: the model did not choose it"
+    assert not [f for f in validate(list(plan.messages)) if f.severity == "error"]
+
+
+def test_llm_attention_falls_back_to_the_newest_offline():
+    msgs = coding_run(12)
+    plan = get_strategy("llm_attention", max_size=20).apply(make_view(msgs, counter=COUNTER), Budget(100_000))
+    assert plan.stats["chooser"] == "newest"
+    assert any(w.startswith("LLM attention unavailable, kept the newest 9 messages instead") for w in plan.warnings)
+    kept = [o for o in plan.origin if o is not None]
+    assert kept[:2] == [0, 1] and kept[-1] == len(msgs) - 1

@@ -2,8 +2,9 @@
 
 * SWE-agent: ``observation_masking`` as the ``last_n_observations`` history processor in the agent's
   YAML config (``agent.history_processors``, with ``n`` and ``polling``).
-* OpenHands: ``observation_masking``, ``recent_events`` and ``amortized_forgetting`` as the
-  ``[condenser]`` section of ``config.toml`` (types ``observation_masking``, ``recent``, ``amortized``).
+* OpenHands: ``observation_masking``, ``recent_events``, ``amortized_forgetting`` and ``llm_attention``
+  as the ``[condenser]`` section of ``config.toml`` (types ``observation_masking``, ``recent``,
+  ``amortized``, ``llm_attention``).
 
 ``NativeExport.python`` holds the config file's text here (YAML or TOML; the notes are ``#``
 comments at its top), ``data`` the same settings as JSON-ready data. What does not carry over is
@@ -88,10 +89,22 @@ def _openhands_amortized(lab: LabConfig) -> NativeExport:
         "forgets as the events arrive, to the same rule"])
 
 
+def _openhands_attention(lab: LabConfig) -> NativeExport:
+    s = lab.strategy
+    section = {"type": "llm_attention", "llm_config": "condenser", "max_size": s.max_size, "keep_first": s.keep_first}
+    return _openhands(lab, section, [
+        _EVENTS + ": max_size is reached sooner there when the agent makes parallel calls",
+        "llm_config names an [llm.condenser] section you add to config.toml (its model, key); without it OpenHands "
+        "uses the default LLM",
+        "the model's prompt is OpenHands' own, not ctxlab's ATTENTION_PROMPT; ctxlab's offline fallback (keep the "
+        "newest) has no OpenHands equivalent"])
+
+
 target("swe_agent", {"observation_masking": _swe_agent_masking},
        hint="SWE-agent's history processors mask old observations; its other processors have no ctxlab strategy.")
 target("openhands", {"observation_masking": _openhands_masking, "recent_events": _openhands_recent,
-                     "amortized_forgetting": _openhands_amortized},
-       hint="OpenHands' LLM condensers (llm, llm_attention, structured) have no offline ctxlab form here.")
+                     "amortized_forgetting": _openhands_amortized, "llm_attention": _openhands_attention},
+       hint="OpenHands' llm and structured condensers map to ctxlab's summarize (summarizer llm / llm_structured), "
+            "which is not exported here.")
 
 __all__ = ["SMALL_RESULTS"]

@@ -201,3 +201,5 @@ class AmortizedForgetting(Strategy):
         return make_plan(view, budget, self.name, self.params(), actions, reasons, stats=stats,
                          idle=lambda: (f"amortized_forgetting forgets only when the history passes {self.max_size:,} "
                                        f"messages (max_size); this one has {len(body):,} besides the system prompt"))
+
+from . import llm_attention  # noqa: E402,F401  (llm_attention registers after the offline condensers)
