@@ -83,11 +83,19 @@ def test_claude_code_joins_lines_of_one_response_and_leaves_out_non_messages():
 def test_claude_code_compaction_summary_is_marked_on_the_message():
     conv = load(DATA / "claude_code_compact.jsonl")
     marked = [i for i, m in enumerate(conv.messages) if is_compaction(m)]
-    assert marked == [8]
-    assert conv.messages[8].extra[COMPACTION] is True and conv.messages[8].role == "user"
-    assert conv.messages[8].text.startswith("This session is being continued")
-    assert conv.metadata["compactions"] == [{"message": 8, "trigger": "auto", "pre_tokens": 150000}]
-    assert not any(is_compaction(m) for m in conv.messages[:8] + conv.messages[9:])
+    assert marked == [6]
+    assert conv.messages[6].extra[COMPACTION] is True and conv.messages[6].role == "user"
+    assert conv.messages[6].text.startswith("This session is being continued")
+    assert conv.metadata["compactions"] == [{"message": 6, "trigger": "auto", "pre_tokens": 150000}]
+    assert not any(is_compaction(m) for m in conv.messages[:6] + conv.messages[7:])
+
+
+def test_claude_code_leaves_out_a_rewound_branch():
+    conv = load(DATA / "claude_code_compact.jsonl")  # "First attempt" was rewound: "Second attempt" replaced it
+    texts = [m.text for m in conv.messages]
+    assert "First attempt" not in texts and "First answer" not in texts
+    assert texts[:4] == ["Start", "Ready", "Second attempt", "Second answer"]
+    assert any("2 line(s) on abandoned branches" in n for n in conv.notes)
 
 
 def test_codex_rollout_reads_items_and_marks_a_compacted_record():
@@ -190,8 +198,8 @@ def test_cli_convert_writes_a_trace_as_another_format():
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["messages"][8]["content"][0]["text"].startswith("This session is being continued")
-    assert "note: message 8: compaction summary" in out.stderr
+    assert data["messages"][6]["content"][0]["text"].startswith("This session is being continued")
+    assert "note: message 6: compaction summary" in out.stderr
 
 
 def test_the_bundled_coding_session_is_one_task_and_dozens_of_calls():

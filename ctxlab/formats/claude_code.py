@@ -7,7 +7,9 @@ per content block), which reading joins back into one assistant message. Lines o
 events...) carry no message the model saw and are counted in a note. Sidechain lines belong to a
 sub-agent's own conversation and are left out, with a note. A ``/compact`` leaves a
 ``compact_boundary`` system line and a user message flagged ``isCompactSummary``: that message is
-marked as a compaction summary. The session file logs no system prompt and no tool definitions.
+marked as a compaction summary. When the person rewinds (or edits a prompt), the new prompt is a
+second child of the same parent line: the earlier branch is left out, with a note. The session
+file logs no system prompt and no tool definitions.
 """
 from __future__ import annotations
 
@@ -144,12 +146,52 @@ class _Reader:
         return t
 
 
+def _is_prompt(rec: Any) -> bool:
+    """A user line the person typed (not a tool result, not a compaction summary)."""
+    if not isinstance(rec, dict) or rec.get("type") != "user" or rec.get("isCompactSummary") or rec.get("isSidechain"):
+        return False
+    content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
+    return isinstance(content, str) or (isinstance(content, list) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+
+
+def abandoned(records: list[Any]) -> set[int]:
+    """Indexes of records on abandoned branches: when the person rewinds (or edits a prompt), the
+    new prompt is a second child of the same parent; the earlier prompt and everything that
+    descends from it are no longer in the context."""
+    children: dict[str, list[int]] = {}
+    uid: dict[int, str] = {}
+    for k, r in enumerate(records):
+        if isinstance(r, dict) and isinstance(r.get("uuid"), str):
+            uid[k] = r["uuid"]
+            if isinstance(r.get("parentUuid"), str):
+                children.setdefault(r["parentUuid"], []).append(k)
+    gone: set[int] = set()
+    for kids in children.values():
+        prompts = [k for k in kids if _is_prompt(records[k])]
+        stack = prompts[:-1]
+        while stack:
+            k = stack.pop()
+            if k not in gone:
+                gone.add(k)
+                stack.extend(children.get(uid.get(k, ""), []))
+    return gone
+
+
 def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
-    """Read a Claude Code session file (its records) into messages."""
+    """Read a Claude Code session file (its records) into messages; records on abandoned
+    branches (a rewind) are left out with a note."""
+    records = as_records(doc, lines)
+    gone = abandoned(records)
     reader = _Reader(lines)
-    for k, rec in enumerate(as_records(doc, lines)):
-        reader.record(k, rec)
-    return reader.finish()
+    for k, rec in enumerate(records):
+        if k not in gone:
+            reader.record(k, rec)
+    trace = reader.finish()
+    if gone:
+        trace.notes.append(f"{len(gone):,} line(s) on abandoned branches left out: the session was rewound (or a "
+                           "prompt edited) and the model no longer saw them")
+    return trace
 
 
 def _read_items(items: list[Any], ctx) -> list:
