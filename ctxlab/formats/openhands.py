@@ -56,6 +56,14 @@ def _args(e: dict) -> dict:
     return {k: v for k, v in e.items() if k not in _META}
 
 
+def _loads(arguments: str) -> dict:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(str(p.get("text", "")) for p in value if isinstance(p, dict))
@@ -155,8 +163,24 @@ class _Reader:
             raise ShapeError("an event has neither 'action' nor 'observation'", where=f"event {k}",
                              hint="Give OpenHands events as its event stream or trajectory export wrote them")
 
+    def final_finish(self) -> None:
+        """A run ends with a ``finish`` call that no observation answers: the agent's last word, kept as
+        its text (the call would leave the conversation unanswered for every provider)."""
+        t = self.trace
+        last = t.messages[-1] if t.messages else None
+        if last is None or last.role != "assistant" or not last.tool_calls or \
+                any(c.name != "finish" for c in last.tool_calls):
+            return
+        words = [last.text] + [str(_loads(c.arguments).get(k, "")) for c in last.tool_calls
+                               for k in ("message", "final_thought", "outputs")]
+        text = "\n".join(w for w in words if w and w not in ("{}", "None")) or "(finished)"
+        t.messages[-1] = Message("assistant", text)
+        t.notes.append(f"message {len(t.messages) - 1}: the run ends with a finish call no observation answers; "
+                       "kept as the assistant's text (its arguments' message), without the call")
+
     def finish(self) -> Trace:
         t = self.trace
+        self.final_finish()
         if self.text_actions:
             t.notes.append(f"{self.text_actions:,} action(s) without tool_call_metadata read as tool calls named by "
                            "their action, with their args as arguments")
