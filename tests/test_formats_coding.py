@@ -221,3 +221,21 @@ def test_the_bundled_coding_session_is_rebuilt_identically(tmp_path):
                          text=True)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "s.jsonl").read_bytes() == (folder / "coding_agent_session.jsonl").read_bytes()
+
+
+def test_codex_older_rollouts_put_items_on_the_lines():
+    lines = [{"id": "s1", "timestamp": "2025-05-01T10:00:00Z", "instructions": "You are Codex."},
+             {"record_type": "state"},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]},
+             {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"pytest\"]}", "call_id": "c1"},
+             {"type": "function_call_output", "call_id": "c1", "output": "{\"output\":\"3 passed\"}"},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "All pass."}]}]
+    conv = loads("\n".join(json.dumps(x) for x in lines))
+    assert conv.format == "codex"
+    assert [m.role for m in conv.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert conv.messages[0].text == "You are Codex." and conv.messages[2].tool_calls[0].name == "shell"
+
+
+def test_codex_encrypted_reasoning_is_noted():
+    conv = load(DATA / "codex_rollout.jsonl")
+    assert any("encrypted reasoning is not carried" in n for n in conv.notes)

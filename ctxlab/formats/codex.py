@@ -54,6 +54,9 @@ def _item(p: dict, notes: list[str], where: str) -> dict | None:
     if kind == "message":
         return {"type": "message", "role": p.get("role"), "content": p.get("content")}
     if kind == "reasoning":
+        if p.get("encrypted_content"):
+            notes.append(f"{where}: encrypted reasoning is not carried (only its summary text): the model saw more "
+                         "tokens than are counted here")
         return {"type": "reasoning", "summary": p.get("summary") or []}
     if kind == "function_call":
         return {"type": "function_call", "call_id": p.get("call_id"), "name": p.get("name"),
