@@ -239,3 +239,37 @@ def test_codex_older_rollouts_put_items_on_the_lines():
 def test_codex_encrypted_reasoning_is_noted():
     conv = load(DATA / "codex_rollout.jsonl")
     assert any("encrypted reasoning is not carried" in n for n in conv.notes)
+
+
+V1_EVENTS = [  # the shape of OpenHands software-agent-sdk events (written here, after its persisted event files)
+    {"id": "e0", "source": "agent", "system_prompt": {"type": "text", "text": "You are OpenHands agent."},
+     "tools": [{"description": "Execute a bash command", "title": "terminal", "kind": "TerminalTool"}],
+     "kind": "SystemPromptEvent"},
+    {"id": "e1", "source": "user", "llm_message": {"role": "user", "content": [
+        {"type": "text", "text": "Run `pwd` and write it to out.txt."}]}, "kind": "MessageEvent"},
+    {"id": "e2", "source": "agent", "thought": [{"type": "text", "text": "I'll run it."}],
+     "action": {"command": "pwd > out.txt", "kind": "TerminalAction"}, "tool_name": "terminal",
+     "tool_call_id": "call_1", "tool_call": {"id": "call_1", "name": "terminal",
+                                             "arguments": "{\"command\":\"pwd > out.txt\"}"},
+     "llm_response_id": "resp-1", "kind": "ActionEvent"},
+    {"id": "e3", "source": "environment", "tool_name": "terminal", "tool_call_id": "call_1",
+     "observation": {"content": [{"type": "text", "text": ""}], "is_error": False, "exit_code": 0,
+                     "kind": "TerminalObservation"}, "action_id": "e2", "kind": "ObservationEvent"},
+    {"id": "e4", "source": "environment", "kind": "ConversationStateUpdateEvent", "key": "execution_status"},
+    {"id": "e5", "source": "agent", "summary": "USER asked for pwd in out.txt; done.", "kind": "CondensationSummaryEvent"},
+    {"id": "e6", "source": "agent", "llm_message": {"role": "assistant", "content": [
+        {"type": "text", "text": "Done: out.txt holds the working directory."}]}, "kind": "MessageEvent"},
+]
+
+
+def test_openhands_v1_events_by_kind():
+    conv = loads(json.dumps({"items": V1_EVENTS}))
+    assert conv.format == "openhands"
+    assert [m.role for m in conv.messages] == ["system", "user", "assistant", "tool", "user", "assistant"]
+    assert conv.messages[2].text == "I'll run it." and conv.messages[2].tool_calls[0].name == "terminal"
+    assert conv.messages[3].tool_call_id == "call_1"
+    assert is_compaction(conv.messages[4])
+    assert any("1 ConversationStateUpdateEvent" in n for n in conv.notes)
+    assert any("tool definitions in the SystemPromptEvent" in n for n in conv.notes)
+    jsonl = loads("\n".join(json.dumps(e) for e in V1_EVENTS))
+    assert [m.role for m in jsonl.messages] == [m.role for m in conv.messages]

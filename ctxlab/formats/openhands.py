@@ -1,5 +1,8 @@
-"""OpenHands event streams and trajectories (V0 events): a list of events, ``{"history": [...]}``
-(evaluation output), a JSONL of events, or the older list of ``[action, observation]`` pairs.
+"""OpenHands event streams and trajectories: V0 events (a list, ``{"history": [...]}`` from
+evaluation output, a JSONL of events, or the older list of ``[action, observation]`` pairs) and
+V1 (software-agent-sdk) events told by ``kind`` (a list, a JSONL, or the agent server's
+``{"items": [...]}``): SystemPromptEvent, MessageEvent, ActionEvent (joined by ``llm_response_id``),
+ObservationEvent / AgentErrorEvent (results), CondensationSummaryEvent (a compaction summary).
 
 An action event from a tool call carries ``tool_call_metadata``: the actions of one model response
 (same ``model_response.id``) form one assistant message with that response's text and one tool call
@@ -29,10 +32,17 @@ _META = ("id", "timestamp", "source", "message", "action", "observation", "cause
          "keep_prompt", "images_urls", "image_urls", "wait_for_response", "kernel_init_code")
 
 
+_V1_KINDS = ("SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "AgentErrorEvent",
+             "UserRejectObservation", "Condensation", "CondensationSummaryEvent", "CondensationRequest", "PauseEvent",
+             "ConversationStateUpdateEvent", "LLMCompletionLogEvent", "TokenEvent", "HookExecutionEvent")
+
+
 def _events(doc: Any) -> list[Any] | None:
     """The event list of a document (None when it is not one)."""
     if isinstance(doc, dict) and isinstance(doc.get("history"), list):
         doc = doc["history"]
+    elif isinstance(doc, dict) and isinstance(doc.get("items"), list):  # the V1 agent server's event search
+        doc = doc["items"]
     if not isinstance(doc, list) or not doc:
         return None
     if all(isinstance(p, list) and len(p) == 2 for p in doc):  # old [action, observation] pairs
@@ -45,6 +55,9 @@ def detect_doc(doc: Any) -> bool:
     events = _events(doc)
     if not events or not all(isinstance(e, dict) for e in events[:200]):
         return False
+    if all(isinstance(e.get("kind"), str) and e["kind"].endswith(("Event", "Observation", "Condensation",
+                                                                    "CondensationRequest")) for e in events[:200]):
+        return any(e["kind"] in _V1_KINDS for e in events[:200])
     typed = [e for e in events[:200] if "action" in e or "observation" in e]
     return len(typed) == len(events[:200]) and any(isinstance(e.get("action"), str) for e in typed)
 
@@ -152,10 +165,54 @@ class _Reader:
         content = e.get("content") if e.get("content") is not None else e.get("message")
         self.trace.add([Message("tool", _text(content), tool_call_id=cid, is_error=kind == "error")])
 
+    def v1(self, e: dict) -> None:
+        """An OpenHands V1 (software-agent-sdk) event, told by its ``kind``."""
+        kind = e["kind"]
+        if kind == "SystemPromptEvent":
+            prompt = e.get("system_prompt")
+            self.trace.add([Message("system", _text([prompt]) if isinstance(prompt, dict) else _text(prompt))])
+            if e.get("tools"):
+                self.trace.notes.append("the tool definitions in the SystemPromptEvent are not carried: counts "
+                                        "leave them out")
+        elif kind == "MessageEvent":
+            llm = e.get("llm_message") if isinstance(e.get("llm_message"), dict) else {}
+            role = llm.get("role") if llm.get("role") in ("user", "assistant", "system") else \
+                ("user" if e.get("source") == "user" else "assistant")
+            self.trace.add([Message(role, _text(llm.get("content")))])
+        elif kind == "ActionEvent" and isinstance(e.get("tool_call"), dict):
+            tc = e["tool_call"]
+            call = ToolCall(str(tc.get("id") or e.get("tool_call_id")), str(tc.get("name") or e.get("tool_name")),
+                            tc["arguments"] if isinstance(tc.get("arguments"), str) else "{}")
+            rid = e.get("llm_response_id")
+            at = self.response_at.get(rid) if rid is not None else None
+            if at is not None:
+                m = self.trace.messages[at]
+                self.trace.messages[at] = Message("assistant", m.content, tool_calls=m.tool_calls + (call,))
+            else:
+                self.trace.add([Message("assistant", _text(e.get("thought")), tool_calls=(call,))])
+                if rid is not None:
+                    self.response_at[rid] = len(self.trace.messages) - 1
+        elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation") and e.get("tool_call_id"):
+            obs = e.get("observation") if isinstance(e.get("observation"), dict) else {}
+            text = _text(obs.get("content")) if obs else str(e.get("error") or e.get("rejection_reason") or "")
+            self.trace.add([Message("tool", text, tool_call_id=str(e["tool_call_id"]),
+                                    is_error=kind != "ObservationEvent" or bool(obs.get("is_error")))])
+        elif kind in ("CondensationSummaryEvent", "Condensation") and e.get("summary"):
+            self.trace.add([compaction(Message("user", _text(e["summary"])))])
+            i = len(self.trace.messages) - 1
+            self.trace.meta.setdefault("compactions", []).append({"message": i})
+            self.trace.notes.append(f"message {i}: OpenHands condensation summary: it replaced the events it "
+                                    "forgot, which are kept here as history")
+        else:
+            self.skipped[f"{kind}"] += 1
+
     def event(self, k: int, e: Any) -> None:
         if not isinstance(e, dict):
             raise ShapeError(f"expected an event object, found {type(e).__name__}", where=f"event {k}")
-        if "action" in e:
+        if isinstance(e.get("kind"), str) and "action" not in e and "observation" not in e or \
+                e.get("kind") in _V1_KINDS:
+            self.v1(e)
+        elif "action" in e:
             self.action(e)
         elif "observation" in e:
             self.observation(e)
