@@ -1,10 +1,11 @@
 """What a replay costs over the conversation's life, provider prompt cache included.
 
 Every assistant message of the original conversation is one model call. Its prompt is what the
-strategy left at the start of its turn plus the messages that arrived since in that turn; its
-output is the original assistant message. Each call's prompt is compared with the previous
-call's (message by message, after the tool definitions, which come first), and the provider's
-published cache rule says how much of it the cache serves:
+call-by-call replay sent (what the strategy left at its last application plus the messages that
+arrived since); its output is the original assistant message. Each call's prompt is compared with
+the previous call's (message by message, after the tool definitions, which come first: the replay
+records the shared prefix), and the provider's published cache rule says how much of it the cache
+serves. A strategy that rewrites the start of the prompt at every call pays for it here:
 
 * ``openai`` (automatic): a prompt prefix of at least 1,024 tokens shared with a recent request is
   served from the cache, in 128-token steps; writing the cache costs nothing extra.
@@ -243,24 +244,16 @@ class CostReport:
                 "turns": self.per_turn()}
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a is b or a == b
-
-
-def _cached(rule: str, minimum: int, prev: Sequence[Message] | None, prev_len: int, cur: Sequence[Message],
-            tokens: Sequence[int], head: int) -> tuple[int, int]:
-    """(cached, written) tokens of the prompt ``head + cur`` after the prompt ``head + prev``."""
-    total = head + sum(tokens)
+def _cached(rule: str, minimum: int, has_prev: bool, prev_len: int, shared: int, extends: bool,
+            total: int) -> tuple[int, int]:
+    """(cached, written) tokens of a prompt of ``total`` tokens (tool definitions and messages) whose
+    first ``shared`` tokens equal the previous prompt's (of ``prev_len`` tokens; ``extends`` when
+    all of the previous prompt is a prefix of this one)."""
     if rule == "none":
         return 0, 0
-    shared, k = head, 0
-    if prev is not None:
-        while k < len(prev) and k < len(cur) and _same(prev[k], cur[k]):
-            shared += tokens[k]
-            k += 1
     if rule == "openai":
-        return (shared // OPENAI_STEP * OPENAI_STEP if prev is not None and shared >= max(minimum, OPENAI_MIN) else 0), 0
-    read = prev_len if prev is not None and k == len(prev) and prev_len >= minimum else 0
+        return (shared // OPENAI_STEP * OPENAI_STEP if has_prev and shared >= max(minimum, OPENAI_MIN) else 0), 0
+    read = prev_len if has_prev and extends and prev_len >= minimum else 0
     return read, (total - read if total >= minimum else 0)
 
 
@@ -268,35 +261,29 @@ def replay_cost(replay: Any, source: Conversation | Sequence[Message], *, model:
                 price: Price | PriceTable | None = None) -> CostReport:
     """Cost every call of ``replay`` (a ``ctxlab.replay.Replay`` of ``source``) under the model's
     price and cache rule. ``price`` may be a Price, a PriceTable (looked up by model), or None for
-    the bundled table."""
+    the bundled table. The pending call (a trace that does not end with an assistant message) has
+    no output yet and is not billed."""
     messages = source.messages if isinstance(source, Conversation) else tuple(source)
     model = model or (source.model if isinstance(source, Conversation) else None) or "gpt-4o"
     table = price if isinstance(price, PriceTable) else None
     chosen = price if isinstance(price, Price) else (table or load_prices()).get(model)
     counter = TokenCounter(model)
-    own = counter.count(messages, tools=()).message_tokens
     head, tail = replay.budget.tools_tokens, replay.budget.reply_priming
     rule, minimum = (chosen.cache, chosen.cache_min_tokens) if chosen else ("none", OPENAI_MIN)
-    starts = replay.turn_starts
     calls: list[CallCost] = []
-    prev: tuple[Message, ...] | None = None
-    prev_len = 0
-    for t, start in enumerate(starts):
-        end = starts[t + 1] if t + 1 < len(starts) else len(messages)
-        plan = replay.plans[t]
-        base_msgs, base_tok = list(plan.messages), list(plan.output_tokens)
-        for j in range(start + 1, end):
-            if messages[j].role != "assistant":
-                continue
-            cur = base_msgs + list(messages[start + 1:j])
-            tok = base_tok + list(own[start + 1:j])
-            cached, written = _cached(rule, minimum, prev, prev_len, cur, tok, head)
-            prompt = head + sum(tok) + tail
-            uncached = prompt - cached - written
-            out = own[j]
-            calls.append(CallCost(t, j, prompt, cached, written, uncached, out,
-                                  chosen.cost(uncached, cached, written, out) if chosen else None))
-            prev, prev_len = tuple(cur), head + sum(tok)
+    has_prev, prev_len = False, 0
+    for call in replay.calls:
+        if call.pending:
+            continue
+        total = call.tokens_after - tail  # tool definitions and messages
+        cached, written = _cached(rule, minimum, has_prev, prev_len, head + call.shared_tokens,
+                                  call.extends_previous, total)
+        prompt = call.tokens_after
+        uncached = prompt - cached - written
+        out = counter.message(messages[call.index])
+        calls.append(CallCost(call.turn, call.index, prompt, cached, written, uncached, out,
+                              chosen.cost(uncached, cached, written, out) if chosen else None))
+        has_prev, prev_len = True, total
     return CostReport(replay.strategy, model, chosen, tuple(calls))
 
 

@@ -1,4 +1,4 @@
-"""The hand-written sample conversations: valid OpenAI Chat JSON, every call answered, facts present."""
+"""The sample conversations: valid OpenAI Chat JSON, every call answered, facts present."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from .conftest import SAMPLES
 
-NAMES = ("ecommerce_refund", "sql_agent", "parallel_travel")
+NAMES = ("ecommerce_refund", "sql_agent", "parallel_travel", "agent_run_support")
 
 
 def load(name: str) -> dict:
