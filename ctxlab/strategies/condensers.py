@@ -17,6 +17,7 @@ from ..conversation import Message
 from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan
 from .view import Budget, View, message_text
+from .rounds import answer_lone_users
 from .windows import preamble_systems
 from . import structured_summary  # noqa: F401  (registers the structured and llm_structured summarizers)
 
@@ -137,6 +138,7 @@ class RecentEvents(Strategy):
             else:
                 actions[i], reasons[i] = "drop", (f"forgotten: after the first {head:,} and before the newest "
                                                   f"{tail:,} messages (max_events {self.max_events:,})")
+        answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
         dropped = actions.count("drop")
         return make_plan(view, budget, self.name, self.params(), actions, reasons, stats={"forgotten": dropped},
                          idle=lambda: (f"recent_events keeps up to {self.max_events:,} messages (max_events) and the "
@@ -197,6 +199,7 @@ class AmortizedForgetting(Strategy):
         for i, (r, size) in gone.items():
             actions[i], reasons[i] = "drop", (f"forgotten at condensation {r:,} (the history had reached {size:,} "
                                               f"messages, over max_size {self.max_size:,})")
+        answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
         stats: dict[str, Any] = {"condensations": max((r for r, _ in gone.values()), default=0), "forgotten": len(gone)}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, stats=stats,
                          idle=lambda: (f"amortized_forgetting forgets only when the history passes {self.max_size:,} "

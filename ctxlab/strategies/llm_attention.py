@@ -22,6 +22,7 @@ from ..llm import LLMError, active_llm
 from .base import Strategy, budget_window, param, register
 from .llm_summarizer import render_span
 from .plan import Plan, make_plan
+from .rounds import answer_lone_users
 from .view import Budget, View
 
 ATTENTION_PROMPT = """A coding agent's context is too long. Below are its earlier messages, each numbered [#N]. The agent works on this task:
@@ -123,6 +124,7 @@ class LLMAttention(Strategy):
                 actions[i] = "drop"
                 reasons[i] = "forgotten: " + ("older than the newest kept (offline fallback)" if why
                                               else "the model did not choose it")
+        answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
         warnings = [f"LLM attention unavailable, kept the newest {keep:,} messages instead: {why}"] if why else []
         stats: dict[str, Any] = {"candidates": len(candidates), "kept": len(picked), "chooser": "newest" if why
                                  else "model"}
