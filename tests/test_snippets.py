@@ -34,6 +34,10 @@ NON_DEFAULT = {  # one changed parameter per strategy that has any, so a round t
     "oldest_first": {"size_weight": 2.0},
     "hybrid": {"recent_turns": 1},
     "langchain_trim": {"start_on": "none", "allow_partial": True},
+    "observation_masking": {"window": 2, "placeholder": "<masked {lines} lines>", "polling": 2},
+    "recent_events": {"keep_first": 2, "max_events": 9},
+    "amortized_forgetting": {"max_size": 12, "keep_first": 2},
+    "llm_attention": {"max_size": 12, "keep_first": 2},
 }
 
 
