@@ -252,6 +252,8 @@ class Miss:
     needed_by: int
     turn: int
     call: int = -1
+    edit: bool = False
+    """The need was an edit's old text (the read that showed it was gone)."""
 
 
 @dataclass(frozen=True)
@@ -334,7 +336,8 @@ class FactCheck:
             if any(need.served_by(c) for c in context):
                 self.served[t] = self.served.get(t, 0) + 1
             else:
-                self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number))
+                self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number,
+                                                          bool(need.lines)))
 
     def __call__(self, call: Any, view: Any) -> None:
         self.check(call, view.messages, view.origin)

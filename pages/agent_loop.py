@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ctxlab
-from appstate import SAMPLES_DIR, current_price, input_panel, md_escape, text_hash
+from appstate import SAMPLES_DIR, current_price, input_panel, md_escape, open_in_lab, text_hash
 from ctxlab.errors import CtxlabError
 from ctxlab.fidelity import ReplayMeasures, measure_replay, needed_facts
 from ctxlab.figures import prompt_per_call
@@ -21,6 +22,9 @@ from ctxlab.strategies.base import APPLY_AT
 from ctxlab.tokens import TokenCounter
 
 AGENT_SAMPLE = "agent_run_support.json"
+CODING_SAMPLE = SAMPLES_DIR / "coding" / "coding_agent_session.jsonl"
+CODING_DEFAULTS = ["observation_masking", "summarize", "tool_rounds"]
+CODING_LIMIT = 4_000
 WHERE = {"every_call": "before every model call", "turn_start": "after START (once per user message)"}
 DEFAULT_LIMIT = 8_000
 STRATEGY_CHOICES = ("sliding_window", "clear_tool_results", "summarize", "tool_rounds", "turn_safe", "middle_out")
@@ -36,6 +40,67 @@ def _both(text_key: str, name: str, limit: int, price_key: str, _conv: ctxlab.Co
     facts = needed_facts(_conv)
     return {where: measure_replay(_conv, dataclasses.replace(base, apply_at=where), budget, model=model,
                                   prices=_price, facts=facts) for where in APPLY_AT}
+
+
+@st.cache_resource(show_spinner="Replaying the coding session call by call…", max_entries=16)
+def _condensers(names: tuple[str, ...], limit: int, price_key: str, _conv: ctxlab.Conversation,
+                _price) -> dict[str, ReplayMeasures]:
+    """Each strategy (budget-scaled defaults, before every call) on the coding session."""
+    model = "gpt-4o"
+    budget = Budget(limit, 0.15, TokenCounter(model).tools(_conv.tools))
+    facts = needed_facts(_conv)
+    return {n: measure_replay(_conv, get_strategy(n, **STRATEGIES[n].scaled_defaults(budget)), budget, model=model,
+                              prices=_price, facts=facts) for n in names}
+
+
+def _open_coding_in_lab() -> None:
+    open_in_lab(CODING_SAMPLE.read_text(encoding="utf-8"), "the bundled coding-agent session")
+    st.session_state.loop_goto_lab = True
+
+
+def _coding_section(price) -> None:
+    """Observation masking, summarization and tool-round pruning (or others) on a coding run, per call."""
+    st.header("Coding agents: which condenser, call by call")
+    st.write("A coding agent's run is one task and dozens of calls that read files, edit them and run commands. "
+             "An edit needs the text it replaces, so it is served only while the read that showed that text is "
+             "still in the prompt. Below, the bundled Claude Code session (written for ctxlab: one task, 35 tool "
+             "calls) under each strategy, run before every call with defaults scaled to the limit.")
+    text = CODING_SAMPLE.read_text(encoding="utf-8")
+    conv = ctxlab.loads(text)
+    c1, c2 = st.columns([3, 1])
+    names = c1.multiselect("Strategies", [n for n in STRATEGIES if n not in ("none", "langchain_trim")],
+                           default=CODING_DEFAULTS, key="loop_coding_strategies")
+    limit = int(c2.number_input("Context limit (tokens)", min_value=1_000, max_value=2_000_000, value=CODING_LIMIT,
+                                step=500, key="loop_coding_limit"))
+    st.button("Open this session in the Strategy Lab", key="loop_coding_open", on_click=_open_coding_in_lab)
+    if not names:
+        st.info("Pick one or more strategies to compare.")
+        return
+    try:
+        got = _condensers(tuple(names), limit, repr(price), conv, price)
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+        return
+    edits = sum(1 for n in needed_facts(conv).needs if n.lines)
+    rows = [{"strategy": n, "calls over the limit": f"{m.replay.calls_over_limit:,} of {len(m.replay.calls):,}",
+             "needed facts served": m.needed_recall,
+             "edits whose read was gone": sum(x.edit for x in m.fidelity.misses),
+             "cost": m.cost.cost_usd, "input tokens, all calls": m.cost.input_tokens,
+             "largest prompt": m.replay.worst.tokens_after if m.replay.worst else 0} for n, m in got.items()]
+    st.dataframe(rows, key="loop_coding_table", hide_index=True, width="stretch",
+                 column_config={"needed facts served": st.column_config.NumberColumn(format="percent"),
+                                "cost": st.column_config.NumberColumn(format="$%.4f"),
+                                "input tokens, all calls": st.column_config.NumberColumn(format="%,d"),
+                                "largest prompt": st.column_config.NumberColumn(format="%,d")})
+    budget = next(iter(got.values())).replay.budget
+    st.plotly_chart(prompt_per_call({n: m.replay for n, m in got.items()}, budget.prompt_limit), key="loop_coding_chart")
+    best = max(got, key=lambda n: (got[n].replay.fits, got[n].needed_recall or 0, -(got[n].cost.cost_usd or 0)))
+    m = got[best]
+    st.caption(md_escape(f"Of these, {best} serves the most needed facts ({m.needed_recall:.0%}) among those whose "
+                         f"calls fit best ({m.replay.calls_over_limit} over the limit), for "
+                         f"${m.cost.cost_usd:.4f}; the session has {edits} edits whose old text must still be in "
+                         "the prompt." if m.needed_recall is not None and m.cost.cost_usd is not None else
+                         f"{best}: see the table."))
 
 
 def _conclusion(every: ReplayMeasures, start: ReplayMeasures, turns: int) -> str:
@@ -130,3 +195,10 @@ with st.expander("What to do in LangGraph"):
         "(or use a `pre_model_hook` / agent middleware). The strategy acts inside a turn, so it must keep every "
         "call with its results and the task: ctxlab's strategies do.\n"
         "- The Strategy Lab's export writes the LangGraph wiring for the `apply_at` you tuned.")
+
+_coding_section(price)
+if st.session_state.pop("loop_goto_lab", False):
+    try:
+        st.switch_page("pages/strategy_lab.py")
+    except StreamlitAPIException:  # the page run on its own (no navigation): say where to go
+        st.info("The coding session is in the sidebar: open the Strategy Lab.")

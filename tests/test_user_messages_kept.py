@@ -57,3 +57,15 @@ def test_user_messages_left_alone_are_merged_with_a_note():
     assert plan.notes and "1 user message(s) kept by merging into the next user message (1+4)" in plan.notes[0]
     assert "merged into user message 4" in plan.reasons[1]
     assert not [f for f in validate(list(plan.messages), "anthropic") if f.severity == "error"]
+
+
+@pytest.mark.parametrize("name", sorted(set(STRATEGIES) - {"langchain_trim", "none"}))
+def test_a_compaction_summary_from_a_trace_is_kept_by_every_strategy(name):
+    """A reader marks a coding agent's /compact summary; every strategy keeps it, even tight."""
+    msgs = trace()
+    msgs[1] = Message("user", SUMMARY, extra={"ctxlab_compaction": True})
+    view = make_view(msgs)
+    assert view.compactions == (1,)
+    budget = Budget(2_500)
+    plan = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget)).apply(view, budget)
+    assert any(SUMMARY in m.text for m in plan.messages), (name, plan.actions[1], plan.reasons[1])

@@ -4,7 +4,8 @@ Strategies fill two lists (an action and a reason per message) plus any replacem
 or truncated messages) and inserted summaries, then call ``make_plan``. ``settle`` first makes
 the decisions safe for every provider, by construction:
 
-1. the first system prompt and the newest user message are always kept;
+1. the first system prompt, the newest user message and a compaction summary a trace carries
+   (``View.compactions``) are always kept;
 2. an atomic group (a tool call and all of its results) is kept or removed whole;
 3. a turn whose user message is removed is removed whole, so no assistant reply is left
    answering nothing and no two assistant turns meet;
@@ -142,6 +143,10 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
             protected.add(i)
             if actions[i] in _REMOVED:
                 actions[i], reasons[i] = "keep", why
+    for i in view.compactions:  # the agent's own summary of what came before: never removed
+        protected.add(i)
+        if actions[i] in _REMOVED:
+            actions[i], reasons[i] = "keep", "always kept: a compaction summary (the agent's summary of earlier work)"
     _whole_groups(view, actions, reasons)
     for start, end in view.seg.turns:
         gone = actions[start]

@@ -86,7 +86,7 @@ class MiddleOut(Strategy):
         n, ps, pe = len(view), self.preserve_start, self.preserve_end
         lo, hi = min(ps, n), max(n - pe, min(ps, n))
         target = int(budget.available * self.target_ratio)
-        must = [*range(lo), *range(hi, n), *view.pins]
+        must = [*range(lo), *range(hi, n), *view.pins, *view.compactions]
         must += [i for i in (view.first_system(), view.newest_user()) if i is not None]
         book = _Ledger(view, must)
         table = batch_tables(view)
@@ -347,7 +347,8 @@ class OldestFirst(Strategy):
     def decide(self, view: View, budget: Budget) -> _Decided:
         """Decisions and stats, before settling."""
         n, target = len(view), budget.available
-        must = [*view.pins, *(i for i in (view.first_system(), view.newest_user()) if i is not None)]
+        must = [*view.pins, *view.compactions,
+                *(i for i in (view.first_system(), view.newest_user()) if i is not None)]
         book = _Ledger(view, must)
         scored = self._scored(view, book)
         threshold, skipped = self._remove(view, book, scored, target)

@@ -194,6 +194,12 @@ class View:
         """Tokens of all messages."""
         return sum(self.tokens)
 
+    @cached_property
+    def compactions(self) -> tuple[int, ...]:
+        """Indexes of compaction summaries a trace carries (a coding agent's ``/compact``: user
+        messages a reader marked ``extra["ctxlab_compaction"]``); every strategy keeps them."""
+        return tuple(i for i in _positions(self.roles, "user") if self.messages[i].extra.get("ctxlab_compaction"))
+
     def first_system(self) -> int | None:
         """Index of the first system message, if there is one."""
         try:

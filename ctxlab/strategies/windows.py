@@ -102,14 +102,15 @@ class SlidingWindow(Strategy):
         limit = min(self.max_tokens or budget.available, budget.available)
         target = int(limit * (1 - self.buffer_ratio))
         n = len(view)
-        must = set(preamble_systems(view))
+        must = set(preamble_systems(view)) | set(view.compactions)
         if view.newest_user() is not None:
             must.add(view.newest_user())
         must_tokens = sum(view.tokens[i] for i in must)
         actions, reasons = ["drop"] * n, [f"outside the {target:,}-token window"] * n
         for i in must:
-            actions[i], reasons[i] = "keep", "always kept" + (": the system prompt" if view.messages[i].role == "system"
-                                                              else ": the newest user message")
+            actions[i], reasons[i] = "keep", "always kept" + (
+                ": the system prompt" if view.messages[i].role == "system" else
+                ": a compaction summary" if i in view.compactions else ": the newest user message")
         room = target - must_tokens
         for members in reversed(view.seg.groups):
             if any(i in must for i in members):

@@ -68,3 +68,19 @@ def test_the_sidebar_conversation_can_be_used(app):
 @pytest.fixture
 def app(monkeypatch) -> AppTest:
     return open_page("agent_loop.py", monkeypatch)
+
+
+def test_the_coding_section_compares_condensers_call_by_call_with_the_engines_figures(app):
+    from ctxlab.fidelity import needed_facts
+    conv = ctxlab.load(SAMPLES / "coding" / "coding_agent_session.jsonl")
+    budget = Budget(4_000, 0.15, TokenCounter("gpt-4o").tools(conv.tools))
+    table = next(d.value for d in app.dataframe if "edits whose read was gone" in d.value.columns)
+    assert list(table["strategy"]) == ["observation_masking", "summarize", "tool_rounds"]
+    for k, name in enumerate(table["strategy"]):
+        m = measure_replay(conv, get_strategy(name, **STRATEGIES[name].scaled_defaults(budget)), budget, model="gpt-4o")
+        assert table["needed facts served"][k] == pytest.approx(m.needed_recall)
+        assert table["edits whose read was gone"][k] == sum(x.edit for x in m.fidelity.misses)
+    assert any(n.lines for n in needed_facts(conv).needs), "the session's edits need the text they replace"
+    app.button(key="loop_coding_open").click().run()
+    assert not app.exception
+    assert app.session_state["conversation_label"] == "the bundled coding-agent session"
