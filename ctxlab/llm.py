@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import CtxlabError
+from .redact import KeyRedactor
 
 log = logging.getLogger("ctxlab.llm")
 log.addHandler(logging.NullHandler())  # a library: the application decides where warnings go
@@ -179,16 +180,29 @@ class LLMConfig:
         return (f"LLMConfig(model={self.model!r}, base_url={public_url(self.base_url)!r}, "
                 f"api_key={'***' if self.api_key else None}, timeout={self.timeout:g})")
 
+    @property
+    def redactor(self) -> KeyRedactor:
+        """The filter that hides this key and the base URL's credentials in any form (see
+        :mod:`ctxlab.redact`); built once per configuration."""
+        found = self.__dict__.get("_redactor")
+        if found is None:
+            parts = urlsplit(self.base_url) if self.base_url else None
+            secrets = [self.api_key.reveal() if self.api_key else None]
+            if parts is not None:
+                secrets += [s for s in (parts.password, parts.username) if s and len(s) >= 4]
+            found = KeyRedactor(secrets)
+            object.__setattr__(self, "_redactor", found)
+        return found
+
+    def redact(self, text: str) -> str:
+        """``text`` with this key and the base URL's credentials hidden, in any letter case,
+        base64 or hex, whole or in runs of 10 or more characters, white space between them
+        ignored: every text that comes back from the model passes here before it is kept."""
+        return self.redactor(text)
+
     def scrub(self, text: str) -> str:
-        """``text`` with this key, the base URL's credentials and anything shaped like a key hidden."""
-        if self.api_key and self.api_key.reveal():
-            text = text.replace(self.api_key.reveal(), "***")
-        if self.base_url:
-            parts = urlsplit(self.base_url)
-            for secret in (parts.password, parts.username):
-                if secret and len(secret) >= 4:
-                    text = text.replace(secret, "***")
-        return _BEARER.sub(r"\1***", _KEYLIKE.sub("sk-***", text))
+        """An error text: :meth:`redact`, plus anything shaped like a key or a bearer token hidden."""
+        return _BEARER.sub(r"\1***", _KEYLIKE.sub("sk-***", self.redact(text)))
 
 
 @dataclass(frozen=True)
@@ -361,11 +375,15 @@ class LLM:
         cached = getattr(details, "cached_tokens", None) if details is not None else None
         log.info("model call to %s (%s): %.0f ms, %s attempt(s)", self.config.host, self.config.model, latency_ms,
                  attempts)
-        return ChatResult(text=text if isinstance(text, str) else "", model=str(getattr(raw, "model", None) or self.config.model),
+        redact = self.config.redact  # every text of the reply, before anyone stores or shows it
+        finish = getattr(choices[0], "finish_reason", None)
+        return ChatResult(text=redact(text) if isinstance(text, str) else "",
+                          model=redact(str(getattr(raw, "model", None) or self.config.model)),
                           prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
                           completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
                           cached_tokens=_int_or_none(cached), latency_ms=latency_ms, attempts=attempts,
-                          finish_reason=getattr(choices[0], "finish_reason", None), tool_calls=calls)
+                          finish_reason=redact(finish) if isinstance(finish, str) else None,
+                          tool_calls=tuple(redact(c) for c in calls))
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -60,6 +60,7 @@ class Fault:
     retry_after: float | None = None
     delay: float = 0.0
     malformed: bool = False
+    message: str | None = None
 
 
 def chat_prompt_text(body: dict[str, Any]) -> str:
@@ -159,11 +160,13 @@ class FakeOpenAI:
         """Answer ``path`` (e.g. ``/v1/chat/completions``) with ``handler(request_json)``."""
         self._routes[path] = handler
 
-    def fail_next(self, status: int, times: int = 1, retry_after: float | None = None) -> None:
+    def fail_next(self, status: int, times: int = 1, retry_after: float | None = None,
+                  message: str | None = None) -> None:
         """Answer the next ``times`` requests with an OpenAI-style error of HTTP ``status``
-        (with a ``Retry-After: retry_after`` header when given)."""
+        (with a ``Retry-After: retry_after`` header when given; ``message``: the error's text
+        instead of the usual one)."""
         with self._lock:
-            self._faults.extend([Fault(status=status, retry_after=retry_after)] * times)
+            self._faults.extend([Fault(status=status, retry_after=retry_after, message=message)] * times)
 
     def hang_next(self, seconds: float, times: int = 1) -> None:
         """Wait ``seconds`` before answering each of the next ``times`` requests (a client with a
@@ -205,7 +208,10 @@ class FakeOpenAI:
             return
         if fault is not None and fault.status is not None:
             headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
-            self._send(req, fault.status, self._error_body(fault.status, record), headers)
+            body = self._error_body(fault.status, record)
+            if fault.message is not None:
+                body["error"]["message"] = fault.message
+            self._send(req, fault.status, body, headers)
             return
         handler = self._routes.get(record.path)
         if handler is None:
