@@ -21,6 +21,7 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import logging
+import math
 import os
 import re
 import threading
@@ -130,7 +131,7 @@ class LLMConfig:
         object.__setattr__(self, "model", (self.model or "").strip() or DEFAULT_MODEL)
         for name, lo in (("timeout", 0.01), ("max_attempts", 1), ("max_wait", 0.0), ("backoff", 0.0)):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < lo:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value < math.inf:
                 raise LLMError(f"{name} must be a number of at least {lo:g}, got {value!r}", kind="not_configured",
                                where=f"llm.{name}")
         if self.base_url and urlsplit(self.base_url).scheme not in ("http", "https"):

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import Conversation, Message, Part
 from ._base import Export, Format, ReadContext, group_notes
-from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, dumps, load_json_documents,
+from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
                     load_with_text)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
 
@@ -253,5 +253,5 @@ def _register_builtins() -> None:
 _register_builtins()
 
 __all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
-           "load", "load_all", "load_json_documents",
+           "decode_text", "load", "load_all", "load_json_documents",
            "loads", "parse_tools", "register", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]

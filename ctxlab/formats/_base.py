@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import (EmptyMessageError, NestingTooDeepError, ShapeError, ToolArgumentsError, UnknownRoleError,
+from ..errors import (EmptyMessageError, NestingTooDeepError, NotJSONError, ShapeError, ToolArgumentsError, UnknownRoleError,
                       path_key, shown)
 from ..conversation import Conversation, Message, Part
-from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check
+from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check, strict_loads
 
 
 #: keys ctxlab itself puts in Message.extra; writers never copy them out as provider fields
@@ -142,7 +142,9 @@ def check_arguments(text: Any, ctx: ReadContext, index: int, *path: str | int) -
     if not text.strip():
         return text
     try:
-        value = json.loads(text)
+        value = strict_loads(text, ctx.where(index, *path))
+    except NotJSONError as e:  # a number ctxlab does not read: NaN, Infinity, 1e400, 5,000 digits
+        raise ToolArgumentsError(f"tool-call arguments are {e.problem}", where=e.where, hint=e.hint) from None
     except json.JSONDecodeError as e:
         raise ToolArgumentsError(
             f"tool-call arguments are not valid JSON ({decode_error_text(e)}): {shown(text)}",
