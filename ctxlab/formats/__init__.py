@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import Conversation, Message, Part
 from ._base import Export, Format, ReadContext, group_notes
+from ._carry import carry_top_level, unplaced_fields
 from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
                     load_with_text)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
@@ -241,7 +242,11 @@ def export(conv: Conversation, to: str) -> Export:
         raise UnknownFormatError(f"format {shown(to)} can be read but not written", where="to",
                                  hint=f"Writable: {', '.join(n for n, f in FORMATS.items() if f.write)}")
     out = fmt.write(conv)
-    return Export(out.data, group_notes(out.notes))
+    notes = list(out.notes)
+    if isinstance(out.data, dict):  # top-level fields, then the net: nothing a reader kept vanishes unnoted
+        notes += carry_top_level(conv, fmt.name, out.data, fmt.title)
+    notes += unplaced_fields(conv, out.data, notes, fmt.title)
+    return Export(out.data, group_notes(notes))
 
 
 def _register_builtins() -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import (EmptyMessageError, NestingTooDeepError, NotJSONError, ShapeError, ToolArgumentsError, UnknownRoleError,
-                      path_key, shown)
+                      path_key, shown, shown_keys)
 from ..conversation import Conversation, Message, Part
 from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check, strict_loads
 
@@ -38,6 +38,15 @@ class ReadContext:
         else:
             jp = f"{self.base}[{index}]"
         return f"message {index} ({jp}{''.join(path_key(p) for p in path)})"
+
+    def unkept_call_fields(self, index: int, raw: Any, known: tuple[str, ...]) -> None:
+        """Note the fields of a tool call that ctxlab does not keep (it keeps a call's id, name and
+        arguments): a streamed call's ``index``, a Responses call's ``status``, a block's
+        ``cache_control``. Named on import, so a conversion never drops them silently."""
+        left = [k for k in raw if k not in known] if isinstance(raw, dict) else []
+        if left:
+            self.notes.append(f"message {index}: tool-call field(s) {shown_keys(left)} are not kept (ctxlab keeps a "
+                              "call's id, name and arguments)")
 
     def unmodeled_part(self, index: int, kind: str) -> None:
         """Note a content part ctxlab keeps but does not model (an unknown block type, an audio

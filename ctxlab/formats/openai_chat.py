@@ -22,7 +22,10 @@ def _part(raw: Any, ctx: ReadContext, index: int, k: int) -> Part:
                          where=ctx.where(index, "content", k))
     kind = raw["type"]
     if kind == "text":
-        return Part("text", str(raw.get("text", "")))
+        if not isinstance(raw.get("text", ""), str):  # never a Python repr of a number or a list
+            raise ShapeError(f"a text part's text must be a string, found {type(raw['text']).__name__}",
+                             where=ctx.where(index, "content", k, "text"))
+        return Part("text", raw.get("text", ""), data={key: v for key, v in raw.items() if key not in ("type", "text")})
     if kind == "image_url":
         img = raw.get("image_url")
         img = {"url": img} if isinstance(img, str) else img
@@ -31,7 +34,10 @@ def _part(raw: Any, ctx: ReadContext, index: int, k: int) -> Part:
                              where=ctx.where(index, "content", k, "image_url"))
         return Part("image", data=dict(img))
     if kind == "refusal":
-        return Part("refusal", str(raw.get("refusal", "")))
+        if not isinstance(raw.get("refusal", ""), str):
+            raise ShapeError(f"a refusal part's refusal must be a string, found {type(raw['refusal']).__name__}",
+                             where=ctx.where(index, "content", k, "refusal"))
+        return Part("refusal", raw.get("refusal", ""))
     ctx.unmodeled_part(index, kind)
     return Part(kind, data={key: v for key, v in raw.items() if key != "type"})
 
@@ -55,6 +61,8 @@ def _tool_calls(raw: Any, ctx: ReadContext, index: int) -> tuple[ToolCall, ...]:
                              where=ctx.where(index, "tool_calls", k, "id"),
                              hint="Every tool call needs the id its result refers to")
         args = check_arguments(fn.get("arguments"), ctx, index, "tool_calls", k, "function", "arguments")
+        ctx.unkept_call_fields(index, tc, ("id", "type", "function"))
+        ctx.unkept_call_fields(index, fn, ("name", "arguments"))
         calls.append(ToolCall(tc["id"], fn["name"], args))
     return tuple(calls)
 
@@ -122,7 +130,7 @@ def detect(items: list[Any]) -> int:
 
 def _part_out(p: Part, i: int, dropped: list[str]) -> dict | None:
     if p.type == "text":
-        return {"type": "text", "text": p.text}
+        return {"type": "text", "text": p.text, **p.data}
     if p.type == "image":
         img = {k: v for k, v in p.data.items() if k in ("url", "detail")}
         left = sorted(set(p.data) - set(img))
