@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ShapeError, shown, shown_keys
+from ..errors import ExportError, ShapeError, shown, shown_keys
 from ..conversation import Conversation, Message, Part, ToolCall
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict,
                     role_of, text_or_parts)
@@ -132,6 +132,10 @@ def _part_out(p: Part, i: int, dropped: list[str]) -> dict | None:
     if p.type == "text":
         return {"type": "text", "text": p.text, **p.data}
     if p.type == "image":
+        if not isinstance(p.data.get("url"), str):  # a Responses file_id image: Chat takes a URL or data only
+            dropped.append(f"message {i}: an image given by {shown_keys(sorted(p.data)) or 'nothing'} (no URL) has no "
+                           "place in OpenAI Chat; left out")
+            return None
         img = {k: v for k, v in p.data.items() if k in ("url", "detail")}
         left = sorted(set(p.data) - set(img))
         if left:
@@ -156,6 +160,10 @@ def message_to_openai(m: Message, i: int, notes: list[str]) -> dict:
         parts = [q for q in (_part_out(p, i, notes) for p in m.content) if q is not None]
         if m.role in ("assistant", "tool") and len(parts) == 1 and parts[0]["type"] == "text":
             out["content"] = parts[0]["text"]  # what Anthropic-born single text blocks become
+        elif not parts and not m.tool_calls and m.role != "assistant":  # OpenAI refuses it; say so, not ""
+            raise ExportError(f"nothing of this message can be written for OpenAI Chat (its "
+                              f"{', '.join(sorted({p.type for p in m.parts}))} content has no place there)",
+                              where=f"message {i}", hint="Replace that content with text before converting")
         elif not parts:
             out["content"] = None if m.tool_calls else ""
         else:
