@@ -278,8 +278,10 @@ class LLM:
                 if not cfg.configured:
                     raise LLMNotConfiguredError("no model is configured", kind="not_configured", hint=SETUP_HINT)
                 from openai import OpenAI
+                from ._deadline import deadline_client
                 key = cfg.api_key.reveal() if cfg.api_key else _NO_KEY
-                self._client = OpenAI(api_key=key, base_url=cfg.base_url, timeout=cfg.timeout, max_retries=0)
+                self._client = OpenAI(api_key=key, base_url=cfg.base_url, timeout=cfg.timeout, max_retries=0,
+                                      http_client=deadline_client(cfg.timeout))
             return self._client
 
     def chat(self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None,
@@ -297,7 +299,9 @@ class LLM:
             self.requests_sent += 1
             start = time.perf_counter()
             try:
-                raw = client.chat.completions.create(**kwargs)
+                from ._deadline import call_deadline
+                with call_deadline(cfg.timeout):  # the whole request, not each read (a trickling server)
+                    raw = client.chat.completions.create(**kwargs)
                 return self._result(raw, (time.perf_counter() - start) * 1000, attempt)
             except LLMError:
                 raise
@@ -333,8 +337,11 @@ class LLM:
         status = getattr(e, "status_code", None)
         detail = cfg.scrub(_provider_message(e))
         if isinstance(e, openai.APITimeoutError):
-            return LLMError(f"no reply within {cfg.timeout:g} s (timeout)", kind="timeout", where=where,
+            return LLMError(f"no complete reply within {cfg.timeout:g} s (the limit is for the whole call)",
+                            kind="timeout", where=where,
                             hint="Check that the server is up and not overloaded, or raise the timeout"), None
+        if isinstance(e, openai.APIConnectionError) and _truncated(e):
+            return _bad_reply(where, "the server closed the connection before the reply was complete"), None
         if isinstance(e, openai.APIConnectionError):
             return LLMError(f"cannot connect to the server ({type(e).__name__})", kind="connection", where=where,
                             hint="Check the base URL (OPENAI_BASE_URL) and that the server is running"), None
@@ -385,6 +392,17 @@ class LLM:
                           cached_tokens=_int_or_none(cached), latency_ms=latency_ms, attempts=attempts,
                           finish_reason=redact(finish) if isinstance(finish, str) else None,
                           tool_calls=tuple(redact(c) for c in calls))
+
+
+def _truncated(e: BaseException) -> bool:
+    """Whether a connection error is a reply cut short (the server connected, then closed early)."""
+    import httpx
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, httpx.RemoteProtocolError) or "incomplete" in str(cause).lower():
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _int_or_none(value: Any) -> int | None:
