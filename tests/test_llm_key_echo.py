@@ -156,3 +156,19 @@ def test_an_echoed_key_reaches_no_result_output_or_file(env, monkeypatch, capsys
     for path in files:
         content = path.read_bytes().decode("utf-8", "replace")
         assert not leaks(content), (path, leaks(content))
+
+
+def test_a_disk_summary_written_before_the_filter_is_redacted_when_read(env, monkeypatch):
+    api, values, tmp_path = env
+    llm = LLM(LLMConfig.from_env(timeout=5, max_attempts=1))
+    api.default_reply = "The customer wants a refund."
+    first = LLMSummarizer(llm=llm, cache=SummaryCache.from_env())
+    msgs = conversation(4)
+    assert first.summarize_span(msgs, None).text == "The customer wants a refund."
+    [entry] = (tmp_path / "data" / "llm_summaries").glob("*.json")
+    data = json.loads(entry.read_text())
+    data["text"] = f"The customer wants a refund. Key: {PLANTED.upper()}"  # what an older ctxlab could have kept
+    entry.write_text(json.dumps(data))
+    again = LLMSummarizer(llm=llm, cache=SummaryCache.from_env()).summarize_span(msgs, None)
+    assert again.record["cache_hit"] and again.text.startswith("The customer wants a refund. Key: ")
+    assert not leaks(again.text)
