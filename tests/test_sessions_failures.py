@@ -81,3 +81,20 @@ def test_nan_in_a_message_is_refused_before_the_database(tmp_path):
             with pytest.raises(SessionError, match="not finite"):
                 session.add({"role": "user", "content": "hi", "metadata": {"score": value}})
         assert session.history() == []
+
+
+from .pg import pg_cluster, pg_url  # noqa: E402,F401  (fixtures)
+
+
+def test_postgresql_nan_and_a_foreign_database_are_clear_errors(pg_url, capsys):  # noqa: F811
+    with SessionStore(pg_url) as store:
+        store.save_profile("support", strategy="none")
+        session = store.start_session("support")
+        with pytest.raises(SessionError, match="not finite"):  # was a raw DataError from the server
+            session.add({"role": "user", "content": "hi", "metadata": {"score": float("nan")}})
+        with store.engine.begin() as conn:  # someone drops a table by hand
+            conn.exec_driver_sql("DROP TABLE compressions")
+        with pytest.raises(SessionError) as e:
+            session.add({"role": "user", "content": "hi"})
+            session.context()
+        assert "does not hold ctxlab's tables" in str(e.value) and "internal" not in str(e.value)
