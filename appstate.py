@@ -15,6 +15,7 @@ import streamlit as st
 
 import ctxlab
 from ctxlab.errors import CtxlabError
+from ctxlab.formats import decode_text
 from ctxlab.generate import PARAMS as GEN_PARAMS
 from ctxlab.generate import generate
 from ctxlab.llm import BASE_URL_ENV, DEFAULT_MODEL, KEY_ENV, LLM, MODEL_ENV, LLMConfig, public_url
@@ -167,7 +168,10 @@ def _conversation_input() -> None:
                               help="Also coding agents' traces: Claude Code and Codex sessions, SWE-agent .traj, "
                                    "OpenHands events, mini-swe-agent trajectories")
         if up is not None:
-            _try_use(up.getvalue().decode("utf-8", errors="replace"), f"upload {up.name}")
+            try:  # the CLI's decoding: a UTF-16 file is named as such, not "Expecting value"
+                _try_use(decode_text(up.getvalue()), f"upload {up.name}")
+            except CtxlabError as e:
+                st.session_state.input_error = str(e)
         elif str(st.session_state.conversation_label).startswith("upload "):
             # Streamlit forgets a file widget on another page; the conversation it brought stays in use.
             sb.caption(md_escape(f"In use: {st.session_state.conversation_label}"))

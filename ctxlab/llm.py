@@ -21,6 +21,7 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import logging
+import math
 import os
 import re
 import threading
@@ -32,6 +33,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import CtxlabError
+from .redact import KeyRedactor
 
 log = logging.getLogger("ctxlab.llm")
 log.addHandler(logging.NullHandler())  # a library: the application decides where warnings go
@@ -129,7 +131,7 @@ class LLMConfig:
         object.__setattr__(self, "model", (self.model or "").strip() or DEFAULT_MODEL)
         for name, lo in (("timeout", 0.01), ("max_attempts", 1), ("max_wait", 0.0), ("backoff", 0.0)):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < lo:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value < math.inf:
                 raise LLMError(f"{name} must be a number of at least {lo:g}, got {value!r}", kind="not_configured",
                                where=f"llm.{name}")
         if self.base_url and urlsplit(self.base_url).scheme not in ("http", "https"):
@@ -179,16 +181,29 @@ class LLMConfig:
         return (f"LLMConfig(model={self.model!r}, base_url={public_url(self.base_url)!r}, "
                 f"api_key={'***' if self.api_key else None}, timeout={self.timeout:g})")
 
+    @property
+    def redactor(self) -> KeyRedactor:
+        """The filter that hides this key and the base URL's credentials in any form (see
+        :mod:`ctxlab.redact`); built once per configuration."""
+        found = self.__dict__.get("_redactor")
+        if found is None:
+            parts = urlsplit(self.base_url) if self.base_url else None
+            secrets = [self.api_key.reveal() if self.api_key else None]
+            if parts is not None:
+                secrets += [s for s in (parts.password, parts.username) if s and len(s) >= 4]
+            found = KeyRedactor(secrets)
+            object.__setattr__(self, "_redactor", found)
+        return found
+
+    def redact(self, text: str) -> str:
+        """``text`` with this key and the base URL's credentials hidden, in any letter case,
+        base64 or hex, whole or in runs of 10 or more characters, white space between them
+        ignored: every text that comes back from the model passes here before it is kept."""
+        return self.redactor(text)
+
     def scrub(self, text: str) -> str:
-        """``text`` with this key, the base URL's credentials and anything shaped like a key hidden."""
-        if self.api_key and self.api_key.reveal():
-            text = text.replace(self.api_key.reveal(), "***")
-        if self.base_url:
-            parts = urlsplit(self.base_url)
-            for secret in (parts.password, parts.username):
-                if secret and len(secret) >= 4:
-                    text = text.replace(secret, "***")
-        return _BEARER.sub(r"\1***", _KEYLIKE.sub("sk-***", text))
+        """An error text: :meth:`redact`, plus anything shaped like a key or a bearer token hidden."""
+        return _BEARER.sub(r"\1***", _KEYLIKE.sub("sk-***", self.redact(text)))
 
 
 @dataclass(frozen=True)
@@ -263,8 +278,10 @@ class LLM:
                 if not cfg.configured:
                     raise LLMNotConfiguredError("no model is configured", kind="not_configured", hint=SETUP_HINT)
                 from openai import OpenAI
+                from ._deadline import deadline_client
                 key = cfg.api_key.reveal() if cfg.api_key else _NO_KEY
-                self._client = OpenAI(api_key=key, base_url=cfg.base_url, timeout=cfg.timeout, max_retries=0)
+                self._client = OpenAI(api_key=key, base_url=cfg.base_url, timeout=cfg.timeout, max_retries=0,
+                                      http_client=deadline_client(cfg.timeout))
             return self._client
 
     def chat(self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None,
@@ -282,7 +299,9 @@ class LLM:
             self.requests_sent += 1
             start = time.perf_counter()
             try:
-                raw = client.chat.completions.create(**kwargs)
+                from ._deadline import call_deadline
+                with call_deadline(cfg.timeout):  # the whole request, not each read (a trickling server)
+                    raw = client.chat.completions.create(**kwargs)
                 return self._result(raw, (time.perf_counter() - start) * 1000, attempt)
             except LLMError:
                 raise
@@ -318,8 +337,11 @@ class LLM:
         status = getattr(e, "status_code", None)
         detail = cfg.scrub(_provider_message(e))
         if isinstance(e, openai.APITimeoutError):
-            return LLMError(f"no reply within {cfg.timeout:g} s (timeout)", kind="timeout", where=where,
+            return LLMError(f"no complete reply within {cfg.timeout:g} s (the limit is for the whole call)",
+                            kind="timeout", where=where,
                             hint="Check that the server is up and not overloaded, or raise the timeout"), None
+        if isinstance(e, openai.APIConnectionError) and _truncated(e):
+            return _bad_reply(where, "the server closed the connection before the reply was complete"), None
         if isinstance(e, openai.APIConnectionError):
             return LLMError(f"cannot connect to the server ({type(e).__name__})", kind="connection", where=where,
                             hint="Check the base URL (OPENAI_BASE_URL) and that the server is running"), None
@@ -361,11 +383,26 @@ class LLM:
         cached = getattr(details, "cached_tokens", None) if details is not None else None
         log.info("model call to %s (%s): %.0f ms, %s attempt(s)", self.config.host, self.config.model, latency_ms,
                  attempts)
-        return ChatResult(text=text if isinstance(text, str) else "", model=str(getattr(raw, "model", None) or self.config.model),
+        redact = self.config.redact  # every text of the reply, before anyone stores or shows it
+        finish = getattr(choices[0], "finish_reason", None)
+        return ChatResult(text=redact(text) if isinstance(text, str) else "",
+                          model=redact(str(getattr(raw, "model", None) or self.config.model)),
                           prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
                           completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
                           cached_tokens=_int_or_none(cached), latency_ms=latency_ms, attempts=attempts,
-                          finish_reason=getattr(choices[0], "finish_reason", None), tool_calls=calls)
+                          finish_reason=redact(finish) if isinstance(finish, str) else None,
+                          tool_calls=tuple(redact(c) for c in calls))
+
+
+def _truncated(e: BaseException) -> bool:
+    """Whether a connection error is a reply cut short (the server connected, then closed early)."""
+    import httpx
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, httpx.RemoteProtocolError) or "incomplete" in str(cause).lower():
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -23,6 +23,7 @@ without a price gets token figures and ``cost = None``, never a guessed price.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -73,12 +74,13 @@ def _price(model: str, row: Mapping[str, Any], where: str, source: str = "") -> 
         raise PriceError(f"unknown field {unknown[0]!r}", where=where,
                          hint="Fields: input, cached_input, cache_write, output, provider, cache_min_tokens")
     for key in ("input", "output"):
-        if not isinstance(row.get(key), (int, float)) or isinstance(row.get(key), bool) or row[key] < 0:
-            raise PriceError(f"{key} must be a price in USD per million tokens (a number >= 0)", where=f"{where}.{key}")
+        if not isinstance(row.get(key), (int, float)) or isinstance(row.get(key), bool) or not row[key] >= 0 \
+                or not math.isfinite(row[key]):
+            raise PriceError(f"{key} must be a price in USD per million tokens (a finite number >= 0)", where=f"{where}.{key}")
     for key in ("cached_input", "cache_write"):
         v = row.get(key)
-        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0):
-            raise PriceError(f"{key} must be a number >= 0 or absent", where=f"{where}.{key}")
+        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0 or not math.isfinite(v)):
+            raise PriceError(f"{key} must be a finite number >= 0 or absent", where=f"{where}.{key}")
     provider = str(row.get("provider", "")).lower()
     cache = str(row.get("cache", provider if provider in CACHE_RULES else "none")).lower()
     if cache not in CACHE_RULES:

@@ -181,7 +181,7 @@ if current != NEW and b2.button("Update existing sessions", key="agents_update_e
                              "running summary are kept."))
 
 if current != NEW:
-    st.subheader(f"Sessions of {current}")
+    st.subheader(f"Sessions of {md_escape(current)}")
     totals = store.counters(current)
     m = st.columns(5)
     for col, (label, key) in zip(m, (("Sessions", "sessions"), ("Strategy runs", "times_applied"),

@@ -82,7 +82,7 @@ def _answer_tab(strategies: list[Strategy], labels: list[str]) -> None:
                                  "with it, and its context is sent to the model")
     signature = _signature("answers", strategies, labels, question.strip())
     if st.button("Ask", key="ans_ask", type="primary"):
-        with st.spinner(f"Asking {llm.config.model}…"):
+        with st.spinner(f"Asking {md_escape(llm.config.model)}…"):
             try:
                 answers = answer_replay(conv, strategies, question, llm, budget, labels=labels,
                                         model=st.session_state.model)

@@ -140,7 +140,7 @@ def _show(m: dict) -> None:
     if role == "tool":
         with st.chat_message("tool", avatar=":material/build:"):
             text = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
-            with st.expander(f"Result for {m.get('tool_call_id')} ({len(text):,} characters)"):
+            with st.expander(f"Result for {md_escape(str(m.get('tool_call_id')))} ({len(text):,} characters)"):
                 st.code(text[:RESULT_PREVIEW] + ("…" if len(text) > RESULT_PREVIEW else ""), language=None,
                         wrap_lines=True)
         return

@@ -361,7 +361,7 @@ except CtxlabError as e:
 
 findings = sorted((f for f in all_findings if lesson.mode is None or f.mode == lesson.mode), key=_teaching_order)
 counts = summarize_findings(all_findings)
-st.subheader(f"What the detectors find in {label}")
+st.subheader(f"What the detectors find in {md_escape(label)}")
 st.caption(md_escape(f"{len(conv):,} messages, {sum(tokens):,} tokens of messages, {len(conv.tools)} tools. "
                      "Findings per mode: " + ", ".join(f"{m} {n}" for m, n in counts.items())))
 planted = conv.metadata.get("planted") or []
@@ -405,7 +405,7 @@ if mitigation is None:
     st.stop()
 limit, reserve = int(st.session_state.max_tokens), float(st.session_state.reserve)
 apply_key = (source, name, conv_key, model, limit, reserve, repr(mitigation.to_dict()))
-if st.button(f"Apply: {mitigation.label}", key="fm_apply", type="primary"):
+if st.button(f"Apply: {md_escape(mitigation.label)}", key="fm_apply", type="primary"):
     st.session_state.fm_applied = apply_key
 if st.session_state.get("fm_applied") == apply_key:
     try:

@@ -288,7 +288,7 @@ with left:
                  key="tr_catalog_table", hide_index=True, width="stretch", height=460,
                  column_config={"tokens": st.column_config.NumberColumn("tokens", format="%d"),
                                 "sent": st.column_config.CheckboxColumn("sent", width="small")})
-    st.caption(f"Tokens per definition as the OpenAI API bills tools for {model} (without the per-request "
+    st.caption(f"Tokens per definition as the OpenAI API bills tools for {md_escape(model)} (without the per-request "
                "overhead).")
 
 if selection is None:
@@ -311,7 +311,7 @@ with right:
     m3.metric("Tool tokens, selected", f"{selection.tokens_selected:,}")
     m4.metric("Tokens saved", f"{saved:,}", help=f"{selection.saved_ratio:.0%} of the tool-definition tokens")
     st.caption(f"Retrieval sends {selection.tokens_selected:,} of {selection.tokens_all:,} tool-definition tokens "
-               f"(OpenAI billing for {model}): {selection.saved_ratio:.0%} saved on this request."
+               f"(OpenAI billing for {md_escape(model)}): {selection.saved_ratio:.0%} saved on this request."
                + (f" Category expansion added at most {selection.expansion_cap} tools and left out "
                   f"{selection.expansion_left_out} more of the same categories." if selection.expansion_left_out else ""))
     scored = [t for t in selection.tools if t.similarity is not None and t.reason != "fallback"]

@@ -33,12 +33,18 @@ TAU_RUNS = 100 if LONG_RUN else 6
 BIG = 1_000_000 if LONG_RUN else 200_000  # characters of a "huge string"
 DEEP = 10_000  # nesting levels of a runaway document or arguments text
 _DEEP_MARK = "\u0001ctxlab-fuzz-deep\u0001"
+#: number literals JSON allows or Python's json reads beyond JSON (issue 22): each must be read
+#: exactly or refused with its line and column, and none may come out as NaN or Infinity
+NUMBER_LITERALS = ("9" * 5_000, "-" + "1" * 4_301, "1" * 4_300, "1e400", "-1e400", "1e-400", "-0", "NaN",
+                   "Infinity", "-Infinity", "123456789012345678901234567890", "1.5e308")
+_NUMBER_MARK = "\u0001ctxlab-fuzz-number-{}\u0001"
 
 COMMANDS: tuple[tuple[str, ...], ...] = (
     ("count",),
     ("validate",),
     ("convert", "--to", "anthropic"),
     ("apply", "--strategy", "clear_tool_results", "--param", "trigger_tokens=0", "--param", "keep=1"),
+    ("apply", "--strategy", "hybrid", "--max-tokens", "2000"),  # runs middle_out and oldest_first
 )
 _LOCATION = re.compile(r"message \d+|\$|JSONL line \d+|\binput\b|line \d+|offset \d+|--[a-z-]+|\bFILE\b|"
                        r"\bformat\b|\btools?\b|item \d+")
@@ -124,7 +130,7 @@ def _deep_arguments() -> st.SearchStrategy:
         '{"a":' + "[" * DEEP + "]" * DEEP + "}",
         "{bad", "[1]", "1", "null", '"text"', "", "   ", '{"a": 1} trailing', '{"a": "\\ud800"}',
         '{"a": "\\udc80"}', '{"city": "Z\u00fcrich", "n": 1}', '{"a":1,"a":2}', "{\"a\": NaN}",
-    ])
+    ]) | st.sampled_from(NUMBER_LITERALS).map(lambda n: '{"n": %s}' % n)
 
 
 @st.composite
@@ -261,8 +267,33 @@ def _op_unknown_block(draw, doc, done):
     return doc
 
 
+def _op_number(draw, doc, done):
+    """A number literal of :data:`NUMBER_LITERALS` in place of any value (written raw by ``_serialize``)."""
+    paths = [p for p in _paths(doc) if p]
+    if paths:
+        p = draw(st.sampled_from(paths))
+        k = draw(st.integers(0, len(NUMBER_LITERALS) - 1))
+        done.append(f"number {NUMBER_LITERALS[k][:12]} at {p}")
+        _set(doc, p, _NUMBER_MARK.format(k))
+    return doc
+
+
+def _op_system_only(draw, doc, done):
+    """Only the system messages left (a conversation with no user turn: issue 22, item 9)."""
+    msgs = _messages(doc)
+    if msgs:
+        kept = [m for m in msgs if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+        kept = kept or [{"role": "system", "content": "You are helpful. " * draw(st.integers(1, 400))}]
+        if draw(st.booleans()):
+            kept.append({"role": "system", "content": "Also: " + "be brief. " * draw(st.integers(1, 400))})
+        msgs[:] = kept
+        done.append(f"system messages only ({len(kept)})")
+    return doc
+
+
 _OPS: list[Callable] = [_op_delete_key, _op_change_type, _op_messages, _op_unknown_role, _op_corrupt_id,
-                        _op_arguments, _op_string, _op_key_string, _op_tools, _op_unknown_block]
+                        _op_arguments, _op_string, _op_key_string, _op_tools, _op_unknown_block, _op_number,
+                        _op_system_only]
 
 
 def _serialize(draw, doc: Any, done: list[str]) -> bytes:
@@ -275,6 +306,8 @@ def _serialize(draw, doc: Any, done: list[str]) -> bytes:
     else:
         text = json.dumps(doc, ensure_ascii=ascii_only, indent=draw(st.sampled_from([None, 2])))
     text = text.replace(json.dumps(_DEEP_MARK), "[" * DEEP + "]" * DEEP)
+    for k, literal in enumerate(NUMBER_LITERALS):
+        text = text.replace(json.dumps(_NUMBER_MARK.format(k), ensure_ascii=ascii_only), literal)
     data = text.encode("utf-8", "surrogatepass")  # a raw lone surrogate becomes invalid UTF-8 bytes
     how = draw(st.sampled_from(["none"] * 6 + ["truncate", "bad byte", "nul", "bom", "crlf", "bom+crlf"]))
     if how != "none":
@@ -323,8 +356,9 @@ def check_contract(command: tuple[str, ...], code: int, out: str, err: str) -> N
         assert line.startswith(("note: ", "ctxlab: warning: ")), f"stray stderr line: {line[:300]!r}"
         assert len(line) < 4 * MAX_ERROR_CHARS, f"note of {len(line)} characters: {line[:300]!r}"
     text = out.strip()
-    if "\n{" in text and not text.startswith("{\n"):
-        for ln in text.splitlines():
-            json.loads(ln)
-    else:
-        json.loads(text)
+    for doc in (text.splitlines() if "\n{" in text and not text.startswith("{\n") else [text]):
+        json.loads(doc, parse_constant=_not_json)  # and never NaN or Infinity
+
+
+def _not_json(literal: str) -> Any:
+    raise AssertionError(f"{literal} written: not JSON")

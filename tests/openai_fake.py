@@ -60,6 +60,9 @@ class Fault:
     retry_after: float | None = None
     delay: float = 0.0
     malformed: bool = False
+    message: str | None = None
+    trickle: float = 0.0
+    truncated: bool = False
 
 
 def chat_prompt_text(body: dict[str, Any]) -> str:
@@ -159,11 +162,13 @@ class FakeOpenAI:
         """Answer ``path`` (e.g. ``/v1/chat/completions``) with ``handler(request_json)``."""
         self._routes[path] = handler
 
-    def fail_next(self, status: int, times: int = 1, retry_after: float | None = None) -> None:
+    def fail_next(self, status: int, times: int = 1, retry_after: float | None = None,
+                  message: str | None = None) -> None:
         """Answer the next ``times`` requests with an OpenAI-style error of HTTP ``status``
-        (with a ``Retry-After: retry_after`` header when given)."""
+        (with a ``Retry-After: retry_after`` header when given; ``message``: the error's text
+        instead of the usual one)."""
         with self._lock:
-            self._faults.extend([Fault(status=status, retry_after=retry_after)] * times)
+            self._faults.extend([Fault(status=status, retry_after=retry_after, message=message)] * times)
 
     def hang_next(self, seconds: float, times: int = 1) -> None:
         """Wait ``seconds`` before answering each of the next ``times`` requests (a client with a
@@ -175,6 +180,18 @@ class FakeOpenAI:
         """Answer the next ``times`` requests with HTTP 200 and a body that is not JSON."""
         with self._lock:
             self._faults.extend([Fault(malformed=True)] * times)
+
+    def trickle_next(self, interval: float, times: int = 1) -> None:
+        """Answer the next ``times`` requests one byte every ``interval`` seconds (each read gets
+        a byte in time; the whole reply takes minutes)."""
+        with self._lock:
+            self._faults.extend([Fault(trickle=interval)] * times)
+
+    def truncate_next(self, times: int = 1) -> None:
+        """Answer the next ``times`` requests with a 200 whose body stops half way (the
+        Content-Length promises more), then close the connection."""
+        with self._lock:
+            self._faults.extend([Fault(truncated=True)] * times)
 
     def reply(self, *replies: str | ReplyFn) -> None:
         """Queue chat-completion replies: a text, or a function of the request JSON returning one."""
@@ -200,12 +217,18 @@ class FakeOpenAI:
             fault = self._faults.pop(0) if self._faults else None
         if fault is not None and fault.delay:
             time.sleep(fault.delay)
+        if fault is not None and (fault.trickle or fault.truncated):
+            self._send_slowly(req, self._chat(body if isinstance(body, dict) else {}), fault)
+            return
         if fault is not None and fault.malformed:
             self._send_raw(req, 200, b'{"id": "chatcmpl-x", "choices": [ this is not JSON')
             return
         if fault is not None and fault.status is not None:
             headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
-            self._send(req, fault.status, self._error_body(fault.status, record), headers)
+            body = self._error_body(fault.status, record)
+            if fault.message is not None:
+                body["error"]["message"] = fault.message
+            self._send(req, fault.status, body, headers)
             return
         handler = self._routes.get(record.path)
         if handler is None:
@@ -240,6 +263,27 @@ class FakeOpenAI:
             req.end_headers()
             req.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout): nothing to send to
+            pass
+
+    @staticmethod
+    def _send_slowly(req: BaseHTTPRequestHandler, payload: dict[str, Any], fault: Fault) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            req.send_response(200)
+            req.send_header("Content-Type", "application/json")
+            req.send_header("Content-Length", str(len(data)))
+            req.end_headers()
+            req.wfile.flush()
+            if fault.truncated:
+                req.wfile.write(data[:len(data) // 2])
+                req.wfile.flush()
+                req.close_connection = True
+                return
+            for k in range(len(data)):
+                req.wfile.write(data[k:k + 1])
+                req.wfile.flush()
+                time.sleep(fault.trickle)
+        except (BrokenPipeError, ConnectionResetError):
             pass
 
     def _chat(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The CLI contract under hostile input (issue 13): real conversations (the samples and tau-bench
 runs) in OpenAI, Anthropic and LangChain form, broken in the ways of tests/fuzz.py, through
-``count``, ``validate``, ``convert --to anthropic`` and ``apply``, in this process.
+``count``, ``validate``, ``convert --to anthropic`` and two ``apply`` runs, in this process.
 
-Default: 1,000 mutated documents (4,000 CLI runs), derandomized so CI sees the same cases.
+Default: 1,000 mutated documents (5,000 CLI runs: `apply --strategy hybrid` runs middle_out and
+oldest_first too), derandomized so CI sees the same cases.
 A long run: ``CTXLAB_FUZZ_EXAMPLES=20000 pytest tests/test_fuzz.py`` (then all 100 tau-bench runs
 feed the mutations and huge strings are 1 MB).
 """

@@ -8,6 +8,7 @@ never a traceback).
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from pathlib import Path
@@ -87,11 +88,45 @@ def _emit(objs: list[dict[str, Any]]) -> None:
         print(text)
 
 
+def whole_number(minimum: int = 1) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum`` (``--max-tokens 0`` is refused,
+    never read as "no limit given")."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {shown(text)}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum:,}, got {value:,}")
+        return value
+    return parse
+
+
+def finite_number(minimum: float | None = None, maximum: float | None = None, *,
+                  above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number (NaN and infinity refused) within the bounds; ``above``
+    makes the minimum exclusive."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {shown(text)}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {shown(text)}")
+        if minimum is not None and (value <= minimum if above else value < minimum):
+            raise argparse.ArgumentTypeError(f"must be {'above' if above else 'at least'} {minimum:g}, got {value:g}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, got {value:g}")
+        return value
+    return parse
+
+
 def _input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a .json or .jsonl file, or - for standard input")
     p.add_argument("--format", choices=sorted(FORMATS), help="skip detection and read as this format")
-    p.add_argument("--index", type=int, help="which conversation of a multi-conversation file")
-    p.add_argument("--max-mb", type=float, default=50.0, help="refuse inputs larger than this (default 50)")
+    p.add_argument("--index", type=whole_number(0), help="which conversation of a multi-conversation file")
+    p.add_argument("--max-mb", type=finite_number(0, above=True), default=50.0,
+                   help="refuse inputs larger than this many MB (default 50)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from .core import EXIT_BAD_INPUT, EXIT_OK, _conversations, _emit, _input_args, command
+from .core import EXIT_BAD_INPUT, EXIT_OK, _conversations, _emit, _input_args, command, finite_number, whole_number
 from ..answers import DEFAULT_ANSWER_TOKENS, answer_replay, strategy_from_spec
 from ..errors import CtxlabError
 from ..llm import LLM, LLMConfig, require_configured
@@ -31,21 +31,21 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="the model to ask (default $CTXLAB_LLM_MODEL, else gpt-4o-mini)")
     p.add_argument("--base-url", help="an OpenAI-compatible server (default $OPENAI_BASE_URL), e.g. "
                                       "http://127.0.0.1:11434/v1; the key comes from $OPENAI_API_KEY only")
-    p.add_argument("--max-tokens", type=int, help="context limit the strategies work to (default: the "
+    p.add_argument("--max-tokens", type=whole_number(1), help="context limit the strategies work to (default: the "
                                                   "conversation's model window)")
-    p.add_argument("--timeout", type=float, help="seconds to wait for each reply (default 30)")
+    p.add_argument("--timeout", type=finite_number(0, above=True), help="seconds to wait for each reply (default 30)")
 
 
 def _answer_args(p: argparse.ArgumentParser) -> None:
     _model_args(p)
     p.add_argument("--question", required=True, help="the final question, asked from each strategy's context")
-    p.add_argument("--answer-tokens", type=int, default=DEFAULT_ANSWER_TOKENS,
+    p.add_argument("--answer-tokens", type=whole_number(1), default=DEFAULT_ANSWER_TOKENS,
                    help=f"longest answer in tokens (default {DEFAULT_ANSWER_TOKENS})")
 
 
 def _probe_args(p: argparse.ArgumentParser) -> None:
     _model_args(p)
-    p.add_argument("--n", type=int, default=5, help="probes generated from the conversation's facts (default 5)")
+    p.add_argument("--n", type=whole_number(0), default=5, help="probes generated from the conversation's facts (default 5)")
     p.add_argument("--question", action="append", default=[], help="a probe question of your own (repeatable; "
                                                                     "each followed by its --expect)")
     p.add_argument("--expect", action="append", default=[], help="the fact the answer to the matching --question "

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, replace
 from typing import Any
 
-from .core import EXIT_OK, _conversations, _emit, _input_args, command, note
+from .core import EXIT_OK, _conversations, _emit, _input_args, command, finite_number, note, whole_number
 from ..errors import CtxlabError
 from ..formats import FORMATS, export
 from ..conversation import Conversation
@@ -60,8 +60,8 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a strategy parameter (repeatable); in a pipeline prefix it: name.key=value")
     p.add_argument("--model", help="model: encoding and default context limit (default: the file's, else gpt-4o)")
-    p.add_argument("--max-tokens", type=int, help="context limit in tokens (overrides the model's)")
-    p.add_argument("--reserve", type=float, help="share kept free for the response (default 0.15)")
+    p.add_argument("--max-tokens", type=whole_number(1), help="context limit in tokens (overrides the model's)")
+    p.add_argument("--reserve", type=finite_number(0, 0.99), help="share kept free for the response (default 0.15)")
     p.add_argument("--pin", type=int, action="append", default=[], help="message index to pin (repeatable)")
     p.add_argument("--config", help="a ctxlab config (.json or .yaml): strategy, parameters, model, budget and "
                                     "pins; the flags above override it")

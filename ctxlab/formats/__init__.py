@@ -12,7 +12,8 @@ from typing import Any
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import Conversation, Message, Part
 from ._base import Export, Format, ReadContext, group_notes
-from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, dumps, load_json_documents,
+from ._carry import carry_top_level, unplaced_fields
+from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
                     load_with_text)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
 from ._trace import TRACES, TraceFormat, detect_trace, read_trace_document
@@ -245,7 +246,11 @@ def export(conv: Conversation, to: str) -> Export:
         raise UnknownFormatError(f"format {shown(to)} can be read but not written", where="to",
                                  hint=f"Writable: {', '.join(n for n, f in FORMATS.items() if f.write)}")
     out = fmt.write(conv)
-    return Export(out.data, group_notes(out.notes))
+    notes = list(out.notes)
+    if isinstance(out.data, dict):  # top-level fields, then the net: nothing a reader kept vanishes unnoted
+        notes += carry_top_level(conv, fmt.name, out.data, fmt.title)
+    notes += unplaced_fields(conv, out.data, notes, fmt.title)
+    return Export(out.data, group_notes(notes))
 
 
 def _register_builtins() -> None:
@@ -274,5 +279,5 @@ def _register_traces() -> None:
 _register_traces()
 
 __all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
-           "load", "load_all", "load_json_documents",
-           "loads", "parse_tools", "register", "register_trace", "TRACES", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]
+           "decode_text", "load", "load_all", "load_json_documents", "loads", "parse_tools", "register",
+           "register_trace", "TRACES", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]

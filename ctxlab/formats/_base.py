@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import (EmptyMessageError, NestingTooDeepError, ShapeError, ToolArgumentsError, UnknownRoleError,
-                      path_key, shown)
+from ..errors import (EmptyMessageError, NestingTooDeepError, NotJSONError, ShapeError, ToolArgumentsError, UnknownRoleError,
+                      path_key, shown, shown_keys)
 from ..conversation import Conversation, Message, Part
-from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check
+from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check, strict_loads
 
 
 #: keys ctxlab itself puts in Message.extra; writers never copy them out as provider fields
@@ -38,6 +38,15 @@ class ReadContext:
         else:
             jp = f"{self.base}[{index}]"
         return f"message {index} ({jp}{''.join(path_key(p) for p in path)})"
+
+    def unkept_call_fields(self, index: int, raw: Any, known: tuple[str, ...]) -> None:
+        """Note the fields of a tool call that ctxlab does not keep (it keeps a call's id, name and
+        arguments): a streamed call's ``index``, a Responses call's ``status``, a block's
+        ``cache_control``. Named on import, so a conversion never drops them silently."""
+        left = [k for k in raw if k not in known] if isinstance(raw, dict) else []
+        if left:
+            self.notes.append(f"message {index}: tool-call field(s) {shown_keys(left)} are not kept (ctxlab keeps a "
+                              "call's id, name and arguments)")
 
     def unmodeled_part(self, index: int, kind: str) -> None:
         """Note a content part ctxlab keeps but does not model (an unknown block type, an audio
@@ -142,7 +151,9 @@ def check_arguments(text: Any, ctx: ReadContext, index: int, *path: str | int) -
     if not text.strip():
         return text
     try:
-        value = json.loads(text)
+        value = strict_loads(text, ctx.where(index, *path))
+    except NotJSONError as e:  # a number ctxlab does not read: NaN, Infinity, 1e400, 5,000 digits
+        raise ToolArgumentsError(f"tool-call arguments are {e.problem}", where=e.where, hint=e.hint) from None
     except json.JSONDecodeError as e:
         raise ToolArgumentsError(
             f"tool-call arguments are not valid JSON ({decode_error_text(e)}): {shown(text)}",

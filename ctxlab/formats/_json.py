@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import uuid
@@ -85,9 +86,78 @@ def decode_error_text(e: json.JSONDecodeError) -> str:
     return f"{msg} at line {e.lineno}, column {e.colno}"
 
 
+# ---------------------------------------------------------------- one policy for numbers
+#: integers longer than this are refused with their position (Python's own limit on converting
+#: digits to int: longer ones take quadratic time, and ``int()`` refuses them)
+MAX_INT_DIGITS = 4300
+NUMBER_HINT = ("JSON numbers must be finite (no NaN or Infinity) and integers at most 4,300 digits; "
+               "write such a value as a string")
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:Infinity|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|NaN)', re.S)
+
+
+class _BadNumber(ValueError):
+    """Raised inside the decoder for a number ctxlab does not read."""
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise _BadNumber(literal)
+    return value
+
+
+def _no_constant(literal: str) -> Any:
+    raise _BadNumber(literal)
+
+
+def number_problem(literal: str) -> str | None:
+    """Why ctxlab refuses a JSON number literal, or None when it reads it."""
+    if literal in ("NaN", "Infinity", "-Infinity"):
+        return f"{literal} is not a JSON number"
+    digits = literal.lstrip("-")
+    if digits.isdigit():
+        return f"an integer of {len(digits):,} digits" if len(digits) > MAX_INT_DIGITS else None
+    return None if math.isfinite(float(literal)) else f"the number {shown_literal(literal)} is beyond a double's range"
+
+
+def shown_literal(literal: str) -> str:
+    return literal if len(literal) <= 40 else f"{literal[:20]}...{literal[-10:]} ({len(literal):,} characters)"
+
+
+def _locate_number(text: str) -> str:
+    """The first refused number of ``text``: what it is and its line and column."""
+    for m in _TOKENS.finditer(text):
+        literal = m.group(1)
+        problem = literal and number_problem(literal)
+        if problem:
+            line = text.count("\n", 0, m.start(1)) + 1
+            column = m.start(1) - (text.rfind("\n", 0, m.start(1)) + 1) + 1
+            return f"{problem} at line {line}, column {column}"
+    return "a number ctxlab cannot read"
+
+
+def strict_loads(text: str, where: str, **kwargs: Any) -> Any:
+    """``json.loads`` under ctxlab's one policy for numbers: NaN, Infinity and numbers that
+    overflow a double are refused, integers of more than 4,300 digits too, each with its line and
+    column (a :class:`NotJSONError`; JSONDecodeError and RecursionError pass through)."""
+    try:
+        return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant, **kwargs)
+    except _BadNumber:
+        pass
+    except ValueError as e:
+        if isinstance(e, json.JSONDecodeError) or "digits" not in str(e):
+            raise
+    raise NotJSONError(f"not valid JSON: {_locate_number(text)}", where=where, hint=NUMBER_HINT) from None
+
+
+def finite_or_none(node: Any) -> Any:
+    """A float that is not finite becomes None (JSON null): ctxlab never writes NaN or Infinity."""
+    return None if node.__class__ is float and not math.isfinite(node) else node
+
+
 def _decode(text: str, where: str) -> Any:
     try:
-        return json.loads(text, object_hook=_share_small_values)
+        return strict_loads(text, where, object_hook=_share_small_values)
     except json.JSONDecodeError as e:
         raise NotJSONError(
             f"not valid JSON: {decode_error_text(e)}",
@@ -100,11 +170,20 @@ def _decode(text: str, where: str) -> Any:
         ) from None
 
 
-def _text(data: str | bytes) -> str:
+_OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 (little-endian)"), (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)"),
+               (b"\xff\xfe", "UTF-16 (little-endian)"), (b"\xfe\xff", "UTF-16 (big-endian)"))
+
+
+def decode_text(data: str | bytes) -> str:
     """The input as text: UTF-8 (a leading byte-order mark is dropped), or an error naming the
-    line and byte offset of the first byte that is not UTF-8."""
+    line and byte offset of the first byte that is not UTF-8 (a UTF-16 or UTF-32 file is named as
+    such). The CLI and the app's upload read files through this one function."""
     if isinstance(data, str):
         return data.lstrip("\ufeff")
+    for bom, name in _OTHER_BOMS:
+        if data.startswith(bom) or (bom == b"\xff\xfe" and len(data) > 1 and data[1:2] == b"\x00" and data[:1] != b"\x00"):
+            raise NotJSONError(f"not UTF-8 text: the file is {name}", where="input",
+                               hint="Save the file as UTF-8 (most editors: Save As, encoding UTF-8)")
     try:
         return data.decode("utf-8-sig").lstrip("\ufeff")
     except UnicodeDecodeError as e:
@@ -146,12 +225,12 @@ def load_with_text(
 ) -> tuple[list[Any], list[int] | None, str]:
     """``load_json_documents`` plus the decoded source text (readers take exact spans from it)."""
     _size_check(text, max_bytes)
-    text = _text(text)
+    text = decode_text(text)
     if not text or text.isspace():  # strip() would copy the whole text
         raise NotJSONError("the input is empty", where="input",
                            hint="Paste a JSON list of messages or an object with 'messages'")
     try:
-        doc = json.loads(text)
+        doc = strict_loads(text, "input")
     except json.JSONDecodeError as first:
         if first.msg != "Extra data":
             _decode(text, "input")  # raises with the position of the first error
@@ -195,11 +274,11 @@ def dumps(data: Any, indent: int | None = None) -> str:
             return f"{mark}{len(raws) - 1}\x00"
         if isinstance(node, dict):
             return {k: swap(v) for k, v in node.items()}
-        if isinstance(node, list):
+        if isinstance(node, (list, tuple)):
             return [swap(v) for v in node]
-        return node
+        return finite_or_none(node)
 
-    text = json.dumps(swap(data), indent=indent, ensure_ascii=False)
+    text = json.dumps(swap(data), indent=indent, ensure_ascii=False, allow_nan=False)
     if not raws:
         return text
     quoted = re.escape(json.dumps(mark)[:-1]) + r"(\d+)\\u0000\""

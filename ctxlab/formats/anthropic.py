@@ -356,7 +356,14 @@ def _turns(msgs: tuple[Message, ...], start: int, notes: list[str]) -> list[dict
                      "to the start, or make it a user message")
         if m.role != "tool":
             _field_notes(m, i, call_names, notes)
-            turns.append(_plain_turn(m, i, notes))
+            turn = _plain_turn(m, i, notes)
+            if turn.get("content") in ([], "") and m.parts and (m.role == "user" or i < len(msgs) - 1):
+                # every part left out: Anthropic refuses an empty turn (only a final assistant one may be empty)
+                raise ExportError(
+                    f"nothing of this message can be written for Anthropic (its "
+                    f"{', '.join(sorted({p.type for p in m.parts}))} content has no place there)", where=f"message {i}",
+                    hint="Replace that content with text (a transcript, a description) before converting")
+            turns.append(turn)
             i += 1
             continue
         blocks = []

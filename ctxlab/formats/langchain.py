@@ -212,6 +212,9 @@ def _ai_calls(msg: AIMessage, blocks: list[ToolCall], ctx: ReadContext, i: int, 
         calls.append(ToolCall(tc["id"], tc["name"], _arguments_text(tc["args"], texts.get(tc["id"]))))
     calls += [c for c in blocks if c.id not in {d.id for d in calls}]
     fc = kw.get("function_call")
+    if calls and fc is not None:
+        ctx.notes.append(f"message {i}: additional_kwargs.function_call beside tool_calls is not kept (the "
+                         "tool calls are)")
     if not calls and isinstance(fc, dict):
         cid = f"call_legacy_{i}"
         args = check_arguments(fc.get("arguments"), ctx, i, *path, "additional_kwargs", "function_call", "arguments")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ShapeError, shown, shown_keys
+from ..errors import ExportError, ShapeError, shown, shown_keys
 from ..conversation import Conversation, Message, Part, ToolCall
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict,
                     role_of, text_or_parts)
@@ -26,7 +26,10 @@ def _part(raw: Any, ctx: ReadContext, index: int, k: int) -> Part:
                          where=ctx.where(index, "content", k))
     kind = raw["type"]
     if kind == "text":
-        return Part("text", str(raw.get("text", "")))
+        if not isinstance(raw.get("text", ""), str):  # never a Python repr of a number or a list
+            raise ShapeError(f"a text part's text must be a string, found {type(raw['text']).__name__}",
+                             where=ctx.where(index, "content", k, "text"))
+        return Part("text", raw.get("text", ""), data={key: v for key, v in raw.items() if key not in ("type", "text")})
     if kind == "image_url":
         img = raw.get("image_url")
         img = {"url": img} if isinstance(img, str) else img
@@ -35,7 +38,10 @@ def _part(raw: Any, ctx: ReadContext, index: int, k: int) -> Part:
                              where=ctx.where(index, "content", k, "image_url"))
         return Part("image", data=dict(img))
     if kind == "refusal":
-        return Part("refusal", str(raw.get("refusal", "")))
+        if not isinstance(raw.get("refusal", ""), str):
+            raise ShapeError(f"a refusal part's refusal must be a string, found {type(raw['refusal']).__name__}",
+                             where=ctx.where(index, "content", k, "refusal"))
+        return Part("refusal", raw.get("refusal", ""))
     ctx.unmodeled_part(index, kind)
     return Part(kind, data={key: v for key, v in raw.items() if key != "type"})
 
@@ -59,6 +65,8 @@ def _tool_calls(raw: Any, ctx: ReadContext, index: int) -> tuple[ToolCall, ...]:
                              where=ctx.where(index, "tool_calls", k, "id"),
                              hint="Every tool call needs the id its result refers to")
         args = check_arguments(fn.get("arguments"), ctx, index, "tool_calls", k, "function", "arguments")
+        ctx.unkept_call_fields(index, tc, ("id", "type", "function"))
+        ctx.unkept_call_fields(index, fn, ("name", "arguments"))
         calls.append(ToolCall(tc["id"], fn["name"], args))
     return tuple(calls)
 
@@ -142,8 +150,12 @@ def detect(items: list[Any]) -> int:
 
 def _part_out(p: Part, i: int, dropped: list[str]) -> dict | None:
     if p.type == "text":
-        return {"type": "text", "text": p.text}
+        return {"type": "text", "text": p.text, **p.data}
     if p.type == "image":
+        if not isinstance(p.data.get("url"), str):  # a Responses file_id image: Chat takes a URL or data only
+            dropped.append(f"message {i}: an image given by {shown_keys(sorted(p.data)) or 'nothing'} (no URL) has no "
+                           "place in OpenAI Chat; left out")
+            return None
         img = {k: v for k, v in p.data.items() if k in ("url", "detail")}
         left = sorted(set(p.data) - set(img))
         if left:
@@ -170,6 +182,10 @@ def message_to_openai(m: Message, i: int, notes: list[str]) -> dict:
         parts = [q for q in (_part_out(p, i, notes) for p in m.content) if q is not None]
         if m.role in ("assistant", "tool") and len(parts) == 1 and parts[0]["type"] == "text":
             out["content"] = parts[0]["text"]  # what Anthropic-born single text blocks become
+        elif not parts and not m.tool_calls and m.role != "assistant":  # OpenAI refuses it; say so, not ""
+            raise ExportError(f"nothing of this message can be written for OpenAI Chat (its "
+                              f"{', '.join(sorted({p.type for p in m.parts}))} content has no place there)",
+                              where=f"message {i}", hint="Replace that content with text before converting")
         elif not parts:
             out["content"] = None if m.tool_calls else ""
         else:

@@ -99,7 +99,7 @@ class _Reader:
         content = it.get("content")
         check_not_empty(role, content, False, self.ctx, i)
         body = _content(content, self.ctx, i, "content")
-        extra = {k: v for k, v in it.items() if k not in ("type", "role", "content", "id", "status")}
+        extra = {k: v for k, v in it.items() if k not in ("type", "role", "content", "id")}
         if role == "developer":
             role, extra = "system", {**extra, "openai_role": "developer"}
         mid = it.get("id") if isinstance(it.get("id"), str) else None
@@ -115,6 +115,7 @@ class _Reader:
         cid = _required(it, "call_id", self.ctx, i, "Every call needs the call_id its output refers to")
         name = _required(it, "name", self.ctx, i, "Give the name of the function called")
         call = ToolCall(cid, name, check_arguments(it.get("arguments"), self.ctx, i, "arguments"))
+        self.ctx.unkept_call_fields(i, it, ("type", "call_id", "name", "arguments", "id"))
         if "id" in it:
             self.item_ids.append(i)
         if self.open_call and not self.thinking and self.out and self.out[-1].role == "assistant":
@@ -127,6 +128,7 @@ class _Reader:
         """A function_call_output item as a tool message."""
         self.flush_thinking()
         cid = _required(it, "call_id", self.ctx, i, "Set it to the call_id of the function_call it answers")
+        self.ctx.unkept_call_fields(i, it, ("type", "call_id", "output", "id"))
         if "id" in it:
             self.item_ids.append(i)
         self.out.append(Message("tool", _content(it.get("output", ""), self.ctx, i, "output"), tool_call_id=cid))
@@ -223,7 +225,12 @@ def _message_item(m: Message, i: int, notes: list[str]) -> dict:
     item: dict[str, Any] = {"type": "message", "role": m.extra.get("openai_role", m.role), "content": parts}
     if m.id is not None and m.id.startswith("msg_"):
         item["id"] = m.id
+    if m.extra.get("status") in _STATUSES:  # a message item's own field
+        item["status"] = m.extra["status"]
     return item
+
+
+_STATUSES = ("in_progress", "completed", "incomplete")
 
 
 def _reasoning_item(p: Part, i: int, notes: list[str]) -> dict | None:
@@ -258,7 +265,8 @@ def _field_notes(m: Message, i: int, call_names: dict[str, str], notes: list[str
     if m.name is not None:  # a tool result's name is noted without its value, so one note lists them all
         value = "" if m.role == "tool" else f" ({shown(m.name)})"
         notes.append(f"message {i}: the name field{value} has no place in Responses; left out")
-    fields = sorted(k for k, v in m.extra.items() if k not in INTERNAL_EXTRA and v is not None)
+    fields = sorted(k for k, v in m.extra.items() if k not in INTERNAL_EXTRA and v is not None
+                    and not (k == "status" and v in _STATUSES and m.role != "tool"))
     if fields:
         notes.append(f"message {i}: field(s) {shown_keys(fields)} have no place in Responses; left out")
     anthropic_only_note(m, i, "Responses", notes)

@@ -15,11 +15,15 @@ def _one_tool(raw: Any, where: str) -> ToolDef:
         raise ShapeError(f"a tool must be an object, found {type(raw).__name__}", where=where)
     category = raw.get("category") or raw.get("x_category")
     if isinstance(raw.get("function"), dict):  # OpenAI Chat: {"type": "function", "function": {...}}
-        fn, schema_key, extra = raw["function"], "parameters", {k: v for k, v in raw.items() if k not in ("type", "function", "category")}
+        fn, schema_key = raw["function"], "parameters"
+        extra = {k: v for k, v in raw.items() if k not in ("type", "function", "category")}
+        extra.update((k, v) for k, v in fn.items() if k not in ("name", "description", "parameters"))  # strict
     else:  # OpenAI Responses / Anthropic / MCP: flat
         fn = raw
         schema_key = next((k for k in ("parameters", "input_schema", "inputSchema") if k in raw), "parameters")
-        extra = {k: v for k, v in raw.items() if k not in ("type", "name", "description", schema_key, "category", "strict")}
+        extra = {k: v for k, v in raw.items() if k not in ("type", "name", "description", schema_key, "category")}
+        if raw.get("type") not in (None, "function", "custom"):  # an Anthropic server tool: bash_20250124, ...
+            extra["type"] = raw["type"]
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise ShapeError("a tool has no name", where=f"{where}.name" if fn is raw else f"{where}.function.name")
@@ -76,23 +80,38 @@ def parse_tools(raw: Any, where: str = "$.tools") -> tuple[ToolDef, ...]:
     return tools
 
 
+def is_server_tool(t: ToolDef) -> bool:
+    """An Anthropic server tool (``bash_20250124``, ``web_search_20250305``...): a type, no schema."""
+    return "type" in t.extra
+
+
+def _own(t: ToolDef, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The tool's unmodelled fields that the target format has a place for (the others are noted
+    by the export's check)."""
+    return {k: v for k, v in t.extra.items() if k in keys}
+
+
 def tools_to_openai(tools: tuple[ToolDef, ...] | list[ToolDef]) -> list[dict]:
-    """OpenAI Chat Completions ``tools``."""
+    """OpenAI Chat Completions ``tools`` (server tools have no place: left out, and noted by export)."""
     return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                              "parameters": dict(t.parameters)}} for t in tools]
+                                              "parameters": dict(t.parameters), **_own(t, ("strict",))}}
+            for t in tools if not is_server_tool(t)]
 
 
 def tools_to_anthropic(tools: tuple[ToolDef, ...] | list[ToolDef]) -> list[dict]:
-    """Anthropic Messages ``tools``."""
-    return [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in tools]
+    """Anthropic Messages ``tools``: custom tools with ``cache_control``, server tools as they came."""
+    return [{"name": t.name, **dict(t.extra)} if is_server_tool(t) else
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters),
+             **_own(t, ("cache_control",))} for t in tools]
 
 
 def tools_to_responses(tools: tuple[ToolDef, ...] | list[ToolDef]) -> list[dict]:
     """OpenAI Responses API ``tools`` (flat function tools)."""
-    return [{"type": "function", "name": t.name, "description": t.description, "parameters": dict(t.parameters)}
-            for t in tools]
+    return [{"type": "function", "name": t.name, "description": t.description, "parameters": dict(t.parameters),
+             **_own(t, ("strict",))} for t in tools if not is_server_tool(t)]
 
 
 def tools_to_mcp(tools: tuple[ToolDef, ...] | list[ToolDef]) -> list[dict]:
-    """MCP ``tools/list`` entries."""
-    return [{"name": t.name, "description": t.description, "inputSchema": dict(t.parameters)} for t in tools]
+    """MCP ``tools/list`` entries (with ``title``, ``annotations``, ``outputSchema`` and ``_meta``)."""
+    return [{"name": t.name, "description": t.description, "inputSchema": dict(t.parameters),
+             **_own(t, ("title", "annotations", "outputSchema", "_meta"))} for t in tools if not is_server_tool(t)]

@@ -44,9 +44,14 @@ def to_message(body: Mapping[str, Any], where: str = "message") -> Message:
 def checked_body(body: Any, where: str) -> dict[str, Any]:
     """The message dict to store: valid OpenAI Chat, and JSON (a copy, so later edits do not leak in)."""
     to_message(body, where)
-    try:
-        return json.loads(json.dumps(body, ensure_ascii=False))
-    except (TypeError, ValueError) as e:
+    try:  # NaN and Infinity are not JSON: PostgreSQL refuses them and SQLite would store them
+        return json.loads(json.dumps(body, ensure_ascii=False, allow_nan=False))
+    except ValueError as e:
+        if "Out of range float" in str(e):
+            raise SessionError("the message holds a number that is not finite (NaN or Infinity), which is not JSON",
+                               where=where, hint="Write such a value as a string") from None
+        raise SessionError(f"the message is not JSON-serializable ({e})", where=where) from None
+    except TypeError as e:
         raise SessionError(f"the message is not JSON-serializable ({e})", where=where) from None
 
 

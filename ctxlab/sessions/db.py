@@ -10,6 +10,7 @@ file ``sessions.db`` in the ctxlab data directory (``$CTXLAB_DATA_DIR``, default
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect
@@ -45,7 +46,7 @@ def redact(url: str) -> str:
         return "<unparseable URL>"
 
 
-def _sqlite_setup(engine: Engine, path: str | None) -> None:
+def _sqlite_setup(engine: Engine, path: str | None, url: str) -> None:
     @event.listens_for(engine, "connect")
     def _connect(dbapi_conn, _record) -> None:  # the driver must not open transactions by itself
         dbapi_conn.isolation_level = None
@@ -57,7 +58,58 @@ def _sqlite_setup(engine: Engine, path: str | None) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(conn) -> None:  # take the write lock up front: no deadlock between two upgrading readers
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        raw = conn.connection.dbapi_connection
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            if "readonly" not in str(e).lower() and "read-only" not in str(e).lower():
+                raise store_failure(url, e) from None
+            raw.execute("BEGIN")  # a read-only store can still be read; a write then fails with a clear error
+
+
+#: (words in the driver's message, what is wrong, what to do) for the failures users meet
+_FAILURES = (
+    (("file is not a database", "malformed", "not a database"),
+     "is damaged or is not a SQLite database",
+     "Move the file aside (ctxlab then starts a new store there) or point CTXLAB_SESSIONS_URL at another store"),
+    (("readonly database", "read-only", "unable to open database file", "permission denied", "readonly"),
+     "cannot be written (read-only file or directory, or no permission)",
+     "Make the file and its directory writable, or set CTXLAB_DATA_DIR or CTXLAB_SESSIONS_URL to a writable place"),
+    (("disk is full", "no space left", "disk full", "could not extend file"),
+     "is on a full disk",
+     "Free some disk space (nothing was written; try again after)"),
+    (("no such table", "no such column", "does not exist", "undefinedtable", "undefinedcolumn", "already exists"),
+     "does not hold ctxlab's tables (a foreign database, or one changed by hand)",
+     "Point CTXLAB_SESSIONS_URL at a ctxlab session store, or at an empty database"),
+    (("is not json", "invalid input syntax for type json"),
+     "refused a value that is not JSON (NaN or Infinity)",
+     "Write such a number as a string"),
+)
+
+
+def store_failure(url: str, error: BaseException) -> SessionError:
+    """One clear error for a database failure: which store, what is wrong, what to do."""
+    orig = getattr(error, "orig", None) or error
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    low = f"{type(orig).__name__} {text}".lower()
+    for words, what, hint in _FAILURES:
+        if any(w in low for w in words):
+            return SessionError(f"the session store {what} ({shown_reason(text)})", where=redact(url), hint=hint)
+    return SessionError(f"the session store failed ({type(orig).__name__}: {shown_reason(text)})", where=redact(url),
+                        hint="Check that the database is reachable and writable, then try again")
+
+
+def shown_reason(text: str) -> str:
+    return text if len(text) <= 160 else text[:150] + "..."
+
+
+def _translate_errors(engine: Engine, url: str) -> None:
+    """Every DBAPI error raised through ``engine`` becomes one :class:`SessionError`."""
+    @event.listens_for(engine, "handle_error")
+    def _handle(context) -> SessionError | None:
+        if isinstance(context.original_exception, (KeyboardInterrupt, SystemExit)):
+            return None
+        return store_failure(url, context.original_exception)
 
 
 def make_engine(url: str) -> Engine:
@@ -73,11 +125,17 @@ def make_engine(url: str) -> Engine:
         if parsed.get_backend_name() == "sqlite":
             path = parsed.database if parsed.database not in (None, "", ":memory:") else None
             if path:
-                Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                except OSError as e:
+                    raise store_failure(url, e) from None
             engine = create_engine(parsed, connect_args={"timeout": SQLITE_LOCK_TIMEOUT})
-            _sqlite_setup(engine, path)
+            _sqlite_setup(engine, path, url)
+            _translate_errors(engine, url)
             return engine
-        return create_engine(parsed, pool_pre_ping=True)
+        engine = create_engine(parsed, pool_pre_ping=True)
+        _translate_errors(engine, url)
+        return engine
     except (NoSuchModuleError, ImportError) as e:
         raise SessionError(f"no driver for {parsed.drivername} ({e})", where="url",
                            hint="Install the driver, e.g. psycopg[binary] for PostgreSQL") from None
@@ -116,6 +174,12 @@ def migrate(engine: Engine, revision: str = "head") -> str:
     except OperationalError as e:
         raise SessionError(f"cannot open the session store {redact(str(engine.url))}: {e.orig}", where="url",
                            hint="Check that the server runs and the URL, user and database are right") from None
+    except SessionError as e:
+        if "failed (" in e.problem:  # not a failure users meet by name: most often the server cannot be reached
+            raise SessionError(f"cannot open the session store {redact(str(engine.url))}: {e.problem}",
+                               where="url", hint="Check that the server runs and the URL, user and database are "
+                                                 "right") from None
+        raise
     if now is not None and now not in {s.revision for s in script.walk_revisions()}:
         raise SessionError(f"the session store has schema version {now}, newer than this ctxlab knows "
                            f"({script.get_current_head()})", where=redact(str(engine.url)),

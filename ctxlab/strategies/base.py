@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -97,6 +98,8 @@ class Strategy:
             return
         if not ok:
             raise StrategyError(f"{f.name} must be {kind}, got {value!r}", where=where)
+        if kind == "float" and not math.isfinite(value):
+            raise StrategyError(f"{f.name} must be a finite number, got {value!r}", where=where)
         if meta.get("min") is not None and value < meta["min"]:
             raise StrategyError(f"{f.name} must be at least {meta['min']}, got {value!r}", where=where)
         if meta.get("max") is not None and value > meta["max"]:

@@ -207,8 +207,8 @@ class LLMSummarizer:
         key = SummaryCache.key(cfg.model, public_url(cfg.base_url) or "openai", template,
                                (previous or "") if merging else "", span, max_tokens)
         cached = self.cache.get(key)
-        if cached is not None:
-            return SummaryResult(cached["text"], {**cached.get("record", {}), "cache_hit": True})
+        if cached is not None:  # redacted again: a disk entry may predate the filter (see ctxlab.redact)
+            return SummaryResult(cfg.redact(cached["text"]), {**cached.get("record", {}), "cache_hit": True})
         down = self._failed.get(cfg.fingerprint())
         if down is not None and self.clock() - down[0] < self.cooldown:
             return self._fall_back(messages, previous, down[1] + " (not retried yet: it failed moments ago)")

@@ -306,7 +306,8 @@ class OldestFirst(Strategy):
             table, groups = batch_tables(view), order[removal.acted]
             firsts = table.firsts[groups]
             turns = table.turn_of[firsts]
-            most = np.where(table.user_first[groups], table.ends[np.maximum(turns, 0)] - firsts,
+            ends = table.ends[np.maximum(turns, 0)] if len(table.ends) else firsts  # no user turn: system only
+            most = np.where(table.user_first[groups], ends - firsts,
                             table.lengths[groups] + 1)  # bounds book.cost(g), as the loop's first test
             if np.any(removal.kept_before(removal.acted) - most < self.min_messages):
                 removal = None

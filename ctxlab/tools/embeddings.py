@@ -171,9 +171,8 @@ class OpenAIEmbeddings:
 
     def _redact(self, text: str) -> str:
         """The text with the key (whatever its form) and anything shaped like an OpenAI key hidden."""
-        key = self.api_key or os.environ.get("OPENAI_API_KEY")
-        if key:
-            text = text.replace(key, "***")
+        from ..redact import KeyRedactor
+        text = KeyRedactor([self.api_key or os.environ.get("OPENAI_API_KEY")])(text)
         return re.sub(r"sk-[A-Za-z0-9_\-]{6,}", "sk-***", text)
 
 
