@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from .core import EXIT_OK, command
+from .core import EXIT_OK, command, finite_number
 from ..errors import CtxlabError
 
 
@@ -19,8 +19,10 @@ def _sweep_args(p: argparse.ArgumentParser) -> None:
                    help="values to try for one parameter (repeatable; others keep their defaults)")
     p.add_argument("--max-tokens", required=True, metavar="N[,N...]", help="context limits to try, e.g. 3000,6000")
     p.add_argument("--model", help="model: tokenizer and price (default: the conversations', else gpt-4o)")
-    p.add_argument("--reserve", type=float, default=0.15, help="share kept free for the response (default 0.15)")
-    p.add_argument("--min-recall", type=float, default=0.95, help="recall level of the recommendation (default 0.95)")
+    p.add_argument("--reserve", type=finite_number(0, 1), default=0.15,
+                   help="share kept free for the response (default 0.15)")
+    p.add_argument("--min-recall", type=finite_number(0, 1), default=0.95,
+                   help="recall level of the recommendation (default 0.95)")
     p.add_argument("--sample", type=int, help="try only this many parameter combinations, drawn at random")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     p.add_argument("--axes", default="cost_usd,needed_recall", help="the two Pareto axes (default cost_usd,needed_recall)")
