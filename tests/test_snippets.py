@@ -89,7 +89,7 @@ def test_config_says_what_it_holds():
                       "model": MODEL, "max_tokens": 16_000, "reserve": 0.15, "tools_tokens": 777}
     pipe = strategy_config(_pipeline(), Budget(16_000), MODEL)
     assert [s["strategy"] for s in pipe["pipeline"]] == ["clear_tool_results", "tool_rounds"]
-    assert pipe["pipeline"][1]["params"] == {"keep_rounds": 2}
+    assert pipe["pipeline"][1]["params"] == {"keep_rounds": 2, "apply_at": "every_call"}
     assert "strategy" not in pipe
 
 

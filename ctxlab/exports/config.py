@@ -145,7 +145,8 @@ def _strategy(config: Mapping[str, Any]) -> Strategy:
         raise ConfigError("'pipeline' must be a list of two or more steps", where="config.pipeline")
     if "params" in config:
         raise ConfigError("'params' belongs inside each pipeline step", where="config.params")
-    return Pipeline(steps=tuple(_built(s, f"config.pipeline[{k}]") for k, s in enumerate(steps)))
+    built = tuple(_built(s, f"config.pipeline[{k}]") for k, s in enumerate(steps))
+    return Pipeline(steps=built, apply_at=built[0].apply_at)  # a pipeline runs where its first step runs
 
 
 def _pins(config: Mapping[str, Any]) -> tuple[int, ...]:
