@@ -46,6 +46,10 @@ CODE_KEYS = frozenset({"old_string", "new_string", "old_str", "new_str", "conten
                        "code", "insert_text", "text"})
 """Tool-call arguments that carry code or file text (an edit's old and new text, a file written):
 their identifiers are not facts the call took from earlier; an edit's old text is checked whole."""
+PROSE_KEYS = frozenset({"description", "explanation", "thought", "reason", "command", "cmd", "output_mode"})
+"""Arguments whose whole value is not a fact (a Bash call's description, the command line itself, an
+option word): the identifiers, paths and amounts inside them still count. Chosen on a hand-checked
+sample of needs on coding traces (the note of issue 17 reports another)."""
 EDIT_KEYS = ("old_string", "old_str")
 """The argument holding the text an edit replaces (Claude Code ``Edit``, SWE-agent and OpenHands
 ``str_replace``): the edit needs it in its context, served while the read that showed it stays."""
@@ -88,6 +92,8 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             continue
         leaves = (json_leaves({k: v for k, v in args.items() if k not in CODE_KEYS}) if isinstance(args, dict)
                    else json_leaves(args))
+        prose = ({str(v) for k, v in args.items() if k in PROSE_KEYS and isinstance(v, str)}
+                 if isinstance(args, dict) else set())
         for v in leaves:
             if isinstance(v, bool) or v is None:
                 continue
@@ -98,7 +104,7 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             found = extract_facts(text)
             if found:
                 facts |= found
-            elif 3 <= len(text.strip()) <= _LITERAL_MAX:
+            elif 3 <= len(text.strip()) <= _LITERAL_MAX and text not in prose:
                 literals.add(text.strip().lower())
     return facts, literals
 

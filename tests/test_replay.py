@@ -279,3 +279,21 @@ def test_quick_idle_is_only_claimed_when_the_plan_keeps_everything(long_conv, na
             plan = strategy.apply(view, budget)
             assert plan.idle is not None and plan.messages == view.messages, (name, k)
     assert claimed, f"{name} never claimed idle on the growing conversation"
+
+
+@pytest.mark.parametrize("name", sorted(set(STRATEGIES) - {"none", "langchain_trim", "llm_attention"}))
+def test_on_a_real_swe_agent_run_below_its_size_every_strategy_acts_and_differs_from_none(name):
+    """SWE-agent's BabyEncryption demonstration (public, MIT; source in sample_data/README.md): one
+    user message and 16 calls. llm_attention needs a model and is left out."""
+    from .conftest import ROOT
+    conv = ctxlab.load(ROOT / "tests" / "data" / "coding" / "swe_agent_ctf_baby_encryption.traj")
+    assert sum(m.role == "user" for m in conv.messages) == 1
+    budget = Budget(3_000)
+    none = replay(conv, "none", budget)
+    assert none.calls_over_limit > 0, "the run is larger than the limit"
+    r = replay(conv, scaled(name, budget), budget)
+    assert r.times_triggered > 0, f"{name} never acted"
+    assert [c.tokens_after for c in r.calls] != [c.tokens_after for c in none.calls]
+    for c in r.calls:
+        for rules in ("openai", "anthropic"):
+            assert not [f for f in validate(list(r.context_at(c.number)), rules) if f.severity == "error"], (name, c)
