@@ -25,8 +25,9 @@ from ctxlab.figures_tune import pareto_figure, points_table, sensitivity_figure
 from ctxlab.formats import load_all
 from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
-from ctxlab.sweep import COLUMNS, Grid, SweepResult, run_sweep
+from ctxlab.sweep import COLUMNS, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
+from tunejob import SweepJob
 from ui import config_downloads
 
 SETS = {"samples": "Bundled samples", "upload": "Upload files", "folder": "Upload a folder",
@@ -192,20 +193,62 @@ def _budgets() -> list[int] | None:
 
 # ---------------------------------------------------------------- run and results
 
-def _run(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], price: Price | None,
-         min_recall: float, sample: int | None) -> SweepResult:
-    bar = st.progress(0.0, text="Replaying every point on every conversation…")
+def _start(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], price: Price | None,
+           min_recall: float, sample: int | None, signature: str) -> None:
+    """Start the sweep in its own process (tunejob.SweepJob): the page stays live, shows progress
+    with an estimate, can cancel it, and a closed tab ends it."""
+    old = st.session_state.get("tune_job")
+    if old is not None:
+        old.cancel()
+    st.session_state.tune_job = SweepJob(convs, grid, budgets, model=st.session_state.model, prices=price,
+                                         reserve=float(st.session_state.reserve), min_recall=min_recall,
+                                         sample=sample, seed=0)
+    st.session_state.tune_job_signature = signature
+    st.session_state.tune_job_tools = TokenCounter(st.session_state.model).tools(convs[0].tools)
 
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"{done} of {total} chunk(s) of conversations done")
-    try:
-        # workers=1: the sweep runs in Streamlit's own process (the engine's process pool would
-        # start a forkserver per click; the default sweep answers in about a second anyway).
-        return run_sweep(convs, grid, budgets, model=st.session_state.model, prices=price, workers=1,
-                         reserve=float(st.session_state.reserve), min_recall=min_recall, sample=sample, seed=0,
-                         chunk_size=1, progress=progress)
-    finally:
-        bar.empty()
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if seconds < 120 else f"{seconds / 60:,.1f} min"
+
+
+def _job_text(job: SweepJob) -> str:
+    """Where a running sweep is, in words: conversations done, time so far, time left."""
+    left = job.remaining()
+    eta = (f"about {_duration(left)} left" if left is not None else
+           f"an estimate after the first conversation (the largest has {job.largest:,} messages)")
+    return f"{job.done} of {job.total} conversation(s) done, {_duration(job.elapsed())} so far, {eta}."
+
+
+def _cancel_job() -> None:
+    job = st.session_state.get("tune_job")
+    if job is not None:
+        job.cancel()
+
+
+@st.fragment(run_every=1.0)
+def _job_panel() -> None:
+    """A running sweep: its progress, an estimate and Cancel, polled every second; when it ends,
+    its result becomes the page's and the whole page reruns."""
+    job: SweepJob | None = st.session_state.get("tune_job")
+    if job is None:
+        return
+    state = job.poll()
+    if state == "running":
+        st.progress(job.done / max(job.total, 1), text=_job_text(job))  # our own words: no escaping needed
+        st.button("Cancel the sweep", key="tune_cancel", on_click=_cancel_job)
+        return
+    del st.session_state["tune_job"]
+    if state == "done":
+        st.session_state.tune_result = job.result
+        st.session_state.tune_signature = st.session_state.tune_job_signature
+        st.session_state.tune_tools_tokens = st.session_state.tune_job_tools
+        st.session_state.tune_job_note = None
+    elif state == "error":
+        st.session_state.tune_job_note = ("error", job.error or "the sweep failed")
+    else:
+        st.session_state.tune_job_note = ("info", f"Sweep cancelled after {_duration(job.elapsed())} "
+                                                  f"({job.done} of {job.total} conversation(s) done); nothing of it is kept.")
+    st.rerun(scope="app")
 
 
 def _label(p: dict[str, Any]) -> str:
@@ -362,17 +405,17 @@ st.caption(md_escape(f"{points:,} point(s) ({'a seeded sample of ' if sample els
                      + " ".join(grid_notes)))
 signature = json.dumps([grid_values, budgets, min_recall, repr(price), st.session_state.model,
                         float(st.session_state.reserve), set_key], default=str, sort_keys=True)
-if st.button("Run the sweep", key="tune_run", type="primary"):
-    try:
-        st.session_state.tune_result = _run(convs, grid, budgets, price, min_recall, sample)
-        st.session_state.tune_signature = signature
-        tools = TokenCounter(st.session_state.model).tools(convs[0].tools)
-        st.session_state.tune_tools_tokens = tools
-    except CtxlabError as e:
-        st.error(md_escape(str(e)))
+running = st.session_state.get("tune_job") is not None
+st.button("Run the sweep", key="tune_run", type="primary", disabled=running, on_click=_start,
+          args=(convs, grid, budgets, price, min_recall, sample, signature))
+_job_panel()
+note = st.session_state.pop("tune_job_note", None)
+if note:
+    (st.error if note[0] == "error" else st.info)(md_escape(note[1]))
 result: SweepResult | None = st.session_state.get("tune_result")
 if result is None:
-    st.info("Set the conversations, strategies and ranges, then run the sweep.")
+    if not running:
+        st.info("Set the conversations, strategies and ranges, then run the sweep.")
     st.stop()
 if st.session_state.get("tune_signature") != signature:
     st.warning("The settings changed since this sweep ran: the results below are the last run's. Run it again.")
