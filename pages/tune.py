@@ -21,7 +21,7 @@ from appstate import (SAMPLES_DIR, current_conversation, input_panel, load_point
                       price_panel, sample_names, text_hash)
 from ctxlab.errors import CtxlabError
 from ctxlab.exports import TARGETS, NoNativeFormError, export_native, make_config
-from ctxlab.figures_tune import pareto_figure, points_table, sensitivity_figure
+from ctxlab.figures_tune import has_values, pareto_figure, points_table, sensitivity_figure, undefined_axis_reason
 from ctxlab.formats import load_all
 from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
@@ -79,7 +79,7 @@ def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
         if conv is None:
             st.info("Pick a conversation in the sidebar first.")
             st.stop()
-        return ([conv], md_escape(st.session_state.conversation_label or "the sidebar's conversation"),
+        return ([conv], st.session_state.conversation_label or "the sidebar's conversation",  # escaped where shown
                 text_hash(st.session_state.conversation_text))
     if not files:
         st.info("Choose at least one sample or upload a file to sweep.")
@@ -297,7 +297,10 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
 
 def _results(result: SweepResult, tools_tokens: int) -> None:
     st.subheader("Recommendation")
-    if result.recommendation is None:
+    recall_defined = has_values(result, "needed_recall")
+    if result.recommendation is None and not recall_defined:
+        st.warning(md_escape("No recommendation: " + undefined_axis_reason(result, "needed_recall")))
+    elif result.recommendation is None:
         st.warning(md_escape(f"No point serves at least {result.min_recall:.0%} of the needed facts without a "
                              "provider rejecting its output: lower the recall level, widen the ranges or raise the "
                              "limits."))
@@ -311,9 +314,12 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
     st.caption(md_escape(f"Rule: {result.rule}"))
     for note in result.notes:
         st.caption(md_escape(note))
-    st.plotly_chart(pareto_figure(result), key="tune_pareto")
-    st.caption("One dot per point (a cross: some output a provider rejects); the dotted line joins the points no "
-               "other point beats on both axes; the star is the recommendation. Hover a dot for its parameters.")
+    try:
+        st.plotly_chart(pareto_figure(result), key="tune_pareto")
+        st.caption("One dot per point (a cross: some output a provider rejects); the dotted line joins the points no "
+                   "other point beats on both axes; the star is the recommendation. Hover a dot for its parameters.")
+    except ValueError as e:  # no point has both axes (e.g. nothing needed facts): say why, no empty chart
+        st.info(md_escape(f"No Pareto figure: {e}"))
 
     st.subheader("Every point")
     table = pd.DataFrame(points_table(result))
@@ -337,7 +343,11 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
         st.subheader("Sensitivity")
         s1, s2 = st.columns(2)
         pick = s1.selectbox("Parameter", varied, key="tune_sens_param", format_func=lambda sp: f"{sp[0]}.{sp[1]}")
-        metric = s2.selectbox("Measure", METRICS, key="tune_sens_metric", index=METRICS.index("needed_recall"))
+        measures = [m for m in METRICS if has_values(result, m)] or METRICS
+        default = next(m for m in ("needed_recall", "cost_usd", "input_tokens_total", *measures) if m in measures)
+        if st.session_state.get("tune_sens_metric") not in measures:
+            st.session_state.tune_sens_metric = default
+        metric = s2.selectbox("Measure", measures, key="tune_sens_metric")
         try:
             st.plotly_chart(sensitivity_figure(result, pick[0], pick[1], metric), key="tune_sensitivity")
         except ValueError as e:
