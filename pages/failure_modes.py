@@ -178,6 +178,9 @@ def timeline_figure(conv: Conversation, tokens: Sequence[int], highlight: Sequen
                               width=[3 if i in marked else 0 for i in range(len(tokens))])),
         customdata=[[m.role, "finding" if i in marked else ""] for i, m in enumerate(conv.messages)],
         hovertemplate="#%{x} %{customdata[0]}: %{y:,} tokens %{customdata[1]}<extra></extra>", showlegend=False))
+    for cat in dict.fromkeys(_category(m) for m in conv.messages):  # the colours' legend (bars carry no names)
+        fig.add_trace(go.Bar(x=[None], y=[None], name=cat.replace("_", " "), marker_color=CATEGORY_COLORS[cat],
+                             hoverinfo="skip", showlegend=True))
     top = max(tokens, default=1) or 1
     if marked:
         fig.add_trace(go.Scatter(x=sorted(marked), y=[tokens[i] + top * 0.06 for i in sorted(marked)], mode="markers",
