@@ -15,6 +15,7 @@ PAGES = [
     ("pages/tune.py", "Tune", ":material/tune:"),
     ("pages/answers.py", "Answers", ":material/question_answer:"),
     ("pages/failure_modes.py", "Failure Modes", ":material/healing:"),
+    ("pages/agent_loop.py", "Where it runs", ":material/repeat:"),
     ("pages/tool_retrieval.py", "Tool Retrieval", ":material/build:"),
     ("pages/token_counts.py", "Token counts", ":material/calculate:"),
     ("pages/agents.py", "Agents", ":material/smart_toy:"),

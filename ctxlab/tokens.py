@@ -15,6 +15,14 @@ OpenAI publishes no rule for tool calls and tool results inside messages, nor fo
 parameter schemas; ctxlab extends the same framing to them and says so in ``approximations``.
 Texts are counted once per encoding and remembered, so a recount after one edit only encodes
 the edited text.
+
+Models with a chat template (DeepSeek, Qwen; ``ModelSpec.template``) are counted differently:
+the request is rendered as the model reads it (``ctxlab.chat_templates``) and the rendered text is
+counted with the model's own tokenizer, so the total is the tokenizer's count of the prompt. Each
+message gets the tokens of its own stretch of the prompt (a stretch that joins the next one inside
+ordinary text is counted with it, and the difference goes to the larger of the two). A message
+counted alone (``message``) is rendered as if nothing came before or after it, which can differ
+from its place in a request by a few framing tokens (a tool result's enclosing block).
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ._bpe_count import count_text, count_texts
 from ._encodings import get_encoding
+from .chat_templates import group_pieces, render
 from .conversation import Conversation, Message, Part, ToolDef
 from .model_specs import ModelSpec, resolve_model
 
@@ -152,6 +161,9 @@ class TokenCounter:
         """(category, tokens of the message itself, tokens of its tool calls)."""
         notes = set() if notes is None else notes
         s = self.spec
+        if s.template:
+            pieces = render(s.template, [m], (), s.thinking, notes)
+            return _category(m), sum(self.text(p.text) for p in pieces if p.kind == "message"), 0
         n = s.tokens_per_message + self.text(m.role) + self._content(m, notes)
         if m.name is not None and m.role != "tool":
             n += s.tokens_per_name + self.text(m.name)
@@ -180,6 +192,8 @@ class TokenCounter:
         place in the list, for that path."""
         f = self.spec.tools
         notes = notes if notes is not None else set()
+        if self.spec.template:
+            return self.text("\n" + _json_text_spaced(_schema_of(t)))
         where = f"tools[{index}] ({t.name!r})" if index is not None else f"tool {t.name!r}"
         n = f.func_init + self.text(f"{t.name}:{_strip_period(t.description)}")
         if not isinstance(t.parameters, Mapping):
@@ -220,6 +234,9 @@ class TokenCounter:
         """Tokens of a tool list as sent with one request (``func_end`` once when non-empty)."""
         if not tools:
             return 0
+        if self.spec.template:
+            pieces = render(self.spec.template, [], tools, self.spec.thinking, notes)
+            return sum(self.text(p.text) for p in pieces if p.kind == "tools")
         return sum(self.tool(t, notes, i) for i, t in enumerate(tools)) + self.spec.tools.func_end
 
     def count(self, conv: Conversation | Sequence[Message], tools: Sequence[ToolDef] | None = None) -> TokenCount:
@@ -227,8 +244,12 @@ class TokenCounter:
         messages = conv.messages if isinstance(conv, Conversation) else tuple(conv)
         if tools is None:
             tools = conv.tools if isinstance(conv, Conversation) else ()
-        self.prime(_texts(messages))
+        if self.spec.template:
+            return self._count_rendered(messages, tools)
         notes: set[str] = set()
+        if self.spec.provider == "Anthropic":
+            messages = _without_old_thinking(messages, notes)
+        self.prime(_texts(messages))
         by_cat = dict.fromkeys(CATEGORIES, 0)
         per_msg, cats = [], []
         other_parts: dict[str, list[int]] = {}
@@ -256,6 +277,73 @@ class TokenCounter:
         total = sum(per_msg) + tools_total + self.spec.reply_priming
         return TokenCount(self.model, self.encoding, self.spec.exact and not notes, tuple(per_msg), tuple(cats),
                           tools_total, tool_each, self.spec.reply_priming, total, by_cat, tuple(sorted(notes)))
+
+
+    def _count_rendered(self, messages: Sequence[Message], tools: Sequence[ToolDef]) -> TokenCount:
+        """Count a request of a template model: render it, count each run of pieces."""
+        s, notes = self.spec, set()
+        pieces = render(s.template, messages, tools, s.thinking, notes)
+        runs = group_pieces(pieces, self._enc.specials)
+        self.prime([p.text for p in pieces] + ["".join(p.text for p in r) for r in runs if len(r) > 1])
+        per_msg, tools_total, priming = [0] * len(messages), 0, 0
+        for run in runs:
+            counts = [self.text(p.text) for p in run]
+            if len(run) > 1:
+                whole = self.text("".join(p.text for p in run))
+                counts[counts.index(max(counts))] += whole - sum(counts)
+            for p, n in zip(run, counts):
+                if p.kind == "message":
+                    per_msg[p.index] += n
+                elif p.kind == "tools":
+                    tools_total += n
+                else:
+                    priming += n
+        by_cat = dict.fromkeys(CATEGORIES, 0)
+        cats = tuple(_category(m) for m in messages)
+        for c, n in zip(cats, per_msg):
+            by_cat[c] += n
+        by_cat["tool_definitions"], by_cat["reply_priming"] = tools_total, priming
+        tool_each: dict[str, int] = {}
+        for t in tools:
+            tool_each[t.name] = tool_each.get(t.name, 0) + self.tool(t)
+        if not s.exact:
+            notes.add(s.note)
+        total = sum(per_msg) + tools_total + priming
+        return TokenCount(self.model, self.encoding, s.exact and not notes, tuple(per_msg), cats, tools_total,
+                          tool_each, priming, total, by_cat, tuple(sorted(notes)))
+
+
+NOTE_OLD_THINKING = ("thinking blocks of turns before the newest user message: not counted (Anthropic "
+                     "strips them from the context)")
+
+
+def _without_old_thinking(messages: Sequence[Message], notes: set[str]) -> Sequence[Message]:
+    """Messages with the thinking blocks of earlier turns left out, as Anthropic's API does."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    out = list(messages)
+    for i in range(last_user):
+        m = out[i]
+        if m.role == "assistant" and not isinstance(m.content, str) \
+                and any(p.type in ("thinking", "redacted_thinking") for p in m.content):
+            out[i] = m.with_content(tuple(p for p in m.content if p.type not in ("thinking", "redacted_thinking")))
+            notes.add(NOTE_OLD_THINKING)
+    return out
+
+
+def _category(m: Message) -> str:
+    if m.role == "tool":
+        return "tool_results"
+    if m.role == "assistant":
+        return "assistant_text" if m.text else "tool_calls"
+    return m.role
+
+
+def _schema_of(t: ToolDef) -> dict:
+    return {"name": t.name, "description": t.description, "parameters": t.parameters}
+
+
+def _json_text_spaced(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _json_text(value: Any) -> str:

@@ -30,6 +30,14 @@ a user or assistant message with no content and no tool calls is ``empty_content
 assistant message. OpenAI only: an assistant message with no content and no tool calls is an
 ``empty_content`` warning (the API takes it; it adds nothing). A system message anywhere is fine.
 
+Reasoning, when thinking is on (``ctxlab.reasoning`` says what each provider requires):
+``deepseek-thinking`` is OpenAI's rules plus ``missing_reasoning_content`` (an error at every
+assistant message with tool calls that carries no reasoning; the API answers 400);
+``anthropic-thinking`` is Anthropic's rules plus ``missing_thinking_block`` (an assistant message
+with tool calls in the turn in progress that does not start with a thinking or redacted thinking
+block) and ``unsigned_thinking_block`` (a thinking block there without the signature the API
+checks). ``deepseek`` (thinking off) is OpenAI's rules.
+
 Everything runs in one pass per rule set: linear in the number of messages and tool calls.
 """
 from __future__ import annotations
@@ -252,9 +260,54 @@ def check_anthropic(messages: Sequence[Message]) -> list[Finding]:
     return found
 
 
+def _relabel(found: list[Finding], rules: str) -> list[Finding]:
+    return [Finding(f.code, f.severity, f.index, f.message, rules) for f in found]
+
+
+def check_deepseek(messages: Sequence[Message]) -> list[Finding]:
+    """DeepSeek's API with thinking off: OpenAI's rules."""
+    return _relabel(check_openai(messages), "deepseek")
+
+
+def check_deepseek_thinking(messages: Sequence[Message]) -> list[Finding]:
+    """DeepSeek's API in thinking mode: OpenAI's rules and reasoning on every tool-call message."""
+    from .reasoning import needs_reasoning, reasoning_parts
+    found = _relabel(check_openai(messages), "deepseek-thinking")
+    for i in needs_reasoning(messages, "deepseek"):
+        if not reasoning_parts(messages[i], "deepseek"):
+            found.append(Finding(
+                "missing_reasoning_content", "error", i,
+                f"Message {i} (assistant) made tool calls without its reasoning_content: DeepSeek's thinking "
+                "mode rejects the request; send the reasoning back with the message, or drop the message "
+                "with its tool results.", "deepseek-thinking"))
+    return found
+
+
+def check_anthropic_thinking(messages: Sequence[Message]) -> list[Finding]:
+    """Anthropic with extended thinking: Anthropic's rules and the turn in progress' thinking blocks."""
+    from .reasoning import needs_reasoning
+    found = _relabel(check_anthropic(messages), "anthropic-thinking")
+    for i in needs_reasoning(messages, "anthropic"):
+        parts = messages[i].parts
+        if not parts or parts[0].type not in ("thinking", "redacted_thinking"):
+            found.append(Finding(
+                "missing_thinking_block", "error", i,
+                f"Message {i} (assistant) calls tools in the turn in progress but does not start with its "
+                "thinking block: with extended thinking on, Anthropic rejects it; send the block back "
+                "unchanged.", "anthropic-thinking"))
+        elif parts[0].type == "thinking" and not parts[0].data.get("signature"):
+            found.append(Finding(
+                "unsigned_thinking_block", "error", i,
+                f"Message {i} (assistant) starts with a thinking block that has no signature: Anthropic "
+                "checks it; send the block back as the API returned it.", "anthropic-thinking"))
+    return found
+
+
 Rules = Callable[[Sequence[Message]], list[Finding]]
 
-RULES: dict[str, Rules] = {"openai": check_openai, "anthropic": check_anthropic}
+RULES: dict[str, Rules] = {"openai": check_openai, "anthropic": check_anthropic, "deepseek": check_deepseek,
+                           "deepseek-thinking": check_deepseek_thinking,
+                           "anthropic-thinking": check_anthropic_thinking}
 """Rule sets by name: each takes messages and returns findings in any order."""
 
 

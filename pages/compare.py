@@ -1,6 +1,6 @@
 """Compare: two to four strategies, each with its own parameters, on the same conversation and
 budget, side by side: token bars, the action on every message aligned in columns, metrics with the
-providers' findings, what each serves and costs on the turn-by-turn replay, and a verdict by the
+providers' findings, what each serves and costs on the call-by-call replay, and a verdict by the
 rule stated on the page (highest needed recall, then lowest cost)."""
 from typing import Any
 
@@ -28,7 +28,7 @@ def _needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
     return needed_facts(_conv)
 
 
-@st.cache_resource(show_spinner="Replaying turn by turn…", max_entries=32)
+@st.cache_resource(show_spinner="Replaying call by call…", max_entries=32)
 def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
             _budget: Budget) -> Replay:
     return replay(_view, _strategy, _budget)
@@ -43,21 +43,24 @@ def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: st
                              model=_model, price=_price, facts=_needed(view_key[0], _conv))
 
 
-# Conversations up to this many messages are replayed on every change (10-35 ms per column on the
-# samples); longer ones on a button press: replaying every turn of a 1,000-message conversation, and
-# keeping everything for comparison, takes seconds, of a 10,000-message one over a minute.
+# Conversations up to this many messages are replayed on every change (10-60 ms per column on the
+# samples); longer ones on a button press: replaying every model call of a 1,000-message conversation,
+# and keeping everything for comparison, takes seconds, of a 10,000-message one minutes.
 LIVE_MEASURE_MAX = 300
 
 
 def _replay_row(m: ReplayMeasures) -> dict[str, Any]:
     """The replay's columns of the metrics table (numbers, formatted by the table's column config)."""
     s = m.summary()
-    return {"needed recall": s["needed_recall"], "needed facts missed": s["missed"],
+    return {"calls over limit": s["calls_over_limit"], "largest prompt": s["worst_prompt"],
+            "needed recall": s["needed_recall"], "needed facts missed": s["missed"],
             "input tokens (all calls)": s["input_tokens"], "tokens vs none": s["tokens_vs_none"],
             "cached": s["cached_share"], "cost $": s["cost_usd"], "cost vs none": s["cost_vs_none"]}
 
 
 REPLAY_COLUMNS = {
+    "calls over limit": st.column_config.NumberColumn(
+        "calls over limit", format="%d", help="Model calls of the call-by-call replay whose prompt is over the limit"),
     "needed recall": st.column_config.NumberColumn("needed recall", format="percent",
                                                    help="Share of the needed facts the context held (empty: none needed)"),
     "tokens vs none": st.column_config.NumberColumn("tokens vs none", format="percent",
@@ -124,7 +127,7 @@ measure_key = (view_key, tuple(repr(s) for s in strategies), repr(budget), repr(
 measures: list[ReplayMeasures] | None = None
 st.subheader("Verdict")
 if len(view) > LIVE_MEASURE_MAX and st.session_state.get("cmp_measured") != measure_key:
-    st.info(f"The verdict needs each strategy replayed turn by turn. This conversation has {len(view):,} messages, "
+    st.info(f"The verdict needs each strategy replayed call by call. This conversation has {len(view):,} messages, "
             "which takes from seconds to a minute or two: press Measure.")
     if st.button("Measure needed recall and cost", key="cmp_measure"):
         st.session_state.cmp_measured = measure_key
@@ -140,9 +143,10 @@ else:
     result = verdict_by_recall(metrics, measures)
     (st.success if result.winner is not None else st.warning)(md_escape(result.text))
 st.caption(f"Rule: {VERDICT_RULE}")
-st.caption("Needed recall: of the facts each assistant message used that came from earlier messages, the share "
-           "its context held at that turn when the strategy runs at every user turn. Cost: every assistant "
-           "message is one call, priced with the provider's prompt cache.")
+st.caption("Every assistant message is one model call; each strategy runs where its apply_at says (before every "
+           "call by default). Needed recall: of the facts each assistant message used that came from earlier "
+           "messages, the share the prompt of its call held. Cost: every call priced with the provider's prompt "
+           "cache. A strategy fits when every one of its calls fits.")
 for m, label in zip(measures or (), labels):
     st.caption(md_escape(f"{label}: {cost_sentence(m)}"))
 
@@ -150,7 +154,8 @@ st.subheader("Tokens")
 st.plotly_chart(token_bars(plans, labels), key="cmp_bars")
 
 st.subheader("Metrics")
-COUNTS = ("tokens after", "tokens saved", "messages removed", "input tokens (all calls)", "needed facts missed")
+COUNTS = ("tokens after", "tokens saved", "messages removed", "input tokens (all calls)", "needed facts missed",
+          "largest prompt")
 st.dataframe([{**m.row(), **(_replay_row(r) if r is not None else {})}
               for m, r in zip(metrics, measures or [None] * len(metrics))], key="cmp_metrics", hide_index=True,
              width="stretch",

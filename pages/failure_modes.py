@@ -118,7 +118,7 @@ def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> tu
             pos = next((i for i, m in enumerate(part) if m is wanted), None)
             if pos is not None:
                 counted += 1
-                hit = any(facts[k][i].has(need.fact, need.literal) for i in range(pos))
+                hit = any(need.served_by(facts[k][i]) for i in range(pos))
                 served += hit
                 if not hit:
                     missed.append(str(need.fact))

@@ -3,6 +3,7 @@ is kept, summarized, cleared or dropped, what it costs, what is lost, whether a 
 accept the result, how it plays out turn by turn, and how to take it to production."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.snippets import python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_strategy
+from ctxlab.strategies.base import APPLY_AT
 from ctxlab.validate import Finding, validate
 from ui import (TABLE_ACTIONS, action_column, config_downloads, count_column, strategy_picker, summary_note,
                 text_width)
@@ -37,6 +39,7 @@ LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}
 ROLES = ("system", "user", "assistant", "tool")
 EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
 PREVIEW = 160
+APPLY_AT_WORDS = {"every_call": "before every model call", "turn_start": "when a user message arrives"}
 MAX_FINDINGS = 5
 # When the replay measures (needed facts served, cost vs keeping everything) are computed. Measured
 # on this machine: 10-35 ms on the bundled samples; 2.4-5 s on a generated 1,000-message conversation
@@ -104,7 +107,7 @@ def _input_findings(text_key: str, _conv: ctxlab.Conversation) -> dict[str, list
     return {r: validate(list(_conv.messages), r) for r in RULES}
 
 
-@st.cache_resource(show_spinner="Replaying turn by turn…", max_entries=16)
+@st.cache_resource(show_spinner="Replaying call by call…", max_entries=16)
 def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
             _budget: Budget) -> Replay:
     return replay(_view, _strategy, _budget)
@@ -168,7 +171,29 @@ def _show_message(m: Message) -> None:
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _heatmap(view_key: tuple, strategy_key: str, budget_key: str, _rp: Replay) -> Any:
     """The replay heatmap, drawn once per replay (grouping a large one takes a moment)."""
-    return figures.replay_heatmap(_rp.matrix, _rp.removed_at)
+    return figures.call_heatmap(_rp)
+
+
+def _where_it_runs(keys: tuple, price: Price | None) -> None:
+    """The same trace under both places a strategy can run, side by side (the LangGraph question:
+    a trim node after START, or before every model call)."""
+    rows = []
+    for where in APPLY_AT:
+        variant = dataclasses.replace(strategy, apply_at=where)
+        m = _measures(keys[0], repr(variant) + keys[1][len(repr(strategy)):], keys[2], repr(price), conv, view,
+                      variant, budget, model, price)
+        r = m.replay
+        rows.append({"runs": APPLY_AT_WORDS[where], "calls over the limit": f"{r.calls_over_limit:,} of {len(r.calls):,}",
+                     "needed facts served": m.needed_recall, "cost": m.cost.cost_usd,
+                     "input tokens, all calls": m.cost.input_tokens,
+                     "largest prompt": r.worst.tokens_after if r.worst else 0, "times it ran": r.applications})
+    st.markdown("**Where the strategy runs**: the same trace with the strategy before every model call and only "
+                "when a user message arrives.")
+    st.dataframe(rows, key="lab_where_table", hide_index=True, width="stretch",
+                 column_config={"largest prompt": count_column("largest prompt"),
+                                "input tokens, all calls": count_column("input tokens, all calls"),
+                                "needed facts served": st.column_config.NumberColumn(format="percent"),
+                                "cost": st.column_config.NumberColumn(format="$%.4f")})
 
 
 def _toggle_pin(i: int) -> None:
@@ -273,9 +298,10 @@ def _fill_metrics(measures: ReplayMeasures | None) -> None:
     else:
         recall = measures.needed_recall
         c6.metric("Needed facts served", "n/a" if recall is None else f"{recall:.0%}",
-                  help="On the turn-by-turn replay: of the facts (ids, amounts, dates, tool arguments) each assistant "
-                       "message used that came from an earlier message, the share its context held at that turn. "
+                  help="On the call-by-call replay: of the facts (ids, amounts, dates, tool arguments) each assistant "
+                       "message used that came from an earlier message, the share the prompt of its model call held. "
                        f"{measures.fidelity.served:,} of {measures.fidelity.needed:,}.")
+
 
 
 
@@ -303,7 +329,7 @@ with main:
     token_fig, timeline_fig = _figures(*keys, title, view, plan)
     st.plotly_chart(token_fig, key="lab_token_bars")
 
-tab_timeline, tab_replay, tab_export = main.tabs(["Message timeline", "Replay turn by turn", "Export"],
+tab_timeline, tab_replay, tab_export = main.tabs(["Message timeline", "Replay call by call", "Export"],
                                                  key="lab_tab", on_change="rerun")
 try:
     price = price_panel(tab_replay) if tab_replay.open else current_price()
@@ -314,7 +340,7 @@ measures: ReplayMeasures | None = None
 measure_key = (keys, repr(price))
 if tab_replay.open and n > REPLAY_MEASURE_MAX and st.session_state.get("lab_measured") != measure_key:
     if tab_replay.button("Measure needed facts and cost", key="lab_measure",
-                         help=f"{n:,} messages: replaying every turn, and keeping everything for comparison, takes "
+                         help=f"{n:,} messages: replaying every model call, and keeping everything for comparison, takes "
                               "from seconds to a minute or two"):
         st.session_state.lab_measured = measure_key
     else:
@@ -328,13 +354,21 @@ if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
         main.error(md_escape(str(e)))
 with metrics_row:
     _fill_metrics(measures)
+if measures is not None and not measures.replay.fits:
+    r = measures.replay
+    misses_slot.warning(f"On the call-by-call replay, {r.calls_over_limit:,} of {len(r.calls):,} model calls send a "
+                        f"prompt over the {budget.prompt_limit:,}-token limit (largest {r.worst.tokens_after:,} "
+                        f"tokens, call {r.worst.number}). The strategy runs {APPLY_AT_WORDS[strategy.apply_at]}"
+                        + (": set apply_at to every_call to let it act inside a turn."
+                           if strategy.apply_at == "turn_start" else "."))
 if measures is not None and measures.fidelity.misses:
     misses = measures.fidelity.misses
     with misses_slot.expander(f"Needed facts missed ({len(misses)})"):
-        st.caption("A fact an assistant message used that its context did not hold at that turn: where it first "
-                   "came from and which message needed it.")
+        st.caption("A fact an assistant message used that the prompt of its model call did not hold: where it first "
+                   "came from, which message needed it, and at which call.")
         st.dataframe([{"fact": m.fact, "came from message": m.source, "needed by message": m.needed_by,
-                       "turn": m.turn} for m in misses], key="lab_misses", hide_index=True, width="stretch")
+                       "call": m.call, "turn": m.turn} for m in misses], key="lab_misses", hide_index=True,
+                     width="stretch")
 
 if tab_timeline.open:
     with tab_timeline:
@@ -387,33 +421,46 @@ if tab_timeline.open:
 
 if tab_replay.open:
     with tab_replay:
-        st.caption("The strategy applied where an agent applies it: at the start of every user turn, to what it "
-                   "left before plus what arrived since. Rows are turns, columns are messages.")
+        where = APPLY_AT_WORDS[strategy.apply_at]
+        st.caption(f"The strategy applied where the agent applies it: {where} (its apply_at, in the strategy's "
+                   "parameters), to what it left before plus what arrived since. Rows are model calls (one per "
+                   "assistant message), columns are messages; a red mark at the left is a call over the limit.")
         try:
             with use_llm(llm):
                 rp: Replay | None = _replay(*keys, view, strategy, budget)
         except CtxlabError as e:
             st.error(md_escape(str(e)))
             rp = None
-        if rp is not None and rp.turns == 0:
-            st.info("This conversation has no user message, so there is no turn to replay.")
+        if rp is not None and not rp.calls:
+            st.info("This conversation has no message, so there is no model call to replay.")
         elif rp is not None:
             st.plotly_chart(_heatmap(*keys, rp), key="lab_replay_heatmap")
             if measures is not None:
+                _where_it_runs(keys, price)
                 _cost_section(measures)
-            if not 0 <= st.session_state.get("lab_turn", -1) < rp.turns:
-                st.session_state.lab_turn = rp.turns - 1  # the newest turn first
-            t = st.slider("Turn", 0, rp.turns - 1, key="lab_turn") if rp.turns > 1 else 0
-            t_before, t_after = rp.turn_tokens[t]
-            r1, r2, r3 = st.columns(3)
-            r1.metric("Turn tokens before", f"{t_before:,}")
-            r2.metric("Turn tokens after", f"{t_after:,}")
-            r3.metric("Turns where it acted", f"{rp.times_triggered} of {rp.turns}")
-            turn_plan = rp.plan_at(t)
-            st.caption(f"The context the model saw at turn {t} ({len(rp.context_at(t))} messages):")
+            calls = len(rp.calls)
+            if not 0 <= st.session_state.get("lab_call", -1) < calls:
+                st.session_state.lab_call = calls - 1  # the newest call first
+            c = st.slider("Model call", 0, calls - 1, key="lab_call") if calls > 1 else 0
+            call = rp.calls[c]
+            r1, r2, r3, r4 = st.columns(4)
+            r1.metric("Prompt before the strategy", f"{call.tokens_before:,}")
+            r2.metric("Prompt sent", f"{call.tokens_after:,}",
+                      delta="over the limit" if call.over_limit else None, delta_color="inverse")
+            r3.metric("Calls over the limit", f"{rp.calls_over_limit:,} of {calls:,}",
+                      help=f"The limit: {budget.prompt_limit:,} tokens ({budget.max_tokens:,} less the "
+                           f"{budget.reserve:.0%} reserve)")
+            r4.metric("Calls where it acted", f"{rp.times_triggered:,} of {calls:,}",
+                      help=f"It ran {rp.applications:,} times ({where}).")
+            made = "the call the agent is about to make" if call.pending else f"it wrote message {call.index}"
+            turn = f"turn {call.turn}" if call.turn >= 0 else "before the first user message"
+            st.caption(f"The prompt of call {c} ({turn}; {made}): {call.messages:,} messages"
+                       + ("" if call.applied else "; the strategy did not run before this call") + ".")
+            prompt = rp.prompt(c)
             st.dataframe(pd.DataFrame([{"#": o, "role": "summary" if o is None else m.role, "tokens": tok,
+                                        "state": "as written" if o is None or m is conv.messages[o] else "replaced",
                                         "content": _preview(m)}
-                                       for m, o, tok in zip(rp.context_at(t), rp.origins[t], turn_plan.output_tokens)]
+                                       for m, o, tok in zip(prompt.messages, prompt.origins, prompt.tokens)]
                                       ).astype({"#": "Int64"}),
                          key="lab_turn_table", hide_index=True, width="stretch",
                          column_config={"#": count_column("#"), "tokens": count_column("tokens")})

@@ -261,7 +261,8 @@ def _point_summary(p: dict[str, Any]) -> str:
     cost = (f"${p['cost_usd']:.4f}" if p["cost_usd"] is not None else f"{p['input_tokens_total']:,} input tokens")
     vs = "" if p["cost_vs_none"] is None else f" ({p['cost_vs_none']:+.0%} vs none)"
     return (f"{_label(p)}: serves {recall} of the needed facts, costs {cost}{vs}, saves {p['saved']:.0%} of input "
-            f"tokens, fits {p['fits_rate']:.0%} of the conversations, {p['invalid']} rejected by a provider")
+            f"tokens, every model call fits in {p['fits_rate']:.0%} of the conversations ({p['calls_over_limit']:,} of "
+            f"{p['calls']:,} calls over the limit), {p['invalid']} rejected by a provider")
 
 
 def _open_in_lab(point: dict[str, Any]) -> None:
@@ -306,11 +307,7 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
                              "limits."))
     else:
         best = result.points[result.recommendation]
-        st.success(md_escape(_point_summary(best)))
-        if best["fits_rate"] < 1:
-            st.caption(md_escape(f"It does not fit the {best['max_tokens']:,}-token limit on "
-                                 f"{1 - best['fits_rate']:.0%} of the conversations at some turn (the rule does not "
-                                 "require it to): check fits_rate in the table."))
+        (st.warning if best["calls_over_limit"] else st.success)(md_escape(_point_summary(best)))
     st.caption(md_escape(f"Rule: {result.rule}"))
     for note in result.notes:
         st.caption(md_escape(note))

@@ -84,13 +84,27 @@ def test_apply_bad_parameters_exit_2_with_one_line(capsys, argv, needle):
     assert needle in err and err.count("\n") == 1
 
 
-def test_replay_prints_a_turns_by_messages_matrix(capsys):
+def test_replay_prints_every_model_call_with_its_fit_and_the_state_matrix(capsys):
     code, out, err = _run(capsys, "replay", SAMPLE, "--strategy", "summarize", "--max-tokens", "8000")
     assert code == 0, err
     d = json.loads(out)
-    assert len(d["matrix"]) == len(d["turn_tokens"]) == 2  # the sample has two user turns
+    assert d["apply_at"] == "every_call" and len(d["calls"]) == len(d["matrix"]) == 10  # ten assistant messages
     assert all(len(row) == 22 for row in d["matrix"])
-    assert d["matrix"][0][-1] == "future" and "summarize" in d["matrix"][1]
-    before, after = d["turn_tokens"][1]
-    assert after < before
-    assert d["history"][-1]["tokens_saved"] == before - after
+    assert d["matrix"][0][-1] == "future" and any("summarize" in row for row in d["matrix"])
+    assert d["calls_over_limit"] == sum(c["over_limit"] for c in d["calls"])
+    assert d["fits"] == (d["calls_over_limit"] == 0)
+    applied = [c for c in d["calls"] if c["triggered"]]
+    assert applied and all(c["prompt_tokens"] < c["tokens_before"] for c in applied)
+    assert d["history"][-1]["tokens_saved"] == d["history"][-1]["tokens_before"] - d["history"][-1]["tokens_after"]
+
+
+def test_replay_at_turn_start_runs_once_per_user_message_and_reports_the_overflow(capsys):
+    code, out, err = _run(capsys, "replay", SAMPLE, "--strategy", "sliding_window", "--max-tokens", "4000",
+                          "--apply-at", "turn_start")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["apply_at"] == "turn_start" and d["applications"] == 2  # the sample has two user turns
+    assert not d["fits"] and d["calls_over_limit"] > 0
+    assert "model calls are over the" in err
+    every = json.loads(_run(capsys, "replay", SAMPLE, "--strategy", "sliding_window", "--max-tokens", "4000")[1])
+    assert every["fits"] and every["calls_over_limit"] == 0

@@ -193,11 +193,14 @@ def test_the_page_verdict_gives_a_full_tie_to_the_leftmost_and_says_who_did_not_
     assert measures[0].summary() == measures[1].summary() and measures[0].needed_recall == 1.0
     assert verdict_by_recall(metrics, measures).winner == 0
     assert verdict_by_recall(metrics[::-1], measures[::-1]).winner == 0
-    unfit = PlanMetrics(**{**metrics[0].__dict__, "fits": False})
-    v = verdict_by_recall([unfit, metrics[1]], measures)
+    assert "It saves nothing over keeping everything" in verdict_by_recall(metrics, measures).text
+    over = measure_replay(conv, get_strategy("none"), Budget(6_000, 0.15, budget.tools_tokens), model="gpt-4o")
+    assert not over.replay.fits, "some call of the replay is over 6,000 tokens"
+    v = verdict_by_recall(metrics, [over, measures[1]])
     assert v.winner == 1 and "1 of 2 did not qualify" in v.text
-    nothing = verdict_by_recall([unfit], measures[:1])
-    assert nothing.winner is None and "over the budget: a" in nothing.text
+    nothing = verdict_by_recall(metrics[:1], [over])
+    calls = f"{over.replay.calls_over_limit} of {len(over.replay.calls)} calls"
+    assert nothing.winner is None and f"calls over the limit: a ({calls})" in nothing.text
 
 
 def test_the_cost_sentence_shows_tokens_saved_and_the_cost_against_keeping_everything():

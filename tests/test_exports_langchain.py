@@ -248,7 +248,7 @@ def test_summarization_triggers_on_the_same_side_of_each_threshold():
         assert _summarizes(middleware, longer)         # one message past it: both
 
 
-def test_difference_summarization_keeps_exactly_keep_messages_ctxlab_whole_turns():
+def test_difference_summarization_keeps_exactly_keep_messages_ctxlab_keeps_the_task():
     conv = CONVERSATIONS[3]  # generated: several turns of tool rounds
     strategy = get_strategy("summarize", trigger_messages=5, trigger_ratio=1.0, keep_recent=3)
     [middleware] = build_middleware(_export(strategy, 1_000_000), model=_fake_model(), token_counter=LC_COUNTER)
@@ -259,20 +259,21 @@ def test_difference_summarization_keeps_exactly_keep_messages_ctxlab_whole_turns
     kept_by_langchain = update["messages"][2:]  # RemoveMessage(all), the summary (a HumanMessage), what is kept
     assert update["messages"][1].type == "human" and "summary" in update["messages"][1].content
     plan = _plan(prefix, strategy, 1_000_000)
-    kept_by_ctxlab = [i for i, a in enumerate(plan.actions) if a == "keep" and prefix[i].role != "system"]
     newest_user = max(i for i, m in enumerate(prefix) if m.role == "user")
-    assert kept_by_ctxlab == list(range(newest_user, len(prefix)))  # ctxlab: the whole newest turn
-    assert len(kept_by_langchain) < len(kept_by_ctxlab)            # LangChain: only the last messages
+    assert plan.actions[newest_user] == "keep"                      # ctxlab: the task stays as the user wrote it
+    assert "summarize" in plan.actions[newest_user + 1:]            # and the turn's older steps are folded
+    assert not any(m.type == "human" for m in kept_by_langchain)    # LangChain: the task lives only in its summary
     assert kept_by_langchain[0].type == "ai"                        # moved back so the tool result keeps its call
 
 
-def test_difference_summarization_folds_inside_the_first_turn_ctxlab_never_does():
+def test_both_fold_inside_a_long_first_turn_ctxlab_keeps_its_user_message():
     messages = CONVERSATIONS[4].messages  # generated: a first turn of three tool rounds
     first = [m for m in messages[: next(i for i, m in enumerate(messages) if i > 1 and m.role == "user")]]
     strategy = get_strategy("summarize", trigger_messages=4, trigger_ratio=1.0, keep_recent=2)
     [middleware] = build_middleware(_export(strategy, 1_000_000), model=_fake_model(), token_counter=LC_COUNTER)
     plan = _plan(first, strategy, 1_000_000)
-    assert plan.stats["triggered"] and "summarize" not in plan.actions
+    user = next(i for i, m in enumerate(first) if m.role == "user")
+    assert plan.stats["triggered"] and "summarize" in plan.actions and plan.actions[user] == "keep"
     assert _summarizes(middleware, first)
 
 

@@ -3,6 +3,8 @@ context the strategy left for that turn still held them. Hand-made conversations
 answer."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ctxlab.conversation import Message, ToolCall
@@ -63,33 +65,46 @@ def test_dropping_the_tool_result_whose_id_the_next_call_uses_is_a_miss():
     conv = lookup_then_cancel()
     tight = replay(conv, get_strategy("tool_rounds", keep_rounds=0), Budget(100_000))
     fid = needed_recall(tight, conv)
-    assert [(m.fact, m.source, m.needed_by, m.turn) for m in fid.misses] == [("NO6JO3", 3, 6, 1)]
-    assert fid.needed_recall == pytest.approx((fid.needed - 1) / fid.needed)
+    # the cancel call (6) and, since the strategy runs before every call, the answer (8) lost it
+    assert [(m.fact, m.source, m.needed_by, m.turn) for m in fid.misses] == [("NO6JO3", 3, 6, 1), ("NO6JO3", 3, 8, 1)]
+    assert fid.needed_recall == pytest.approx((fid.needed - 2) / fid.needed)
     assert fid.turns[-1].recall < 1
     kept = needed_recall(replay(conv, "none", Budget(100_000)), conv)
     assert kept.needed == fid.needed and kept.needed_recall == 1.0 and kept.misses == ()
 
 
-def test_facts_arriving_inside_the_turn_are_always_served():
-    conv = lookup_then_cancel()
-    fid = needed_recall(replay(conv, get_strategy("tool_rounds", keep_rounds=0), Budget(100_000)), conv)
-    first = [t for t in fid.turns if t.turn == 0][0]
-    assert first.needed >= 1 and first.served == first.needed   # the result came in the same turn
+def test_facts_used_in_the_turn_that_produced_them_can_be_missed():
+    """An agent run: one task, a lookup, then a call using the id the lookup returned. A strategy that
+    runs before every call and keeps no old round loses the id; at turn start it cannot."""
+    conv = [system("You are an airline agent."), user("Cancel the booking of mia_li_3668."),
+            call("c1", "get_user", '{"user_id":"mia_li_3668"}'),
+            result("c1", '{"reservations":["NO6JO3"],"note":"' + padding() + '"}'),
+            call("c2", "get_reservation", '{"reservation_id":"NO6JO3"}'),
+            result("c2", '{"status":"active"}'),
+            call("c3", "cancel_reservation", '{"reservation_id":"NO6JO3"}'),
+            result("c3", '{"status":"cancelled"}'), Message("assistant", "Cancelled.")]
+    nf = needed_facts(conv)
+    assert all(n.in_turn for n in nf.needs if n.fact == "NO6JO3"), "every use comes from the same turn"
+    strategy = get_strategy("tool_rounds", keep_rounds=0)
+    every = needed_recall(replay(conv, strategy, Budget(100_000)), nf)
+    lost = {(m.fact, m.source, m.needed_by) for m in every.misses}
+    assert {("NO6JO3", 3, 4), ("NO6JO3", 3, 6)} <= lost, "keep_rounds=0 drops the lookup before the next call"
+    start = needed_recall(replay(conv, strategy, Budget(100_000), apply_at="turn_start"), nf)
+    assert start.misses == () and start.needed_recall == 1.0
 
 
 def test_a_summary_that_keeps_the_id_serves_it():
+    from types import SimpleNamespace
+
+    from ctxlab.fidelity import FactCheck
     conv = lookup_then_cancel()
     summary = Message("user", "[summary] the user's reservation is NO6JO3")
-    real = replay(conv, get_strategy("tool_rounds", keep_rounds=0), Budget(100_000))
-
-    class WithSummary:  # the same replay, with a summary put at the top of turn 1's context
-        strategy, turns = real.strategy, real.turns
-        origins = (real.origins[0], (None, *real.origins[1]))
-
-        def context_at(self, t):
-            return real.context_at(t) if t == 0 else (summary, *real.context_at(1))
-    assert any(m.fact == "NO6JO3" for m in needed_recall(real, conv).misses)
-    assert not any(m.fact == "NO6JO3" for m in needed_recall(WithSummary(), conv).misses)
+    the_call = SimpleNamespace(index=6, number=2)  # the cancel call, after the lookup's round was dropped
+    without, with_summary = FactCheck(needed_facts(conv)), FactCheck(needed_facts(conv))
+    without.check(the_call, conv[5:6], (5,))
+    with_summary.check(the_call, [summary, conv[5]], (None, 5))
+    assert any(m.fact == "NO6JO3" for m in without.fidelity("x").misses)
+    assert not any(m.fact == "NO6JO3" for m in with_summary.fidelity("x").misses)
 
 
 def test_facts_the_system_prompt_holds_are_not_counted():
@@ -129,3 +144,45 @@ def test_the_compare_verdict_picks_the_highest_recall_that_fits_then_the_cheapes
     winner, _ = pick_by_recall(names, [True, True, False], [True, True, True], measures)  # 2 does not fit
     assert winner == 1
     assert pick_by_recall(names, [False] * 3, [True] * 3, measures)[0] is None
+
+
+# ---- facts that fit code (issue 17.3)
+
+def _read(cid: str, path: str, body: str) -> list[Message]:
+    lines = "\n".join(f"{k:>6}\t{line}" for k, line in enumerate(body.splitlines(), 1))  # Claude Code's Read shape
+    return [call(cid, "Read", json.dumps({"file_path": path})), result(cid, lines)]
+
+
+BODY = "def login(user):\n    token = make_token(user)\n    return token\n"
+LONG = "/home/dev/projects/payments-service/src/payments_service/adapters/stripe/webhooks/handlers.py"
+
+
+def test_a_path_of_any_length_is_a_fact():
+    assert extract_facts(f"open {LONG} now") >= {LONG}
+    assert "src/app/main.py" in extract_facts("see src/app/main.py:12")
+
+
+def test_an_edit_needs_the_text_it_replaces_served_only_while_the_read_is_in_context():
+    edit = json.dumps({"file_path": "src/auth.py", "old_string": "    token = make_token(user)\n    return token",
+                       "new_string": "    return make_token(user)"})
+    conv = [system("You are a coding agent."), user("Simplify login in src/auth.py."),
+            *_read("r1", "src/auth.py", BODY), *_read("r2", "README.md", padding()),
+            call("e1", "Edit", edit), result("e1", "ok"), Message("assistant", "Done.")]
+    nf = needed_facts(conv)
+    edits = [n for n in nf.needs if n.lines]
+    assert [(n.source, n.needed_by) for n in edits] == [(3, 6)]  # the Read's result, the Edit
+    assert not any(n.fact == "make_token" for n in nf.needs), "code in the edit's text is not a fact taken earlier"
+    kept = needed_recall(replay(conv, "none", Budget(100_000)), nf)
+    assert kept.misses == ()
+    dropped = needed_recall(replay(conv, get_strategy("tool_rounds", keep_rounds=1), Budget(100_000)), nf)
+    assert [m.needed_by for m in dropped.misses if m.fact.startswith("    token")] == [6]
+
+
+def test_a_value_most_calls_use_is_a_habit_not_a_need():
+    conv = [system("You are a coding agent."), user("Run the checks in /work/tree-7f3a.")]
+    for k in range(8):
+        conv += [call(f"b{k}", "Bash", json.dumps({"command": f"cd /work/tree-7f3a && make check{k}",
+                                                     "timeout": 120000})),
+                 result(f"b{k}", f"check {k} passed in /work/tree-7f3a (timeout 120000)")]
+    used = {n.fact for n in needed_facts(conv).needs}
+    assert "120000" not in used, "the habitual timeout is not taken from an earlier call"

@@ -258,7 +258,7 @@ def test_metadata_and_tools():
     assert conv.metadata["generator"] == {"domain": "sql", "turns": 2, "rounds_per_turn": 3,
                                           "result_tokens": 400, "parallel_calls": 1, "seed": 3,
                                           "plant_poisoning": "none", "plant_distraction": 0,
-                                          "plant_confusion": 0, "plant_clash": 0}
+                                          "plant_confusion": 0, "plant_clash": 0, "shape": "chat"}
     assert "planted" not in conv.metadata
     names = [t.name for t in conv.tools]
     assert {"generate_sql", "valid_sql", "run_sql"} <= set(names)

@@ -133,3 +133,38 @@ def test_ctxlab_replay_reports_needed_recall_and_cost_beside_none(capsys):
     assert main(["replay", sample, "--strategy", "none", "--price", "input=1,cached=0,output=0"]) == 0
     cheap = json.loads(capsys.readouterr().out)["cost"]
     assert cheap["cost_usd"] == pytest.approx((cheap["input_tokens"] - cheap["cached_tokens"]) / 1e6)
+
+
+def agent_turn(rounds: int, words: int = 150) -> list[Message]:
+    """A system prompt, one task, then ``rounds`` tool rounds and an answer: one turn of many calls."""
+    out = [system(POLICY), user("task: fix the failing test")]
+    for k in range(rounds):
+        out += [Message("assistant", "", tool_calls=(ToolCall(f"c{k}", "run", f'{{"step":{k}}}'),)),
+                Message("tool", f"output {k} " + "log " * words, tool_call_id=f"c{k}")]
+    return out + [Message("assistant", "done")]
+
+
+def test_calls_inside_one_turn_share_their_prefix_when_nothing_is_rewritten():
+    conv = agent_turn(6)
+    tok = TokenCounter("gpt-4o").count(conv, tools=()).message_tokens
+    report = replay_cost(replay(conv, "none", Budget(100_000)), conv, model="gpt-4o", price=OPENAI)
+    assert len(report.calls) == 7 and {c.turn for c in report.calls} == {0}  # seven calls, one turn
+    for k, c in enumerate(report.calls[1:], 1):  # call k's prompt extends call k-1's by one round
+        shared = sum(tok[:2 + 2 * (k - 1)])  # the previous prompt, whole
+        assert c.cached_tokens == shared // 128 * 128
+
+
+def test_a_strategy_that_rewrites_the_start_at_every_call_pays_for_it():
+    """tool_rounds keep_rounds=1 before every call drops the round after the task each time, so only
+    the system prompt and the task stay shared; at turn start it runs once and the prefix holds."""
+    conv = agent_turn(6)
+    tok = TokenCounter("gpt-4o").count(conv, tools=()).message_tokens
+    head = sum(tok[:2])  # system prompt and task: the part every prompt keeps
+    every = replay_cost(replay(conv, get_strategy("tool_rounds", keep_rounds=1), Budget(100_000)), conv,
+                        model="gpt-4o", price=OPENAI)
+    start = replay_cost(replay(conv, get_strategy("tool_rounds", keep_rounds=1, apply_at="turn_start"),
+                               Budget(100_000)), conv, model="gpt-4o", price=OPENAI)
+    none = replay_cost(replay(conv, "none", Budget(100_000)), conv, model="gpt-4o", price=OPENAI)
+    assert [c.cached_tokens for c in every.calls[2:]] == [head // 128 * 128] * 5  # the rest was rewritten
+    assert [c.cached_tokens for c in start.calls] == [c.cached_tokens for c in none.calls]
+    assert every.input_tokens < none.input_tokens and every.cached_share < none.cached_share

@@ -1,4 +1,4 @@
-"""The hand-written sample conversations: valid OpenAI Chat JSON, every call answered, facts present."""
+"""The sample conversations: valid OpenAI Chat JSON, every call answered, facts present."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,9 @@ import pytest
 
 from .conftest import SAMPLES
 
-NAMES = ("ecommerce_refund", "sql_agent", "parallel_travel")
+NAMES = ("ecommerce_refund", "sql_agent", "parallel_travel", "agent_run_support", "zh_docs_agent", "zh_sql_agent",
+         "zh_support_agent")
+MODEL = {"zh_docs_agent": "deepseek-chat", "zh_sql_agent": "deepseek-reasoner", "zh_support_agent": "qwen3-235b-a22b"}
 
 
 def load(name: str) -> dict:
@@ -33,7 +35,7 @@ def test_top_level_fields(name):
     doc = load(name)
     assert set(doc) == {"title", "description", "model", "messages", "tools", "facts"}
     assert doc["title"] and len(doc["description"]) > 80
-    assert doc["model"] == "gpt-4o"
+    assert doc["model"] == MODEL.get(name, "gpt-4o")
     assert doc["messages"][0]["role"] == "system"
     assert doc["facts"] and all(isinstance(f, str) and f for f in doc["facts"])
 
@@ -176,8 +178,45 @@ def test_samples_load_through_ctxlab_formats(name):
     doc = load(name)
     conv = formats.load(Path(SAMPLES / f"{name}.json"))
     assert len(conv.messages) == len(doc["messages"])
-    assert conv.model == "gpt-4o"
+    assert conv.model == MODEL.get(name, "gpt-4o")
     assert list(conv.facts) == doc["facts"]
     assert [t.name for t in conv.tools] == [t["function"]["name"] for t in doc["tools"]]
     args = [c.arguments for m in conv.messages for c in m.tool_calls]
     assert args == [c["function"]["arguments"] for _, cs in calling(doc) for c in cs]
+
+
+def test_zh_sql_agent_runs_in_deepseek_thinking_mode_and_repairs_its_sql():
+    from ctxlab.formats import load as load_conv
+    from ctxlab.validate import is_valid, validate
+    doc = load("zh_sql_agent")
+    assert all(m.get("reasoning_content") for m in doc["messages"] if m.get("tool_calls"))
+    conv = load_conv(SAMPLES / "zh_sql_agent.json")
+    assert is_valid(validate(conv, "deepseek-thinking"))
+    names = [c["function"]["name"] for _, cs in calling(doc) for c in cs]
+    assert names == ["generate_sql", "valid_sql", "generate_sql", "valid_sql", "run_sql",
+                     "generate_sql", "valid_sql", "run_sql"]
+    verdicts = [json.loads(m["content"])["valid"] for m in doc["messages"]
+                if m["role"] == "tool" and m["content"].startswith('{"valid"')]
+    assert verdicts == [False, True, True]
+
+
+def test_zh_support_agent_offers_the_40_tools_of_the_chinese_catalog_with_labelled_queries():
+    from ctxlab.tools import ToolCatalog, load_queries
+    doc = load("zh_support_agent")
+    catalog = ToolCatalog.load(SAMPLES / "tools_zh_support.json")
+    assert len(doc["tools"]) == 40 == len(catalog.tools)
+    assert [t["function"]["name"] for t in doc["tools"]] == [t.name for t in catalog.tools]
+    queries = load_queries(SAMPLES / "tool_queries_zh_support.jsonl")
+    gold = {g for q in queries for g in q.gold_tools}
+    assert gold == {t.name for t in catalog.tools}, "every tool is the answer to at least one query"
+    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in q.query) for q in queries)
+
+
+def test_zh_docs_agent_cites_the_sections_it_read():
+    doc = load("zh_docs_agent")
+    read = [json.loads(c["function"]["arguments"])["section"] for _, cs in calling(doc) for c in cs
+            if c["function"]["name"] == "read_doc"]
+    answers = [m["content"] for m in doc["messages"] if m["role"] == "assistant" and m.get("content")]
+    assert read == ["3.2", "4.1", "5.1", "6.2"]
+    for section in read:
+        assert any(f"第 {section} 条" in a for a in answers), section

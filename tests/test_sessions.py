@@ -88,11 +88,12 @@ def test_sliding_window_of_8000_with_10_percent_keeps_about_7200(store):
     assert s.count([sent[0], *long[-n - 2:]]).total > 7_200  # one more turn would not fit
 
 
-def test_strategy_runs_at_the_start_of_a_turn_not_inside_it(store):
-    """Inside a turn (tool calls and results arriving) the context grows as is; the next user
-    message applies the strategy again."""
+def test_at_turn_start_the_strategy_runs_at_the_start_of_a_turn_not_inside_it(store):
+    """apply_at=turn_start: inside a turn (tool calls and results arriving) the context grows as is;
+    the next user message applies the strategy again."""
     system, history, _ = sample_messages()
-    store.save_profile("shop", model="gpt-4", max_tokens=8_192, system_prompt=system, strategy="summarize")
+    store.save_profile("shop", model="gpt-4", max_tokens=8_192, system_prompt=system, strategy="summarize",
+                       params={"apply_at": "turn_start"})
     s = store.start_session("shop")
     s.add(history[0])
     s.context()
@@ -106,6 +107,23 @@ def test_strategy_runs_at_the_start_of_a_turn_not_inside_it(store):
     assert rec.times_applied == 2 and rec.times_triggered == 1
     assert rec.active_ids == (14,) and sent[1]["content"].startswith("Summary of earlier conversation")
     assert "KC-482193" in rec.summary
+
+
+def test_before_every_call_the_strategy_acts_inside_the_turn(store):
+    """apply_at=every_call (the default): every context() with new messages applies the strategy,
+    so a long first turn is summarized before it ends, keeping the user's request."""
+    system, history, _ = sample_messages()
+    store.save_profile("shop", model="gpt-4", max_tokens=8_192, system_prompt=system, strategy="summarize")
+    s = store.start_session("shop")
+    sizes = []
+    for m in history[:14]:  # the first turn: the request, its tool rounds and the answer
+        s.add(m)
+        sent = s.context()
+        sizes.append(s.count(sent).total)
+        assert sent[0]["content"] == system and any(x.get("content") == history[0]["content"] for x in sent)
+    rec = s.record()
+    assert rec.times_applied == 14 and rec.times_triggered >= 1
+    assert max(sizes) <= 8_192 * 0.85 < s.count([{"role": "system", "content": system}, *history[:14]]).total
 
 
 def test_profile_change_affects_new_sessions_only_until_update_existing(store):
@@ -146,7 +164,8 @@ def test_resume_after_closing_the_store(tmp_path):
         assert [i.id for i in second.sessions()] == [sid]
 
 
-SMALL = {"turn_safe": {"last_n": 6}, "key_messages": {"recent": 6}, "clear_tool_results": {"trigger_tokens": 4_000}}
+SMALL = {"turn_safe": {"last_n": 6}, "key_messages": {"recent": 6}, "clear_tool_results": {"trigger_tokens": 4_000},
+         "recent_events": {"max_events": 6}, "amortized_forgetting": {"max_size": 6}, "llm_attention": {"max_size": 6}}
 """Parameters that give the strategies whose defaults are sized for long windows work on the sample."""
 
 

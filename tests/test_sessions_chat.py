@@ -43,10 +43,9 @@ def test_scripted_chat_replays_the_sample_and_the_summary_appears(shop):
     assert s.history() == data["messages"][1:]  # every reply and tool result of the sample, in order
     rec = s.record()
     assert rec.summary and "KC-482193" in rec.summary
-    assert [c.triggered for c in s.compressions()] == [False, True]
-    turn2 = s.compressions()[-1]
-    assert turn2.tokens_after < turn2.tokens_before / 3  # the context shrank at the second turn
-    assert sizes[1] < sizes[0]
+    triggered = [c for c in s.compressions() if c.triggered]  # the strategy runs before every model call
+    assert triggered and all(c.tokens_after < c.tokens_before for c in triggered)
+    assert max(sizes) <= 8_192 * 0.85  # every context sent fits: it shrank inside the long first turn
     # past the script's end the responder says so, it does not invent
     run_turn(s, "Anything else?", script, tools)
     assert "all played" in s.history()[-1]["content"]

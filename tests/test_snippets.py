@@ -34,6 +34,10 @@ NON_DEFAULT = {  # one changed parameter per strategy that has any, so a round t
     "oldest_first": {"size_weight": 2.0},
     "hybrid": {"recent_turns": 1},
     "langchain_trim": {"start_on": "none", "allow_partial": True},
+    "observation_masking": {"window": 2, "placeholder": "<masked {lines} lines>", "polling": 2},
+    "recent_events": {"keep_first": 2, "max_events": 9},
+    "amortized_forgetting": {"max_size": 12, "keep_first": 2},
+    "llm_attention": {"max_size": 12, "keep_first": 2},
 }
 
 
@@ -80,7 +84,8 @@ def test_config_text_reads_back_to_the_same_strategy_budget_and_model(strategy, 
 
 def test_config_says_what_it_holds():
     config = strategy_config(get_strategy("tool_rounds", keep_rounds=3), Budget(16_000, 0.15, 777), MODEL)
-    assert config == {"ctxlab_config": 1, "ctxlab": ctxlab.__version__, "strategy": "tool_rounds", "params": {"keep_rounds": 3},
+    assert config == {"ctxlab_config": 1, "ctxlab": ctxlab.__version__, "strategy": "tool_rounds",
+                      "params": {"keep_rounds": 3, "apply_at": "every_call"},
                       "model": MODEL, "max_tokens": 16_000, "reserve": 0.15, "tools_tokens": 777}
     pipe = strategy_config(_pipeline(), Budget(16_000), MODEL)
     assert [s["strategy"] for s in pipe["pipeline"]] == ["clear_tool_results", "tool_rounds"]
@@ -223,3 +228,40 @@ def test_the_langgraph_node_after_start_sends_the_model_the_plans_messages(strat
     assert _openai(conv, got) == _openai(conv, plan.messages)  # what goes to the provider, message for message
     assert len(final["messages"]) == len(plan.messages) + 1  # the graph's state was replaced, then answered
     assert final["messages"][-1].content == "Done: refund issued."
+
+
+@pytest.mark.parametrize("apply_at, runs", [("every_call", 3), ("turn_start", 1)])
+def test_the_langgraph_wiring_runs_the_strategy_where_it_was_tuned_to_run(apply_at, runs):
+    """A tool loop of three model calls: the context node runs before each of them (every_call),
+    or once, right after START (turn_start)."""
+    pytest.importorskip("langgraph")
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.graph import END, MessagesState, StateGraph
+
+    strategy = get_strategy("tool_rounds", apply_at=apply_at)
+    conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
+    namespace: dict = {}
+    code = python_snippet(strategy_config(strategy, _budget(conv, 8_000), MODEL))
+    assert f'APPLY_AT = "{apply_at}"' in code
+    exec(compile(code, "manage_context.py", "exec"), namespace)
+    ran: list[int] = []
+    node = namespace["context_node"]
+    namespace["add_context_management"].__globals__["context_node"] = lambda state: (ran.append(1), node(state))[1]
+    calls = iter([AIMessage("", tool_calls=[{"id": f"c{k}", "name": "get_order", "args": {}}]) for k in (1, 2)]
+                 + [AIMessage("Done.")])
+
+    def model(state: MessagesState) -> dict:
+        return {"messages": [next(calls)]}
+
+    def tools(state: MessagesState) -> dict:
+        last = state["messages"][-1]
+        return {"messages": [ToolMessage("ok", tool_call_id=c["id"]) for c in last.tool_calls]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_node("tools", tools)
+    builder.add_conditional_edges("model", lambda s: "tools" if s["messages"][-1].tool_calls else END)
+    namespace["add_context_management"](builder, "model", "tools")
+    final = builder.compile().invoke({"messages": [HumanMessage("Where is order KC-1?")]})
+    assert final["messages"][-1].content == "Done."
+    assert len(ran) == runs

@@ -67,8 +67,10 @@ def test_points_measure_what_each_setting_loses_on_a_known_conversation():
                     prices=PRICE, workers=1)
     drop, keep = res.points
     assert drop["needed_recall"] < 1 and keep["needed_recall"] == 1.0   # keep_rounds=0 drops the lookup result
-    assert drop["input_tokens_total"] < keep["input_tokens_total"] == res.baseline["input_tokens_total"]
-    assert keep["saved"] == 0 and drop["saved"] > 0
+    # before every call: keep_rounds=1 drops the lookup's round once the cancel round is made (the answer's call)
+    assert drop["input_tokens_total"] < keep["input_tokens_total"] < res.baseline["input_tokens_total"]
+    assert drop["saved"] > keep["saved"] > 0
+    assert drop["calls"] == keep["calls"] == 4 and drop["calls_over_limit"] == 0
     assert drop["invalid"] == keep["invalid"] == 0 and drop["fits_rate"] == 1.0
     assert res.recommendation == 1                                      # the only one at >= 0.95
     assert res.to_dict()["recommendation"]["params"] == {"keep_rounds": 1}
@@ -85,6 +87,31 @@ def test_the_front_and_the_recommendation_follow_the_stated_rules():
     assert recommend(pts, 0.98) == 4 and recommend(pts, 0.999) is None
     no_price = [dict(p, cost_usd=None) for p in pts]
     assert recommend(no_price, 0.95) == 1                # falls back to input tokens
+    over = [dict(p, calls_over_limit=2 if k == 1 else 0) for k, p in enumerate(pts)]
+    assert recommend(over, 0.95) == 4                    # 1 is cheaper but one of its calls is over the limit
+    all_over = [dict(p, calls_over_limit=5 - k) for k, p in enumerate(pts)]
+    assert recommend(all_over, 0.95) == 4                # none fits: the fewest calls over (4, then cost)
+
+
+def test_among_equal_costs_a_strategy_with_a_native_export_is_recommended():
+    base = {"needed_recall": 1.0, "invalid": 0, "input_tokens_total": 10, "calls_over_limit": 0}
+    pts = [dict(base, strategy="middle_out", cost_usd=1.000), dict(base, strategy="clear_tool_results", cost_usd=1.005),
+           dict(base, strategy="summarize", cost_usd=1.2)]
+    assert recommend(pts, 0.95) == 1                     # within 1% of the cheapest, and LangChain/Anthropic map it
+    assert recommend([pts[0], pts[2]], 0.95) == 0        # 20% more is not equal
+
+
+def test_a_point_with_calls_over_the_limit_is_never_reported_as_fitting():
+    from ctxlab.generate import generate
+    run = generate("ecommerce", turns=6, rounds_per_turn=4, result_tokens=300, seed=2, shape="agent_run")
+    grid = Grid.parse(["tool_rounds", "sliding_window"], ["tool_rounds.apply_at=every_call,turn_start"])
+    res = run_sweep([run], grid, [4_000], prices=PRICE, workers=1)
+    every, start, window = res.points
+    assert start["calls_over_limit"] > 0 and start["fits_rate"] == 0.0, "turn_start never cuts inside the one turn"
+    assert every["calls_over_limit"] == window["calls_over_limit"] == 0 and every["fits_rate"] == 1.0
+    assert res.recommendation != 1
+    for p in res.points:
+        assert (p["fits_rate"] == 1.0) == (p["calls_over_limit"] == 0)
 
 
 def test_results_do_not_depend_on_the_number_of_workers():
@@ -159,3 +186,13 @@ def test_the_tune_figures_show_every_point_the_front_and_the_pick():
     bars = cost_per_turn_figure(m.cost, m.cost_none)
     assert [t.name for t in bars.data] == ["cached", "cache write", "uncached", "none: prompt tokens"]
     assert sum(bars.data[0].y) + sum(bars.data[2].y) == m.cost.input_tokens
+
+
+def test_generated_conversations_sweep_on_worker_processes():
+    """Generated messages hold read-only mappings; they must travel to worker processes."""
+    from ctxlab.generate import generate
+    runs = [generate("sql", turns=3, rounds_per_turn=2, seed=k, shape="agent_run") for k in range(2)]
+    grid = Grid.parse(["tool_rounds"])
+    one = run_sweep(runs, grid, [4000], workers=1)
+    two = run_sweep(runs, grid, [4000], workers=2, chunk_size=1)
+    assert without_timing(one.points) == without_timing(two.points)

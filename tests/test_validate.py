@@ -166,7 +166,7 @@ def test_unknown_rules_lists_the_known_ones() -> None:
         validate([user()], "gemini")
     assert isinstance(info.value, CtxlabError)
     assert "anthropic" in str(info.value) and "openai" in str(info.value)
-    assert sorted(RULES) == ["anthropic", "openai"]
+    assert sorted(RULES) == ["anthropic", "anthropic-thinking", "deepseek", "deepseek-thinking", "openai"]
 
 
 def test_a_conversation_is_accepted_and_findings_are_sorted_and_deterministic() -> None:

@@ -5,13 +5,17 @@ import argparse
 from dataclasses import asdict
 
 from ..formats import FORMATS, export
+from ..calibration import calibrate
 from ..tokens import count_tokens
+from ..validate import RULES
 from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note
 
 
 def _count_args(p: argparse.ArgumentParser) -> None:
     _input_args(p)
     p.add_argument("--model", help="model whose encoding and framing to use (default: the file's, else gpt-4o)")
+    p.add_argument("--prompt-tokens", type=int, metavar="N",
+                   help="usage.prompt_tokens the provider reported for this request: adds a calibrated total")
 
 
 @command("count", _count_args)
@@ -21,6 +25,10 @@ def _count(args: argparse.Namespace) -> int:
     out = []
     for i, conv in convs:
         d = {"format": conv.format, **count_tokens(conv, model=args.model).to_dict(), "notes": list(conv.notes)}
+        if args.prompt_tokens is not None:
+            cal = calibrate(conv, args.prompt_tokens, model=args.model)
+            d["calibration"] = cal.to_dict()
+            d["calibrated_total"] = cal.reported
         out.append({"index": i, **d} if len(convs) > 1 else d)
     _emit(out)
     return EXIT_OK
@@ -48,7 +56,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _validate_args(p: argparse.ArgumentParser) -> None:
     _input_args(p)
-    p.add_argument("--rules", default="openai", choices=["openai", "anthropic"])
+    p.add_argument("--rules", default="openai", choices=sorted(RULES))
 
 
 @command("validate", _validate_args)

@@ -11,6 +11,7 @@ from ..errors import CtxlabError
 from ..formats import FORMATS, export
 from ..conversation import Conversation
 from ..strategies import STRATEGIES, Pipeline, Strategy, StrategyError, get_strategy, parse_param, prepare
+from ..strategies.base import APPLY_AT
 from ..validate import validate
 
 
@@ -129,28 +130,41 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _replay_args(p: argparse.ArgumentParser) -> None:
     _plan_args(p)
+    p.add_argument("--apply-at", choices=list(APPLY_AT), default=None,
+                   help="where the strategy runs: every_call (before every model call, the default) or turn_start "
+                        "(only when a user message arrives); overrides the strategy's apply_at")
     p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
     p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
 
 
+MATRIX_CELLS = 200_000
+"""``ctxlab replay`` prints the state matrix (calls x messages) up to this many cells."""
+
+
 @command("replay", _replay_args)
 def _replay(args: argparse.Namespace) -> int:
-    """Replay a conversation turn by turn under a strategy; print the matrix, needed_recall and cost."""
-    from ..fidelity import needed_recall
+    """Replay a conversation call by call under a strategy; print every call's prompt tokens and
+    fit, needed_recall per call, and the cost with the prompt cache."""
+    from ..fidelity import FactCheck, needed_facts
     from ..pricing import load_prices, parse_price_override, replay_cost
     from ..replay import replay
     out = []
     for i, conv in _conversations(args):
         strategy, budget, view = _setup(args, conv)
-        r = replay(conv, strategy, budget, model=args.model, pins=args.pin)
-        d = r.to_dict()
+        check = FactCheck(needed_facts(conv))
+        r = replay(conv, strategy, budget, model=args.model, pins=args.pin, apply_at=args.apply_at, observe=check)
+        d = r.to_dict(matrix=len(r.calls) * r.size <= MATRIX_CELLS)
         model = args.model or conv.model or "gpt-4o"
         prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
-        d["fidelity"] = needed_recall(r, conv).to_dict()
+        d["fidelity"] = check.fidelity(r.strategy).to_dict()
         d["needed_recall"] = d["fidelity"]["needed_recall"]
         d["cost"] = replay_cost(r, conv, model=model, price=prices).to_dict()
         none = replay_cost(replay(conv, "none", budget, model=args.model), conv, model=model, price=prices)
         d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
+        if not r.fits:
+            w = r.worst
+            note(f"conversation {i}: {r.calls_over_limit:,} of {len(r.calls):,} model calls are over the "
+                 f"{budget.prompt_limit:,}-token prompt limit (largest: call {w.number}, {w.tokens_after:,} tokens)")
         out.append(d)
     _emit(out)
     return EXIT_OK

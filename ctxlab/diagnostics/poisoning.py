@@ -1,10 +1,12 @@
 """Context poisoning: an error or a falsehood that enters the context and keeps being reused.
 
 * ``repeated_failing_call``: the same tool call (same name, same arguments) failed two or more
-  times: the agent keeps feeding itself the same error instead of changing course.
+  times: the agent keeps feeding itself the same error instead of changing course. Not when a
+  file the call uses was edited between two failures (a coding agent testing its fix).
 * ``mistyped_id``: a call uses an identifier that never appeared before in the conversation but
   is one typo away from one that did (one character changed, added or dropped, or two neighbours
-  swapped: a typo or an invented id); an error when the wrong id
+  swapped: a typo or an invented id; not hex colours, one number in two notations, names made in
+  sequence or one name with and without a separator: see ``code_aware``); an error when the wrong id
   is then reused (in its result, later calls or answers), a warning otherwise.
 * ``contradicted_claim``: an assistant states a status or an amount of an entity that no earlier
   tool result supports, and a later tool result about the same entity says otherwise.
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 from ..conversation import Message
 from .base import Finding, Inputs, Mitigation, detector, plural
+from .code_aware import edited_between, files_used, not_a_typo
 from .observations import (COMMON_STATUSES, MONEY_WORDS, CallInfo, Record, argument_identifiers, identifiers_in,
                            is_money_field, norm_word, values_equal, within_one_edit)
 
@@ -30,15 +33,33 @@ _HEDGED = re.compile(r"\b([Cc]an|[Cc]ould|[Ww]ill|[Ww]ould|[Ss]hould|may|[Mm]igh
 _SPELLINGS = {"canceled": "cancelled"}
 
 
+def _failure_runs(inp: Inputs) -> list[tuple[str, str, list[CallInfo]]]:
+    """Failures of the same call (name, arguments), split where a file the call uses was edited
+    between two of them (the agent tried a fix and ran it again: not the same error fed back)."""
+    failures: dict[tuple[str, str], list[list[CallInfo]]] = defaultdict(list)
+    messages, calls = inp.conv.messages, inp.observations.calls
+    for c in calls:
+        if not c.failed:
+            continue
+        runs = failures[(c.name, c.args_key)]
+        if runs:
+            prev = runs[-1][-1]
+            start = prev.result_index if prev.result_index is not None else prev.index
+            if edited_between(messages, calls, start, c.index, files_used(c.call)) is not None:
+                runs.append([c])
+                continue
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    return [(name, args, run) for (name, args), runs in failures.items() for run in runs]
+
+
 @detector("poisoning", "repeated_failing_call")
 def repeated_failing_calls(inp: Inputs) -> list[Finding]:
-    """The same call failing twice or more with identical arguments."""
-    failures = defaultdict(list)
-    for c in inp.observations.calls:
-        if c.failed:
-            failures[(c.name, c.args_key)].append(c)
+    """The same call failing twice or more with identical arguments, with no edit between the
+    runs of a file it uses."""
     out = []
-    for (name, args), calls in failures.items():
+    for name, args, calls in _failure_runs(inp):
         if len(calls) < 2:
             continue
         indexes = tuple(sorted({i for c in calls for i in (c.index, c.result_index) if i is not None}))
@@ -51,6 +72,11 @@ def repeated_failing_calls(inp: Inputs) -> list[Finding]:
             indexes, (name,),
             Mitigation("prune", f"Drop the {plural(len(earlier), 'earlier failed attempt')}", messages=earlier)))
     return out
+
+
+def _context(call, history: list[str]) -> str:
+    """The text a token and its look-alike appear in: the call's arguments and what came before."""
+    return call.arguments + "\n" + "\n".join(history)
 
 
 def _message_strings(m: Message) -> list[str]:
@@ -70,7 +96,8 @@ def mistyped_ids(inp: Inputs) -> list[Finding]:
                 if token in seen[len(token)] or any(token in h for h in history):
                     continue
                 near = next((s for n in (len(token) - 1, len(token), len(token) + 1) for s in sorted(seen[n])
-                             if within_one_edit(token, s)), None)
+                             if within_one_edit(token, s) and not_a_typo(token, s, _context(c, history)) is None),
+                            None)
                 if near is not None and all(t != token for t, _, _, _ in found):
                     found.append((token, near, i, c.name))
         for text in _message_strings(m):

@@ -10,6 +10,7 @@ from .config import (CONFIG_VERSION, ConfigError, LabConfig, config_json, config
                      parse_config_text, read_config)
 from .native import TARGETS, NativeExport, NoNativeFormError, export_native, mapped
 from . import anthropic, langchain, openai_agents  # noqa: F401,I001  (each registers its target)
+from . import coding_agents  # noqa: F401,I001  (swe_agent, openhands: the coding agents' condensers)
 
 __all__ = ["CONFIG_VERSION", "ConfigError", "LabConfig", "NativeExport", "NoNativeFormError", "TARGETS",
            "config_json", "config_yaml", "export_native", "load_config_file", "make_config", "mapped",

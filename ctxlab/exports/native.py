@@ -69,9 +69,28 @@ def export_native(config: Any, to: str) -> NativeExport:
     return exporter(lab)
 
 
-def common_notes(lab: LabConfig, *, budget_used: bool) -> list[str]:
-    """What a config holds that none of the frameworks takes: pins, retrieval settings, the budget."""
-    notes = []
+RUNS = {"every_call": "before every model call", "turn_start": "once per user message (at the start of a run)"}
+
+
+def where_note(lab: LabConfig, runs: str) -> str | None:
+    """The note when the framework runs the strategy elsewhere than it was tuned to run
+    (``apply_at``): its figures (calls over the limit, needed facts, cost) were measured there."""
+    steps = lab.strategy.steps if hasattr(lab.strategy, "steps") else (lab.strategy,)
+    tuned = getattr(lab.strategy, "apply_at", steps[0].apply_at)
+    if tuned == runs:
+        return None
+    fix = ("replay with apply_at=every_call to see what it does there, or use the ctxlab snippet's LangGraph node "
+           "wired after START" if runs == "every_call" else
+           "replay with apply_at=turn_start to see what it does there, or apply the strategy yourself before every "
+           "model call (the ctxlab snippet's LangGraph node, wired back from the tools node)")
+    return (f"where it runs: tuned with apply_at={tuned} ({RUNS[tuned]}), but this framework runs it "
+            f"{RUNS[runs]}; {fix}")
+
+
+def common_notes(lab: LabConfig, *, budget_used: bool, runs: str = "every_call") -> list[str]:
+    """What a config holds that none of the frameworks takes: pins, retrieval settings, the budget,
+    and where the strategy runs when the framework runs it elsewhere (``runs``, an ``apply_at``)."""
+    notes = [n for n in (where_note(lab, runs),) if n]
     if lab.pins:
         notes.append(f"pins (messages {', '.join(map(str, lab.pins))}): the framework has no pinned messages; "
                      "they are message indexes of the lab's conversation, so they are not exported")

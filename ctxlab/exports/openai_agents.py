@@ -33,7 +33,7 @@ RUN_CONFIG = RunConfig(session_settings=SessionSettings(limit={limit}))
 def _turn_safe(lab: LabConfig) -> NativeExport:
     from .. import __version__
     n = lab.strategy.last_n
-    notes = [*common_notes(lab, budget_used=False),
+    notes = [*common_notes(lab, budget_used=False, runs="turn_start"),
              f"limit {n:,} counts session items, not messages: an assistant message with k tool calls is k "
              "function_call items (one more when it has text), and each tool result is a function_call_output item",
              "the limit cuts wherever the Nth newest item is: it is not widened back to the user message of its turn "
@@ -49,7 +49,7 @@ def _turn_safe(lab: LabConfig) -> NativeExport:
 
 def _none(lab: LabConfig) -> NativeExport:
     notes = ["strategy none sends everything: the default SessionSettings(limit=None)",
-             *common_notes(lab, budget_used=False)]
+             *common_notes(lab, budget_used=False, runs="turn_start")]
     code = notes_block(notes) + "# Run as usual: the default session settings retrieve every item.\n"
     return NativeExport("openai-agents", "none", {"run_config": {"session_settings": {"limit": None}}}, code,
                         tuple(notes))

@@ -15,6 +15,7 @@ from ._base import Export, Format, ReadContext, group_notes
 from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, dumps, load_json_documents,
                     load_with_text)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
+from ._trace import TRACES, TraceFormat, detect_trace, read_trace_document
 
 FORMATS: dict[str, Format] = {}
 
@@ -201,6 +202,9 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     docs, lines, source_text = load_with_text(text, max_bytes=max_bytes, max_depth=max_depth)
     source = SourceObjects(source_text)  # one scanner: conversations come in document order
     kw: dict[str, Any] = {"max_depth": max_depth, "source": source}
+    trace = format if format in TRACES else (detect_trace(docs, lines) if format is None else None)
+    if trace is not None:  # a coding agent's trace file: the whole document is one conversation
+        return [read_trace_document(docs, lines, trace, **kw)]
     if lines is not None and _is_message_like(docs[0]):
         misfit = next((k for k, d in enumerate(docs) if not _is_message_like(d)), None)
         if misfit is not None:
@@ -252,6 +256,23 @@ def _register_builtins() -> None:
 
 _register_builtins()
 
+
+def register_trace(tf: TraceFormat) -> TraceFormat:
+    """Add a coding-agent trace format: its Format (for ``--format`` and the registry) and its
+    whole-document detector and reader."""
+    register(tf.format)
+    TRACES[tf.format.name] = tf
+    return tf
+
+
+def _register_traces() -> None:
+    from . import claude_code, codex, mini_swe_agent, openhands, swe_agent
+    for mod in (claude_code, codex, swe_agent, mini_swe_agent, openhands):
+        register_trace(mod.TRACE)
+
+
+_register_traces()
+
 __all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
            "load", "load_all", "load_json_documents",
-           "loads", "parse_tools", "register", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]
+           "loads", "parse_tools", "register", "register_trace", "TRACES", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]

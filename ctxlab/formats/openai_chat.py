@@ -1,5 +1,9 @@
 """OpenAI Chat Completions messages: parallel ``tool_calls``, ``name`` fields, content parts,
-the ``developer`` role, and the legacy ``function_call`` / ``role: "function"`` form."""
+the ``developer`` role, and the legacy ``function_call`` / ``role: "function"`` form.
+
+DeepSeek's ``reasoning_content`` on an assistant message (thinking mode; other OpenAI-compatible
+servers use the same field) is read into a leading ``thinking`` part, so it is counted, validated
+and kept like an Anthropic thinking block, and written back as ``reasoning_content``."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,7 +14,7 @@ from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments
                     role_of, text_or_parts)
 from .tools import tools_to_openai
 
-_KNOWN_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "function_call"}
+_KNOWN_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "reasoning_content"}
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
@@ -59,6 +63,18 @@ def _tool_calls(raw: Any, ctx: ReadContext, index: int) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+def _reasoning(m: dict, role: str, ctx: ReadContext, i: int) -> str | None:
+    """The ``reasoning_content`` of an assistant message (None when absent or null)."""
+    value = m.get("reasoning_content")
+    if value is None:
+        return None
+    if role != "assistant" or not isinstance(value, str):
+        problem = ("reasoning_content belongs on assistant messages" if role != "assistant"
+                   else f"reasoning_content must be a string, found {type(value).__name__}")
+        raise ShapeError(problem, where=ctx.where(i, "reasoning_content"))
+    return value
+
+
 def read(items: list[Any], ctx: ReadContext) -> list[Message]:
     """Read OpenAI Chat Completions messages."""
     out: list[Message] = []
@@ -76,8 +92,12 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
             calls = calls + (ToolCall(cid, str(fc.get("name", "")), args),)
             pending_legacy.append((str(fc.get("name", "")), cid))
             ctx.notes.append(f"message {i}: legacy function_call given the id {cid}")
-        check_not_empty(role, content, bool(calls), ctx, i)
+        reasoning = _reasoning(m, role, ctx, i)
+        check_not_empty(role, content, bool(calls) or reasoning is not None, ctx, i)
         body = text_or_parts(content if content is not None else "", ctx, i, _part)
+        if reasoning is not None:
+            body = (Part("thinking", reasoning),) + (body if isinstance(body, tuple) else
+                                                     ((Part("text", body),) if body else ()))
         name = m.get("name")
         if name is not None and not isinstance(name, str):
             raise ShapeError(f"name must be a string, found {type(name).__name__}", where=ctx.where(i, "name"))
@@ -131,6 +151,8 @@ def _part_out(p: Part, i: int, dropped: list[str]) -> dict | None:
         return {"type": "image_url", "image_url": img}
     if p.type == "refusal":
         return {"type": "refusal", "refusal": p.text}
+    if p.type == "thinking" and not p.data.get("signature"):
+        return None  # written as the message's reasoning_content
     if p.type in ("thinking", "redacted_thinking"):
         dropped.append(f"message {i}: {p.type} block has no place in OpenAI Chat messages; left out")
         return None
@@ -152,6 +174,9 @@ def message_to_openai(m: Message, i: int, notes: list[str]) -> dict:
             out["content"] = None if m.tool_calls else ""
         else:
             out["content"] = parts
+    reasoning = [p.text for p in m.parts if p.type == "thinking" and not p.data.get("signature")]
+    if reasoning and m.role == "assistant":
+        out["reasoning_content"] = "".join(reasoning)
     if m.name is not None:
         out["name"] = m.name
     if m.tool_calls:

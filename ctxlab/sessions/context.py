@@ -6,9 +6,10 @@ for one sent changed (a cleared or truncated tool result), ``{"insert": {...}, "
 for a message the strategy inserted (the running summary). The messages sent to the model are
 the system prompt, then the layout, then every message that arrived after the last application.
 
-At the start of a turn (a user message arrived since the last application) the strategy is
-applied to exactly that list, with the state it left last time (the running summary, what it
-already folded), as ``ctxlab.replay`` does turn by turn; its result becomes the new layout.
+Before a model call (every call, or only when a user message arrived since the last application:
+the strategy's ``apply_at``) the strategy is applied to exactly that list, with the state it left
+last time (the running summary, what it already folded), as ``ctxlab.replay`` does call by call;
+its result becomes the new layout.
 """
 from __future__ import annotations
 

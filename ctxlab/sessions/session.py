@@ -67,14 +67,16 @@ class Session:
 
     def context(self, *, force: bool = False) -> list[dict[str, Any]]:
         """The messages to send to the model now: the system prompt, the running summary, the
-        active messages, then what arrived since the last application. At the start of a turn
-        (or with ``force``) the strategy is applied first and the record updated."""
+        active messages, then what arrived since the last application. When something arrived, the
+        strategy is applied first and the record updated: before every call (``apply_at`` every_call,
+        the default), or at the start of a turn only (turn_start); ``force`` applies it now."""
         with self.store.engine.begin() as conn:
             self.store._lock_session(conn, self.id)
             rec = self._record_row(conn)
             bodies = self._bodies(conn)
             new = [s for s in bodies if s > rec.applied_through]
-            if new and (force or any(bodies[s]["role"] == "user" for s in new)):
+            every_call = getattr(read_config(rec.config).strategy, "apply_at", "every_call") == "every_call"
+            if new and (force or every_call or any(bodies[s]["role"] == "user" for s in new)):
                 rec = self._apply(conn, rec, bodies)
             return ctx.assemble(self.system_prompt, rec.layout, bodies, rec.applied_through)
 

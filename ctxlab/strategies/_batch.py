@@ -2,11 +2,10 @@
 step per group (``middle_out``, ``oldest_first``), worked out for a whole removal order at once.
 
 A ledger walks an order of groups and, while the kept tokens exceed a target, removes the next
-group still kept: a reply group lowers its turn's count of kept replies, and a turn left with none
-loses its user message and its other unprotected groups (the cascade); a user message's group
-removes its whole turn. Each message's removal step is therefore known before anything is removed:
-its group's place in the order, or its turn's removal step (the user message's place, or the
-cascade's: the last of its reply groups), whichever comes first. The greedy loop stops at the first
+group still kept; a user message's group removes its whole turn, and a turn left with no reply
+keeps its user message (``settle`` merges it into the next one). Each message's removal step is
+therefore known before anything is removed: its group's place in the order, or its turn's removal
+step (its user message's place), whichever comes first. The greedy loop stops at the first
 step at which the kept tokens fit, found by a cumulative sum. The result (decisions, reasons and
 counters) is the loop's, message for message; shapes the reasoning does not cover (a group spread
 over two turns) return None and the caller walks the loop.
@@ -127,16 +126,10 @@ def simulate(book: "_Ledger", order: Sequence[int], target: int) -> Removal | No
     group_step[order] = np.arange(m, dtype=np.int64)
     own = group_step[t.group_of]
     nturns = len(t.starts)
-    # the cascade: a turn loses its user message when its last kept reply goes (not the newest turn)
-    contrib = np.where(keep & t.reply, own, -1)
-    if nturns:
-        last_reply = np.maximum.reduceat(contrib, t.starts) if n else np.zeros(0, dtype=np.int64)
-    else:
-        last_reply = np.zeros(0, dtype=np.int64)
+    # no cascade: a user message left alone stays (settle merges it into the next one); a turn goes
+    # only at its own user message's entry
     user_kept = keep[t.starts]
-    cascade = np.where((last_reply >= 0) & (last_reply < _NEVER) & user_kept, last_reply, _NEVER)
-    if nturns:
-        cascade[-1] = _NEVER
+    cascade = np.full(nturns, _NEVER, dtype=np.int64)
     by_own_user = group_step[t.group_of[t.starts]] if nturns else np.zeros(0, dtype=np.int64)
     by_own_user = np.where(user_kept, by_own_user, _NEVER)
     turn_step = np.minimum(by_own_user, cascade)

@@ -1,7 +1,7 @@
 """Removal bookkeeping shared by ``middle_out`` and ``oldest_first``: which groups must stay, and
 a ledger that removes whole groups while keeping its books the way ``settle`` will (a user message
-whose turn has nothing else left goes with it), so the tokens it counts are the tokens the
-settled plan sends."""
+whose turn has nothing else left stays, merged into the next user message), so the tokens it counts
+are the tokens the settled plan sends."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -66,9 +66,6 @@ class _Ledger:
         for i in _positions(self.roles, "system"):
             if seg.turn_of[i] >= 0:
                 self.alive[seg.turn_of[i]] -= 1
-        for t in range(len(seg.turns) - 1):  # lone from the start; a protected one is left to settle's
-            if self.alive[t] <= 0 and not self.protected[seg.group_of[self.starts[t]]]:  # rule 4 (no cascade)
-                self.drop_turn(t, LONE, LONE)
 
     def drop_group(self, g: int, reason: str) -> None:
         """Remove group ``g``, and the user message of a turn it leaves empty."""
@@ -83,9 +80,7 @@ class _Ledger:
             count += 1
             t = turn_of[i]
             if t >= 0 and i != starts[t] and roles[i] != "system":
-                alive[t] -= 1
-                if not alive[t] and t < self.last_turn and actions[starts[t]] == "keep":
-                    self.drop_turn(t, LONE, LONE)
+                alive[t] -= 1  # a user message left alone stays (settle merges it into the next one)
         self.total -= removed
         self.kept -= count
         self.groups_removed += 1
@@ -112,9 +107,7 @@ class _Ledger:
         start, end = seg.turns[t]
         if members[0] == start:
             return sum(1 for i in range(start, end) if actions[i] == "keep")
-        replies = sum(1 for i in members if seg.turn_of[i] == t and self.roles[i] != "system")
-        lone = self.alive[t] == replies and t < len(seg.turns) - 1 and actions[start] == "keep"
-        return len(members) + lone
+        return len(members)
 
     def fill(self, why_kept: str, spans: Iterable[tuple[int, int, str]] = (),
              why_protected: str = "kept: its turn holds a message that must stay") -> None:

@@ -25,6 +25,10 @@ bigger than assumed (tau-bench airline results reach 2.9K tokens, the bundled sa
 and under-fills it, harmlessly, when they are smaller."""
 WINDOW_SHARE = 0.5
 """Share of the budget's message room that a budget-scaled window of recent messages fills."""
+APPLY_AT = ("every_call", "turn_start")
+"""Where a strategy runs in an agent loop: before every model call (LangChain agent middleware,
+Anthropic context editing, OpenHands condensers), or only when a user message arrives (a trim node
+right after START in a LangGraph graph). ``ctxlab.replay`` reads it; a plan on its own ignores it."""
 TRIGGER_SHARE = 0.8
 """Share of the budget's message room at which a budget-scaled trigger fires (``summarize``'s
 ``trigger_ratio`` default)."""
@@ -57,6 +61,12 @@ def _type_name(f: dataclasses.Field) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str", tuple: "list[str]"}.get(type(d), "str")
 
 
+def _fields(cls_or_obj: Any) -> list[dataclasses.Field]:
+    """The dataclass fields, the shared ``apply_at`` last (each strategy's own parameters first)."""
+    fields = dataclasses.fields(cls_or_obj)
+    return [f for f in fields if f.name != "apply_at"] + [f for f in fields if f.name == "apply_at"]
+
+
 @dataclass(frozen=True)
 class Strategy:
     """Base of every strategy. Subclasses are frozen dataclasses whose fields are ``param(...)``."""
@@ -66,6 +76,10 @@ class Strategy:
     summary: ClassVar[str] = ""
     scaling: ClassVar[str] = ""
     """What ``scaled_defaults`` changes and how, in one sentence ("" when nothing depends on the budget)."""
+    apply_at: str = param("every_call", choices=APPLY_AT,
+                          help="Where the strategy runs in the agent loop: every_call (before every model call, "
+                               "as agent middleware does) or turn_start (only when a user message arrives: "
+                               "never cuts inside a turn, so a long turn can overflow).")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -95,16 +109,22 @@ class Strategy:
         """Decide, for every message of ``view``, what to do under ``budget``."""
         raise NotImplementedError
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """True only when ``apply`` would keep every message as it is and leave the state as it is,
+        known in constant time from the view's totals (a replay skips the plan then: below a trigger,
+        a window that holds everything). False means "apply to find out"."""
+        return False
+
     def params(self) -> dict[str, Any]:
-        """The resolved parameters."""
+        """The resolved parameters (``apply_at`` last)."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
-                for f in dataclasses.fields(self)}
+                for f in _fields(self)}
 
     @classmethod
     def schema(cls) -> list[dict[str, Any]]:
         """Parameter schema: name, type, default, range or choices, help text."""
         out = []
-        for f in dataclasses.fields(cls):
+        for f in _fields(cls):
             d = f.default
             out.append({"name": f.name, "type": _type_name(f), "default": list(d) if isinstance(d, tuple) else d,
                         **{k: (list(v) if isinstance(v, tuple) else v) for k, v in f.metadata.items()
@@ -140,7 +160,7 @@ class Strategy:
         """``a >> b``: apply ``b`` to what ``a`` leaves."""
         left = self.steps if isinstance(self, Pipeline) else (self,)
         right = other.steps if isinstance(other, Pipeline) else (other,)
-        return Pipeline(steps=left + right)
+        return Pipeline(steps=left + right, apply_at=self.apply_at)
 
 
 @dataclass(frozen=True)
@@ -155,10 +175,17 @@ class Pipeline(Strategy):
     def __post_init__(self) -> None:
         if len(self.steps) < 2 or not all(isinstance(s, Strategy) for s in self.steps):
             raise StrategyError("a pipeline needs two or more strategies", where="pipeline.steps")
+        if self.apply_at not in APPLY_AT:
+            raise StrategyError(f"apply_at must be one of {', '.join(APPLY_AT)}, got {self.apply_at!r}",
+                                where="pipeline.apply_at")
 
     def params(self) -> dict[str, Any]:
-        """Each step's name and parameters."""
-        return {"steps": [{"strategy": s.name, "params": s.params()} for s in self.steps]}
+        """Each step's name and parameters, and where the pipeline runs."""
+        return {"steps": [{"strategy": s.name, "params": s.params()} for s in self.steps], "apply_at": self.apply_at}
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """Every step would keep everything."""
+        return all(s.quick_idle(view, budget) for s in self.steps)
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Apply each step to the previous step's result; decisions map back to the input."""

@@ -8,8 +8,9 @@ the decisions safe for every provider, by construction:
 2. an atomic group (a tool call and all of its results) is kept or removed whole;
 3. a turn whose user message is removed is removed whole, so no assistant reply is left
    answering nothing and no two assistant turns meet;
-4. a kept user message with nothing kept after it before the next user message is removed, so
-   no two user turns meet (Anthropic rejects them).
+4. a user message is never removed to keep turns alternating: when nothing of its turn is kept,
+   the output merges it with the next kept user message into one (some providers and chat
+   templates reject two user messages in a row), and the plan says so in a warning.
 
 Each extra removal says which rule caused it. Settling only ever removes more, so a plan that
 fitted the budget still fits.
@@ -76,6 +77,8 @@ class Plan:
     facts_kept: tuple[str, ...] = ()
     facts_lost: tuple[str, ...] = ()
     idle: str | None = None
+    notes: tuple[str, ...] = ()
+    """What the plan did to stay valid that is not a problem (user messages merged, ...)."""
 
     @property
     def tokens_before(self) -> int:
@@ -119,7 +122,8 @@ class Plan:
             "saved": self.saved, "fits": self.fits, "idle": self.idle,
             "decisions": [{"index": i, "action": a, "reason": r}
                           for i, (a, r) in enumerate(zip(self.actions, self.reasons))],
-            "warnings": list(self.warnings), "stats": dict(self.stats), "retention": self.retention,
+            "warnings": list(self.warnings), "notes": list(self.notes), "stats": dict(self.stats),
+            "retention": self.retention,
             "facts_lost": list(self.facts_lost),
         }
 
@@ -147,7 +151,6 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
         for i in range(start + 1, end):
             if actions[i] not in _REMOVED and i not in protected:
                 actions[i], reasons[i] = gone, why
-    _drop_lone_users(view, actions, reasons)
 
 
 def _removed_in(actions: list[str], start: int, end: int) -> int:
@@ -182,23 +185,6 @@ def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
         for k in members:
             if actions[k] not in _REMOVED:
                 actions[k], reasons[k] = gone, why
-
-
-def _drop_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
-    """Rule 4: a kept user message of an older turn whose turn keeps nothing else but system
-    messages is removed (after rule 3, a turn whose user message is removed keeps nothing that
-    could answer it, so the next kept user message would follow it directly)."""
-    turns, systems = view.seg.turns, view.turn_systems
-    for t in range(len(turns) - 1):
-        start, end = turns[t]
-        if actions[start] in _REMOVED:
-            continue
-        kept = end - start - 1 - _removed_in(actions, start + 1, end)
-        if kept and systems[t]:
-            kept -= sum(1 for i in systems[t] if actions[i] not in _REMOVED)
-        if kept <= 0:
-            actions[start] = "drop"
-            reasons[start] = "nothing of its turn is kept: two user turns in a row are invalid"
 
 
 def _with_budget(sums: Mapping[str, int], budget: Budget) -> dict[str, int]:
@@ -277,6 +263,13 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
             stats: Mapping[str, Any] | None, state: Mapping[str, Any] | None,
             idle: "str | Callable[[], str] | None") -> Plan:
     """The Plan, from the output's tokens, its tokens per category and the facts it holds."""
+    merged = (merge_lone_users(view, messages, origin, out_tokens, sums, reasons)
+              if "drop" in actions or "summarize" in actions else None)  # only a removal leaves users alone
+    notes: tuple[str, ...] = ()
+    if merged is not None:
+        messages, origin, out_tokens, sums, reasons, note, extra = merged
+        notes = (note,)
+        mask |= extra
     before = _with_budget(view.category_sums, budget)
     after = _with_budget(sums, budget)
     warnings = list(warnings)
@@ -290,7 +283,44 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
     why_idle = idle_reason(strategy, actions, messages, idle)
     return Plan(strategy, dict(params), budget, tuple(actions), tuple(reasons), tuple(messages), tuple(origin),
                 tuple(out_tokens), before, after, tuple(warnings), dict(stats or {}), dict(state or {}),
-                retention, kept, lost, why_idle)
+                retention, kept, lost, why_idle, notes)
+
+
+def _joined(a: Message, b: Message) -> Message:
+    """One user message holding ``a`` then ``b`` (text joined by a blank line; parts kept in order)."""
+    if isinstance(a.content, str) and isinstance(b.content, str):
+        content: Any = f"{a.content}\n\n{b.content}" if a.content and b.content else a.content + b.content
+    else:
+        content = (*a.parts, *b.parts)
+    return Message("user", content, name=b.name, id=b.id, extra={**a.extra, **b.extra, "ctxlab_merged": True})
+
+
+def merge_lone_users(view: View, messages: Sequence[Message], origin: Sequence[int | None],
+                     out_tokens: Sequence[int], sums: Mapping[str, int], reasons: Sequence[str]) -> tuple | None:
+    """Merge each user message of the output that follows another user message only because
+    what stood between them was removed (rule 4 of ``settle``). None when there is nothing to merge."""
+    roles = [m.role for m in messages]
+    pairs = [k for k in range(1, len(messages)) if roles[k] == roles[k - 1] == "user" and origin[k] is not None
+             and origin[k - 1] is not None and origin[k] - origin[k - 1] > 1]
+    if not pairs:
+        return None
+    messages, origin, out_tokens = list(messages), list(origin), list(out_tokens)
+    sums, reasons = dict(sums), list(reasons)
+    extra_mask, joined = 0, []
+    for k in reversed(pairs):  # from the end, so a run of three merges into one
+        first, second = origin[k - 1], origin[k]
+        m = _joined(messages[k - 1], messages[k])
+        n = view.counter.message(m)
+        sums["user"] = sums.get("user", 0) - out_tokens[k - 1] - out_tokens[k] + n
+        messages[k - 1:k + 1], origin[k - 1:k + 1], out_tokens[k - 1:k + 1] = [m], [second], [n]
+        extra_mask |= fact_mask(m, view.facts)
+        reasons[first] = (f"{reasons[first]}; merged into user message {second}: nothing else of its turn is "
+                          f"kept, and some providers reject two user messages in a row")
+        joined.append((first, second))
+    shown = ", ".join(f"{a}+{b}" for a, b in reversed(joined[-5:]))
+    note = (f"{len(joined)} user message(s) kept by merging into the next user message ({shown}): nothing of "
+            f"their turn is left, and some providers and chat templates need user and assistant to alternate")
+    return messages, origin, out_tokens, sums, reasons, note, extra_mask
 
 
 def idle_reason(strategy: str, actions: Sequence[str], messages: Sequence[Message],

@@ -13,7 +13,7 @@ from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
 from .view import MEMO_EXTENDERS, Budget, View
-from .windows import preamble_systems, turn_aligned_start, window_idle
+from .windows import preamble_systems, task_of_window, turn_aligned_start, window_idle
 
 
 def _keep(actions: list[str], reasons: list[str], members: Sequence[int], reason: str) -> None:
@@ -227,6 +227,10 @@ class KeyMessages(Strategy):
         window = budget_window(budget)
         return {"recent": window, "max_key": window}
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """The conversation has no more than ``recent`` messages."""
+        return len(view) <= self.recent
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep the window, then older key messages newest first up to the cap."""
         n = len(view)
@@ -236,6 +240,9 @@ class KeyMessages(Strategy):
         for i in range(start, n):
             reasons[i] = f"within the last {self.recent:,} messages (turn-aligned)"
         _keep(actions, reasons, [i for i in preamble_systems(view) if i < start], "always kept: the system prompt")
+        task = task_of_window(view, start)
+        if task is not None:
+            _keep(actions, reasons, [task], "kept: the task (the user message of the turn the recent window cuts into)")
         keep_pinned(view, actions, reasons)
         key_rounds = self._key_rounds(view)
         taken = self._take_keys(view, actions, reasons, start, key_rounds)
@@ -435,6 +442,13 @@ class ClearToolResults(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Clear old tool results (and their calls' arguments) when the trigger is passed."""
+        return self._apply(view, budget)
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """Its messages are not over the trigger."""
+        return bool(self.trigger_tokens) and view.total <= self.trigger_tokens
+
+    def _apply(self, view: View, budget: Budget) -> Plan:
         n, total = len(view), view.total
         actions = ["keep"] * n
         stats: dict[str, Any] = {"triggered": False, "results_cleared": 0, "inputs_cleared": 0, "tokens_cleared": 0}

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Sequence
 
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_window, param, register
-from .plan import Insertion, Plan, make_plan, minimum_warning, positions, settle
+from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, positions, settle
 from .view import MEMO_EXTENDERS, Budget, View
 from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
 from .windows import preamble_systems
@@ -147,6 +147,10 @@ class Summarize(Strategy):
         window = budget_window(budget)
         return {"trigger_messages": 2 * window, "keep_recent": window}
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """Below both triggers (messages and tokens), with the state it left (kept as it is)."""
+        return len(view) <= self.trigger_messages and view.total <= int(budget.available * self.trigger_ratio)
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Below the trigger keep everything; above it fold the oldest turns into the summary."""
         n, total = len(view), view.total
@@ -161,6 +165,7 @@ class Summarize(Strategy):
             return self._keep_all(view, budget, why, previous, done, old, triggered=False, idle=idle)
         first_kept, pinned = self._first_kept_turn(view, budget, old)
         actions, reasons = self._fold(view, first_kept, pinned, set(old), done)
+        self._fold_inside(view, budget, actions, reasons, first_kept, set(old))
         if not any(a == "summarize" for i, a in enumerate(actions) if i not in old):
             why = (f"kept: over the trigger ({n:,} messages, {total:,} tokens) but every turn is recent (the newest "
                    f"turn and the newest {self.keep_recent:,} messages are never folded)")
@@ -193,6 +198,42 @@ class Summarize(Strategy):
                 kept -= cost[k]
             k += 1
         return k, pinned
+
+    def _fold_inside(self, view: View, budget: Budget, actions: list[str], reasons: list[str], k: int,
+                     old: set[int]) -> None:
+        """When every older turn is folded (or there is none) and the newest turn is long (an agent's
+        run of calls), fold its older whole groups too: those before the newest ``keep_recent``
+        messages, then more, oldest first, until the result fits ``target_ratio``. The turn's user
+        message (the task), system messages, pinned groups and the newest group always stay."""
+        seg, n = view.seg, len(view)
+        count = len(seg.turns)
+        if count == 0 or k < count - 1:
+            return
+        s, e = seg.turns[-1]
+        groups = [g for g in dict.fromkeys(seg.group_of[i] for i in range(s + 1, e))]
+        if len(groups) < 2:
+            return
+        recent = max(n - self.keep_recent, s + 1)
+        tokens, roles = view.tokens, view.roles
+        kept = sum(t for i, t in enumerate(tokens) if actions[i] not in REMOVED and i not in old)
+        kept += self.max_summary_tokens + _MARKER_ALLOWANCE
+        target = int(budget.available * self.target_ratio)
+        folded = 0
+        for g in groups[:-1]:  # the newest group (the latest call and its results) is never folded
+            members = seg.groups[g]
+            if members[0] >= recent and kept <= target:
+                break
+            if any(i in view.pins or roles[i] == "system" for i in members):
+                continue
+            for i in members:
+                actions[i] = "summarize"
+                reasons[i] = "folded into the summary: an older step of the current turn"
+                kept -= tokens[i]
+                folded += 1
+        if folded:
+            for i in range(s + 1, e):
+                if actions[i] == "keep":
+                    reasons[i] = f"kept: a recent step of the current turn (its newest {self.keep_recent:,} messages or what fits)"
 
     def _fold(self, view: View, k: int, pinned: frozenset[int], old: set[int],
               done: frozenset[int]) -> tuple[list[str], list[str]]:
@@ -246,8 +287,10 @@ class Summarize(Strategy):
         systems = [i for i in preamble_systems(view) if i not in old]
         summary_tokens = view.counter.message(message)
         start, end = view.seg.turns[-1]
-        needed = sum(view.tokens[i] for i in systems) + summary_tokens + sum(view.tokens[start:end])
-        warn = minimum_warning(view, budget, "the system prompt, the summary and the newest turn", needed)
+        needed = sum(view.tokens[i] for i in systems) + summary_tokens + sum(
+            view.tokens[i] for i in range(start, end) if actions[i] not in REMOVED)
+        warn = minimum_warning(view, budget, "the system prompt, the summary and what it keeps of the newest turn",
+                               needed)
         stats = {"triggered": True, "messages_folded": len(folded), "messages_summarized": len(new),
                  "turns_folded": sum(actions[s] == "summarize" for s, _ in view.seg.turns),
                  "summary_tokens": summary_tokens}

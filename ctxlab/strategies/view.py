@@ -211,11 +211,12 @@ class View:
         ref = self.__dict__.get("grown_from")
         return ref() if ref is not None else None
 
-    def append(self, *messages: Message, pins: Iterable[int] = ()) -> "View":
+    def append(self, *messages: Message, pins: Iterable[int] = (), origin: Sequence[int] | None = None) -> "View":
         """This view with ``messages`` added at the end: what a live agent calls each turn. Only the
         new messages are counted and searched for facts; segments are extended, not rebuilt, so the
         cost does not grow with the history (beyond copying its tuples). ``pins`` adds pinned
-        indexes; the new messages' ``origin`` continues this view's numbering."""
+        indexes; the new messages' ``origin`` continues this view's numbering, or is ``origin`` when
+        given (a replay whose strategy dropped the newest messages numbers the next ones itself)."""
         if not messages:
             return self
         n = len(self.messages)
@@ -233,7 +234,8 @@ class View:
         new = View(self.messages + messages, self.tokens + tokens, self.categories + cats,
                    extend_segments(self.seg, self.messages, messages), self.counter, self.facts,
                    self.fact_masks + masks, self.pins | pins,
-                   self.origin + tuple(range(last + 1, last + 1 + len(messages))), self.state)
+                   self.origin + (tuple(origin) if origin is not None
+                                  else tuple(range(last + 1, last + 1 + len(messages)))), self.state)
         known = self.__dict__
         new.__dict__["grown_from"] = weakref.ref(self)  # lets per-view caches extend the parent's
         for key, value in known.get("memo", {}).items():

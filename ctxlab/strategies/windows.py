@@ -18,14 +18,28 @@ def preamble_systems(view: View) -> list[int]:
 
 def turn_aligned_start(view: View, last_n: int) -> int:
     """Start of the last ``last_n`` messages, moved back to the user message of its turn (to 0
-    when it falls in the preamble and the conversation has a user message)."""
+    when it falls in the preamble and the conversation has a user message). Inside the newest
+    turn (an agent's long run of calls) it moves back only to the start of a whole group, so a
+    call keeps its results: the window cuts inside the turn, and ``task_of_window`` names the
+    user message to keep with it."""
     start = max(len(view) - last_n, 0)
     if start == 0:
         return 0
     turn = view.seg.turn_of[start]
+    if turn >= 0 and turn == len(view.seg.turns) - 1 and start > view.seg.turns[turn][0]:
+        return view.seg.groups[view.seg.group_of[start]][0]
     if turn >= 0:
         return view.seg.turns[turn][0]
     return 0 if view.newest_user() is not None else start
+
+
+def task_of_window(view: View, start: int) -> int | None:
+    """The user message of the turn a window starting at ``start`` cuts into (the task the agent is
+    working on), or None when the window starts on a turn's user message or in the preamble."""
+    turn = view.seg.turn_of[start] if 0 <= start < len(view) else -1
+    if turn < 0 or view.seg.turns[turn][0] == start:
+        return None
+    return view.seg.turns[turn][0]
 
 
 def trim_to_first_user(view: View, actions: list[str], reasons: list[str], why: str) -> None:
@@ -51,6 +65,10 @@ class NoStrategy(Strategy):
     title: ClassVar[str] = "None (send everything)"
     summary: ClassVar[str] = "Sends every message as is; warns when that is over budget."
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """Always: it sends everything."""
+        return True
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep every message."""
         n = len(view)
@@ -70,6 +88,14 @@ class SlidingWindow(Strategy):
                               "count as one); older ones are dropped.")
     max_tokens: int | None = param(None, type="int", min=1, help="Window size in tokens; empty = what the budget leaves for messages.")
     buffer_ratio: float = param(0.1, min=0.0, max=0.9, help="Share of the window left free as a safety margin.")
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """The whole conversation fits the window and nothing but system messages precedes its first user message."""
+        limit = min(self.max_tokens or budget.available, budget.available)
+        if view.total > int(limit * (1 - self.buffer_ratio)):
+            return False
+        start, end = view.seg.preamble
+        return view.newest_user() is None or all(view.roles[i] == "system" for i in range(start, end))
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Fill the window from the newest group backwards; stop at the first that does not fit."""
@@ -119,7 +145,8 @@ class TurnSafe(Strategy):
     name: ClassVar[str] = "turn_safe"
     title: ClassVar[str] = "Turn-safe window"
     summary: ClassVar[str] = ("Keeps the last N messages plus the system prompt, extended back so the window "
-                              "starts on a user message: no turn is cut in half.")
+                              "starts on a user message: no older turn is cut in half. A newest turn longer than N "
+                              "(an agent's run of calls) is cut at a whole tool round, keeping its user message.")
     scaling: ClassVar[str] = ("Scaled to the budget, last_n is the number of 1,000-token messages that fill half "
                               "of what the budget leaves for messages.")
     last_n: int = param(100, min=1, max=100_000,
@@ -131,6 +158,10 @@ class TurnSafe(Strategy):
         """``last_n``: half the budget's message room, in messages of 1,000 tokens."""
         return {"last_n": budget_window(budget)}
 
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """The conversation has no more than ``last_n`` messages."""
+        return len(view) <= self.last_n
+
     def apply(self, view: View, budget: Budget) -> Plan:
         """Window of the last ``last_n`` messages, widened to a turn start."""
         n = len(view)
@@ -141,6 +172,10 @@ class TurnSafe(Strategy):
         for i in preamble_systems(view):
             if i < start:
                 actions[i], reasons[i] = "keep", "always kept: the system prompt"
+        task = task_of_window(view, start)
+        if task is not None:
+            actions[task], reasons[task] = "keep", (f"kept: the task (the user message of the turn the last "
+                                                    f"{self.last_n} messages cut into)")
         return make_plan(view, budget, self.name, self.params(), actions, reasons,
                          stats={"window_start": start, "extended_by": max(n - self.last_n, 0) - start if n > self.last_n else 0},
                          idle=lambda: window_idle(self.name, "last_n", self.last_n, view, start))

@@ -374,7 +374,7 @@ def test_every_figure_stays_legible_at_both_size_ends(page, size, tmp_path):
     assert all(t.replace(",", "").isdigit() for t in timeline["xticks"]), timeline["xticks"]
     full_screenshot(page, ARTIFACTS / f"size_{size}_strategy_lab.png")
 
-    page.get_by_role("tab", name="Replay turn by turn").click()
+    page.get_by_role("tab", name="Replay call by call").click()
     settle(page, 180)
     heat = _chart(page, "lab_replay_heatmap")
     _assert_legible(heat, "replay heatmap")

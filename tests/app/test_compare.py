@@ -278,10 +278,12 @@ def test_a_long_conversation_is_replayed_for_the_verdict_on_a_button_press(app):
 
 
 def test_when_nothing_fits_the_verdict_says_so(app):
+    app.sidebar.number_input(key="max_tokens").set_value(3_000).run()
     app.selectbox(key="cmp1_strategy").set_value("none").run()
     app.selectbox(key="cmp2_strategy").set_value("none").run()
     assert not app.success
-    assert any("No strategy qualifies" in w.value and "over the budget" in w.value for w in app.warning)
+    assert any("No strategy qualifies" in w.value and "calls over the limit" in w.value for w in app.warning)
+    assert all(n > 0 for n in _metrics(app)["calls over limit"])
 
 
 def test_bad_parameters_show_the_engine_error_in_their_column_and_the_rest_compares(app):

@@ -337,7 +337,9 @@ def test_the_langchain_baseline_breaking_a_pair_is_shown_as_a_warning(app):
                c.value.replace("\\", "") for c in app.caption)
     app.sidebar.number_input(key="max_tokens").set_value(3000).run()
     assert _plan("tool_rounds", limit=3000).fits
-    assert "passes the OpenAI and Anthropic rules" in app.success[0].value and not app.warning
+    assert "passes the OpenAI and Anthropic rules" in app.success[0].value
+    over = _measures(limit=3000).replay.calls_over_limit  # the plan for the next call fits; earlier calls did not
+    assert [w.value.startswith("On the call-by-call replay") for w in app.warning] == ([True] if over else [])
 
 
 ORPHAN_INPUT = [  # a pasted conversation whose tool result (#3) answers no call
@@ -400,32 +402,46 @@ def test_facts_lost_are_listed(app):
 # ---------------------------------------------------------------- replay
 
 
-def test_replay_slider_shows_the_context_of_each_turn(app):
+def test_replay_slider_shows_the_prompt_of_each_model_call(app):
     conv = ctxlab.load(SAMPLE)
     counter = TokenCounter(MODEL)
-    expected = replay(make_view(conv, counter=counter), get_strategy("tool_rounds"),
-                      Budget.for_model(MODEL, max_tokens=LIMIT, reserve=RESERVE, tools_tokens=counter.tools(conv.tools)))
-    assert not [s for s in app.slider if s.key == "lab_turn"]  # not computed until asked for
-    _tab(app, "Replay turn by turn")
+    budget = Budget.for_model(MODEL, max_tokens=LIMIT, reserve=RESERVE, tools_tokens=counter.tools(conv.tools))
+    strategy = get_strategy("tool_rounds", **STRATEGIES["tool_rounds"].scaled_defaults(budget))
+    expected = replay(make_view(conv, counter=counter), strategy, budget)
+    assert not [s for s in app.slider if s.key == "lab_call"]  # not computed until asked for
+    _tab(app, "Replay call by call")
     assert app.get("plotly_chart")  # the heatmap is drawn
-    assert app.slider(key="lab_turn").value == expected.turns - 1
-    for t in range(expected.turns):
-        app.slider(key="lab_turn").set_value(t).run()
-        assert metric(app, "Turn tokens before") == f"{expected.turn_tokens[t][0]:,}"
-        assert metric(app, "Turn tokens after") == f"{expected.turn_tokens[t][1]:,}"
+    calls = len(expected.calls)
+    assert app.slider(key="lab_call").value == calls - 1
+    assert metric(app, "Calls over the limit") == f"{expected.calls_over_limit:,} of {calls:,}"
+    for c in range(calls):
+        app.slider(key="lab_call").set_value(c).run()
+        assert metric(app, "Prompt before the strategy") == f"{expected.calls[c].tokens_before:,}"
+        assert metric(app, "Prompt sent") == f"{expected.calls[c].tokens_after:,}"
         context = _turn_table(app)
-        assert len(context) == len(expected.context_at(t))
-        assert list(context["#"].astype(object).where(context["#"].notna(), None)) == list(expected.origins[t])
+        assert len(context) == len(expected.context_at(c))
+        assert list(context["#"].astype(object).where(context["#"].notna(), None)) == list(expected.origins_at(c))
+
+
+def test_the_replay_tab_compares_both_places_the_strategy_can_run(app):
+    _tab(app, "Replay call by call")
+    table = next(d.value for d in app.dataframe if "runs" in d.value.columns)
+    assert list(table["runs"]) == ["before every model call", "when a user message arrives"]
+    every = _measures()
+    start = _measures(apply_at="turn_start")
+    assert list(table["needed facts served"]) == [every.needed_recall, start.needed_recall]
+    assert list(table["times it ran"]) == [every.replay.applications, start.replay.applications]
+    assert start.replay.applications == 2 < every.replay.applications  # two user turns, ten calls
 
 
 # ---------------------------------------------------------------- needed facts and cost (issue 8.1, 8.2)
 
 
-def _measures(name="tool_rounds", model=MODEL, prices=None, **params):
+def _measures(name="tool_rounds", model=MODEL, prices=None, limit=LIMIT, **params):
     """The engine's replay measures for what the page shows by default (parameters scaled to the budget)."""
     from ctxlab.fidelity import measure_replay
     conv = ctxlab.load(SAMPLE)
-    budget = Budget(LIMIT, RESERVE, TokenCounter(model).tools(conv.tools))
+    budget = Budget(limit, RESERVE, TokenCounter(model).tools(conv.tools))
     strategy = get_strategy(name, **{**STRATEGIES[name].scaled_defaults(budget), **params})
     return measure_replay(conv, strategy, budget, model=model, prices=prices)
 
@@ -437,8 +453,8 @@ def test_needed_facts_served_sits_beside_facts_retained_with_its_misses(app):
     assert metric(app, "Facts retained") == "100%"  # the final plan still holds them: only the replay tells
     expander = next(e for e in app.expander if e.label == f"Needed facts missed ({len(m.fidelity.misses)})")
     table = expander.dataframe[0].value
-    assert list(table.columns) == ["fact", "came from message", "needed by message", "turn"]
-    assert [tuple(r) for r in table.itertuples(index=False)] == [(x.fact, x.source, x.needed_by, x.turn)
+    assert list(table.columns) == ["fact", "came from message", "needed by message", "call", "turn"]
+    assert [tuple(r) for r in table.itertuples(index=False)] == [(x.fact, x.source, x.needed_by, x.call, x.turn)
                                                                  for x in m.fidelity.misses]
     app.selectbox(key="lab_strategy").set_value("sliding_window").run()
     assert metric(app, "Needed facts served") == f"{_measures('sliding_window').needed_recall:.0%}"
@@ -446,7 +462,7 @@ def test_needed_facts_served_sits_beside_facts_retained_with_its_misses(app):
 
 def test_the_replay_tab_shows_cost_totals_against_keeping_everything_and_tokens_per_turn(app):
     m = _measures()
-    _tab(app, "Replay turn by turn")
+    _tab(app, "Replay call by call")
     assert metric(app, "Input tokens, all calls") == f"{m.cost.input_tokens:,}"
     assert metric(app, "Cached share") == f"{m.cost.cached_share:.0%}"
     assert metric(app, "Cost") == f"${m.cost.cost_usd:.4f}"
@@ -462,7 +478,7 @@ def test_the_replay_tab_shows_cost_totals_against_keeping_everything_and_tokens_
 
 def test_prices_can_be_overridden_in_memory_and_change_the_cost(app):
     from ctxlab.pricing import parse_price_override
-    _tab(app, "Replay turn by turn")
+    _tab(app, "Replay call by call")
     app.checkbox(key="price_custom").check().run()
     for key, value in (("price_input", 10.0), ("price_cached", 0.5), ("price_output", 20.0)):
         app.number_input(key=key).set_value(value).run()
@@ -474,7 +490,7 @@ def test_prices_can_be_overridden_in_memory_and_change_the_cost(app):
 def test_a_model_without_a_price_says_so_rather_than_guess(app):
     app.number_input(key="max_tokens").set_value(LIMIT).run()
     app.selectbox(key="model").set_value("llama").run()
-    _tab(app, "Replay turn by turn")
+    _tab(app, "Replay call by call")
     assert metric(app, "Cost") == "no price"
     assert any("No price for model llama" in i.value for i in app.info)
     assert metric(app, "Input tokens, all calls") == f"{_measures(model='llama').cost.input_tokens:,}"
@@ -487,7 +503,7 @@ def test_a_long_conversation_is_measured_when_the_replay_tab_is_open(app):
     assert not app.exception, app.exception
     assert metric(app, "Messages removed")  # the generated conversation is in use
     assert metric(app, "Needed facts served") == "pending"
-    _tab(app, "Replay turn by turn")
+    _tab(app, "Replay call by call")
     assert metric(app, "Needed facts served").endswith("%")
 
 
@@ -495,7 +511,7 @@ def test_a_very_long_conversation_is_measured_on_a_button_press_in_the_replay_ta
     app.radio(key="source").set_value("generate").run()
     app.number_input(key="gen_turns").set_value(170).run()  # 1,021 messages: over the replay tab's automatic size
     app.button(key="gen_go").click().run()
-    _tab(app, "Replay turn by turn")
+    _tab(app, "Replay call by call")
     assert metric(app, "Needed facts served") == "pending"
     assert not [m for m in app.metric if m.label == "Cost"]
     app.button(key="lab_measure").click().run()
@@ -561,7 +577,7 @@ def test_pasted_html_is_shown_as_text_not_markup(app):
     assert evil in list(_table(app)["content"])  # verbatim in a data grid, which renders text only
     app.selectbox(key="lab_open").set_value(1).run()
     assert app.code[0].value == evil
-    _tab(app, "Replay turn by turn")
+    _tab(app, "Replay call by call")
     assert any(evil in v for v in _turn_table(app)["content"])
     for block in (*app.markdown, *app.caption, *app.warning, *app.error, *app.info, *app.success):
         assert "<script>" not in block.value and "onerror=" not in block.value

@@ -1,0 +1,132 @@
+"""What the readers of coding-agent trace files share.
+
+A trace file is not a message list: it is a whole document (a session JSONL of typed lines, a
+SWE-agent ``.traj`` object, an OpenHands event list) whose records a reader turns into messages.
+Each trace format registers a ``Format`` (so ``--format`` and the registry know it) and a
+document detector; ``read_trace_document`` picks the reader and builds the Conversation.
+
+A compaction summary found in a trace (Claude Code's ``/compact``, Codex's ``compacted``) is
+marked ``Message.extra["ctxlab_compaction"] = True`` (see ``COMPACTION``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..conversation import Conversation, Message
+from ..errors import CtxlabError, ShapeError
+from ._base import Format, ReadContext, group_notes
+from ._json import DEFAULT_MAX_DEPTH, SourceObjects
+
+#: the Message.extra key that marks a compaction summary the agent itself wrote into its context
+COMPACTION = "ctxlab_compaction"
+
+
+@dataclass
+class Trace:
+    """What a trace reader returns: messages, the model if the trace names one, metadata kept on
+    the Conversation (session id, working directory, compactions...), and notes."""
+
+    messages: list[Message] = field(default_factory=list)
+    model: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, msgs: list[Message]) -> None:
+        """Append messages."""
+        self.messages.extend(msgs)
+
+    def note_at(self, words: str) -> None:
+        """A note about the message appended next (or the last one when nothing follows)."""
+        self.notes.append(f"message {max(len(self.messages) - 1, 0)}: {words}")
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    """A trace format: ``detect(doc)`` says whether a whole document is one of its files (doc is
+    the parsed JSON, or the list of JSONL line objects); ``read(doc, lines)`` reads it."""
+
+    format: Format
+    detect: Callable[[Any], bool]
+    read: Callable[[Any, "tuple[int, ...] | None"], Trace]
+
+
+TRACES: dict[str, TraceFormat] = {}
+
+
+def never(items: list[Any]) -> int:
+    """Message-list detection score of a trace format: 0 (traces are detected as documents)."""
+    return 0
+
+
+_NOTE_INDEX = re.compile(r"message (\d+): ")
+
+
+def sub_read(read: Callable[[list[Any], ReadContext], list[Message]], item: dict, trace: Trace,
+             where: str, max_depth: int = DEFAULT_MAX_DEPTH) -> list[Message]:
+    """Read one provider-shaped message (an Anthropic turn, an OpenAI message, a Responses item)
+    with that format's reader; its notes are renumbered to the trace's messages and its errors say
+    where in the trace file the record is (``where``)."""
+    ctx = ReadContext(base="$", max_depth=max_depth)
+    try:
+        out = read([item], ctx)
+    except CtxlabError as e:
+        e.where = f"{where} ({e.where})" if e.where else where
+        e.args = (f"{e.where}: {e.problem}" + (f". {e.hint}" if e.hint else ""),)
+        raise
+    at = len(trace.messages)
+    trace.notes.extend(_NOTE_INDEX.sub(lambda m: f"message {at + int(m[1])}: ", n, count=1) for n in ctx.notes)
+    trace.add(out)
+    return out
+
+
+def line_where(lines: tuple[int, ...] | None, k: int, what: str = "$") -> str:
+    """``JSONL line 12`` for record ``k`` of a JSONL trace, else ``$[k]`` / ``what[k]``."""
+    if lines is not None and k < len(lines):
+        return f"JSONL line {lines[k]}"
+    return f"{what}[{k}]"
+
+
+def as_records(doc: Any, lines: tuple[int, ...] | None) -> list[Any]:
+    """The records of a JSONL trace: the line objects (a one-line file parses as one object)."""
+    if lines is not None:
+        return doc
+    return doc if isinstance(doc, list) else [doc]
+
+
+def detect_trace(docs: list[Any], lines: list[int] | None) -> str | None:
+    """The name of the trace format whose detector accepts the document, or None."""
+    doc = docs if lines is not None else docs[0]
+    for name, tf in TRACES.items():
+        try:
+            if tf.detect(doc):
+                return name
+        except (AttributeError, TypeError, KeyError, IndexError):
+            continue
+    return None
+
+
+def read_trace_document(docs: list[Any], lines: list[int] | None, name: str,
+                        max_depth: int = DEFAULT_MAX_DEPTH, source: SourceObjects | None = None) -> Conversation:
+    """The Conversation of a trace document, read as trace format ``name``."""
+    tf = TRACES[name]
+    doc = docs if lines is not None else docs[0]
+    trace = tf.read(doc, tuple(lines) if lines is not None else None)
+    if not trace.messages:
+        raise ShapeError(f"the {tf.format.title} file holds no messages", where="input",
+                         hint="Check that this is the whole session file")
+    from . import _check_call_ids  # the same duplicate-id rule as every format
+    _check_call_ids(trace.messages, trace.notes)
+    return Conversation(tuple(trace.messages), (), trace.model, name, (), trace.meta, group_notes(trace.notes))
+
+
+def compaction(m: Message) -> Message:
+    """The message marked as a compaction summary (``extra["ctxlab_compaction"] = True``)."""
+    return Message(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
+                   {**m.extra, COMPACTION: True})
+
+
+def is_compaction(m: Message) -> bool:
+    """Whether a message is a compaction summary read from a trace."""
+    return bool(m.extra.get(COMPACTION))

@@ -1,0 +1,202 @@
+"""Claude Code session files (``~/.claude/projects/<dir>/<session>.jsonl``).
+
+One line per record. ``user`` and ``assistant`` lines carry an Anthropic message in ``message``;
+one API response is spread over several ``assistant`` lines that share ``message.id`` (one line
+per content block), which reading joins back into one assistant message. Lines of other types
+(``progress``, ``file-history-snapshot``, ``queue-operation``, ``summary`` titles, ``system``
+events...) carry no message the model saw and are counted in a note. Sidechain lines belong to a
+sub-agent's own conversation and are left out, with a note. A ``/compact`` leaves a
+``compact_boundary`` system line and a user message flagged ``isCompactSummary``: that message is
+marked as a compaction summary. When the person rewinds (or edits a prompt), the new prompt is a
+second child of the same parent line: the earlier branch is left out, with a note. The session
+file logs no system prompt and no tool definitions.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..errors import ShapeError, shown
+from . import anthropic
+from ._base import Format
+from ._trace import Trace, TraceFormat, as_records, compaction, line_where, never, sub_read
+
+NAME = "claude_code"
+_MESSAGE_TYPES = ("user", "assistant")
+_KNOWN_TYPES = ("user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation",
+                "attachment", "custom-title", "ai-title", "last-prompt", "permission-mode", "mode", "worktree-state",
+                "pr-link", "agent-name", "tag")
+
+
+def _clean(blocks: Any) -> Any:
+    """Content blocks without null fields (some exporters write ``"is_error": null``), and a tool
+    result's nested blocks likewise."""
+    if not isinstance(blocks, list):
+        return blocks
+    out = []
+    for b in blocks:
+        if isinstance(b, dict):
+            b = {k: (_clean(v) if k == "content" else v) for k, v in b.items() if v is not None and k != "agentId"}
+        out.append(b)
+    return out
+
+
+def detect_doc(doc: Any) -> bool:
+    """A JSONL of records where a user/assistant line has a ``message`` and Claude Code's fields
+    (``sessionId``, ``uuid`` or ``parentUuid``)."""
+    records = doc if isinstance(doc, list) else [doc]
+    seen = False
+    for r in records[:200]:
+        if not isinstance(r, dict) or "type" not in r:
+            return False
+        if r["type"] in _MESSAGE_TYPES:
+            if not isinstance(r.get("message"), dict) or not ({"sessionId", "uuid", "parentUuid"} & r.keys()):
+                return False
+            seen = True
+    return seen
+
+
+class _Reader:
+    """Walks the records. Assistant lines are joined by ``message.id`` into the message where the
+    id first appeared (a result line can come between two blocks of one response)."""
+
+    def __init__(self, lines: tuple[int, ...] | None):
+        self.lines = lines
+        self.trace = Trace(meta={})
+        self.entries: list[tuple[int, str, Any]] = []  # (record index, "assistant" | "user", payload)
+        self.by_id: dict[str, dict] = {}
+        self.skipped: Counter[str] = Counter()
+        self.sidechain = 0
+
+    def assistant(self, k: int, msg: dict) -> None:
+        """Join the blocks of one response (same message.id)."""
+        blocks = msg.get("content")
+        blocks = [{"type": "text", "text": blocks}] if isinstance(blocks, str) else list(_clean(blocks) or [])
+        mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+        if mid is not None and mid in self.by_id:
+            self.by_id[mid]["content"].extend(blocks)
+            return
+        item = {"role": "assistant", "content": blocks, **({"id": mid} if mid else {})}
+        if mid is not None:
+            self.by_id[mid] = item
+        self.entries.append((k, "assistant", item))
+        if isinstance(msg.get("model"), str) and msg["model"] != "<synthetic>":
+            self.trace.model = msg["model"]
+
+    def record(self, k: int, rec: Any) -> None:
+        """One JSONL record."""
+        if not isinstance(rec, dict):
+            raise ShapeError(f"expected a record object, found {type(rec).__name__}", where=line_where(self.lines, k))
+        kind = rec.get("type")
+        if rec.get("isSidechain"):
+            self.sidechain += 1
+            return
+        if kind == "system" and rec.get("subtype") == "compact_boundary":
+            meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+            self.entries.append((k, "boundary", {"trigger": meta.get("trigger"), "pre_tokens": meta.get("preTokens")}))
+            return
+        if kind not in _MESSAGE_TYPES:
+            self.skipped[f"{kind}" if kind in _KNOWN_TYPES else f"unknown type {shown(kind, 30)}"] += 1
+            return
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            raise ShapeError(f"a {kind} line has no message object", where=f"{line_where(self.lines, k)}: $.message")
+        for key in ("sessionId", "cwd", "gitBranch", "version"):
+            if isinstance(rec.get(key), str) and rec[key]:
+                self.trace.meta.setdefault(key, rec[key])
+        if kind == "assistant":
+            self.assistant(k, msg)
+        elif msg.get("content") in (None, [], ""):
+            self.skipped["user line with no content"] += 1
+        else:
+            self.entries.append((k, "user", (_clean(msg["content"]), bool(rec.get("isCompactSummary")))))
+
+    def user(self, k: int, content: Any, summary: bool, boundary: dict | None) -> None:
+        """A user line: the user's text, tool results, or a compaction summary."""
+        out = sub_read(anthropic.read, {"role": "user", "content": content}, self.trace, line_where(self.lines, k))
+        if not (summary and out):
+            return
+        i = len(self.trace.messages) - 1
+        self.trace.messages[i] = compaction(self.trace.messages[i])
+        info = {"message": i, **(boundary or {})}
+        self.trace.meta.setdefault("compactions", []).append(info)
+        how = f" ({info['trigger']})" if info.get("trigger") else ""
+        self.trace.notes.append(f"message {i}: compaction summary{how}: the model saw it in place of every "
+                                "message before it; those are kept here as history")
+
+    def finish(self) -> Trace:
+        """Read the entries in order and write the notes on what was left out."""
+        boundary = None
+        for k, kind, payload in self.entries:
+            if kind == "boundary":
+                boundary = payload
+            elif kind == "assistant":
+                sub_read(anthropic.read, payload, self.trace, line_where(self.lines, k))
+            else:
+                self.user(k, *payload, boundary)
+                boundary = None if payload[1] else boundary
+        t = self.trace
+        if self.sidechain:
+            t.notes.append(f"{self.sidechain:,} sidechain line(s) left out: they are sub-agents' own conversations "
+                           "(a sub-agent's context is not this session's)")
+        if self.skipped:
+            kinds = ", ".join(f"{n:,} {kind}" for kind, n in self.skipped.most_common())
+            t.notes.append(f"lines that carry no message the model saw were left out ({kinds})")
+        t.notes.append("Claude Code logs no system prompt and no tool definitions: counts here leave out both")
+        return t
+
+
+def _is_prompt(rec: Any) -> bool:
+    """A user line the person typed (not a tool result, not a compaction summary)."""
+    if not isinstance(rec, dict) or rec.get("type") != "user" or rec.get("isCompactSummary") or rec.get("isSidechain"):
+        return False
+    content = rec.get("message", {}).get("content") if isinstance(rec.get("message"), dict) else None
+    return isinstance(content, str) or (isinstance(content, list) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+
+
+def abandoned(records: list[Any]) -> set[int]:
+    """Indexes of records on abandoned branches: when the person rewinds (or edits a prompt), the
+    new prompt is a second child of the same parent; the earlier prompt and everything that
+    descends from it are no longer in the context."""
+    children: dict[str, list[int]] = {}
+    uid: dict[int, str] = {}
+    for k, r in enumerate(records):
+        if isinstance(r, dict) and isinstance(r.get("uuid"), str):
+            uid[k] = r["uuid"]
+            if isinstance(r.get("parentUuid"), str):
+                children.setdefault(r["parentUuid"], []).append(k)
+    gone: set[int] = set()
+    for kids in children.values():
+        prompts = [k for k in kids if _is_prompt(records[k])]
+        stack = prompts[:-1]
+        while stack:
+            k = stack.pop()
+            if k not in gone:
+                gone.add(k)
+                stack.extend(children.get(uid.get(k, ""), []))
+    return gone
+
+
+def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
+    """Read a Claude Code session file (its records) into messages; records on abandoned
+    branches (a rewind) are left out with a note."""
+    records = as_records(doc, lines)
+    gone = abandoned(records)
+    reader = _Reader(lines)
+    for k, rec in enumerate(records):
+        if k not in gone:
+            reader.record(k, rec)
+    trace = reader.finish()
+    if gone:
+        trace.notes.append(f"{len(gone):,} line(s) on abandoned branches left out: the session was rewound (or a "
+                           "prompt edited) and the model no longer saw them")
+    return trace
+
+
+def _read_items(items: list[Any], ctx) -> list:
+    return read_doc(items, None).messages
+
+
+FORMAT = Format(NAME, "Claude Code session (JSONL)", never, _read_items)
+TRACE = TraceFormat(FORMAT, detect_doc, read_doc)

@@ -1,0 +1,208 @@
+"""The condensers coding agents ship, as strategies: ``observation_masking`` (SWE-agent's
+``last_n_observations`` history processor, the form JetBrains Research measured in "The Complexity
+Trap", 2025), ``recent_events`` and ``amortized_forgetting`` (OpenHands' ``recent`` and
+``amortized`` condensers).
+
+They count messages where OpenHands counts events: an assistant message with three tool calls is
+one message here and three action events there (``ctxlab.exports.coding_agents`` says so when it
+exports). The system prompt is never counted or removed (OpenHands keeps it outside the events);
+``keep_first`` counts from the first message after it, usually the task.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..conversation import Message
+from .base import Strategy, budget_window, param, register
+from .plan import Plan, make_plan
+from .view import Budget, View, message_text
+from .rounds import answer_lone_users
+from .windows import preamble_systems
+from . import structured_summary  # noqa: F401  (registers the structured and llm_structured summarizers)
+
+SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
+"""SWE-agent's text for an elided observation (its docs: "Old environment output: (n lines omitted)")."""
+
+
+def _body(view: View) -> list[int]:
+    """Indexes of the messages a condenser counts: all but the system prompt before the first user."""
+    skip = set(preamble_systems(view))
+    return [i for i in range(len(view)) if i not in skip]
+
+
+@register
+@dataclass(frozen=True)
+class ObservationMasking(Strategy):
+    """Keep the newest ``window`` tool results (observations) as they are; replace the content of
+    every older one with a placeholder. Every call keeps its result, so nothing is unpaired, and
+    the agent's own reasoning and actions all stay."""
+
+    name: ClassVar[str] = "observation_masking"
+    title: ClassVar[str] = "Observation masking"
+    summary: ClassVar[str] = ("Keeps the last N tool results (observations) and replaces older ones with a short "
+                              "placeholder; every action and all reasoning stay (SWE-agent, JetBrains).")
+    window: int = param(5, min=0, max=1_000_000,
+                        help="How many of the newest observations stay as they are (SWE-agent's configs use 5).")
+    placeholder: str = param(SWE_AGENT_PLACEHOLDER,
+                             help="Text that replaces a masked observation; {lines} becomes its line count.")
+    polling: int = param(1, min=1, max=10_000,
+                         help="Mask in steps of this many observations (SWE-agent's polling): between window and "
+                              "window + polling stay, so the prompt prefix changes less often (prompt cache).")
+
+    def _masked(self, view: View, i: int) -> tuple[Message, int]:
+        """The masked copy of result ``i`` and its tokens (made once per view and placeholder)."""
+        memo = view.memo.setdefault("observation_masking", {})
+        key = (i, self.placeholder)
+        if key not in memo:
+            m = view.messages[i]
+            lines = message_text(m).count("\n") + 1 if message_text(m) else 0
+            new = m.with_content(self.placeholder.replace("{lines}", f"{lines:,}"))
+            memo[key] = (new, view.counter.message(new))
+        return memo[key]
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Mask all observations but the newest ``window`` (rounded to ``polling`` steps)."""
+        n = len(view)
+        results = [i for i, r in enumerate(view.roles) if r == "tool"]
+        over = max(len(results) - self.window, 0)
+        masked_n = over - over % self.polling
+        actions, reasons = ["keep"] * n, ["sent as is: not an observation"] * n
+        for k, i in enumerate(results):
+            reasons[i] = (f"one of the newest {len(results) - masked_n:,} observations (window {self.window:,})"
+                          if k >= masked_n else "")
+        replacements: dict[int, Message] = {}
+        counted: dict[int, int] = {}
+        saved = 0
+        for k, i in enumerate(results[:masked_n]):
+            if i in view.pins:
+                reasons[i] = "pinned: never masked"
+                continue
+            new, tokens = self._masked(view, i)
+            if tokens >= view.tokens[i]:
+                reasons[i] = "sent as is: the placeholder would not be shorter"
+                continue
+            replacements[i], counted[i] = new, tokens
+            actions[i] = "clear"
+            reasons[i] = f"masked: observation {k + 1:,} of {len(results):,}, older than the newest {self.window:,}"
+            saved += view.tokens[i] - tokens
+        stats = {"observations": len(results), "masked": len(replacements), "tokens_masked": saved}
+        return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
+                         replacement_tokens=counted, stats=stats, idle=lambda: self._idle(len(results), masked_n))
+
+    def _idle(self, results: int, masked_n: int) -> str:
+        """Why nothing was masked."""
+        if results <= self.window:
+            return (f"observation_masking keeps the newest {self.window:,} observations (window) and the conversation "
+                    f"has {results:,}")
+        if masked_n == 0:
+            return (f"observation_masking masks in steps of {self.polling:,} (polling); {results - self.window:,} "
+                    "observation(s) past the window is less than one step")
+        return "observation_masking found no older observation that a placeholder would make shorter"
+
+
+@register
+@dataclass(frozen=True)
+class RecentEvents(Strategy):
+    """Keep the first ``keep_first`` messages (the task) and the newest ones up to ``max_events``
+    in all; forget the middle. OpenHands' ``recent`` condenser."""
+
+    name: ClassVar[str] = "recent_events"
+    title: ClassVar[str] = "Recent events"
+    summary: ClassVar[str] = ("Keeps the first messages (the task) and the newest ones, up to a maximum; "
+                              "forgets the middle (OpenHands' recent condenser).")
+    scaling: ClassVar[str] = ("Scaled to the budget, max_events is the number of 1,000-token messages that fill half "
+                              "of what the budget leaves for messages.")
+    keep_first: int = param(1, min=0, max=1_000_000, help="How many of the first messages after the system prompt "
+                                                          "always stay (default 1: the task, OpenHands' default).")
+    max_events: int = param(100, min=1, max=1_000_000,
+                            help="How many messages stay at most, the first ones included (OpenHands' default 100).")
+
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``max_events``: half the budget's message room, in messages of 1,000 tokens."""
+        return {"max_events": max(budget_window(budget), 2)}
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Keep the head and the newest tail; drop the middle (made provider-valid by ``settle``)."""
+        body = _body(view)
+        head = min(self.keep_first, self.max_events)
+        tail = self.max_events - head
+        n = len(view)
+        actions, reasons = ["keep"] * n, ["always kept: the system prompt"] * n
+        for k, i in enumerate(body):
+            if k < head:
+                reasons[i] = f"one of the first {head:,} messages (keep_first)"
+            elif k >= len(body) - tail:
+                reasons[i] = f"one of the newest {tail:,} messages"
+            else:
+                actions[i], reasons[i] = "drop", (f"forgotten: after the first {head:,} and before the newest "
+                                                  f"{tail:,} messages (max_events {self.max_events:,})")
+        answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
+        dropped = actions.count("drop")
+        return make_plan(view, budget, self.name, self.params(), actions, reasons, stats={"forgotten": dropped},
+                         idle=lambda: (f"recent_events keeps up to {self.max_events:,} messages (max_events) and the "
+                                       f"conversation has {len(body):,} besides the system prompt"))
+
+
+@register
+@dataclass(frozen=True)
+class AmortizedForgetting(Strategy):
+    """OpenHands' ``amortized`` condenser, replayed over the conversation's growth: whenever the kept
+    history passes ``max_size`` messages, forget all but the first ``keep_first`` and the newest
+    ones, down to half of ``max_size``; then let it grow again. The prompt prefix changes only at
+    those moments, so the prompt cache survives between them."""
+
+    name: ClassVar[str] = "amortized_forgetting"
+    title: ClassVar[str] = "Amortized forgetting"
+    summary: ClassVar[str] = ("Lets the history grow to a maximum, then forgets the middle down to half of it, and "
+                              "lets it grow again (OpenHands' amortized condenser).")
+    scaling: ClassVar[str] = ("Scaled to the budget, max_size is the number of 1,000-token messages that fill what "
+                              "the budget leaves for messages.")
+    max_size: int = param(100, min=2, max=1_000_000,
+                          help="Forget when the kept history passes this many messages (OpenHands' default 100).")
+    keep_first: int = param(1, min=0, max=1_000_000, help="How many of the first messages after the system prompt "
+                                                          "always stay (default 1: the task, OpenHands' default).")
+
+    @classmethod
+    def budget_scaled(cls, budget: Budget) -> dict:
+        """``max_size``: the budget's message room, in messages of 1,000 tokens."""
+        return {"max_size": max(2 * budget_window(budget), 2)}
+
+    def forget(self, body: list[int]) -> tuple[list[int], dict[int, tuple[int, int]]]:
+        """Replay the growth: the kept indexes at the end, and for each forgotten one the
+        condensation that forgot it and how many messages were kept just before it."""
+        head = min(self.keep_first, self.max_size // 2)
+        tail = max(self.max_size // 2 - head, 1)
+        kept: list[int] = []
+        gone: dict[int, tuple[int, int]] = {}
+        rounds = 0
+        for i in body:
+            kept.append(i)
+            if len(kept) > self.max_size:
+                rounds += 1
+                for j in kept[head:len(kept) - tail]:
+                    gone[j] = (rounds, len(kept))
+                kept = kept[:head] + kept[len(kept) - tail:]
+        return kept, gone
+
+    def apply(self, view: View, budget: Budget) -> Plan:
+        """Drop what the replayed condensations forgot."""
+        body = _body(view)
+        kept, gone = self.forget(body)
+        n = len(view)
+        actions, reasons = ["keep"] * n, ["always kept: the system prompt"] * n
+        head = set(body[:min(self.keep_first, self.max_size // 2)])
+        for i in kept:
+            reasons[i] = ("one of the first messages (keep_first)" if i in head
+                          else "kept: added since the last forgetting, or among the newest it kept")
+        for i, (r, size) in gone.items():
+            actions[i], reasons[i] = "drop", (f"forgotten at condensation {r:,} (the history had reached {size:,} "
+                                              f"messages, over max_size {self.max_size:,})")
+        answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
+        stats: dict[str, Any] = {"condensations": max((r for r, _ in gone.values()), default=0), "forgotten": len(gone)}
+        return make_plan(view, budget, self.name, self.params(), actions, reasons, stats=stats,
+                         idle=lambda: (f"amortized_forgetting forgets only when the history passes {self.max_size:,} "
+                                       f"messages (max_size); this one has {len(body):,} besides the system prompt"))
+
+from . import llm_attention  # noqa: E402,F401  (llm_attention registers after the offline condensers)

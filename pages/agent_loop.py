@@ -1,0 +1,132 @@
+"""Where it runs: the question LangGraph users ask (a trim node right after START, or before every
+model call), answered on a trace: the same strategy replayed call by call both ways, with calls
+over the limit, tokens, cost and needed facts served side by side."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import ctxlab
+from appstate import SAMPLES_DIR, current_price, input_panel, md_escape, text_hash
+from ctxlab.errors import CtxlabError
+from ctxlab.fidelity import ReplayMeasures, measure_replay, needed_facts
+from ctxlab.figures import prompt_per_call
+from ctxlab.strategies import STRATEGIES, Budget, get_strategy
+from ctxlab.strategies.base import APPLY_AT
+from ctxlab.tokens import TokenCounter
+
+AGENT_SAMPLE = "agent_run_support.json"
+WHERE = {"every_call": "before every model call", "turn_start": "after START (once per user message)"}
+DEFAULT_LIMIT = 8_000
+STRATEGY_CHOICES = ("sliding_window", "clear_tool_results", "summarize", "tool_rounds", "turn_safe", "middle_out")
+
+
+@st.cache_resource(show_spinner="Replaying call by call, both ways…", max_entries=16)
+def _both(text_key: str, name: str, limit: int, price_key: str, _conv: ctxlab.Conversation,
+          _price) -> dict[str, ReplayMeasures]:
+    """The strategy (budget-scaled defaults) replayed with each ``apply_at`` on one conversation."""
+    model = _conv.model or "gpt-4o"
+    budget = Budget(limit, 0.15, TokenCounter(model).tools(_conv.tools))
+    base = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget))
+    facts = needed_facts(_conv)
+    return {where: measure_replay(_conv, dataclasses.replace(base, apply_at=where), budget, model=model,
+                                  prices=_price, facts=facts) for where in APPLY_AT}
+
+
+def _conclusion(every: ReplayMeasures, start: ReplayMeasures, turns: int) -> str:
+    """What the two replays say, in words taken from their figures."""
+    e, s = every.replay, start.replay
+    calls = len(e.calls)
+    head = (f"This trace has {turns} user message{'s' * (turns != 1)} and {calls} model calls. After START the "
+            f"strategy ran {s.applications} time{'s' * (s.applications != 1)}; before every call, {e.applications}.")
+    if s.calls_over_limit and not e.calls_over_limit:
+        body = (f" After START, {s.calls_over_limit} of {calls} calls went over the limit (the largest prompt "
+                f"{s.worst.tokens_after:,} tokens): a trim node after START never cuts inside a turn, and this turn "
+                f"is long. Before every call, none did.")
+    elif s.calls_over_limit and e.calls_over_limit:
+        body = (f" Both overflow: {s.calls_over_limit} calls after START, {e.calls_over_limit} before every call; "
+                "this strategy cannot fit this limit even inside a turn: raise the limit or pick another strategy.")
+    elif not s.calls_over_limit and not e.calls_over_limit:
+        body = " Both fit every call: at this limit, where the node runs changes cost and facts, not the fit."
+    else:
+        body = (f" Before every call {e.calls_over_limit} calls overflow and after START none do: this strategy "
+                "rewrites the prompt in ways that grow it, so measure before you move it.")
+    if every.needed_recall is not None and start.needed_recall is not None:
+        body += (f" Needed facts served: {every.needed_recall:.0%} before every call, {start.needed_recall:.0%} "
+                 "after START (what a strategy does not remove, it cannot lose).")
+    return head + body
+
+
+input_panel()
+st.title("Where it runs: after START, or before every model call")
+st.write("An agent calls the model once per step: user message, call, tool results, call, …, answer. A LangGraph "
+         "trim node right after START runs once per user message; LangChain's agent middleware, Anthropic context "
+         "editing and OpenHands condensers run before every model call. On a chat agent the two look alike; on an "
+         "agent that works alone for dozens of calls they do not. Below, the same strategy replayed both ways.")
+
+source = st.radio("Trace", ["agent", "sidebar"], key="loop_source", horizontal=True,
+                  format_func={"agent": "the bundled agent run (one request, 41 calls)",
+                               "sidebar": "the conversation in the sidebar"}.get)
+if source == "agent":
+    text = (SAMPLES_DIR / AGENT_SAMPLE).read_text(encoding="utf-8")
+    conv = ctxlab.loads(text)
+else:
+    text = st.session_state.get("conversation_text") or ""
+    if not text:
+        st.info("No conversation in the sidebar yet: pick a sample, paste or upload one there.")
+        st.stop()
+    try:
+        conv = ctxlab.loads(text)
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+        st.stop()
+c1, c2 = st.columns(2)
+name = c1.selectbox("Strategy", STRATEGY_CHOICES, key="loop_strategy", format_func=lambda n: STRATEGIES[n].title or n,
+                    help="With its defaults scaled to the limit, as the Strategy Lab starts it")
+limit = int(c2.number_input("Context limit (tokens)", min_value=1_000, max_value=2_000_000, value=DEFAULT_LIMIT,
+                            step=1_000, key="loop_limit"))
+try:
+    price = current_price()
+    both = _both(text_hash(text), name, limit, repr(price), conv, price)
+except CtxlabError as e:
+    st.error(md_escape(str(e)))
+    st.stop()
+every, start = both["every_call"], both["turn_start"]
+turns = sum(m.role == "user" for m in conv.messages)
+(st.warning if start.replay.calls_over_limit or every.replay.calls_over_limit else st.success)(
+    md_escape(_conclusion(every, start, turns)))
+
+rows = []
+for where, m in both.items():
+    r = m.replay
+    rows.append({"where it runs": WHERE[where], "apply_at": where, "times it ran": r.applications,
+                 "calls over the limit": f"{r.calls_over_limit:,} of {len(r.calls):,}",
+                 "largest prompt": r.worst.tokens_after if r.worst else 0,
+                 "input tokens, all calls": m.cost.input_tokens, "cached": m.cost.cached_share,
+                 "cost": m.cost.cost_usd, "needed facts served": m.needed_recall})
+st.dataframe(rows, key="loop_table", hide_index=True, width="stretch",
+             column_config={"largest prompt": st.column_config.NumberColumn(format="%,d"),
+                            "input tokens, all calls": st.column_config.NumberColumn(format="%,d"),
+                            "cached": st.column_config.NumberColumn(format="percent"),
+                            "cost": st.column_config.NumberColumn(format="$%.4f"),
+                            "needed facts served": st.column_config.NumberColumn(format="percent")})
+budget = every.replay.budget
+st.plotly_chart(prompt_per_call({WHERE[w]: m.replay for w, m in both.items()}, budget.prompt_limit),
+                key="loop_chart")
+st.caption(f"Prompt tokens of every model call; the dashed line is the prompt limit ({limit:,} less the "
+           f"{budget.reserve:.0%} reserve for the reply). Every figure comes from `ctxlab replay --apply-at` "
+           "on the same trace.")
+with st.expander("What to do in LangGraph"):
+    st.markdown(
+        "- **After START** (`apply_at=turn_start`): `builder.add_edge(START, \"trim\")`, and the tools node goes "
+        "back to the model. Safe for tool pairing, cheap, and it never cuts inside a turn, so a long turn "
+        "overflows.\n"
+        "- **Before every model call** (`apply_at=every_call`): the tools node goes back through the trim node "
+        "(or use a `pre_model_hook` / agent middleware). The strategy acts inside a turn, so it must keep every "
+        "call with its results and the task: ctxlab's strategies do.\n"
+        "- The Strategy Lab's export writes the LangGraph wiring for the `apply_at` you tuned.")

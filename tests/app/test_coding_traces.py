@@ -1,0 +1,33 @@
+"""A coding agent's trace in the app: pasted (as an upload gives it), read with its notes, and
+planned by a condenser in the Strategy Lab."""
+from __future__ import annotations
+
+from ..conftest import ROOT
+from .helpers import open_page
+
+SESSION = ROOT / "sample_data" / "coding" / "coding_agent_session.jsonl"
+SWE = ROOT / "tests" / "data" / "coding" / "swe_agent_ctf_baby_encryption.traj"
+
+
+def _use(at, text: str) -> None:
+    at.radio(key="source").set_value("paste").run()
+    at.text_area(key="paste_text").input(text).run()
+    at.button(key="use_paste").click().run()
+    assert not at.exception, at.exception
+
+
+def test_a_claude_code_session_loads_with_its_notes(monkeypatch):
+    at = open_page("token_counts.py", monkeypatch)
+    _use(at, SESSION.read_text(encoding="utf-8"))
+    shown = " ".join(t.value for t in at.text)
+    assert "Claude Code logs no system prompt" in shown
+    assert not at.error
+
+
+def test_a_swe_agent_trajectory_is_planned_by_observation_masking(monkeypatch):
+    at = open_page("strategy_lab.py", monkeypatch)
+    _use(at, SWE.read_text(encoding="utf-8"))
+    at.selectbox(key="lab_strategy").set_value("observation_masking").run()
+    assert not at.exception, at.exception
+    reasons = next(d.value for d in at.dataframe if "reason" in d.value.columns)["reason"].tolist()
+    assert any(r.startswith("masked: observation 1 of 15") for r in reasons)
