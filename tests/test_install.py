@@ -93,6 +93,8 @@ def fresh(tmp_path_factory) -> Venv:
 # the README's CLI section, with its placeholders filled (FILE = a sample)
 CORE_COMMANDS = [
     ["count", "sample_data/ecommerce_refund.json", "--model", "gpt-4o"],
+    ["count", "sample_data/ecommerce_refund.json", "--model", "deepseek-chat"],   # its own tokenizer package
+    ["count", "sample_data/ecommerce_refund.json", "--model", "qwen3-235b"],
     ["convert", "sample_data/sql_agent.json", "--to", "anthropic"],
     ["validate", "sample_data/parallel_travel.json", "--rules", "anthropic"],
     ["strategies"],
