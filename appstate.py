@@ -36,6 +36,9 @@ DEFAULTS: dict[str, Callable[[], Any]] = {
     "conversation_text": lambda: None,   # the text of the conversation in use (last good input)
     "conversation_label": lambda: "",    # where it came from, for captions
     "input_error": lambda: None,         # the engine's message for the last bad input
+    "multi_text": lambda: None,          # an input of several conversations (JSONL): the picker's source
+    "multi_input": lambda: None,         # (its text hash, where it came from)
+    "multi_pick": lambda: 0,             # which of them is in use
     "model": lambda: "gpt-4o",
     "max_tokens": lambda: 16_000,        # context limit in use (a small default so strategies have work)
     "limit_set_by_user": lambda: False,  # True once the user typed a limit: a model change then keeps it
@@ -112,7 +115,57 @@ def current_view(conv_text: str, model: str, pins: tuple[int, ...] = ()) -> View
     return _view(text_hash(conv_text), conv_text, model, pins)
 
 
+@st.cache_resource(show_spinner="Reading the file…", max_entries=8)
+def _parts(text_key: str, _text: str) -> list[tuple[str, str]]:
+    """(label with its size, text) of each conversation of an input (one for a single one)."""
+    from ctxlab.formats._json import jsonl_lines
+    convs = ctxlab.load_all(_text)
+    if len(convs) == 1:
+        return [("", _text)]
+    texts = [line for _, line in jsonl_lines(_text)]
+    if len(texts) != len(convs):  # a JSON array of conversation objects
+        texts = [json.dumps(doc) for doc in json.loads(_text)]
+    return [(f"{k + 1}: {c.metadata.get('title') or c.metadata.get('id') or 'conversation'} — "
+             f"{len(c.messages):,} messages, {len(t) / 1024:,.0f} KB", t)
+            for k, (c, t) in enumerate(zip(convs, texts))]
+
+
+def conversation_parts(text: str) -> list[tuple[str, str]]:
+    """Each conversation of an input as (its label with its size, its own text): one entry for a
+    single conversation, one per line of a multi-conversation JSONL (the sidebar's picker)."""
+    return _parts(text_hash(text), text)
+
+
 def _try_use(text: str, label: str) -> None:
+    try:
+        parts = conversation_parts(text)
+    except CtxlabError as e:
+        st.session_state.input_error = str(e)
+        return
+    if len(parts) > 1:  # the picker (_pick_conversation) chooses which one is in use
+        if st.session_state.get("multi_input") != (text_hash(text), label):
+            st.session_state.multi_pick = 0
+        st.session_state.multi_input = (text_hash(text), label)
+        st.session_state.multi_text = text
+        st.session_state.input_error = None
+        return
+    st.session_state.multi_text = None
+    _use(text, label)
+
+
+def _pick_conversation() -> None:
+    """For an input holding several conversations: which one is in use, each with its size."""
+    text = st.session_state.get("multi_text")
+    if not text:
+        return
+    parts, label = conversation_parts(text), st.session_state.multi_input[1]
+    k = st.sidebar.selectbox(f"Conversation ({len(parts)} in this file)", range(len(parts)), key="multi_pick",
+                             format_func=lambda i: parts[i][0],
+                             help="The file holds several conversations: every page uses the one picked here")
+    _use(parts[k][1], f"{label}, conversation {k + 1} of {len(parts)}")
+
+
+def _use(text: str, label: str) -> None:
     try:
         parse(text)
     except CtxlabError as e:
@@ -213,6 +266,7 @@ def input_panel() -> None:
     persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum
     st.sidebar.header("Conversation")
     _conversation_input()
+    _pick_conversation()
     if st.session_state.input_error:
         st.sidebar.error(md_escape(st.session_state.input_error))
         if st.session_state.conversation_text:

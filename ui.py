@@ -209,3 +209,23 @@ def config_downloads(config: dict[str, Any], label: str, stem: str, key: str) ->
     d2.download_button(f"{label} YAML", as_yaml, file_name=f"{stem}.yaml", mime="application/yaml",
                        key=f"{key}_yaml")
     st.code(as_yaml, language="yaml")
+
+
+def over_budget_note(record: Any, history: int, sent: int, limit: int) -> str:
+    """Why the context sent is over the budget, in terms of what ran: messages that arrived since
+    the strategy's last run (it runs again at the next user message), a strategy that ran and never
+    acted (its settings do not fit this budget), or one that acted and still does not fit."""
+    since = history - 1 - int(record.applied_through)  # seqs count from 0; -1 before the first run
+    ran, acted = int(record.times_applied), int(record.times_triggered)
+    over = f"Over the budget by {sent - limit:,} tokens"
+    if not ran:
+        return f"{over}: {record.strategy} has not run yet; it runs at the next user message."
+    if not acted:
+        return (f"{over}: {record.strategy} ran {ran:,} time(s), once at each user message, and never acted: its "
+                f"settings do not trigger on a {limit:,}-token budget. Edit the agent (the controls' defaults scaled "
+                "to the budget fit it) and use Update existing sessions.")
+    if since > 0:
+        return (f"{over}: {since:,} message(s) arrived since {record.strategy} last ran (at the start of this turn); "
+                "it runs again at the next user message.")
+    return (f"{over}: {record.strategy} acted {acted:,} of {ran:,} time(s) and what it keeps (the system prompt, the "
+            "summary, the newest turn) is still larger than the budget.")

@@ -26,6 +26,8 @@ def pareto_figure(result: SweepResult, x: str | None = None, y: str | None = Non
     """Every point of a sweep, one colour per strategy, the Pareto front as a line and the
     recommendation as a star; the axes default to the sweep's."""
     x, y = _axis(result, x or result.axes[0]), _axis(result, y or result.axes[1])
+    if not any(p[x] is not None and p[y] is not None for p in result.points):
+        raise ValueError(undefined_axis_reason(result, y if all(p[y] is None for p in result.points) else x))
     fig = go.Figure()
     for name in dict.fromkeys(p["strategy"] for p in result.points):
         pts = [p for p in result.points if p["strategy"] == name and p[x] is not None and p[y] is not None]
@@ -51,12 +53,30 @@ def pareto_figure(result: SweepResult, x: str | None = None, y: str | None = Non
     return fig
 
 
+def undefined_axis_reason(result: SweepResult, measure: str) -> str:
+    """Why no point of the sweep has ``measure``, in words a user can act on."""
+    if measure == "needed_recall":
+        return ("needed_recall is undefined for every point: no assistant message in these conversations uses a "
+                "fact (an id, an amount, a date) from an earlier message, so there is nothing a strategy could fail "
+                "to serve. Compare the points on cost and fits_rate in the table, or sweep longer conversations.")
+    return f"{measure} is undefined for every point of this sweep"
+
+
+def has_values(result: SweepResult, measure: str) -> bool:
+    """Whether any point of the sweep has a value for ``measure``."""
+    return any(p.get(measure) is not None for p in result.points)
+
+
 def sensitivity_figure(result: SweepResult, strategy: str, param: str, metric: str = "needed_recall") -> go.Figure:
     """``metric`` against the values of one parameter of one strategy, one line per budget (the
     other parameters averaged over)."""
-    pts = [p for p in result.points if p["strategy"] == strategy and param in p["params"] and p[metric] is not None]
-    if not pts:
+    varied = [p for p in result.points if p["strategy"] == strategy and param in p["params"]]
+    if not varied:
         raise ValueError(f"the sweep has no point of {strategy} varying {param}")
+    pts = [p for p in varied if p[metric] is not None]
+    if not pts:
+        raise ValueError(undefined_axis_reason(result, metric) if metric == "needed_recall" else
+                         f"{metric} is undefined for the {len(varied)} points of {strategy} varying {param}")
     fig = go.Figure()
     for budget in sorted({p["max_tokens"] for p in pts}):
         groups: dict[Any, list[float]] = {}
@@ -94,8 +114,17 @@ def cost_per_turn_figure(cost: Any, none: Any | None = None) -> go.Figure:
 def points_table(result: SweepResult) -> list[dict[str, Any]]:
     """The sweep's points as table rows (params written out, front and recommendation marked)."""
     front = set(result.pareto)
-    return [{"#": k, "point": _label(p), **{c: v for c, v in p.items() if c not in ("strategy", "params", "max_tokens")},
-             "pareto": k in front, "recommended": k == result.recommendation} for k, p in enumerate(result.points)]
+    rows = []
+    for k, p in enumerate(result.points):
+        rest = {c: v for c, v in p.items() if c not in ("strategy", "params", "max_tokens", *FIRST_COLUMNS)}
+        rows.append({"#": k, "point": _label(p), **{c: p.get(c) for c in FIRST_COLUMNS}, **rest,
+                     "pareto": k in front, "recommended": k == result.recommendation})
+    return rows
 
 
-__all__: Sequence[str] = ["cost_per_turn_figure", "pareto_figure", "points_table", "sensitivity_figure"]
+FIRST_COLUMNS = ("needed_recall", "cost_usd", "cost_vs_none", "fits_rate", "saved")
+"""The measures a pick is made on, right after the point's name (never behind a horizontal scroll)."""
+
+
+__all__: Sequence[str] = ["FIRST_COLUMNS", "cost_per_turn_figure", "has_values", "pareto_figure", "points_table",
+                          "sensitivity_figure", "undefined_axis_reason"]

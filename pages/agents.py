@@ -18,7 +18,8 @@ from appstate import SAMPLES_DIR, input_panel, md_escape, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.sessions import Profile, SessionStore, default_url
 from ctxlab.sessions.db import redact
-from ctxlab.strategies import STRATEGIES
+from ctxlab.strategies import STRATEGIES, Budget
+from ctxlab.tokens import TokenCounter
 from ui import strategy_picker
 
 NEW = "+ New agent"
@@ -93,6 +94,16 @@ def _on_preset() -> None:
         st.session_state.agents_max_tokens = int(ctxlab.resolve_model(model).context_window)
 
 
+def _agent_budget() -> Budget:
+    """The budget the agent's strategy will run against: its model, limit, reserve and tools."""
+    ss = st.session_state
+    tools = [] if ss.agents_tools == NO_TOOLS else sample_tools(ss.agents_tools)
+    model = ctxlab.resolve_model(ss.agents_model).name
+    tools_tokens = TokenCounter(model).tools(ctxlab.parse_tools(tools, "tools")) if tools else 0
+    return Budget.for_model(model, max_tokens=int(ss.agents_max_tokens), reserve=float(ss.agents_reserve),
+                            tools_tokens=tools_tokens)
+
+
 # ---------------------------------------------------------------- page
 
 st.set_page_config(layout="wide")
@@ -148,7 +159,9 @@ with right:
     if picked is not None and picked.overflow.get("pipeline"):
         st.info(md_escape(f"This agent runs the pipeline {picked.strategy}; saving here replaces it with one "
                           "strategy."))
-    strategy = strategy_picker("agents", st, default="summarize")
+    # controls start from defaults scaled to this agent's budget (as in the Lab): the documented peer
+    # defaults (turn_safe's 100 messages, clear_tool_results' 100,000-token trigger) never act in 8K
+    strategy = strategy_picker("agents", st, default="summarize", budget=_agent_budget())
 
 st.info("A change affects **new sessions only**: a session keeps the configuration it started with. "
         "Use *Update existing sessions* to give this agent's sessions the saved configuration too.")

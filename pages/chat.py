@@ -27,6 +27,8 @@ from ctxlab.sessions.db import redact
 from ctxlab.sessions.responder import (CannedTools, ModelResponder, ScriptedResponder, advance, model_configured,
                                        pending_calls, run_turn)
 from ctxlab.strategies import Budget
+from ctxlab.figures import CATEGORY_COLORS
+from ui import over_budget_note
 from ctxlab.tokens import CATEGORIES
 
 NEW = "new"
@@ -158,7 +160,8 @@ def _token_bar(by_category: dict[str, int], limit: int) -> go.Figure:
     fig = go.Figure()
     for cat in CATEGORIES:
         if by_category.get(cat):
-            fig.add_bar(y=["sent"], x=[by_category[cat]], name=cat.replace("_", " "), orientation="h")
+            fig.add_bar(y=["sent"], x=[by_category[cat]], name=cat.replace("_", " "), orientation="h",
+                        marker_color=CATEGORY_COLORS.get(cat))  # the Strategy Lab's colours
     fig.add_vline(x=limit, line_dash="dash", annotation_text=f"budget {limit:,}")
     fig.update_layout(barmode="stack", height=260, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="tokens",
                       yaxis_visible=False, legend=dict(orientation="h", yanchor="top", y=-0.45))
@@ -179,8 +182,7 @@ def _side(session: Session) -> None:
                                                        "system prompt")
     st.plotly_chart(_token_bar(count.by_category, budget.prompt_limit), key="chat_token_bar")
     if count.total > budget.prompt_limit:
-        st.caption("Over the budget: inside a turn the context grows as tool results arrive; the strategy runs at "
-                   "the next user message.")
+        st.caption(md_escape(over_budget_note(record, len(session.history()), count.total, budget.prompt_limit)))
     st.subheader("Running summary")
     if record.summary:
         st.code(record.summary, language=None, wrap_lines=True)

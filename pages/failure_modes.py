@@ -5,6 +5,7 @@ a finding's mitigation with before and after; every lesson also runs on the side
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,6 +18,7 @@ import streamlit as st
 if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/failure_modes.py`
     sys.path.insert(0, str(ROOT))
 
+import ctxlab
 from appstate import input_panel, md_escape, parse, text_hash
 from ctxlab.conversation import Conversation, Message
 from ctxlab.diagnostics import (MODES, STRUCTURAL_LESSONS, Finding, Mitigation, MitigationResult, apply_mitigation,
@@ -97,25 +99,31 @@ class Applied:
     served_before: float | None
     served_after: float | None
     served_how: str
+    lost: tuple[str, ...] = ()  # needed facts served before and not after
 
 
-def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> float | None:
+def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> tuple[float | None, tuple[str, ...]]:
     """Share of the needed facts (ctxlab.fidelity.needed_facts of ``original``) that the context
-    holding each needing assistant message still has before it. ``parts`` are the contexts sent
-    (one, or one per sub-agent); a needing message no longer sent as it was is not counted."""
+    holding each needing assistant message still has before it, and the facts not served. ``parts``
+    are the contexts sent (one, or one per sub-agent); a needing message no longer sent as it was is
+    not counted."""
     nf = needed_facts(original)
     where = {id(m): i for i, m in enumerate(original.messages)}
     facts = [[nf.facts_of(m, where.get(id(m))) for m in p] for p in parts]
     served = counted = 0
+    missed: list[str] = []
     for need in nf.needs:
         wanted = original.messages[need.needed_by]
         for k, part in enumerate(parts):
             pos = next((i for i, m in enumerate(part) if m is wanted), None)
             if pos is not None:
                 counted += 1
-                served += any(need.served_by(facts[k][i]) for i in range(pos))
+                hit = any(need.served_by(facts[k][i]) for i in range(pos))
+                served += hit
+                if not hit:
+                    missed.append(str(need.fact))
                 break
-    return served / counted if counted else None
+    return (served / counted if counted else None), tuple(dict.fromkeys(missed))
 
 
 @st.cache_resource(show_spinner="Applying the mitigation…", max_entries=16)
@@ -129,13 +137,17 @@ def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: i
     if _m.kind == "strategy":
         budget = Budget(limit, reserve, TokenCounter(model).tools(_conv.tools))
         strategy = get_strategy(_m.strategy or "", **dict(_m.params))
-        before = measure_replay(_conv, "none", budget, model=model).needed_recall
-        after = measure_replay(_conv, strategy, budget, model=model).needed_recall
-        return Applied(result, before, after, f"replayed turn by turn with {strategy.name}, against sending everything")
+        before = measure_replay(_conv, "none", budget, model=model)
+        after = measure_replay(_conv, strategy, budget, model=model)
+        missed_before = {m.fact for m in before.fidelity.misses}
+        return Applied(result, before.needed_recall, after.needed_recall,
+                       f"replayed turn by turn with {strategy.name}, against sending everything",
+                       tuple(dict.fromkeys(m.fact for m in after.fidelity.misses if m.fact not in missed_before)))
     parts = result.subagents if _m.kind == "quarantine" else (result.after,)
-    return Applied(result, _served_in(_conv, [_conv.messages]),
-                   _served_in(_conv, [p.messages for p in parts if p is not None]),
-                   "checked in the context that holds each assistant message, before and after")
+    before, missed_before = _served_in(_conv, [_conv.messages])
+    after, missed_after = _served_in(_conv, [p.messages for p in parts if p is not None])
+    return Applied(result, before, after, "checked in the context that holds each assistant message, before and after",
+                   tuple(f for f in missed_after if f not in missed_before))
 
 
 def _data_dir() -> Path:
@@ -166,6 +178,9 @@ def timeline_figure(conv: Conversation, tokens: Sequence[int], highlight: Sequen
                               width=[3 if i in marked else 0 for i in range(len(tokens))])),
         customdata=[[m.role, "finding" if i in marked else ""] for i, m in enumerate(conv.messages)],
         hovertemplate="#%{x} %{customdata[0]}: %{y:,} tokens %{customdata[1]}<extra></extra>", showlegend=False))
+    for cat in dict.fromkeys(_category(m) for m in conv.messages):  # the colours' legend (bars carry no names)
+        fig.add_trace(go.Bar(x=[None], y=[None], name=cat.replace("_", " "), marker_color=CATEGORY_COLORS[cat],
+                             hoverinfo="skip", showlegend=True))
     top = max(tokens, default=1) or 1
     if marked:
         fig.add_trace(go.Scatter(x=sorted(marked), y=[tokens[i] + top * 0.06 for i in sorted(marked)], mode="markers",
@@ -261,6 +276,23 @@ def _identity(f: Finding) -> tuple:
     return f.code, f.messages, frozenset(f.tools)
 
 
+def _kind(f: Finding) -> tuple:
+    """A finding's code and tools: the same problem even when a fix moved its messages (a blanked
+    claim no longer counts among a mistyped id's messages), so it is "still there", not gone and new."""
+    return f.code, frozenset(f.tools)
+
+
+def _why_facts_fell(applied: Applied) -> str | None:
+    """One sentence on needed facts the mitigation stopped serving, naming them (None: none)."""
+    if not applied.lost:
+        return None
+    shown = ", ".join(f'"{f}"' for f in applied.lost[:6]) + (f" and {len(applied.lost) - 6} more"
+                                                             if len(applied.lost) > 6 else "")
+    return (f"Needed facts served fell from {_pct(applied.served_before)} to {_pct(applied.served_after)}: the "
+            f"messages this fix removes held {shown}, which a later answer quotes. The answer still quotes them; "
+            "the context it was written from no longer shows where they came from.")
+
+
 def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> None:
     r = applied.result
     in_mode = (lambda fs: [f for f in fs if f.mode == mode]) if mode else list
@@ -276,17 +308,20 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
     c4.metric("Needed facts served", _pct(applied.served_after),
               help=f"before: {_pct(applied.served_before)}; {applied.served_how}")
     after_ids = {_identity(f) for f in after}
-    gone = [f for f in before if _identity(f) not in after_ids]
+    same_kind = {_kind(f) for f in after}
+    gone = [f for f in before if _identity(f) not in after_ids and _kind(f) not in same_kind]
     st.caption(md_escape(f"Before: {r.tokens_before:,} tokens, {len(before)} {what}; after: {r.tokens_after:,} "
                          f"tokens, {len(after)} {what}. Needed facts served: {_pct(applied.served_before)} before, "
                          f"{_pct(applied.served_after)} after ({applied.served_how})."))
+    if why := _why_facts_fell(applied):
+        st.caption(md_escape(why))
     if gone:
         st.success(md_escape("Gone after the mitigation: " + "; ".join(_finding_label(f) for f in gone)))
-    before_ids = {_identity(f) for f in before}
-    kept = [f for f in after if _identity(f) in before_ids]
+    before_ids, before_kinds = {_identity(f) for f in before}, {_kind(f) for f in before}
+    kept = [f for f in after if _identity(f) in before_ids or _kind(f) in before_kinds]  # same, or moved
     if kept:
         st.warning(md_escape("Still there: " + "; ".join(_finding_label(f) for f in kept)))
-    new = [f for f in after if _identity(f) not in before_ids]
+    new = [f for f in after if _identity(f) not in before_ids and _kind(f) not in before_kinds]
     for f in new:
         st.caption(md_escape(f"New after the mitigation, {_finding_label(f)}: {f.evidence}"))
     if r.subagents:
@@ -314,6 +349,17 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
             st.dataframe(pd.DataFrame([{"#": o, "role": m.role, "tokens": counter.message(m), "content": _preview(m)}
                                        for o, m in zip(origin, r.after.messages)]).astype({"#": "Int64"}),
                          key="fm_after_table", hide_index=True, width="stretch")
+
+
+def _continue(base: tuple, after: Conversation, conv: Conversation, label: str) -> None:
+    """Make ``after`` (a mitigation's result) the conversation the lesson runs on next (a chain of
+    fixes kept per lesson and source; "Start over" drops it)."""
+    data = ctxlab.export(after, "openai").data
+    text = json.dumps({**data, "facts": list(conv.facts), "title": conv.metadata.get("title", "")})
+    chain = st.session_state.get("fm_chain")
+    steps = chain["steps"] if chain and chain["base"] == base else []
+    st.session_state.fm_chain = {"base": base, "steps": [*steps, (label, text)]}
+    st.session_state.pop("fm_applied", None)
 
 
 def _mitigation_for(lesson: Lesson, name: str, conv: Conversation, finding: Finding | None) -> Mitigation | None:
@@ -349,6 +395,14 @@ if source == "mine":
         st.stop()
 else:
     text, label = _lesson_text(str(lesson.path)), f"lesson {lesson.path.name}"
+base_key = (source, name, text_hash(text))
+chain = st.session_state.get("fm_chain")
+if chain and chain["base"] == base_key:  # fixes applied one after another
+    text = chain["steps"][-1][1]
+    label = f"{label} after {len(chain['steps'])} fix(es)"
+    st.info(md_escape("Fixes applied so far, in order: " + "; ".join(s[0] for s in chain["steps"])
+                      + ". The findings and the next mitigation below are those of the result."))
+    st.button("Start over from the original", key="fm_restart", on_click=lambda: st.session_state.pop("fm_chain", None))
 try:
     conv = parse(text)
     counter = TokenCounter(model)
@@ -414,6 +468,10 @@ if st.session_state.get("fm_applied") == apply_key:
         st.error(md_escape(str(e)))
         st.stop()
     _before_after(applied, lesson.mode, conv)
+    if applied.result.after is not None and applied.result.after.messages != conv.messages:
+        st.button("Continue from this result (apply the next fix to it)", key="fm_continue", on_click=_continue,
+                  args=(base_key, applied.result.after, conv, mitigation.label),
+                  help="Makes the mitigated conversation the one the lesson diagnoses, so fixes add up")
 else:
     st.caption("Applies the mitigation to this conversation and shows tokens, findings, facts retained and needed "
                "facts served before and after.")

@@ -50,6 +50,18 @@ DEFAULTS: dict[str, Any] = {  # this page's widget keys and their first values (
 }
 
 
+def _follow_conversation_query(conv: Any) -> None:
+    """The free-text query starts as the example for the bundled catalog, or, when the catalog is
+    the conversation's own tools, as the conversation's newest user message (an airline upload gets
+    an airline query, not the e-commerce example, which every airline tool found "unsure"); it
+    follows that until the user types a query of their own."""
+    auto = (query_from_conversation(conv, 0) if conv is not None else "") or DEFAULT_QUERY
+    filled = st.session_state.get("tr_query_filled", DEFAULT_QUERY)
+    if st.session_state.get("tr_query") in (filled, None):
+        st.session_state.tr_query = auto
+    st.session_state.tr_query_filled = auto
+
+
 # ---------------------------------------------------------------- cached engine objects
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -189,7 +201,10 @@ with query_col:
     query_source = st.radio("Query", list(QUERY_SOURCES), key="tr_query_source", format_func=QUERY_SOURCES.get,
                             horizontal=True)
     if query_source == "text":
-        query = st.text_input("What the user asks", key="tr_query")
+        _follow_conversation_query(conv if source == "conversation" else None)
+        query = st.text_input("What the user asks", key="tr_query",
+                              help="Starts as the conversation's newest user message when the catalog is its "
+                                   "own tools (else an example for the bundled catalog); what you type stays")
     else:
         prev = st.number_input("Earlier user turns to include", min_value=0, max_value=20, step=1,
                                key="tr_prev_turns", help="Older user messages joined before the newest one, "

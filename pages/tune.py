@@ -21,12 +21,13 @@ from appstate import (SAMPLES_DIR, current_conversation, input_panel, load_point
                       price_panel, sample_names, text_hash)
 from ctxlab.errors import CtxlabError
 from ctxlab.exports import TARGETS, NoNativeFormError, export_native, make_config
-from ctxlab.figures_tune import pareto_figure, points_table, sensitivity_figure
+from ctxlab.figures_tune import has_values, pareto_figure, points_table, sensitivity_figure, undefined_axis_reason
 from ctxlab.formats import load_all
 from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
-from ctxlab.sweep import COLUMNS, Grid, SweepResult, run_sweep
+from ctxlab.sweep import COLUMNS, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
+from tunejob import SweepJob
 from ui import config_downloads
 
 SETS = {"samples": "Bundled samples", "upload": "Upload files", "folder": "Upload a folder",
@@ -78,7 +79,7 @@ def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
         if conv is None:
             st.info("Pick a conversation in the sidebar first.")
             st.stop()
-        return ([conv], md_escape(st.session_state.conversation_label or "the sidebar's conversation"),
+        return ([conv], st.session_state.conversation_label or "the sidebar's conversation",  # escaped where shown
                 text_hash(st.session_state.conversation_text))
     if not files:
         st.info("Choose at least one sample or upload a file to sweep.")
@@ -192,20 +193,62 @@ def _budgets() -> list[int] | None:
 
 # ---------------------------------------------------------------- run and results
 
-def _run(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], price: Price | None,
-         min_recall: float, sample: int | None) -> SweepResult:
-    bar = st.progress(0.0, text="Replaying every point on every conversation…")
+def _start(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], price: Price | None,
+           min_recall: float, sample: int | None, signature: str) -> None:
+    """Start the sweep in its own process (tunejob.SweepJob): the page stays live, shows progress
+    with an estimate, can cancel it, and a closed tab ends it."""
+    old = st.session_state.get("tune_job")
+    if old is not None:
+        old.cancel()
+    st.session_state.tune_job = SweepJob(convs, grid, budgets, model=st.session_state.model, prices=price,
+                                         reserve=float(st.session_state.reserve), min_recall=min_recall,
+                                         sample=sample, seed=0)
+    st.session_state.tune_job_signature = signature
+    st.session_state.tune_job_tools = TokenCounter(st.session_state.model).tools(convs[0].tools)
 
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"{done} of {total} chunk(s) of conversations done")
-    try:
-        # workers=1: the sweep runs in Streamlit's own process (the engine's process pool would
-        # start a forkserver per click; the default sweep answers in about a second anyway).
-        return run_sweep(convs, grid, budgets, model=st.session_state.model, prices=price, workers=1,
-                         reserve=float(st.session_state.reserve), min_recall=min_recall, sample=sample, seed=0,
-                         chunk_size=1, progress=progress)
-    finally:
-        bar.empty()
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if seconds < 120 else f"{seconds / 60:,.1f} min"
+
+
+def _job_text(job: SweepJob) -> str:
+    """Where a running sweep is, in words: conversations done, time so far, time left."""
+    left = job.remaining()
+    eta = (f"about {_duration(left)} left" if left is not None else
+           f"an estimate after the first conversation (the largest has {job.largest:,} messages)")
+    return f"{job.done} of {job.total} conversation(s) done, {_duration(job.elapsed())} so far, {eta}."
+
+
+def _cancel_job() -> None:
+    job = st.session_state.get("tune_job")
+    if job is not None:
+        job.cancel()
+
+
+@st.fragment(run_every=1.0)
+def _job_panel() -> None:
+    """A running sweep: its progress, an estimate and Cancel, polled every second; when it ends,
+    its result becomes the page's and the whole page reruns."""
+    job: SweepJob | None = st.session_state.get("tune_job")
+    if job is None:
+        return
+    state = job.poll()
+    if state == "running":
+        st.progress(job.done / max(job.total, 1), text=_job_text(job))  # our own words: no escaping needed
+        st.button("Cancel the sweep", key="tune_cancel", on_click=_cancel_job)
+        return
+    del st.session_state["tune_job"]
+    if state == "done":
+        st.session_state.tune_result = job.result
+        st.session_state.tune_signature = st.session_state.tune_job_signature
+        st.session_state.tune_tools_tokens = st.session_state.tune_job_tools
+        st.session_state.tune_job_note = None
+    elif state == "error":
+        st.session_state.tune_job_note = ("error", job.error or "the sweep failed")
+    else:
+        st.session_state.tune_job_note = ("info", f"Sweep cancelled after {_duration(job.elapsed())} "
+                                                  f"({job.done} of {job.total} conversation(s) done); nothing of it is kept.")
+    st.rerun(scope="app")
 
 
 def _label(p: dict[str, Any]) -> str:
@@ -255,7 +298,10 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
 
 def _results(result: SweepResult, tools_tokens: int) -> None:
     st.subheader("Recommendation")
-    if result.recommendation is None:
+    recall_defined = has_values(result, "needed_recall")
+    if result.recommendation is None and not recall_defined:
+        st.warning(md_escape("No recommendation: " + undefined_axis_reason(result, "needed_recall")))
+    elif result.recommendation is None:
         st.warning(md_escape(f"No point serves at least {result.min_recall:.0%} of the needed facts without a "
                              "provider rejecting its output: lower the recall level, widen the ranges or raise the "
                              "limits."))
@@ -265,9 +311,12 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
     st.caption(md_escape(f"Rule: {result.rule}"))
     for note in result.notes:
         st.caption(md_escape(note))
-    st.plotly_chart(pareto_figure(result), key="tune_pareto")
-    st.caption("One dot per point (a cross: some output a provider rejects); the dotted line joins the points no "
-               "other point beats on both axes; the star is the recommendation. Hover a dot for its parameters.")
+    try:
+        st.plotly_chart(pareto_figure(result), key="tune_pareto")
+        st.caption("One dot per point (a cross: some output a provider rejects); the dotted line joins the points no "
+                   "other point beats on both axes; the star is the recommendation. Hover a dot for its parameters.")
+    except ValueError as e:  # no point has both axes (e.g. nothing needed facts): say why, no empty chart
+        st.info(md_escape(f"No Pareto figure: {e}"))
 
     st.subheader("Every point")
     table = pd.DataFrame(points_table(result))
@@ -291,7 +340,11 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
         st.subheader("Sensitivity")
         s1, s2 = st.columns(2)
         pick = s1.selectbox("Parameter", varied, key="tune_sens_param", format_func=lambda sp: f"{sp[0]}.{sp[1]}")
-        metric = s2.selectbox("Measure", METRICS, key="tune_sens_metric", index=METRICS.index("needed_recall"))
+        measures = [m for m in METRICS if has_values(result, m)] or METRICS
+        default = next(m for m in ("needed_recall", "cost_usd", "input_tokens_total", *measures) if m in measures)
+        if st.session_state.get("tune_sens_metric") not in measures:
+            st.session_state.tune_sens_metric = default
+        metric = s2.selectbox("Measure", measures, key="tune_sens_metric")
         try:
             st.plotly_chart(sensitivity_figure(result, pick[0], pick[1], metric), key="tune_sensitivity")
         except ValueError as e:
@@ -359,17 +412,17 @@ st.caption(md_escape(f"{points:,} point(s) ({'a seeded sample of ' if sample els
                      + " ".join(grid_notes)))
 signature = json.dumps([grid_values, budgets, min_recall, repr(price), st.session_state.model,
                         float(st.session_state.reserve), set_key], default=str, sort_keys=True)
-if st.button("Run the sweep", key="tune_run", type="primary"):
-    try:
-        st.session_state.tune_result = _run(convs, grid, budgets, price, min_recall, sample)
-        st.session_state.tune_signature = signature
-        tools = TokenCounter(st.session_state.model).tools(convs[0].tools)
-        st.session_state.tune_tools_tokens = tools
-    except CtxlabError as e:
-        st.error(md_escape(str(e)))
+running = st.session_state.get("tune_job") is not None
+st.button("Run the sweep", key="tune_run", type="primary", disabled=running, on_click=_start,
+          args=(convs, grid, budgets, price, min_recall, sample, signature))
+_job_panel()
+note = st.session_state.pop("tune_job_note", None)
+if note:
+    (st.error if note[0] == "error" else st.info)(md_escape(note[1]))
 result: SweepResult | None = st.session_state.get("tune_result")
 if result is None:
-    st.info("Set the conversations, strategies and ranges, then run the sweep.")
+    if not running:
+        st.info("Set the conversations, strategies and ranges, then run the sweep.")
     st.stop()
 if st.session_state.get("tune_signature") != signature:
     st.warning("The settings changed since this sweep ran: the results below are the last run's. Run it again.")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import CtxlabError, one_line, shown
+from ..extras import missing_extra
 from ..formats import FORMATS, dumps, load_all
 from ..conversation import Conversation
 
@@ -185,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
+    except ImportError as e:  # an optional part not installed: name the extra, else it is a bug
+        missing = missing_extra(e)
+        _one_line_error(f"ctxlab: {missing}" if missing else
+                        f"ctxlab: internal error ({type(e).__name__}: {shown(str(e), 120)}); please report it")
     except RecursionError:
         _one_line_error("ctxlab: input: the input nests too deep to process; please report it with the input")
     except BaseException as e:  # a bug, but the user still gets one line, not a traceback

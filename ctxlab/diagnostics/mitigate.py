@@ -147,11 +147,30 @@ def apply_mitigation(conv: Conversation, mitigation: Mitigation, *, model: str |
             raise DiagnosticsError("there are no tools to retrieve from", where="tools",
                                    hint="Pass a tool catalog (--tools CATALOG)")
         index = index or _scratch_index(catalog, provider)
-        from .base import Inputs
-        selection = index.select(Inputs(conv, query=query).current_query, top_k=mitigation.k or 5, model=model,
-                                 expand_categories=False)  # k tools, as the label says
-        result = replace(base, tools=selection.tool_defs)
+        result = replace(base, tools=loadout(index, conv, catalog, before, mitigation.k or 5, query, model))
     return MitigationResult(after=result, tokens_after=count_tokens(result, model).total,
                             findings_after=tuple(diagnose(result, **kw)),
                             facts_after=facts_kept(conv, result.messages),
                             tools_after=tuple(t.name for t in result.tools), plan=plan, **common)
+
+
+def loadout(index: Any, conv: Conversation, catalog: Sequence[ToolDef], findings: Sequence[Finding], k: int,
+            query: str | None, model: str) -> tuple[ToolDef, ...]:
+    """The ``k`` tools a loadout sends: the best-ranked for the query (no threshold, no category
+    expansion: ``k`` tools, as the mitigation's label says), taking only the best-ranked tool of
+    each look-alike cluster the diagnosis found (``overlapping_tools``), so neither the noise nor
+    the look-alikes reach the model."""
+    from .base import Inputs
+    ranking = index.select(Inputs(conv, query=query).current_query, top_k=len(catalog), threshold=None,
+                           expand_categories=False, model=model, no_match="off").tool_defs
+    cluster = {name: f.tools for f in findings if f.code == "overlapping_tools" for name in f.tools}
+    sent: list[ToolDef] = []
+    names: set[str] = set()
+    for tool in ranking:
+        if any(other in names for other in cluster.get(tool.name, ())):
+            continue  # a look-alike of a tool already sent
+        sent.append(tool)
+        names.add(tool.name)
+        if len(sent) == k:
+            break
+    return tuple(sent)

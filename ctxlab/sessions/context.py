@@ -22,7 +22,8 @@ from ..errors import CtxlabError
 from ..formats._base import ReadContext
 from ..formats.openai_chat import message_to_openai, read as read_openai
 from ..strategies import Budget, Plan, Strategy, make_view
-from ..strategies.summarize import SUMMARY_EXTRA, is_summary, summary_body
+from ..fidelity import extract_facts
+from ..strategies.summarize import SUMMARY_EXTRA, is_summary, summary_body, summary_message
 from ..tokens import TokenCounter
 from .db import SessionError
 
@@ -158,9 +159,41 @@ def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prom
         else:
             new_layout.append({"seq": seq, "body": to_dict(m)})
     summary = str(plan.state.get("summary") or summary)
+    previous = str((state or {}).get("summary") or "")
+    plan_state = dict(plan.state)
+    if summary and plan_state.get("summary") and previous:
+        carried = carry_facts(previous, summary, budget.prompt_limit - plan.tokens_after, counter)
+        if carried != summary:
+            summary = plan_state["summary"] = carried
+            for entry in new_layout:
+                if entry.get("summary"):
+                    entry["insert"] = to_dict(summary_message(carried, plan_state.get("summarized", ())))
     done: dict[str, list[int]] = {"summarize": [], "drop": [], "clear": []}
     for a, seq in zip(plan.actions, origin):
         if seq is not None and seq >= 0 and a != "keep":
             done["clear" if a in ("clear", "truncate") else a].append(seq)
     return Application(plan, new_layout, [e["seq"] for e in new_layout if "seq" in e], summary,
-                       _json_state(plan.state), done["summarize"], done["drop"], done["clear"])
+                       _json_state(plan_state), done["summarize"], done["drop"], done["clear"])
+
+
+FACTS_LINE = "Facts from earlier turns: "
+"""The line a live session's running summary carries its early facts on (see carry_facts)."""
+
+
+def carry_facts(previous: str, summary: str, room: int, counter: TokenCounter) -> str:
+    """``summary`` with the facts (identifiers, amounts, dates) of the ``previous`` summary that the
+    merge lost, on one line at its end, earliest first, within ``room`` tokens. The summary is
+    capped and drops its oldest lines first; a session lives for many turns, and its first turns'
+    refund ids and amounts must not fall out of it one merge at a time."""
+    body = "\n".join(line for line in summary.splitlines() if not line.startswith(FACTS_LINE))
+    now = extract_facts(body)
+    lost = [f for f in sorted(extract_facts(previous), key=lambda f: (previous.find(f), f)) if f not in now]
+    if not lost or room <= 0:
+        return summary
+    room += counter.text(summary) - counter.text(body)  # the old facts line is replaced
+    while lost:
+        line = FACTS_LINE + ", ".join(lost)
+        if counter.text("\n" + line) <= room:
+            return f"{body}\n{line}"
+        lost = lost[: max(0, min(len(lost) - 1, int(len(lost) * 0.8)))]  # the newest go first
+    return summary

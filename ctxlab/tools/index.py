@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from ..errors import CtxlabError
 from ..tokens import TokenCounter
 from .catalog import ToolCatalog, content_hash, embedding_text
-from .embeddings import ChromaEmbeddingFunction, EmbeddingProvider, get_provider
+from .embeddings import DEFAULT_PROVIDER, ChromaEmbeddingFunction, EmbeddingProvider, get_provider
 
 if TYPE_CHECKING:
     from .select import Selection
@@ -127,7 +127,9 @@ class ToolIndex:
                  collection: str | None = None, rebuild: bool = False, batch_size: int = 64,
                  query_prefix: str = DEFAULT_QUERY_PREFIX, query_cache: int = 256, client: Any = None) -> None:
         self.catalog = catalog
-        self.provider = get_provider(provider) if isinstance(provider, str) or provider is None else provider
+        if provider is None:  # the README's ToolIndex(catalog): the default (offline local) provider
+            provider = DEFAULT_PROVIDER
+        self.provider = get_provider(provider) if isinstance(provider, str) else provider
         self.batch_size = max(1, batch_size)
         self.query_prefix = query_prefix
         if client is not None:

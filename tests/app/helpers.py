@@ -58,3 +58,17 @@ def chart_spec(at: AppTest, k: int = 0) -> dict[str, Any]:
     """The plotly figure of the k-th chart, as the browser gets it."""
     import json
     return json.loads(at.get("plotly_chart")[k].proto.spec)
+
+
+def run_tune_sweep(at: AppTest, timeout: float = 120.0) -> AppTest:
+    """Click Tune's "Run the sweep" and rerun until the sweep (its own process) has ended, as the
+    browser's once-a-second poll would; check nothing raised."""
+    import time
+    at.button(key="tune_run").click().run()
+    deadline = time.monotonic() + timeout
+    while "tune_job" in at.session_state and time.monotonic() < deadline:
+        time.sleep(0.3)
+        at.run()
+    assert "tune_job" not in at.session_state, "the sweep did not end in time"
+    assert not at.exception, at.exception
+    return at

@@ -79,3 +79,34 @@ def test_every_strategy_is_explained(data_dir, monkeypatch):
     table = next(d.value for d in at.dataframe if "what it does" in d.value.columns)
     assert len(table) == len(STRATEGIES) and table["what it does"].str.len().min() > 20
     assert {"GPT-3.5 (4K)", "GPT-4 (8K)"} <= set(at.selectbox(key="agents_preset").options)
+
+
+@pytest.mark.parametrize("strategy,param", [("turn_safe", "last_n"), ("clear_tool_results", "trigger_tokens")])
+def test_an_8k_agents_strategy_starts_from_defaults_that_fit_its_model(data_dir, monkeypatch, strategy, param):
+    """Issue 21.5: a GPT-4 (8K) agent on turn_safe (last_n 100) or clear_tool_results (trigger
+    100,000) never acted and sent 15,027 tokens against a 6,963 budget after 26 turns. Its
+    controls now start scaled to the agent's budget, and a session with them fits."""
+    from ctxlab.strategies import Budget
+
+    from ..test_sessions_summary_facts import _turn
+    at = open_page("agents.py", monkeypatch)
+    set_widget(at, "agents_preset", "GPT-4 (8K)")
+    set_widget(at, "agents_strategy", strategy)
+    budget = Budget.for_model("gpt-4", max_tokens=8192, reserve=0.15)
+    expected = STRATEGIES[strategy].scaled_defaults(budget)[param]
+    value = at.session_state[f"agents_{strategy}_{param}"]
+    assert int(value) == expected
+    documented = next(s["default"] for s in STRATEGIES[strategy].schema() if s["name"] == param)
+    assert int(value) < documented
+    set_widget(at, "agents_name", "eight-k")
+    at.button(key="agents_save").click().run()
+    assert not at.exception and not at.error, at.error
+    with _store(data_dir) as store:
+        s = store.start_session("eight-k")
+        for k in range(1, 27):
+            bulky = _turn(k)
+            bulky[2]["content"] += " " + "Log line of the courier scan at the depot. " * 40
+            s.add(*bulky)
+            sent = s.context()
+        assert s.count(sent).total <= budget.prompt_limit
+        assert s.record().times_triggered > 0

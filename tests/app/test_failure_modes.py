@@ -46,9 +46,8 @@ def count(value: str) -> int:
 @pytest.mark.parametrize("lesson, code, messages, gone", [
     ("poisoning", "mistyped_id", [2, 3, 4, 13], "mistyped_id"),
     ("distraction", "oversized_results", [7, 15, 23], "oversized_results"),
-    # retrieval still sends both look-alikes the query matches: the switch in the history stays, the
-    # 36-tool catalog goes
-    ("confusion", "lookalike_switch", [6, 7, 8], "too_many_tools"),
+    # the loadout sends one tool of each look-alike pair: the switch between them goes with the catalog
+    ("confusion", "lookalike_switch", [6, 7, 8], "lookalike_switch"),
     ("clash", "conflicting_values", [3, 5], "conflicting_values"),
 ])
 def test_each_lesson_marks_its_finding_and_the_mitigation_removes_it(monkeypatch, lesson, code, messages, gone):
@@ -100,9 +99,10 @@ def test_tool_loadout_lists_the_tools_before_and_after_and_the_confusion_that_go
     apply(at)
     before, after = [list(t.value["tool"]) for t in at.dataframe if list(t.value.columns) == ["tool"]]
     assert len(before) == 60
-    assert 0 < len(after) <= 5 and set(after) <= set(before)
+    assert len(after) == 5 and set(after) <= set(before)  # the top 5, as the button says
     assert {"Tools sent before (60)", f"Tools sent after ({len(after)})"} <= {c.value for c in at.caption}
-    assert {"search_hotels", "hold_flight"} <= set(after)  # the request: hold flights and a hotel
+    # the request: hold flights and a hotel; one of the look-alikes search_hotels / find_hotels, not both
+    assert "hold_flight" in after and len({"search_hotels", "find_hotels"} & set(after)) == 1
     gone = " ".join(s.value.replace("\\", "") for s in at.success)
     assert "too_many_tools" in gone and "overlapping_tools" in gone
 

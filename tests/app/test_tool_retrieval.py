@@ -272,7 +272,9 @@ def test_the_conversations_own_tools_can_be_the_catalog(app):
     app.radio(key="tr_catalog").set_value("conversation").run()
     assert not app.exception, app.exception
     assert list(_catalog_table(app)["name"]) == [t.name for t in conv.tools]
-    sel = _select(catalog=ToolCatalog.from_tools(conv.tools, name="conversation-test"))
+    # the untyped query follows the conversation when the catalog is its own tools (issue 21.8)
+    assert app.text_input(key="tr_query").value == query_from_conversation(conv, 0)
+    sel = _select(query_from_conversation(conv, 0), catalog=ToolCatalog.from_tools(conv.tools, name="conversation-test"))
     assert list(_sent(app)["name"]) == list(sel.names)
     assert metric(app, "Tools sent") == f"{len(sel.tools)} of {len(conv.tools)}"
     assert metric(app, "Tool tokens, selected") == f"{sel.tokens_selected:,}"
@@ -348,7 +350,8 @@ def test_the_budget_checkbox_puts_the_selected_tools_into_the_strategy_labs_budg
     conv = ctxlab.load(CONVERSATION)
     all_conv_tools = ctxlab.tokens.TokenCounter("gpt-4o").tools(conv.tools)
     own = ToolCatalog.from_tools(conv.tools, name="conversation-test")
-    sel = _select(catalog=own)
+    query = query_from_conversation(conv, 0)  # the own catalog's query follows the conversation (issue 21.8)
+    sel = _select(query, catalog=own)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)  # the whole app: both pages in one session
     at.session_state["tr_provider"] = "hash"
     at.session_state["tr_threshold"] = HASH_THRESHOLD
@@ -372,7 +375,7 @@ def test_the_budget_checkbox_puts_the_selected_tools_into_the_strategy_labs_budg
     at.switch_page("pages/tool_retrieval.py").run()
     assert at.checkbox(key="tool_use_selection").value is True
     set_widget(at, "tr_expand", False)  # the override follows the selection
-    assert at.session_state["tool_tokens_override"] == _select(catalog=own, expand_categories=False).tokens_selected
+    assert at.session_state["tool_tokens_override"] == _select(query, catalog=own, expand_categories=False).tokens_selected
     at.checkbox(key="tool_use_selection").uncheck().run()
     assert at.session_state["tool_tokens_override"] is None
     at.switch_page("pages/strategy_lab.py").run()

@@ -16,7 +16,7 @@ from ctxlab.strategies import get_strategy, prepare
 from ctxlab.sweep import Grid, load_conversations, run_sweep
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import metric, open_page
+from .helpers import metric, open_page, run_tune_sweep
 
 DEFAULT_GRID = {"sliding_window": {"buffer_ratio": [0.1, 0.3, 0.5]}, "tool_rounds": {"keep_rounds": [0, 1, 2]}}
 DEFAULT_BUDGETS = [3000, 6000]
@@ -32,7 +32,7 @@ def engine():
 @pytest.fixture
 def app(monkeypatch) -> AppTest:
     at = open_page("tune.py", monkeypatch)
-    at.button(key="tune_run").click().run()
+    run_tune_sweep(at)
     assert not at.exception, at.exception
     return at
 
@@ -88,7 +88,7 @@ def test_a_rerun_does_not_recompute_and_the_sensitivity_follows_the_parameter(ap
 def test_changing_the_settings_after_a_run_says_the_results_are_the_last_runs(app):
     app.text_input(key="tune_budgets").input("4000").run()
     assert any("settings changed" in w.value for w in app.warning)
-    app.button(key="tune_run").click().run()
+    run_tune_sweep(app)
     assert not any("settings changed" in w.value for w in app.warning)
     assert set(_table(app)["point"].str.endswith("@ 4,000")) == {True}
 
@@ -110,7 +110,7 @@ def test_a_bad_upload_is_one_error_naming_the_file_and_the_good_ones_are_swept(m
     errors = [e.value.replace("\\", "") for e in at.error]
     assert len(errors) == 1 and errors[0].startswith("Not a conversation, left out of the sweep: broken.json:")
     assert any("on 1 conversation(s) from 2 file(s)" in c.value.replace("\\", "") for c in at.caption)
-    at.button(key="tune_run").click().run()
+    run_tune_sweep(at)
     assert _table(at)["conversations"].eq(1).all()
 
 
@@ -122,7 +122,7 @@ def test_a_folder_is_swept_and_its_files_that_are_not_conversations_are_noted(mo
     assert not at.exception and not at.error
     notes = [c.value.replace("\\", "") for c in at.caption if "left out of the sweep" in c.value]
     assert any("tools_ecommerce.json" in n for n in notes)
-    at.button(key="tune_run").click().run()
+    run_tune_sweep(at)
     conversations = [f for f in files if f.suffix == ".json" and not f.name.startswith("tool")]
     assert _table(at)["conversations"].eq(len(conversations)).all()
 
@@ -145,7 +145,7 @@ def test_a_strategys_ranges_come_from_its_schema(monkeypatch):
     at.number_input(key="tune_summarize_keep_recent_max").set_value(6).run()
     at.multiselect(key="tune_summarize_summarizer_values").set_value(["extractive"]).run()
     assert any("3 parameter combination(s) x 2 limit(s)" in c.value.replace("\\", "") for c in at.caption)
-    at.button(key="tune_run").click().run()
+    run_tune_sweep(at)
     assert list(_table(at)["point"])[:2] == ["summarize(keep_recent=2, summarizer=extractive) @ 3,000",
                                              "summarize(keep_recent=2, summarizer=extractive) @ 6,000"]
     points = at.session_state["tune_result"].points
@@ -175,7 +175,7 @@ def test_opening_a_point_sets_the_strategy_lab_to_it(monkeypatch, engine):
     at.run()
     at.switch_page("pages/tune.py").run()
     assert at.title[0].value == "Tune"
-    at.button(key="tune_run").click().run()
+    run_tune_sweep(at)
     k = next(i for i, p in enumerate(engine.points) if p["strategy"] == "tool_rounds" and p["params"]["keep_rounds"] == 2
              and p["max_tokens"] == 3000)
     at.selectbox(key="tune_point").set_value(k).run()
