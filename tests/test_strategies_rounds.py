@@ -160,10 +160,14 @@ def test_the_default_window_of_50_holds_the_whole_sql_agent():
     assert plan.count("keep") == 29 and plan.stats["older_kept"] == 0
 
 
-def test_recent_window_is_widened_back_to_its_turn_start():
-    plan = get_strategy("key_messages", recent=3).apply(_view("sql_agent"), BIG)
-    assert plan.stats["window_start"] == 21
-    assert all(plan.actions[i] == "keep" for i in range(21, 29))
+def test_a_recent_window_inside_the_newest_turn_starts_at_a_whole_round_and_keeps_its_task():
+    view = _view("sql_agent")
+    plan = get_strategy("key_messages", recent=3).apply(view, BIG)
+    start, end = view.seg.turns[-1]
+    assert (start, end) == (21, 29)
+    assert plan.stats["window_start"] == view.seg.groups[view.seg.group_of[end - 3]][0] > start
+    assert plan.actions[start] == "keep" and "the task" in plan.reasons[start]
+    assert all(plan.actions[i] == "keep" for i in range(plan.stats["window_start"], end))
 
 
 def test_key_tools_chooses_which_older_rounds_stay():

@@ -18,8 +18,8 @@ from ctxlab.sweep import Grid, load_conversations, run_sweep
 from ..conftest import ROOT, SAMPLES
 from .helpers import metric, open_page, run_tune_sweep
 
-DEFAULT_GRID = {"sliding_window": {"buffer_ratio": [0.1, 0.3, 0.5]}, "tool_rounds": {"keep_rounds": [0, 1, 2]}}
-DEFAULT_BUDGETS = [3000, 6000]
+DEFAULT_GRID = {"sliding_window": {"buffer_ratio": [0.1, 0.3, 0.5]}, "clear_tool_results": {"keep": [1, 3, 5]}}
+DEFAULT_BUDGETS = [8000, 16000]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_before_a_run_the_page_says_what_to_do_and_sizes_the_default_sweep_small
     at = open_page("tune.py", monkeypatch)
     assert any("run the sweep" in i.value for i in at.info)
     assert at.markdown[0].value.startswith("Many parameter values")  # no stray module text above the title
-    assert at.multiselect(key="tune_strategies").value == ["sliding_window", "tool_rounds"]
+    assert at.multiselect(key="tune_strategies").value == ["sliding_window", "clear_tool_results"]
     samples = len([p for p in SAMPLES.glob("*.json") if not p.name.startswith("tool")])
     assert any(c.value.replace("\\", "").startswith("12 point(s) (6 parameter combination(s) x 2 limit(s)) on "
                                                     f"{samples} conversation(s)") for c in at.caption)
@@ -70,7 +70,7 @@ def test_the_sweep_runs_on_the_samples_and_recommends_the_engines_point_by_its_r
 def test_the_pareto_figure_hovers_with_parameters_and_marks_the_recommendation(app, engine):
     spec = json.loads(app.get("plotly_chart")[0].proto.spec)
     names = [t.get("name") for t in spec["data"]]
-    assert names[:2] == ["sliding_window", "tool_rounds"] and "recommended" in names and "Pareto front" in names
+    assert names[:2] == ["sliding_window", "clear_tool_results"] and "recommended" in names and "Pareto front" in names
     texts = [t for tr in spec["data"][:2] for t in tr["text"]]
     assert sorted(texts) == sorted(_label(p) for p in engine.points)
     assert "needed_recall" in spec["layout"]["yaxis"]["title"]["text"]
@@ -78,11 +78,11 @@ def test_the_pareto_figure_hovers_with_parameters_and_marks_the_recommendation(a
 
 def test_a_rerun_does_not_recompute_and_the_sensitivity_follows_the_parameter(app):
     before = app.session_state["tune_result"]
-    app.selectbox(key="tune_sens_param").set_value(("tool_rounds", "keep_rounds")).run()
+    app.selectbox(key="tune_sens_param").set_value(("clear_tool_results", "keep")).run()
     assert app.session_state["tune_result"] is before
     spec = json.loads(app.get("plotly_chart")[1].proto.spec)
-    assert spec["layout"]["xaxis"]["title"]["text"] == "tool_rounds.keep_rounds"
-    assert [t["x"] for t in spec["data"]] == [[0, 1, 2], [0, 1, 2]]
+    assert spec["layout"]["xaxis"]["title"]["text"] == "clear_tool_results.keep"
+    assert [t["x"] for t in spec["data"]] == [[1, 3, 5], [1, 3, 5]]
 
 
 def test_changing_the_settings_after_a_run_says_the_results_are_the_last_runs(app):
@@ -146,8 +146,9 @@ def test_a_strategys_ranges_come_from_its_schema(monkeypatch):
     at.multiselect(key="tune_summarize_summarizer_values").set_value(["extractive"]).run()
     assert any("3 parameter combination(s) x 2 limit(s)" in c.value.replace("\\", "") for c in at.caption)
     run_tune_sweep(at)
-    assert list(_table(at)["point"])[:2] == ["summarize(keep_recent=2, summarizer=extractive) @ 3,000",
-                                             "summarize(keep_recent=2, summarizer=extractive) @ 6,000"]
+    # trigger_messages is not varied: it takes its value scaled to each limit, as in the Strategy Lab
+    assert list(_table(at)["point"])[:2] == ["summarize(trigger_messages=6, keep_recent=2, summarizer=extractive) @ 8,000",
+                                             "summarize(trigger_messages=12, keep_recent=2, summarizer=extractive) @ 16,000"]
     points = at.session_state["tune_result"].points
     assert sorted({p["params"]["keep_recent"] for p in points}) == [2, 4, 6]
 
@@ -176,16 +177,16 @@ def test_opening_a_point_sets_the_strategy_lab_to_it(monkeypatch, engine):
     at.switch_page("pages/tune.py").run()
     assert at.title[0].value == "Tune"
     run_tune_sweep(at)
-    k = next(i for i, p in enumerate(engine.points) if p["strategy"] == "tool_rounds" and p["params"]["keep_rounds"] == 2
-             and p["max_tokens"] == 3000)
+    k = next(i for i, p in enumerate(engine.points) if p["strategy"] == "clear_tool_results" and p["params"]["keep"] == 3
+             and p["max_tokens"] == 8000)
     at.selectbox(key="tune_point").set_value(k).run()
     at.button(key="tune_open_lab").click().run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Strategy Lab"
-    assert at.selectbox(key="lab_strategy").value == "tool_rounds"
-    assert at.number_input(key="lab_tool_rounds_keep_rounds").value == 2
-    assert at.number_input(key="max_tokens").value == 3000
+    assert at.selectbox(key="lab_strategy").value == "clear_tool_results"
+    assert at.number_input(key="lab_clear_tool_results_keep").value == 3
+    assert at.number_input(key="max_tokens").value == 8000
     conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
-    view, budget = prepare(conv, "gpt-4o", context_limit=3000, reserve=0.15)
-    plan = get_strategy("tool_rounds", keep_rounds=2).apply(view, budget)
+    view, budget = prepare(conv, "gpt-4o", context_limit=8000, reserve=0.15)
+    plan = get_strategy("clear_tool_results", **engine.points[k]["params"]).apply(view, budget)
     assert metric(at, "Tokens after") == f"{plan.tokens_after:,}"
