@@ -22,6 +22,10 @@ from typing import Any, Sequence
 
 from ..errors import CtxlabError
 
+#: two tools whose vectors are at least this alike count as copies of one tool when the rule
+#: judges a ranking: the gap is measured among distinct tools, so a catalog offering the same
+#: tool several times (several servers) does not look like a flat head
+DUPLICATE_COSINE = 0.95
 #: what to send when the query matches nothing well: no tools (only the always-included ones),
 #: or every tool of the catalog
 ON_NO_MATCH = ("all", "none")

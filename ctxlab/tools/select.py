@@ -37,46 +37,27 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import CtxlabError
 from ..conversation import Conversation, Message, ToolDef
 from ..tokens import TokenCounter
-from .confidence import DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, rule_for
+from .confidence import DEFAULT_ON_NO_MATCH, DUPLICATE_COSINE, NoMatchRule, check_policy, rule_for
+from .lexical import CANDIDATES, LexicalIndex
 
 REASONS = ("similarity", "expansion", "always", "fallback")
 LEXICAL_WEIGHT = 0.15
 DEFAULT_THRESHOLD = 0.27  # tuned by benchmarks/bench_tools.py on the tuning half (see confidence.py)
-CANDIDATES = 50
 
 
 class SelectionError(CtxlabError):
     """Bad selection parameters (top_k, threshold, an unknown tool name)."""
 
 
-class LexicalIndex:
-    """BM25 (``bm25s``, English stop words) over the tools' embedding texts."""
-
-    def __init__(self, names: Sequence[str], texts: Sequence[str]) -> None:
-        import bm25s
-        self._bm25s = bm25s
-        self.names = tuple(names)
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False), show_progress=False)
-
-    def scores(self, query: str, top: int = CANDIDATES) -> dict[str, float]:
-        """The ``top`` best tools for the query: name -> BM25 score / best score (0..1]."""
-        tokens = self._bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-        raw = self._bm25.get_scores(tokens) if tokens else None
-        if raw is None or float(raw.max()) <= 0:
-            return {}
-        best = float(raw.max())
-        order = raw.argsort()[::-1][:top]
-        return {self.names[i]: float(raw[i]) / best for i in order if raw[i] > 0}
-
-
 @dataclass(frozen=True)
 class Ranked:
-    """One ranked tool: its ranking score and its cosine similarity to the query."""
+    """One ranked tool: its ranking score, its cosine similarity to the query, and ``copy_of``:
+    the better-ranked tool it nearly duplicates (vectors at least ``DUPLICATE_COSINE`` alike), if any."""
 
     name: str
     score: float
     similarity: float
+    copy_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,24 +158,47 @@ def query_from_conversation(conv: Conversation | Sequence[Message], previous_tur
 
 
 def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: int = CANDIDATES) -> list[Ranking]:
-    """Rank the candidates of each query (dense top ``candidates``, plus BM25's when hybrid)."""
+    """Rank every indexed tool for each query by cosine (one matrix product over the index's
+    vectors) plus, when hybrid, the lexical bonus; keep the best ``candidates``, each marked
+    when it nearly duplicates a better-ranked one."""
+    import numpy as np
     vectors = index.embed_queries(list(queries))
-    dense = index.nearest(vectors, candidates)
+    table = index.table
     warnings: tuple[str, ...] = ()
-    lexical = None
+    lexical = rows = None
     if hybrid:
         try:
-            lexical = index.lexical()
-        except ImportError:
-            warnings = ("hybrid retrieval is off: bm25s is not installed (pip install bm25s)",)
+            lexical, rows = index.lexical(), index.lexical_rows()
+        except ImportError as e:
+            warnings = (f"hybrid retrieval is off: {e.name} is not installed",)
+    dense = table.scores(vectors) if table.names else np.zeros((len(queries), 0), dtype=np.float32)
+    live = np.array([n in index.tools_by_name for n in table.names], dtype=bool)
     out = []
     for query, vec, sims in zip(queries, vectors, dense):
-        lex = lexical.scores(query, candidates) if lexical else {}
-        missing = [n for n in lex if n not in sims]
-        sims = {**sims, **index.similarities(vec, missing)} if missing else sims
-        items = sorted((Ranked(n, s + LEXICAL_WEIGHT * lex.get(n, 0.0), s) for n, s in sims.items()),
-                       key=lambda r: (-r.score, r.name))
-        out.append(Ranking(query, tuple(items), tuple(vec), warnings))
+        score = sims.copy()
+        if lexical is not None and len(score):
+            raw = lexical.raw_scores(query)
+            best = float(raw.max()) if len(raw) else 0.0
+            if best > 0:
+                score += np.where(rows >= 0, raw[np.maximum(rows, 0)], 0.0).astype(np.float32) * (LEXICAL_WEIGHT / best)
+        score[~live] = -np.inf  # a tool removed from the catalog but not yet from the index
+        n = min(candidates, int(live.sum()))
+        top = np.argpartition(-score, n - 1)[:n] if n else np.zeros(0, dtype=np.int64)
+        top = sorted(top.tolist(), key=lambda i: (-float(score[i]), table.names[i]))
+        copies = _copies(table.matrix[top]) if top else []
+        items = tuple(Ranked(table.names[i], float(score[i]), float(sims[i]),
+                             None if c < 0 else table.names[top[c]]) for i, c in zip(top, copies))
+        out.append(Ranking(query, items, tuple(vec), warnings))
+    return out
+
+
+def _copies(vectors: Any) -> list[int]:
+    """For each vector (best-ranked first), the position of the first earlier distinct vector it
+    nearly duplicates (cosine >= DUPLICATE_COSINE), or -1."""
+    sims = vectors @ vectors.T
+    out: list[int] = []
+    for i in range(len(vectors)):
+        out.append(next((j for j in range(i) if out[j] < 0 and sims[i, j] >= DUPLICATE_COSINE), -1))
     return out
 
 
@@ -267,7 +271,7 @@ def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float 
     items = ranking.items
     best = items[0].score if items else None
     picks = [r for r in items if threshold is None or r.score >= threshold][:top_k]
-    unsure = rule.judge([r.score for r in items]) if rule else None
+    unsure = rule.judge([r.score for r in items if r.copy_of is None]) if rule else None  # distinct tools
     if unsure is None and not picks:
         unsure = (f"no tool reached the threshold {threshold:.2f} (best score {best:.3f})" if items
                   else "no tool was ranked")
