@@ -85,6 +85,17 @@ TUNED_RULES: dict[tuple[str, bool], NoMatchRule] = {
 }
 
 
+#: model id -> the selection threshold tuned for it (``threshold="auto"``; other models: none)
+TUNED_THRESHOLDS: dict[str, float] = {LOCAL_MODEL_ID: 0.27}
+
+
+def threshold_for(threshold: float | str | None, model_id: str) -> float | None:
+    """The threshold to apply: ``"auto"`` is the one tuned for this model (None when there is none)."""
+    if threshold == "auto":
+        return TUNED_THRESHOLDS.get(model_id)
+    return threshold  # type: ignore[return-value]
+
+
 def rule_for(no_match: NoMatchRule | str | None, model_id: str, hybrid: bool) -> NoMatchRule | None:
     """The rule to apply: ``"auto"`` picks the tuned one for this model (None when there is none),
     ``None`` or ``"off"`` turns it off, a :class:`NoMatchRule` is used as given."""

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 DATA_DIR_ENV, HOST_ENV, PORT_ENV = "CTXLAB_DATA_DIR", "CTXLAB_CHROMA_HOST", "CTXLAB_CHROMA_PORT"
 DEFAULT_PORT = 8000
 DEFAULT_QUERY_PREFIX = "Which tool should be used to: "
+COST_MODEL = "gpt-4o"  # the model whose token costs are stored with the index
 REBUILD_HINT = "Rebuild it: ToolIndex(..., rebuild=True), or `ctxlab tools index --rebuild`"
 Progress = Callable[[int, int, str], None]
 
@@ -164,6 +165,9 @@ class ToolIndex:
         if got is None:
             return False
         self._table, self._stored, self._meta = got
+        costs = self._meta.get("tokens") or {}
+        if not self.pending() and all(n in costs for n in self._hashes):  # saves loading a tokenizer
+            self._costs[COST_MODEL] = {n: int(costs[n]) for n in self._hashes}
         return True
 
     @property
@@ -279,8 +283,10 @@ class ToolIndex:
 
     def _save_snapshot(self, hashes: dict[str, str]) -> None:
         if self._snapshot and self._table is not None:
+            tokens = self._costs.get(COST_MODEL) if hashes is self._hashes else None
             save_snapshot(self._snapshot, self._table, hashes,
-                          {"model_id": self.provider.model_id, "built_at": self._meta.get("built_at")})
+                          {"model_id": self.provider.model_id, "built_at": self._meta.get("built_at"),
+                           "tokens": tokens})
 
     def status(self) -> IndexStatus:
         """Model, dimensions, count and build time as stored."""
@@ -288,7 +294,7 @@ class ToolIndex:
         return IndexStatus(self.name, self.location, str(meta.get("model_id")), int(meta.get("dimensions") or 0),
                            self.collection.count(), meta.get("built_at"), len(self.catalog), self.pending())
 
-    def token_costs(self, model: str = "gpt-4o") -> dict[str, int]:
+    def token_costs(self, model: str = COST_MODEL) -> dict[str, int]:
         """Tokens each tool's definition costs for ``model`` (cached per model)."""
         if model not in self._costs:
             self._costs[model] = self.catalog.token_costs(TokenCounter(model))

@@ -1,8 +1,9 @@
 """Which tools to send for this turn: rank the catalog against the query, keep the top k over a
 similarity threshold, pull in their categories, add the always-included tools; count what it saves.
 
-Ranking is dense (cosine similarity from the :class:`~ctxlab.tools.index.ToolIndex`) or hybrid:
-cosine plus ``LEXICAL_WEIGHT`` times the tool's BM25 score (``bm25s``) divided by the best BM25
+Ranking is dense (cosine similarity from the :class:`~ctxlab.tools.index.ToolIndex`'s vectors,
+one matrix product per query) or hybrid: cosine plus ``LEXICAL_WEIGHT`` times the tool's BM25
+score (:mod:`ctxlab.tools.lexical`, Chinese-aware) divided by the best BM25
 score for that query, so a tool that shares rare words with the query moves up by at most
 ``LEXICAL_WEIGHT``. Hybrid is the default because it wins on both real sets measured
 (``benchmarks/bench_tools.py``).
@@ -17,8 +18,8 @@ Rules, in order:
   It never sends a confident-looking list.
 * ``similarity`` picks: the best ``top_k`` tools whose ranking score reaches ``threshold``
   (``None``: no threshold). The score is the cosine similarity, plus the lexical bonus when
-  hybrid, so the picks are always the head of the ranking. The default threshold is tuned on
-  held-apart data for all-MiniLM-L6-v2 (``benchmarks/bench_tools.py``).
+  hybrid, so the picks are always the head of the ranking. The default, ``"auto"``, is the
+  threshold tuned for the index's model on held-apart data (``confidence.TUNED_THRESHOLDS``).
 * ``expansion``: the categories of the similarity picks, mapped through ``catalog.expand``, pull
   in other tools of those categories, most similar first, at most ``max_expansion`` of them
   (default: ``top_k``); how many the cap left out is reported. Expansions never cut a pick.
@@ -37,12 +38,12 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import CtxlabError
 from ..conversation import Conversation, Message, ToolDef
 from ..tokens import TokenCounter
-from .confidence import DEFAULT_ON_NO_MATCH, DUPLICATE_COSINE, NoMatchRule, check_policy, rule_for
+from .confidence import DEFAULT_ON_NO_MATCH, DUPLICATE_COSINE, NoMatchRule, check_policy, rule_for, threshold_for
 from .lexical import CANDIDATES, LexicalIndex
 
 REASONS = ("similarity", "expansion", "always", "fallback")
 LEXICAL_WEIGHT = 0.15
-DEFAULT_THRESHOLD = 0.27  # tuned by benchmarks/bench_tools.py on the tuning half (see confidence.py)
+DEFAULT_THRESHOLD = 0.27  # all-MiniLM-L6-v2's, tuned by benchmarks/bench_tools.py (confidence.TUNED_THRESHOLDS)
 
 
 class SelectionError(CtxlabError):
@@ -195,16 +196,21 @@ def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: in
 def _copies(vectors: Any) -> list[int]:
     """For each vector (best-ranked first), the position of the first earlier distinct vector it
     nearly duplicates (cosine >= DUPLICATE_COSINE), or -1."""
-    sims = vectors @ vectors.T
+    import numpy as np
+    close = (vectors @ vectors.T) >= DUPLICATE_COSINE
+    distinct = np.ones(len(vectors), dtype=bool)
     out: list[int] = []
     for i in range(len(vectors)):
-        out.append(next((j for j in range(i) if out[j] < 0 and sims[i, j] >= DUPLICATE_COSINE), -1))
+        earlier = np.flatnonzero(close[i, :i] & distinct[:i])
+        out.append(int(earlier[0]) if len(earlier) else -1)
+        distinct[i] = not len(earlier)
     return out
 
 
 @lru_cache(maxsize=8)
 def _func_end(model: str) -> int:
-    return TokenCounter(model).spec.tools.func_end
+    from ..model_specs import resolve_model
+    return resolve_model(model).tools.func_end  # the spec alone: no tokenizer to load
 
 
 def _check(top_k: int, threshold: float | None, always: Iterable[str], known: Mapping[str, Any],
@@ -227,7 +233,7 @@ def _check(top_k: int, threshold: float | None, always: Iterable[str], known: Ma
     return always
 
 
-def select(index: Any, query: str, top_k: int = 5, threshold: float | None = DEFAULT_THRESHOLD,
+def select(index: Any, query: str, top_k: int = 5, threshold: float | str | None = "auto",
            expand_categories: bool = True, always_include: Sequence[str] = (), hybrid: bool = True,
            model: str = "gpt-4o", *, max_expansion: int | None = None, on_no_match: str = DEFAULT_ON_NO_MATCH,
            no_match: NoMatchRule | str | None = "auto") -> Selection:
@@ -236,6 +242,7 @@ def select(index: Any, query: str, top_k: int = 5, threshold: float | None = DEF
     ``max_expansion``: at most this many tools added by category expansion (None: ``top_k``).
     ``on_no_match``: ``"all"`` or ``"none"``, what an unsure selection sends. ``no_match``: the
     rule that judges a query unsure (``"auto"``: the one tuned for the index's model, if any)."""
+    threshold = threshold_for(threshold, index.provider.model_id)
     always = _check(top_k, threshold, always_include, index.tools_by_name, max_expansion, on_no_match)
     rule = rule_for(no_match, index.provider.model_id, hybrid)
     reason = None
@@ -258,12 +265,13 @@ def select(index: Any, query: str, top_k: int = 5, threshold: float | None = DEF
                            on_no_match=on_no_match, no_match_rule=rule))
 
 
-def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float | None = DEFAULT_THRESHOLD,
+def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float | str | None = "auto",
                  expand_categories: bool = True, always: Sequence[str] = (), hybrid: bool = True,
                  model: str = "gpt-4o", *, max_expansion: int | None = None,
                  on_no_match: str = DEFAULT_ON_NO_MATCH, no_match: NoMatchRule | str | None = "auto") -> Selection:
     """The selection for an already ranked query (used by ``select`` and by the evaluation)."""
     rule = rule_for(no_match, index.provider.model_id, hybrid)
+    threshold = threshold_for(threshold, index.provider.model_id)
     warnings = list(ranking.warnings)
     pending = index.pending()
     if pending:
