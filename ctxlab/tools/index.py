@@ -246,10 +246,11 @@ class ToolIndex:
     def _write(self, todo: Sequence[Any], removed: Sequence[str], progress: Progress | None) -> None:
         """Embed ``todo`` batch by batch into Chroma and the in-memory table; delete ``removed``."""
         table = self.table if self._stored else VectorTable([], None)
-        names, vectors = [], []
+        names: list[str] = []
+        vectors: list[Any] = []
         for i in range(0, len(todo), self.batch_size):
             batch = todo[i:i + self.batch_size]
-            vectors += self._upsert(batch)
+            vectors += self._upsert(batch, first=not i)
             names += [t.name for t in batch]
             if progress:
                 progress(i + len(batch), len(todo), f"embedded {i + len(batch)}/{len(todo)} tools")
@@ -260,9 +261,9 @@ class ToolIndex:
         self._lex_rows = None
         self._save_snapshot(self._hashes)
 
-    def _upsert(self, tools: Sequence[Any]) -> list[list[float]]:
+    def _upsert(self, tools: Sequence[Any], first: bool = False) -> list[list[float]]:
         vectors = self.provider.embed([self._texts[t.name] for t in tools])
-        if vectors and not self._stored and self.collection.count() == 0:
+        if vectors and first and not self._stored and self.collection.count() == 0:
             self._set_meta(dimensions=len(vectors[0]))  # an API model tells its size on first use
         if vectors:
             self._check_model(len(vectors[0]))
@@ -373,12 +374,18 @@ class ToolIndex:
             self._lexical = LexicalIndex(self.catalog.names, [self._texts[n] for n in self.catalog.names])
         return self._lexical
 
+    def live_rows(self) -> Any:
+        """For each row of :attr:`table`, whether the tool is still in the catalog (cached with the rows)."""
+        self.lexical_rows()
+        return self._live
+
     def lexical_rows(self) -> Any:
         """For each row of :attr:`table`, its position in :meth:`lexical`'s tools (-1 if none)."""
         if self._lex_rows is None:
             import numpy as np
             where = {n: i for i, n in enumerate(self.lexical().names)}
             self._lex_rows = np.array([where.get(n, -1) for n in self.table.names], dtype=np.int64)
+            self._live = np.array([n in self._hashes for n in self.table.names], dtype=bool)
         return self._lex_rows
 
     def select(self, query: str, **kwargs: Any) -> "Selection":

@@ -173,7 +173,7 @@ def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: in
         except ImportError as e:
             warnings = (f"hybrid retrieval is off: {e.name} is not installed",)
     dense = table.scores(vectors) if table.names else np.zeros((len(queries), 0), dtype=np.float32)
-    live = np.array([n in index.tools_by_name for n in table.names], dtype=bool)
+    live = index.live_rows()
     out = []
     for query, vec, sims in zip(queries, vectors, dense):
         score = sims.copy()
@@ -197,13 +197,10 @@ def _copies(vectors: Any) -> list[int]:
     """For each vector (best-ranked first), the position of the first earlier distinct vector it
     nearly duplicates (cosine >= DUPLICATE_COSINE), or -1."""
     import numpy as np
-    close = (vectors @ vectors.T) >= DUPLICATE_COSINE
-    distinct = np.ones(len(vectors), dtype=bool)
+    close = (np.einsum("id,jd->ij", vectors, vectors, optimize=False) >= DUPLICATE_COSINE).tolist()  # no BLAS
     out: list[int] = []
-    for i in range(len(vectors)):
-        earlier = np.flatnonzero(close[i, :i] & distinct[:i])
-        out.append(int(earlier[0]) if len(earlier) else -1)
-        distinct[i] = not len(earlier)
+    for i, row in enumerate(close):
+        out.append(next((j for j in range(i) if row[j] and out[j] < 0), -1))
     return out
 
 

@@ -38,7 +38,9 @@ class VectorTable:
         """Cosine similarity of each query vector to every tool: a (queries x tools) array."""
         import numpy as np
         q = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        return q @ self.matrix.T
+        # numpy's own loop, not BLAS: OpenBLAS's threads turn a 1 ms product into 15-50 ms when the
+        # cores are busy (measured at 2,000 x 384 on a loaded 2-core machine; einsum stays at 1-2 ms)
+        return np.einsum("td,qd->qt", self.matrix, q, optimize=False)
 
     def updated(self, names: Sequence[str], vectors: Sequence[Sequence[float]], keep: Sequence[str]) -> "VectorTable":
         """A table with ``names`` set to ``vectors`` (added or replaced), holding only ``keep``, in its order."""
