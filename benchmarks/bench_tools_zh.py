@@ -34,16 +34,18 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import acebench  # noqa: E402
-from bench_tools import BFCL, META, ROOT, JUNK, half  # noqa: E402
+from bench_tools import BFCL, META, ROOT, JUNK, half, synthetic_catalog  # noqa: E402
 
 from ctxlab.conversation import ToolDef  # noqa: E402
 from ctxlab.tools import ToolCatalog, ToolIndex, get_provider, gold_aliases, load_queries  # noqa: E402
+from ctxlab.tools import confidence  # noqa: E402
 from ctxlab.tools.confidence import NoMatchRule, TUNED_RULES, TUNED_THRESHOLDS  # noqa: E402
 from ctxlab.tools.evaluate import parse_query  # noqa: E402
-from ctxlab.tools.select import from_ranking, rank  # noqa: E402
+from ctxlab.tools.select import copies, from_ranking, rank  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
-TUNED_SETS = ("bfcl", "metatool", "dup", "ace-zh", "ace-en", "zh-mixed")
+TUNED_SETS = ("bfcl", "metatool", "dup", "numbered", "ace-zh", "ace-en", "zh-mixed")
+DUP_CANDIDATES = (0.85, 0.88, 0.90, 0.92, 0.94, 0.96, 0.98, 1.01)  # 1.01: copies never collapsed
 MAX_FALSE_ALARMS = 0.02
 MAX_RECALL_LOSS = 0.01
 
@@ -100,6 +102,8 @@ def load_sets(ace_source: Path, metatool_n: int) -> dict[str, dict[str, Any]]:
         "metatool": dict(catalog=replace(ToolCatalog.load(META / "tools.json"), name="metatool"), queries=meta_q,
                          junk=[j for j in en_junk if j["kind"] != "offtopic"]),
         "dup": dict(catalog=dup_catalog(), queries=bfcl_q, junk=[j for j in en_junk if j["kind"] != "offtopic"]),
+        "numbered": dict(catalog=synthetic_catalog(654), queries=bfcl_q,
+                         junk=[j for j in en_junk if j["kind"] != "offtopic"]),
         "zh-mixed": dict(catalog=ToolCatalog.load(DATA / "tools_zh_mixed.json"),
                          queries=load_queries(DATA / "tool_queries_zh_mixed.jsonl"), junk=zh_junk),
         "ecommerce": dict(catalog=replace(ToolCatalog.load(ROOT / "sample_data" / "tools_ecommerce.json"), name="ecommerce"),
@@ -110,6 +114,12 @@ def load_sets(ace_source: Path, metatool_n: int) -> dict[str, dict[str, Any]]:
         sets[f"ace-{lang}"] = dict(catalog=ToolCatalog.from_data(tools, name=f"acebench-{lang}"),
                                    queries=[parse_query(q, q["qid"]) for q in queries],
                                    junk=junk + (zh_junk if lang == "zh" else en_junk))
+    # the first 150 ACEBench Chinese tools and the queries answered inside them: a set small enough
+    # to compare slow models on (never tuned on: all of it is reported)
+    small = sets["ace-zh"]["catalog"].names[:150]
+    sets["ace-zh-small"] = dict(catalog=ToolCatalog.from_tools(
+        [t for t in sets["ace-zh"]["catalog"].tools if t.name in small], name="acebench-zh-small"),
+        queries=[q for q in sets["ace-zh"]["queries"] if set(q.gold_tools) <= set(small)], junk=zh_junk)
     return sets
 
 
@@ -118,6 +128,8 @@ def _gold(name: str, catalog: ToolCatalog, gold: Sequence[str]) -> set[str]:
     names = {aliases.get(g, g) for g in gold}
     if name == "dup":
         return {f"s{i}__{g}" for g in names for i in (1, 2, 3)}
+    if name == "numbered":  # synthetic_catalog(654): every BFCL + MetaTool tool twice, _0 and _1
+        return {f"{g}_{i}" for g in names for i in (0, 1)}
     return names
 
 
@@ -126,7 +138,11 @@ def score_sets(sets: dict, provider: Any, store: Path) -> dict[str, dict[str, An
     out = {}
     for name, d in sets.items():
         index = ToolIndex(d["catalog"], provider, path=store)
-        index.build()
+        before = len(provider.memo)
+        report = index.build()
+        fresh = len(provider.memo) - before
+        print(f"  {name}: indexed {report.total} tools in {report.seconds:.1f} s ({fresh} embedded by the model,"
+              f" the rest from the vector cache; load {os.getloadavg()[0]:.1f})", flush=True)
         real = rank(index, [q.query for q in d["queries"]])
         junk = rank(index, [j["query"] for j in d["junk"]])
         tuned = name in TUNED_SETS
@@ -148,30 +164,71 @@ def tune(scored: dict) -> tuple[float, NoMatchRule, dict]:
     """Threshold: the highest (0.00-0.95) costing at most MAX_RECALL_LOSS of top-5 recall on each
     tuning half. Rule: the floor / gap that flags the most tuning junk with at most
     MAX_FALSE_ALARMS of each set's real tuning queries flagged."""
-    tuning = {n: [r for r in scored[n]["real"] if r[0] == "tune"] for n in TUNED_SETS}
-    base = {n: _recall(rows, 5, dup=n == "dup") for n, rows in tuning.items()}
+    tuned = [n for n in TUNED_SETS if n in scored]
+    tuning = {n: [r for r in scored[n]["real"] if r[0] == "tune"] for n in tuned}
+    base = {n: _recall(rows, 5, dup=n in ("dup", "numbered")) for n, rows in tuning.items()}
     threshold = 0.0
     for step in range(96):
         t = step / 100
-        if all(base[n] - _recall(rows, 5, t, n == "dup") <= MAX_RECALL_LOSS for n, rows in tuning.items()):
+        if all(base[n] - _recall(rows, 5, t, n in ("dup", "numbered")) <= MAX_RECALL_LOSS for n, rows in tuning.items()):
             threshold = t
-    junk = [rk for n in TUNED_SETS for h, rk in scored[n]["junk"] if h == "tune"]
-    distinct = lambda rk: [r.score for r in rk.items if r.copy_of is None]  # noqa: E731
-    real = {n: [distinct(rk) for _, _, rk in rows] for n, rows in tuning.items()}
-    junk_scores = [distinct(rk) for rk in junk]
+    junk = [(scored[n]["index"], rk) for n in tuned for h, rk in scored[n]["junk"] if h == "tune"]
+    real = {n: [(scored[n]["index"], rk) for _, _, rk in rows] for n, rows in tuning.items()}
     best = None
-    for f in range(10, 96):
-        for g in [None] + [0.01 + 0.005 * i for i in range(30)]:
-            rule = NoMatchRule(f / 100, g, 10)
-            alarms = {n: statistics.mean(rule.judge(s) is not None for s in rows) for n, rows in real.items()}
-            if max(alarms.values()) > MAX_FALSE_ALARMS:
-                continue
-            caught = statistics.mean(rule.judge(s) is not None for s in junk_scores)
-            key = (caught, -sum(alarms.values()), -f, -(g or 0))
-            if best is None or key > best[0]:
-                best = (key, rule, {"junk_caught": caught, "false_alarms": alarms})
+    for dup in DUP_CANDIDATES:
+        heads = {n: _heads(rows, dup) for n, rows in real.items()}
+        jb, js = _heads(junk, dup)
+        for f in range(0, 96):
+            for g in [None] + [0.01 + 0.005 * i for i in range(30)]:
+                alarms = {n: float(_flags(b, s10, f / 100, g).mean()) for n, (b, s10) in heads.items()}
+                if max(alarms.values()) > MAX_FALSE_ALARMS:
+                    continue
+                caught = float(_flags(jb, js, f / 100, g).mean())
+                key = (caught, -sum(alarms.values()), -f, -(g or 0), -dup)
+                if best is None or key > best[0]:
+                    best = (key, NoMatchRule(f / 100, g, 10), {"junk_caught": caught, "false_alarms": alarms,
+                                                                "duplicate_cosine": dup})
     assert best is not None, "no rule keeps false alarms under the cap"
     return threshold, best[1], best[2]
+
+
+def _heads(rows: list, dup: float) -> tuple[Any, Any]:
+    """Per ranking: the best score and the score at distinct rank 10 (nan when fewer), with the
+    copies (vectors at least ``dup`` alike) collapsed as select() does."""
+    import numpy as np
+    best, tenth = [], []
+    for index, rk in rows:
+        scores = [r.score for r in rk.items]
+        if dup <= 1.0 and rk.items:
+            vecs = index.table.matrix[[index.table.row[r.name] for r in rk.items]]
+            scores = [s for s, c in zip(scores, copies(vecs, dup)) if c < 0]
+        best.append(scores[0] if scores else -9.0)
+        tenth.append(scores[9] if len(scores) >= 10 else np.nan)
+    return np.array(best), np.array(tenth)
+
+
+def _flags(best: Any, tenth: Any, floor: float, gap: float | None) -> Any:
+    """NoMatchRule.judge over arrays: unsure when best < floor, or best - rank 10 < gap."""
+    import numpy as np
+    out = best < floor
+    if gap is not None:
+        out |= ~np.isnan(tenth) & (best - np.nan_to_num(tenth, nan=-9.0) < gap)
+    return out
+
+
+def _rerank(d: dict, key: str) -> list:
+    """The rows with their rankings marked again for copies at the tuned cosine (scores unchanged)."""
+    index, out = d["index"], []
+    at = confidence.duplicate_cosine(index.provider.model_id)
+    for row in d[key]:
+        rk = row[-1]
+        if rk.items:
+            vecs = index.table.matrix[[index.table.row[r.name] for r in rk.items]]
+            marks = copies(vecs, at)
+            rk = replace(rk, items=tuple(replace(r, copy_of=None if c < 0 else rk.items[c].name)
+                                         for r, c in zip(rk.items, marks)))
+        out.append((*row[:-1], rk))
+    return out
 
 
 def held_out(scored: dict, threshold: float, rule: NoMatchRule) -> None:
@@ -182,13 +239,16 @@ def held_out(scored: dict, threshold: float, rule: NoMatchRule) -> None:
         junk = [rk for h, rk in d["junk"] if h == "held"]
         sels = [from_ranking(d["index"], rk, 5, threshold, True, (), True, no_match=rule) for _, _, rk in rows]
         jsel = [from_ranking(d["index"], rk, 5, threshold, True, (), True, no_match=rule) for rk in junk]
-        dup = n == "dup"
+        dup = n in ("dup", "numbered")
         rec = statistics.mean((float(bool(g & set(s.names))) if dup else len(g & set(s.names)) / len(g))
                               for (_, g, _), s in zip(rows, sels))
         print(f"    {n:<10} ({len(rows):4d} real, {len(junk):3d} junk)"
               f"  {_recall(rows, 1, dup=dup):.3f}  {_recall(rows, 5, dup=dup):.3f}  {rec:9.3f}"
               f"  {statistics.mean(len(s.tools) for s in sels):5.1f}  {statistics.mean(not s.confident for s in sels):10.1%}"
               f"  {statistics.mean(not s.confident for s in jsel):10.1%}")
+        if dup:
+            flat = statistics.mean(rule.judge([r.score for r in rk.items]) is not None for _, _, rk in rows)
+            print(f"    {'':<10} the same rule judging every ranked tool (copies counted): {flat:.1%} of real queries unsure")
 
 
 def query_times(sets: dict, name: str, store: Path, n: int) -> None:
@@ -220,8 +280,11 @@ def main() -> None:
     ap.add_argument("--metatool-queries", type=int, default=600)
     ap.add_argument("--timing-queries", type=int, default=30)
     ap.add_argument("--skip-timing", action="store_true")
+    ap.add_argument("--sets", default="", help="comma-separated subset of the sets (default: all)")
     a = ap.parse_args()
     sets = load_sets(Path(a.acebench), a.metatool_queries)
+    if a.sets:
+        sets = {n: d for n, d in sets.items() if n in a.sets.split(",")}
     cache = Path(os.environ.get("CTXLAB_BENCH_CACHE") or Path(tempfile.gettempdir()) / "ctxlab-bench-cache")
     print("sets: " + "; ".join(f"{n} {len(d['catalog'])} tools / {len(d['queries'])} queries / {len(d['junk'])} junk"
                                for n, d in sets.items()))
@@ -229,14 +292,17 @@ def main() -> None:
         for name in a.providers.split(","):
             provider = DiskMemo(get_provider(name), cache)
             t = time.perf_counter()
+            print(f"\n{name} ({provider.model_id}):", flush=True)
             scored = score_sets(sets, provider, Path(tmp))
-            print(f"\n{name} ({provider.model_id}): scored in {time.perf_counter() - t:.0f} s (cached vectors reused)")
+            print(f"  scored in {time.perf_counter() - t:.0f} s (cached vectors reused)")
             threshold, rule, fit = tune(scored)
             print(f"  tuned on the tuning halves: threshold {threshold:.2f}; rule floor {rule.floor} gap {rule.gap}"
-                  f" (rank {rule.gap_rank}, distinct tools): flags {fit['junk_caught']:.0%} of tuning junk, real: "
+                  f" (rank {rule.gap_rank}, copies at cosine >= {fit['duplicate_cosine']} collapsed): flags {fit['junk_caught']:.0%} of tuning junk, real: "
                   + ", ".join(f"{n} {v:.1%}" for n, v in fit["false_alarms"].items()))
             lib = TUNED_RULES.get((provider.model_id, True))
             print(f"  library: threshold {TUNED_THRESHOLDS.get(provider.model_id)}, rule {lib and lib.to_dict()}")
+            confidence.TUNED_DUPLICATE_COSINE[provider.model_id] = fit["duplicate_cosine"]  # as select() would apply it
+            scored = {n: {**d, "real": _rerank(d, "real"), "junk": _rerank(d, "junk")} for n, d in scored.items()}
             held_out(scored, threshold, rule)
             if not a.skip_timing:
                 query_times(sets, name, Path(tmp), a.timing_queries)

@@ -6,7 +6,7 @@ one matrix product per query) or hybrid: cosine plus ``LEXICAL_WEIGHT`` times th
 score (:mod:`ctxlab.tools.lexical`, Chinese-aware) divided by the best BM25
 score for that query, so a tool that shares rare words with the query moves up by at most
 ``LEXICAL_WEIGHT``. Hybrid is the default because it wins on both real sets measured
-(``benchmarks/bench_tools.py``).
+(``benchmarks/bench_tools.py``, ``benchmarks/bench_tools_zh.py``).
 
 Rules, in order:
 
@@ -38,12 +38,13 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import CtxlabError
 from ..conversation import Conversation, Message, ToolDef
 from ..tokens import TokenCounter
-from .confidence import DEFAULT_ON_NO_MATCH, DUPLICATE_COSINE, NoMatchRule, check_policy, rule_for, threshold_for
+from .confidence import (DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, duplicate_cosine, rule_for,
+                         threshold_for)
 from .lexical import CANDIDATES, LexicalIndex
 
 REASONS = ("similarity", "expansion", "always", "fallback")
 LEXICAL_WEIGHT = 0.15
-DEFAULT_THRESHOLD = 0.27  # all-MiniLM-L6-v2's, tuned by benchmarks/bench_tools.py (confidence.TUNED_THRESHOLDS)
+DEFAULT_THRESHOLD = 0.26  # all-MiniLM-L6-v2's, tuned by benchmarks/bench_tools.py (confidence.TUNED_THRESHOLDS)
 
 
 class SelectionError(CtxlabError):
@@ -53,7 +54,8 @@ class SelectionError(CtxlabError):
 @dataclass(frozen=True)
 class Ranked:
     """One ranked tool: its ranking score, its cosine similarity to the query, and ``copy_of``:
-    the better-ranked tool it nearly duplicates (vectors at least ``DUPLICATE_COSINE`` alike), if any."""
+    the better-ranked tool it nearly duplicates (vectors at least ``confidence.duplicate_cosine``
+    alike for the index's model), if any."""
 
     name: str
     score: float
@@ -174,6 +176,7 @@ def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: in
             warnings = (f"hybrid retrieval is off: {e.name} is not installed",)
     dense = table.scores(vectors) if table.names else np.zeros((len(queries), 0), dtype=np.float32)
     live = index.live_rows()
+    dup = duplicate_cosine(index.provider.model_id)
     out = []
     for query, vec, sims in zip(queries, vectors, dense):
         score = sims.copy()
@@ -186,18 +189,18 @@ def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: in
         n = min(candidates, int(live.sum()))
         top = np.argpartition(-score, n - 1)[:n] if n else np.zeros(0, dtype=np.int64)
         top = sorted(top.tolist(), key=lambda i: (-float(score[i]), table.names[i]))
-        copies = _copies(table.matrix[top]) if top else []
+        marks = copies(table.matrix[top], dup) if top else []
         items = tuple(Ranked(table.names[i], float(score[i]), float(sims[i]),
-                             None if c < 0 else table.names[top[c]]) for i, c in zip(top, copies))
+                             None if c < 0 else table.names[top[c]]) for i, c in zip(top, marks))
         out.append(Ranking(query, items, tuple(vec), warnings))
     return out
 
 
-def _copies(vectors: Any) -> list[int]:
+def copies(vectors: Any, at: float) -> list[int]:
     """For each vector (best-ranked first), the position of the first earlier distinct vector it
-    nearly duplicates (cosine >= DUPLICATE_COSINE), or -1."""
+    nearly duplicates (cosine >= ``at``), or -1."""
     import numpy as np
-    close = (np.einsum("id,jd->ij", vectors, vectors, optimize=False) >= DUPLICATE_COSINE).tolist()  # no BLAS
+    close = (np.einsum("id,jd->ij", vectors, vectors, optimize=False) >= at).tolist()  # no BLAS: see VectorTable
     out: list[int] = []
     for i, row in enumerate(close):
         out.append(next((j for j in range(i) if row[j] and out[j] < 0), -1))
