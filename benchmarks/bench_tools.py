@@ -71,7 +71,7 @@ def _bm25(catalog: ToolCatalog, queries: list) -> None:
             gold = {aliases.get(g, g) for g in q.gold_tools}
             rec.append(len(gold.intersection(top)) / len(gold))
         out[f"recall@{k}"] = statistics.mean(rec)
-    print(f"  {'BM25 alone (bm25s)':<44} R@1 {out['recall@1']:.3f}  R@5 {out['recall@5']:.3f}"
+    print(f"  {'BM25 alone (ctxlab.tools.lexical)':<44} R@1 {out['recall@1']:.3f}  R@5 {out['recall@5']:.3f}"
           f"  R@10 {out['recall@10']:.3f}")
 
 

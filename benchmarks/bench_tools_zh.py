@@ -273,6 +273,36 @@ def query_times(sets: dict, name: str, store: Path, n: int) -> None:
               f" {1000 * e:7.1f} ms   ratio {s / e:.2f}x")
 
 
+def index_n(sets: dict, lang: str, n: int) -> None:
+    """Index ``n`` tools of one language (ACEBench's pool, then the other sets of that language)
+    with the default provider (``auto``) in a fresh store, then answer queries: the time a user waits."""
+    names = ("ace-zh", "zh-mixed", "ace-en") if lang == "zh" else ("ace-en", "bfcl", "metatool", "ecommerce")
+    tools, seen = [], set()
+    for name in names:
+        for t in sets[name]["catalog"].tools:
+            if t.name not in seen and len(tools) < n:
+                tools.append(t)
+                seen.add(t.name)
+    catalog = ToolCatalog.from_tools(tools, name=f"index-{lang}-{len(tools)}")
+    queries = [q.query for name in names for q in sets[name]["queries"]][:11]
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        index = ToolIndex(catalog, path=tmp)  # the default provider for this catalog
+        report = index.build()
+        built = time.perf_counter() - t
+        t = time.perf_counter()
+        index.select(queries[0])
+        first = time.perf_counter() - t
+        times = []
+        for q in queries[1:]:
+            t = time.perf_counter()
+            index.select(q)
+            times.append(time.perf_counter() - t)
+    print(f"index {len(tools)} {lang} tools with the default ({index.provider.model_id}): {built:.1f} s"
+          f" ({1000 * built / len(tools):.0f} ms/tool); first query {1000 * first:.0f} ms, then median"
+          f" {1000 * statistics.median(times):.0f} ms over {len(times)} (load {os.getloadavg()[0]:.1f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--acebench", required=True, help="ACEBench checkout, or its git directory")
@@ -281,8 +311,14 @@ def main() -> None:
     ap.add_argument("--timing-queries", type=int, default=30)
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--sets", default="", help="comma-separated subset of the sets (default: all)")
+    ap.add_argument("--index", default="", metavar="LANG:N", help="only time indexing N tools of LANG (zh or en)"
+                    " with the default provider and answering queries, e.g. en:1000")
     a = ap.parse_args()
     sets = load_sets(Path(a.acebench), a.metatool_queries)
+    if a.index:
+        lang, n = a.index.split(":")
+        index_n(sets, lang, int(n))
+        return
     if a.sets:
         sets = {n: d for n, d in sets.items() if n in a.sets.split(",")}
     cache = Path(os.environ.get("CTXLAB_BENCH_CACHE") or Path(tempfile.gettempdir()) / "ctxlab-bench-cache")

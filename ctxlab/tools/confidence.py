@@ -15,8 +15,8 @@ is even) and the tuning half of the junk queries: the rule (and the cosine at wh
 count as copies) that flags the most junk while flagging at most 2% of each set's real tuning
 queries. all-MiniLM-L6-v2 (English catalogs): BFCL multi-turn, MetaTool, two near-duplicate
 catalogs (BFCL's tools offered by three servers; BFCL + MetaTool numbered copies) and ACEBench
-English. multilingual-e5-small (Chinese catalogs): this project's Chinese / mixed catalog and
-ACEBench Chinese. The held-out halves, and the bundled e-commerce queries, report how they do.
+English. USE multilingual (Chinese catalogs) and multilingual-e5-small: this project's Chinese /
+mixed catalog and ACEBench Chinese (USE: ACEBench English too). The held-out halves, and the bundled e-commerce queries, report how they do.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ USE_MODEL_ID = "use-multilingual-v3"
 #: tool several times (several servers) does not look like a flat head. Per model (cosine scales
 #: differ), tuned with the rule (benchmarks/bench_tools_zh.py); other models: DUPLICATE_COSINE.
 DUPLICATE_COSINE = 0.95
-TUNED_DUPLICATE_COSINE: dict[str, float] = {LOCAL_MODEL_ID: 0.85, E5_MODEL_ID: 0.96, USE_MODEL_ID: 0.85}
+TUNED_DUPLICATE_COSINE: dict[str, float] = {LOCAL_MODEL_ID: 0.85, E5_MODEL_ID: 0.94, USE_MODEL_ID: 0.85}
 
 
 def duplicate_cosine(model_id: str) -> float:
@@ -94,7 +94,7 @@ class NoMatchRule:
 #: (model id, hybrid) -> the rule tuned for it (see the module docstring for how)
 TUNED_RULES: dict[tuple[str, bool], NoMatchRule] = {
     (LOCAL_MODEL_ID, True): NoMatchRule(0.31, 0.075, 10, f"{LOCAL_MODEL_ID}, hybrid"),
-    (E5_MODEL_ID, True): NoMatchRule(0.0, 0.01, 10, f"{E5_MODEL_ID}, hybrid"),
+    (E5_MODEL_ID, True): NoMatchRule(0.0, 0.015, 10, f"{E5_MODEL_ID}, hybrid"),
     (USE_MODEL_ID, True): NoMatchRule(0.0, 0.075, 10, f"{USE_MODEL_ID}, hybrid"),
     (LOCAL_MODEL_ID, False): NoMatchRule(0.10, 0.05, 10, f"{LOCAL_MODEL_ID}, dense"),
 }

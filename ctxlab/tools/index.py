@@ -9,10 +9,12 @@ embedding text and metadata: model_id, dimensions, category, token cost, content
 ``build()`` embeds only new or changed tools (by content hash) and deletes removed ones, so a
 re-run on an unchanged catalog embeds nothing. Opening an index built with another model or
 dimension raises :class:`IndexMismatchError` with the rebuild path; it never answers wrongly.
-Queries are embedded with an instruction prefix (``DEFAULT_QUERY_PREFIX``; it lifts
-all-MiniLM-L6-v2's Recall@5 on both real sets, see ``benchmarks/bench_tools.py``) and the last
-few query vectors are cached. The index also keeps a BM25 view of the same texts
-(:class:`~ctxlab.tools.select.LexicalIndex`, built lazily) for hybrid retrieval.
+Queries are embedded in the provider's query form (its ``embed_queries``, or its
+``query_prefix``; MiniLM's lifts its Recall@5 on both real sets, see ``benchmarks/bench_tools.py``)
+and the last few query vectors are cached. Queries never go to Chroma: the stored vectors are kept
+as one matrix (:class:`~ctxlab.tools.vectors.VectorTable`), saved beside an embedded store after
+each build, so a new process answers without opening Chroma. The index also keeps a BM25 view of
+the same texts (:class:`~ctxlab.tools.lexical.LexicalIndex`) for hybrid retrieval.
 """
 from __future__ import annotations
 
@@ -238,6 +240,7 @@ class ToolIndex:
         if todo or removed or not self._meta.get("built_at"):
             self._write(todo, removed, progress)
         self._stored, self._pending = dict(self._hashes), 0
+        self.lexical()  # BM25 precomputed here, not on the first query
         if progress and not todo:
             progress(0, 0, f"up to date ({len(removed)} deleted)" if removed else "up to date")
         return BuildReport(len(todo), len(self._hashes) - len(todo), len(removed), len(self._hashes),
