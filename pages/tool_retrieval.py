@@ -31,7 +31,10 @@ SAMPLE_QUERIES = ROOT / "sample_data" / "tool_queries_ecommerce.jsonl"
 DEFAULT_QUERY = "The blender from order ORD-104233 arrived broken. I want my money back."
 CATALOGS = {"sample": "Sample catalog", "conversation": "The conversation's tools", "upload": "Upload a tool list"}
 QUERY_SOURCES = {"text": "Free text", "conversation": "The conversation's newest user message"}
-PROVIDERS = {"local": "local (all-MiniLM-L6-v2, offline)", "hash": "hash (word-hash fake, instant)",
+PROVIDERS = {"local": "local (all-MiniLM-L6-v2, offline)",
+             "use": "use (USE multilingual, offline; Chinese, mixed)",
+             "multilingual": "multilingual (multilingual-e5-small, offline; Chinese, slower)",
+             "hash": "hash (word-hash fake, instant)",
              "openai": "openai (text-embedding-3-small)"}
 QUERY_SETS = {"bundled": "Bundled (labeled for the sample catalog)", "upload": "Upload JSONL"}
 REASON_LABELS = {"similarity": "similarity", "expansion": "category expansion", "always": "always included",

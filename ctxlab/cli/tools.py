@@ -16,17 +16,19 @@ from typing import Any
 from .core import EXIT_OK, command
 from ..errors import CtxlabError
 from ..tools.catalog import ToolCatalog
-from ..tools.embeddings import DEFAULT_PROVIDER, PROVIDERS
+from ..tools.embeddings import DEFAULT_PROVIDER, PROVIDER_NAMES
 from ..tools.confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH
-from ..tools.select import DEFAULT_THRESHOLD
 
-def _threshold(text: str) -> float | None:
+
+def _threshold(text: str) -> float | str | None:
     if text.strip().lower() in ("none", "off", ""):
         return None
+    if text.strip().lower() == "auto":
+        return "auto"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r} (use a cosine like 0.4, or none)") from None
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (use a cosine like 0.4, auto or none)") from None
     if not -1.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{value} is not a cosine similarity between -1 and 1")
     return value
@@ -65,18 +67,19 @@ def _at_least_zero(text: str) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalog", required=True, help="tool catalog: OpenAI / Anthropic / MCP tool list or catalog JSON")
     p.add_argument("--name", help="catalog name for the collection (default: the catalog's, else DIR-FILE)")
-    p.add_argument("--provider", default=DEFAULT_PROVIDER, choices=sorted(PROVIDERS),
-                   help=f"embedding provider (default {DEFAULT_PROVIDER}, offline)")
+    p.add_argument("--provider", default=DEFAULT_PROVIDER, choices=PROVIDER_NAMES,
+                   help=f"embedding provider (default {DEFAULT_PROVIDER}: use (multilingual) for a Chinese, Japanese "
+                        "or Korean catalog, else local; both offline)")
     p.add_argument("--data-dir", help="embedded Chroma store directory (default $CTXLAB_DATA_DIR/chroma)")
     p.add_argument("--host", help="Chroma server host (default $CTXLAB_CHROMA_HOST; none: embedded store)")
     p.add_argument("--port", type=int, help="Chroma server port (default $CTXLAB_CHROMA_PORT, else 8000)")
     p.add_argument("--model", default="gpt-4o", help="model whose token billing to count (default gpt-4o)")
 
 
-def _selection_args(p: argparse.ArgumentParser, threshold: float | None) -> None:
+def _selection_args(p: argparse.ArgumentParser, threshold: str | None) -> None:
     p.add_argument("--threshold", type=_threshold, default=threshold,
-                   help="minimum score of a pick (cosine, plus the BM25 bonus when hybrid), "
-                        f"or none (default {threshold})")
+                   help="minimum score of a pick (cosine, plus the BM25 bonus when hybrid), auto (the one "
+                        f"tuned for the model) or none (default {threshold})")
     p.add_argument("--hybrid", action=argparse.BooleanOptionalAction, default=True,
                    help="fuse BM25 with the dense scores (default on)")
 
@@ -94,7 +97,7 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
     _common(sp)
     sp.add_argument("text", help="the user's message")
     sp.add_argument("--k", type=_positive, default=5, help="similarity picks (default 5)")
-    _selection_args(sp, DEFAULT_THRESHOLD)
+    _selection_args(sp, "auto")
     sp.add_argument("--no-expand", action="store_true", help="do not pull in the picks' categories")
     sp.add_argument("--max-expansion", type=_at_least_zero, default=None, metavar="N",
                     help="at most N tools added by category expansion (default: as many as --k)")
@@ -102,7 +105,7 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
                     help="what to send when the query matches no tool well: all tools or none "
                          f"(default {DEFAULT_ON_NO_MATCH}; the always-included tools are sent either way)")
     sp.add_argument("--no-match-rule", choices=("auto", "off"), default="auto",
-                    help="auto: the floor and gap tuned for the local model (none for other models); off: "
+                    help="auto: the floor and gap tuned for the model (none for models never tuned); off: "
                          "only 'no tool reached the threshold' makes a query unsure (default auto)")
     sp.add_argument("--always", action="append", default=[], metavar="TOOL", help="always send this tool (repeatable)")
     sp.add_argument("--no-build", action="store_true",
@@ -161,9 +164,10 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
+    from ..tools.confidence import threshold_for
     from ..tools.select import _check, select
     index = _open(args)
-    _check(args.k, args.threshold, args.always, {n: None for n in index.catalog.names},  # bad input before work
+    _check(args.k, threshold_for(args.threshold, index.provider.model_id), args.always, {n: None for n in index.catalog.names},  # bad input before work
            args.max_expansion, args.on_no_match)
     if not args.no_build and index.pending():
         index.build(progress=_progress)  # incremental: a built, unchanged index costs one check

@@ -6,11 +6,13 @@ selection of the tools to send for a turn, and the evaluation of that selection.
     >>> index.build(progress=print)                                 # doctest: +SKIP
     >>> index.select("refund order 1234", top_k=5).names            # doctest: +SKIP
 
-Importing this package loads neither chromadb nor bm25s; they load on first use.
+Importing this package loads neither chromadb nor a model; they load on first use. Queries are
+answered from the vectors in memory (and their snapshot beside the store), never through Chroma.
 """
 from .catalog import ToolCatalog, content_hash, embedding_text
-from .embeddings import (DEFAULT_PROVIDER, PROVIDERS, ChromaEmbeddingFunction, EmbeddingError,
-                         EmbeddingProvider, HashEmbeddings, LocalEmbeddings, OpenAIEmbeddings, get_provider)
+from .embeddings import (DEFAULT_PROVIDER, PROVIDER_NAMES, PROVIDERS, ChromaEmbeddingFunction, EmbeddingError,
+                         EmbeddingProvider, HashEmbeddings, LocalEmbeddings, MultilingualEmbeddings,
+                         OpenAIEmbeddings, UseEmbeddings, default_provider_for, get_provider)
 from .evaluate import EvalQuery, QueriesError, evaluate, gold_aliases, load_queries, sweep
 from .index import (BuildReport, IndexMismatchError, IndexStatus, ToolIndex, ToolIndexError, collection_name,
                     data_dir)
@@ -19,7 +21,8 @@ from .select import (REASONS, LexicalIndex, Ranked, Ranking, SelectedTool, Selec
                      query_from_conversation, rank, select)
 
 __all__ = [
-    "DEFAULT_ON_NO_MATCH", "DEFAULT_PROVIDER", "ON_NO_MATCH", "PROVIDERS", "REASONS", "TUNED_RULES",
+    "DEFAULT_ON_NO_MATCH", "DEFAULT_PROVIDER", "ON_NO_MATCH", "PROVIDERS", "PROVIDER_NAMES",
+    "MultilingualEmbeddings", "UseEmbeddings", "default_provider_for", "REASONS", "TUNED_RULES",
     "ConfidenceError", "NoMatchRule", "BuildReport", "ChromaEmbeddingFunction", "EmbeddingError",
     "EmbeddingProvider", "EvalQuery", "HashEmbeddings", "IndexMismatchError", "IndexStatus", "LexicalIndex",
     "LocalEmbeddings", "OpenAIEmbeddings", "QueriesError", "Ranked", "Ranking", "SelectedTool", "Selection",

@@ -9,11 +9,14 @@ Scores are on the scale of one embedding model, so the tuned values apply only t
 they were tuned for (:data:`TUNED_RULES`, keyed by model id and hybrid on/off). For any other
 model the rule is off and only "no tool reached the threshold" makes a selection unsure.
 
-The values were chosen by ``benchmarks/bench_tools.py`` on the tuning half of BFCL multi-turn and
-MetaTool (a query is in the tuning half when the sha256 of its ``qid`` is even) and the tuning
-half of ``benchmarks/junk_queries.jsonl``: the rule that flags the most junk while flagging at
-most 2% of the real queries of each set. The held-out halves and the bundled e-commerce queries
-report how it does (benchmarks/README.md).
+The values are chosen by ``benchmarks/bench_tools_zh.py`` per model, on the tuning half of each
+set the model is the default for (a query is in the tuning half when the sha256 of its ``qid``
+is even) and the tuning half of the junk queries: the rule (and the cosine at which two tools
+count as copies) that flags the most junk while flagging at most 2% of each set's real tuning
+queries. all-MiniLM-L6-v2 (English catalogs): BFCL multi-turn, MetaTool, two near-duplicate
+catalogs (BFCL's tools offered by three servers; BFCL + MetaTool numbered copies) and ACEBench
+English. USE multilingual (Chinese catalogs) and multilingual-e5-small: this project's Chinese /
+mixed catalog and ACEBench Chinese (USE: ACEBench English too). The held-out halves, and the bundled e-commerce queries, report how they do.
 """
 from __future__ import annotations
 
@@ -29,6 +32,20 @@ ON_NO_MATCH = ("all", "none")
 #: worth of tool tokens), where "none" would leave the agent unable to act on it
 DEFAULT_ON_NO_MATCH = "all"
 LOCAL_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+E5_MODEL_ID = "multilingual-e5-small-q4"
+USE_MODEL_ID = "use-multilingual-v3"
+
+#: two tools whose vectors are at least this alike count as copies of one tool when the rule
+#: judges a ranking: the gap is measured among distinct tools, so a catalog offering the same
+#: tool several times (several servers) does not look like a flat head. Per model (cosine scales
+#: differ), tuned with the rule (benchmarks/bench_tools_zh.py); other models: DUPLICATE_COSINE.
+DUPLICATE_COSINE = 0.95
+TUNED_DUPLICATE_COSINE: dict[str, float] = {LOCAL_MODEL_ID: 0.85, E5_MODEL_ID: 0.94, USE_MODEL_ID: 0.85}
+
+
+def duplicate_cosine(model_id: str) -> float:
+    """The cosine at and above which two tools count as copies, for this model."""
+    return TUNED_DUPLICATE_COSINE.get(model_id, DUPLICATE_COSINE)
 
 
 class ConfidenceError(CtxlabError):
@@ -76,9 +93,22 @@ class NoMatchRule:
 
 #: (model id, hybrid) -> the rule tuned for it (see the module docstring for how)
 TUNED_RULES: dict[tuple[str, bool], NoMatchRule] = {
-    (LOCAL_MODEL_ID, True): NoMatchRule(0.26, 0.07, 10, f"{LOCAL_MODEL_ID}, hybrid"),
+    (LOCAL_MODEL_ID, True): NoMatchRule(0.31, 0.075, 10, f"{LOCAL_MODEL_ID}, hybrid"),
+    (E5_MODEL_ID, True): NoMatchRule(0.0, 0.015, 10, f"{E5_MODEL_ID}, hybrid"),
+    (USE_MODEL_ID, True): NoMatchRule(0.0, 0.075, 10, f"{USE_MODEL_ID}, hybrid"),
     (LOCAL_MODEL_ID, False): NoMatchRule(0.10, 0.05, 10, f"{LOCAL_MODEL_ID}, dense"),
 }
+
+
+#: model id -> the selection threshold tuned for it (``threshold="auto"``; other models: none)
+TUNED_THRESHOLDS: dict[str, float] = {LOCAL_MODEL_ID: 0.26, E5_MODEL_ID: 0.83, USE_MODEL_ID: 0.13}
+
+
+def threshold_for(threshold: float | str | None, model_id: str) -> float | None:
+    """The threshold to apply: ``"auto"`` is the one tuned for this model (None when there is none)."""
+    if threshold == "auto":
+        return TUNED_THRESHOLDS.get(model_id)
+    return threshold  # type: ignore[return-value]
 
 
 def rule_for(no_match: NoMatchRule | str | None, model_id: str, hybrid: bool) -> NoMatchRule | None:

@@ -9,10 +9,12 @@ embedding text and metadata: model_id, dimensions, category, token cost, content
 ``build()`` embeds only new or changed tools (by content hash) and deletes removed ones, so a
 re-run on an unchanged catalog embeds nothing. Opening an index built with another model or
 dimension raises :class:`IndexMismatchError` with the rebuild path; it never answers wrongly.
-Queries are embedded with an instruction prefix (``DEFAULT_QUERY_PREFIX``; it lifts
-all-MiniLM-L6-v2's Recall@5 on both real sets, see ``benchmarks/bench_tools.py``) and the last
-few query vectors are cached. The index also keeps a BM25 view of the same texts
-(:class:`~ctxlab.tools.select.LexicalIndex`, built lazily) for hybrid retrieval.
+Queries are embedded in the provider's query form (its ``embed_queries``, or its
+``query_prefix``; MiniLM's lifts its Recall@5 on both real sets, see ``benchmarks/bench_tools.py``)
+and the last few query vectors are cached. Queries never go to Chroma: the stored vectors are kept
+as one matrix (:class:`~ctxlab.tools.vectors.VectorTable`), saved beside an embedded store after
+each build, so a new process answers without opening Chroma. The index also keeps a BM25 view of
+the same texts (:class:`~ctxlab.tools.lexical.LexicalIndex`) for hybrid retrieval.
 """
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from ..errors import CtxlabError
 from ..tokens import TokenCounter
 from .catalog import ToolCatalog, content_hash, embedding_text
-from .embeddings import DEFAULT_PROVIDER, ChromaEmbeddingFunction, EmbeddingProvider, get_provider
+from .embeddings import ChromaEmbeddingFunction, EmbeddingProvider, get_provider
+from .vectors import VectorTable, load_snapshot, save_snapshot, snapshot_path
 
 if TYPE_CHECKING:
     from .select import Selection
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 DATA_DIR_ENV, HOST_ENV, PORT_ENV = "CTXLAB_DATA_DIR", "CTXLAB_CHROMA_HOST", "CTXLAB_CHROMA_PORT"
 DEFAULT_PORT = 8000
 DEFAULT_QUERY_PREFIX = "Which tool should be used to: "
+COST_MODEL = "gpt-4o"  # the model whose token costs are stored with the index
 REBUILD_HINT = "Rebuild it: ToolIndex(..., rebuild=True), or `ctxlab tools index --rebuild`"
 Progress = Callable[[int, int, str], None]
 
@@ -97,10 +101,8 @@ def collection_name(catalog_name: str, model_id: str) -> str:
     return f"{slug(catalog_name, 24) or 'catalog'}-{slug(model_id, 24) or 'model'}-{digest}"
 
 
-def _client(path: str | Path | None, host: str | None, port: int | None) -> tuple[Any, str]:
-    import chromadb
-    from chromadb.config import Settings
-    settings = Settings(anonymized_telemetry=False)
+def _location(path: str | Path | None, host: str | None, port: int | None) -> tuple[str | None, int | None, str]:
+    """(host, port, location in words) of the store, without connecting: host None = embedded."""
     host = host or os.environ.get(HOST_ENV)
     if host:
         raw_port = port or os.environ.get(PORT_ENV) or DEFAULT_PORT
@@ -108,52 +110,83 @@ def _client(path: str | Path | None, host: str | None, port: int | None) -> tupl
             port = int(raw_port)
         except ValueError:
             raise ToolIndexError(f"the Chroma port {raw_port!r} is not a number", where=PORT_ENV) from None
+        return host, port, f"http://{host}:{port}"
+    return None, None, str(Path(path) if path else data_dir() / "chroma")
+
+
+def _client(host: str | None, port: int | None, location: str) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+    settings = Settings(anonymized_telemetry=False)
+    if host:
         try:
-            return chromadb.HttpClient(host=host, port=port, settings=settings), f"http://{host}:{port}"
+            return chromadb.HttpClient(host=host, port=port, settings=settings)
         except Exception as e:
             raise ToolIndexError(f"cannot reach the Chroma server at {host}:{port} ({type(e).__name__})",
                                  where="chroma", hint="Start one with `chroma run --path DIR --port N`, "
                                  "or leave out --host to use the embedded store") from None
-    where = Path(path) if path else data_dir() / "chroma"
-    where.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(where), settings=settings), str(where)
+    Path(location).mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=location, settings=settings)
 
 
 class ToolIndex:
-    """A catalog's tools in one Chroma collection, for one embedding provider."""
+    """A catalog's tools in one Chroma collection, for one embedding provider, with the vectors
+    kept in memory (one matrix) for queries."""
 
     def __init__(self, catalog: ToolCatalog, provider: EmbeddingProvider | str | None = None, *,
                  path: str | Path | None = None, host: str | None = None, port: int | None = None,
                  collection: str | None = None, rebuild: bool = False, batch_size: int = 64,
-                 query_prefix: str = DEFAULT_QUERY_PREFIX, query_cache: int = 256, client: Any = None) -> None:
+                 query_prefix: str | None = None, query_cache: int = 256, client: Any = None) -> None:
         self.catalog = catalog
-        if provider is None:  # the README's ToolIndex(catalog): the default (offline local) provider
-            provider = DEFAULT_PROVIDER
-        self.provider = get_provider(provider) if isinstance(provider, str) else provider
-        self.batch_size = max(1, batch_size)
-        self.query_prefix = query_prefix
-        if client is not None:
-            self.client, self.location = client, "client"
-        else:
-            self.client, self.location = _client(path, host, port)
-        self.name = collection or collection_name(catalog.name, self.provider.model_id)
         self._texts = {t.name: embedding_text(t) for t in catalog.tools}
         self._hashes = {t.name: content_hash(t) for t in catalog.tools}
         self.tools_by_name = {t.name: t for t in catalog.tools}
+        self.provider = (provider if not (isinstance(provider, str) or provider is None)
+                         else get_provider(provider, texts=list(self._texts.values())))
+        self.batch_size = max(1, batch_size)
+        self.query_prefix = (query_prefix if query_prefix is not None
+                             else getattr(self.provider, "query_prefix", DEFAULT_QUERY_PREFIX))
+        self._host, self._port, self.location = (None, None, "client") if client is not None else _location(path, host, port)
+        self.client = client
+        self.name = collection or collection_name(catalog.name, self.provider.model_id)
+        self._snapshot = snapshot_path(self.location, self.name) if client is None and not self._host else None
         self._costs: dict[str, dict[str, int]] = {}
         self._pending: int | None = None
-        self._vectors: dict[str, Any] | None = None
+        self._table: VectorTable | None = None
         self._lexical: Any = None
+        self._lex_rows: Any = None
+        self._collection: Any = None
+        self._meta: dict[str, Any] = {}
         self._query_cache: OrderedDict[str, list[float]] = OrderedDict()
         self.query_cache = max(0, query_cache)
-        self._open(rebuild)
+        if rebuild or not self._load_snapshot():
+            self._open(rebuild)
+
+    def _load_snapshot(self) -> bool:
+        got = load_snapshot(self._snapshot, self.provider.model_id, self.provider.dimensions) if self._snapshot else None
+        if got is None:
+            return False
+        self._table, self._stored, self._meta = got
+        costs = self._meta.get("tokens") or {}
+        if not self.pending() and all(n in costs for n in self._hashes):  # saves loading a tokenizer
+            self._costs[COST_MODEL] = {n: int(costs[n]) for n in self._hashes}
+        return True
+
+    @property
+    def collection(self) -> Any:
+        """The Chroma collection (opened on first use: a snapshot answers queries without it)."""
+        if self._collection is None:
+            self._open(False)
+        return self._collection
 
     def _open(self, rebuild: bool) -> None:
         ef = ChromaEmbeddingFunction(self.provider)
         try:
+            if self.client is None:
+                self.client = _client(self._host, self._port, self.location)
             if rebuild and self.name in {getattr(c, "name", c) for c in self.client.list_collections()}:
                 self.client.delete_collection(self.name)
-            self.collection = self.client.get_or_create_collection(
+            self._collection = self.client.get_or_create_collection(
                 self.name, embedding_function=ef, configuration={"hnsw": {"space": "cosine"}},
                 metadata={"ctxlab": 1, "catalog": self.catalog.name, "model_id": self.provider.model_id,
                           "dimensions": int(self.provider.dimensions)})
@@ -163,7 +196,13 @@ class ToolIndex:
             raise ToolIndexError(f"cannot open the Chroma collection {self.name!r} ({type(e).__name__}: {e})",
                                  where=self.location) from None
         self._check_model()
-        self._stored, self._pending = self._read_hashes(), None
+        stored = self._read_hashes()
+        if self._table is not None and stored != self._stored:
+            self._table = None  # the store changed under the snapshot: read the vectors again
+        self._stored, self._pending, self._lex_rows = stored, None, None
+        self._meta = dict(self._collection.metadata or {})
+        if rebuild and self._snapshot:
+            self._snapshot.unlink(missing_ok=True)
 
     def _check_model(self, dims: int | None = None) -> None:
         meta = self.collection.metadata or {}
@@ -175,12 +214,12 @@ class ToolIndex:
                 f"not {self.provider.model_id} ({dims} dimensions)", where=self.location, hint=REBUILD_HINT)
 
     def _read_hashes(self) -> dict[str, str]:
-        got = self.collection.get(include=["metadatas"])
+        got = self._collection.get(include=["metadatas"])
         return {i: str((m or {}).get("content_hash", "")) for i, m in zip(got["ids"], got["metadatas"] or [])}
 
     @property
     def count(self) -> int:
-        """Tools stored in the collection."""
+        """Tools stored in the index."""
         return len(self._stored)
 
     def pending(self) -> int:
@@ -192,31 +231,42 @@ class ToolIndex:
 
     def build(self, progress: Progress | None = None) -> BuildReport:
         """Embed new and changed tools, delete removed ones; ``progress(done, total, message)``
-        is called once per batch. Idempotent: an unchanged catalog embeds nothing."""
+        is called once per batch. Idempotent: an unchanged catalog embeds nothing (and, when a
+        snapshot of the index is current, does not even open Chroma)."""
         start = time.perf_counter()
         todo = [t for t in self.catalog.tools if self._stored.get(t.name) != self._hashes[t.name]]
         todo.sort(key=lambda t: len(self._texts[t.name]))  # similar lengths per batch: less padding
         removed = [n for n in self._stored if n not in self._hashes]
-        for i in range(0, len(todo), self.batch_size):
-            batch = todo[i:i + self.batch_size]
-            self._upsert(batch)
-            if progress:
-                progress(i + len(batch), len(todo), f"embedded {i + len(batch)}/{len(todo)} tools")
-        if removed:
-            self.collection.delete(ids=removed)
-        if todo or removed or not (self.collection.metadata or {}).get("built_at"):
-            self._stamp()
+        if todo or removed or not self._meta.get("built_at"):
+            self._write(todo, removed, progress)
         self._stored, self._pending = dict(self._hashes), 0
-        if todo or removed:
-            self._vectors = None
+        self.lexical()  # BM25 precomputed here, not on the first query
         if progress and not todo:
             progress(0, 0, f"up to date ({len(removed)} deleted)" if removed else "up to date")
         return BuildReport(len(todo), len(self._hashes) - len(todo), len(removed), len(self._hashes),
                            time.perf_counter() - start)
 
-    def _upsert(self, tools: Sequence[Any]) -> None:
+    def _write(self, todo: Sequence[Any], removed: Sequence[str], progress: Progress | None) -> None:
+        """Embed ``todo`` batch by batch into Chroma and the in-memory table; delete ``removed``."""
+        table = self.table if self._stored else VectorTable([], None)
+        names: list[str] = []
+        vectors: list[Any] = []
+        for i in range(0, len(todo), self.batch_size):
+            batch = todo[i:i + self.batch_size]
+            vectors += self._upsert(batch, first=not i)
+            names += [t.name for t in batch]
+            if progress:
+                progress(i + len(batch), len(todo), f"embedded {i + len(batch)}/{len(todo)} tools")
+        if removed:
+            self.collection.delete(ids=list(removed))
+        self._stamp()
+        self._table = table.updated(names, vectors, self.catalog.names)
+        self._lex_rows = None
+        self._save_snapshot(self._hashes)
+
+    def _upsert(self, tools: Sequence[Any], first: bool = False) -> list[list[float]]:
         vectors = self.provider.embed([self._texts[t.name] for t in tools])
-        if vectors and not self._stored and self.collection.count() == 0:
+        if vectors and first and not self._stored and self.collection.count() == 0:
             self._set_meta(dimensions=len(vectors[0]))  # an API model tells its size on first use
         if vectors:
             self._check_model(len(vectors[0]))
@@ -225,6 +275,7 @@ class ToolIndex:
                   "tokens": costs[t.name], "content_hash": self._hashes[t.name]} for t, v in zip(tools, vectors)]
         self.collection.upsert(ids=[t.name for t in tools], embeddings=vectors, metadatas=metas,
                                documents=[self._texts[t.name] for t in tools])
+        return vectors
 
     def _stamp(self) -> None:
         self._set_meta(built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), tools=len(self._hashes))
@@ -232,6 +283,14 @@ class ToolIndex:
     def _set_meta(self, **values: Any) -> None:
         meta = {k: v for k, v in (self.collection.metadata or {}).items() if not k.startswith("hnsw:")}
         self.collection.modify(metadata={**meta, **values})
+        self._meta = {**meta, **values}
+
+    def _save_snapshot(self, hashes: dict[str, str]) -> None:
+        if self._snapshot and self._table is not None:
+            tokens = self._costs.get(COST_MODEL) if hashes is self._hashes else None
+            save_snapshot(self._snapshot, self._table, hashes,
+                          {"model_id": self.provider.model_id, "built_at": self._meta.get("built_at"),
+                           "tokens": tokens})
 
     def status(self) -> IndexStatus:
         """Model, dimensions, count and build time as stored."""
@@ -239,21 +298,38 @@ class ToolIndex:
         return IndexStatus(self.name, self.location, str(meta.get("model_id")), int(meta.get("dimensions") or 0),
                            self.collection.count(), meta.get("built_at"), len(self.catalog), self.pending())
 
-    def token_costs(self, model: str = "gpt-4o") -> dict[str, int]:
+    def token_costs(self, model: str = COST_MODEL) -> dict[str, int]:
         """Tokens each tool's definition costs for ``model`` (cached per model)."""
         if model not in self._costs:
             self._costs[model] = self.catalog.token_costs(TokenCounter(model))
         return self._costs[model]
 
+    @property
+    def table(self) -> VectorTable:
+        """The stored vectors as one matrix (read from Chroma once per index object, then kept
+        and saved as a snapshot; a build updates it in place)."""
+        if self._table is None:
+            import numpy as np
+            got = self.collection.get(include=["embeddings"])
+            ids, embs = list(got["ids"]), got["embeddings"]
+            dims = int(self._meta.get("dimensions") or self.provider.dimensions)
+            self._table = VectorTable(ids, np.asarray(embs, dtype=np.float32) if len(ids) else np.zeros((0, dims)))
+            self._lex_rows = None
+            if ids:
+                self._save_snapshot(self._stored)
+        return self._table
+
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        """Query vectors (instruction prefix added), embedded shortest first to limit padding.
-        The last ``query_cache`` vectors are remembered, so selecting again for the same message
-        (a slider moved) does not embed it again."""
+        """Query vectors (the provider's query form, or the instruction prefix), embedded shortest
+        first to limit padding. The last ``query_cache`` vectors are remembered, so selecting
+        again for the same message (a slider moved) does not embed it again."""
         keys = [self.query_prefix + t for t in texts]
         cache = self._query_cache
         todo = sorted({k for k in keys if k not in cache}, key=len)
-        vecs = self.provider.embed(todo) if todo else []
-        if vecs and len(vecs[0]) != int((self.collection.metadata or {}).get("dimensions") or len(vecs[0])):
+        embed = getattr(self.provider, "embed_queries", None) or self.provider.embed
+        vecs = embed(todo) if todo else []
+        dims = self.table.dimensions if self.count else 0
+        if vecs and dims and len(vecs[0]) != dims:
             self._check_model(len(vecs[0]))
         fresh = {k: list(v) for k, v in zip(todo, vecs)}
         out = [fresh[k] if k in fresh else cache[k] for k in keys]
@@ -266,32 +342,54 @@ class ToolIndex:
 
     def nearest(self, vectors: Sequence[Sequence[float]], n: int) -> list[dict[str, float]]:
         """For each query vector, the ``n`` nearest tools of the catalog: name -> cosine similarity."""
-        n = min(n, self.count)
+        import numpy as np
+        n = min(n, len(self.table.names))
         if n <= 0 or not vectors:
             return [{} for _ in vectors]
-        got = self.collection.query(query_embeddings=[list(v) for v in vectors], n_results=n,
-                                    include=["distances"])
-        return [{i: 1.0 - float(d) for i, d in zip(ids, dists) if i in self._hashes}
-                for ids, dists in zip(got["ids"], got["distances"])]
+        scores = self.table.scores(vectors)
+        out = []
+        for row in scores:
+            top = np.argpartition(-row, n - 1)[:n]
+            out.append({self.table.names[i]: float(row[i]) for i in top[np.argsort(-row[top])]
+                        if self.table.names[i] in self._hashes})
+        return out
 
     def similarities(self, vector: Sequence[float], names: Sequence[str]) -> dict[str, float]:
-        """Cosine similarity of the query vector to the named (indexed) tools. The stored vectors
-        are read from Chroma once per index object (and again after a build that changed them)."""
+        """Cosine similarity of the query vector to the named (indexed) tools."""
         if not names:
             return {}
+        table = self.table
+        rows = [(n, table.row[n]) for n in names if n in table.row]
+        if not rows:
+            return {}
+        sims = table.matrix[[i for _, i in rows]] @ self._np_vector(vector)
+        return {n: float(s) for (n, _), s in zip(rows, sims)}
+
+    @staticmethod
+    def _np_vector(vector: Sequence[float]) -> Any:
         import numpy as np
-        if self._vectors is None:
-            got = self.collection.get(include=["embeddings"])
-            self._vectors = {i: np.asarray(e, dtype=np.float32) for i, e in zip(got["ids"], got["embeddings"])}
-        q = np.asarray(vector, dtype=np.float32)
-        return {n: float(self._vectors[n] @ q) for n in names if n in self._vectors}
+        return np.asarray(vector, dtype=np.float32)
 
     def lexical(self) -> Any:
-        """The BM25 index of the same tool texts (built on first use; needs ``bm25s``)."""
+        """The BM25 index of the same tool texts (built once, on first use or by a build)."""
         if self._lexical is None:
-            from .select import LexicalIndex
+            from .lexical import LexicalIndex
             self._lexical = LexicalIndex(self.catalog.names, [self._texts[n] for n in self.catalog.names])
         return self._lexical
+
+    def live_rows(self) -> Any:
+        """For each row of :attr:`table`, whether the tool is still in the catalog (cached with the rows)."""
+        self.lexical_rows()
+        return self._live
+
+    def lexical_rows(self) -> Any:
+        """For each row of :attr:`table`, its position in :meth:`lexical`'s tools (-1 if none)."""
+        if self._lex_rows is None:
+            import numpy as np
+            where = {n: i for i, n in enumerate(self.lexical().names)}
+            self._lex_rows = np.array([where.get(n, -1) for n in self.table.names], dtype=np.int64)
+            self._live = np.array([n in self._hashes for n in self.table.names], dtype=bool)
+        return self._lex_rows
 
     def select(self, query: str, **kwargs: Any) -> "Selection":
         """Shortcut for :func:`ctxlab.tools.select.select` on this index."""

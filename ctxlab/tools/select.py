@@ -1,11 +1,12 @@
 """Which tools to send for this turn: rank the catalog against the query, keep the top k over a
 similarity threshold, pull in their categories, add the always-included tools; count what it saves.
 
-Ranking is dense (cosine similarity from the :class:`~ctxlab.tools.index.ToolIndex`) or hybrid:
-cosine plus ``LEXICAL_WEIGHT`` times the tool's BM25 score (``bm25s``) divided by the best BM25
+Ranking is dense (cosine similarity from the :class:`~ctxlab.tools.index.ToolIndex`'s vectors,
+one matrix product per query) or hybrid: cosine plus ``LEXICAL_WEIGHT`` times the tool's BM25
+score (:mod:`ctxlab.tools.lexical`, Chinese-aware) divided by the best BM25
 score for that query, so a tool that shares rare words with the query moves up by at most
 ``LEXICAL_WEIGHT``. Hybrid is the default because it wins on both real sets measured
-(``benchmarks/bench_tools.py``).
+(``benchmarks/bench_tools.py``, ``benchmarks/bench_tools_zh.py``).
 
 Rules, in order:
 
@@ -17,8 +18,8 @@ Rules, in order:
   It never sends a confident-looking list.
 * ``similarity`` picks: the best ``top_k`` tools whose ranking score reaches ``threshold``
   (``None``: no threshold). The score is the cosine similarity, plus the lexical bonus when
-  hybrid, so the picks are always the head of the ranking. The default threshold is tuned on
-  held-apart data for all-MiniLM-L6-v2 (``benchmarks/bench_tools.py``).
+  hybrid, so the picks are always the head of the ranking. The default, ``"auto"``, is the
+  threshold tuned for the index's model on held-apart data (``confidence.TUNED_THRESHOLDS``).
 * ``expansion``: the categories of the similarity picks, mapped through ``catalog.expand``, pull
   in other tools of those categories, most similar first, at most ``max_expansion`` of them
   (default: ``top_k``); how many the cap left out is reported. Expansions never cut a pick.
@@ -37,46 +38,29 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import CtxlabError
 from ..conversation import Conversation, Message, ToolDef
 from ..tokens import TokenCounter
-from .confidence import DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, rule_for
+from .confidence import (DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, duplicate_cosine, rule_for,
+                         threshold_for)
+from .lexical import CANDIDATES, LexicalIndex
 
 REASONS = ("similarity", "expansion", "always", "fallback")
 LEXICAL_WEIGHT = 0.15
-DEFAULT_THRESHOLD = 0.27  # tuned by benchmarks/bench_tools.py on the tuning half (see confidence.py)
-CANDIDATES = 50
+DEFAULT_THRESHOLD = 0.26  # all-MiniLM-L6-v2's, tuned by benchmarks/bench_tools.py (confidence.TUNED_THRESHOLDS)
 
 
 class SelectionError(CtxlabError):
     """Bad selection parameters (top_k, threshold, an unknown tool name)."""
 
 
-class LexicalIndex:
-    """BM25 (``bm25s``, English stop words) over the tools' embedding texts."""
-
-    def __init__(self, names: Sequence[str], texts: Sequence[str]) -> None:
-        import bm25s
-        self._bm25s = bm25s
-        self.names = tuple(names)
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False), show_progress=False)
-
-    def scores(self, query: str, top: int = CANDIDATES) -> dict[str, float]:
-        """The ``top`` best tools for the query: name -> BM25 score / best score (0..1]."""
-        tokens = self._bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-        raw = self._bm25.get_scores(tokens) if tokens else None
-        if raw is None or float(raw.max()) <= 0:
-            return {}
-        best = float(raw.max())
-        order = raw.argsort()[::-1][:top]
-        return {self.names[i]: float(raw[i]) / best for i in order if raw[i] > 0}
-
-
 @dataclass(frozen=True)
 class Ranked:
-    """One ranked tool: its ranking score and its cosine similarity to the query."""
+    """One ranked tool: its ranking score, its cosine similarity to the query, and ``copy_of``:
+    the better-ranked tool it nearly duplicates (vectors at least ``confidence.duplicate_cosine``
+    alike for the index's model), if any."""
 
     name: str
     score: float
     similarity: float
+    copy_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,30 +161,56 @@ def query_from_conversation(conv: Conversation | Sequence[Message], previous_tur
 
 
 def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: int = CANDIDATES) -> list[Ranking]:
-    """Rank the candidates of each query (dense top ``candidates``, plus BM25's when hybrid)."""
+    """Rank every indexed tool for each query by cosine (one matrix product over the index's
+    vectors) plus, when hybrid, the lexical bonus; keep the best ``candidates``, each marked
+    when it nearly duplicates a better-ranked one."""
+    import numpy as np
     vectors = index.embed_queries(list(queries))
-    dense = index.nearest(vectors, candidates)
+    table = index.table
     warnings: tuple[str, ...] = ()
-    lexical = None
+    lexical = rows = None
     if hybrid:
         try:
-            lexical = index.lexical()
-        except ImportError:
-            warnings = ("hybrid retrieval is off: bm25s is not installed (pip install bm25s)",)
+            lexical, rows = index.lexical(), index.lexical_rows()
+        except ImportError as e:
+            warnings = (f"hybrid retrieval is off: {e.name} is not installed",)
+    dense = table.scores(vectors) if table.names else np.zeros((len(queries), 0), dtype=np.float32)
+    live = index.live_rows()
+    dup = duplicate_cosine(index.provider.model_id)
     out = []
     for query, vec, sims in zip(queries, vectors, dense):
-        lex = lexical.scores(query, candidates) if lexical else {}
-        missing = [n for n in lex if n not in sims]
-        sims = {**sims, **index.similarities(vec, missing)} if missing else sims
-        items = sorted((Ranked(n, s + LEXICAL_WEIGHT * lex.get(n, 0.0), s) for n, s in sims.items()),
-                       key=lambda r: (-r.score, r.name))
-        out.append(Ranking(query, tuple(items), tuple(vec), warnings))
+        score = sims.copy()
+        if lexical is not None and len(score):
+            raw = lexical.raw_scores(query)
+            best = float(raw.max()) if len(raw) else 0.0
+            if best > 0:
+                score += np.where(rows >= 0, raw[np.maximum(rows, 0)], 0.0).astype(np.float32) * (LEXICAL_WEIGHT / best)
+        score[~live] = -np.inf  # a tool removed from the catalog but not yet from the index
+        n = min(candidates, int(live.sum()))
+        top = np.argpartition(-score, n - 1)[:n] if n else np.zeros(0, dtype=np.int64)
+        top = sorted(top.tolist(), key=lambda i: (-float(score[i]), table.names[i]))
+        marks = copies(table.matrix[top], dup) if top else []
+        items = tuple(Ranked(table.names[i], float(score[i]), float(sims[i]),
+                             None if c < 0 else table.names[top[c]]) for i, c in zip(top, marks))
+        out.append(Ranking(query, items, tuple(vec), warnings))
+    return out
+
+
+def copies(vectors: Any, at: float) -> list[int]:
+    """For each vector (best-ranked first), the position of the first earlier distinct vector it
+    nearly duplicates (cosine >= ``at``), or -1."""
+    import numpy as np
+    close = (np.einsum("id,jd->ij", vectors, vectors, optimize=False) >= at).tolist()  # no BLAS: see VectorTable
+    out: list[int] = []
+    for i, row in enumerate(close):
+        out.append(next((j for j in range(i) if row[j] and out[j] < 0), -1))
     return out
 
 
 @lru_cache(maxsize=8)
 def _func_end(model: str) -> int:
-    return TokenCounter(model).spec.tools.func_end
+    from ..model_specs import resolve_model
+    return resolve_model(model).tools.func_end  # the spec alone: no tokenizer to load
 
 
 def _check(top_k: int, threshold: float | None, always: Iterable[str], known: Mapping[str, Any],
@@ -223,7 +233,7 @@ def _check(top_k: int, threshold: float | None, always: Iterable[str], known: Ma
     return always
 
 
-def select(index: Any, query: str, top_k: int = 5, threshold: float | None = DEFAULT_THRESHOLD,
+def select(index: Any, query: str, top_k: int = 5, threshold: float | str | None = "auto",
            expand_categories: bool = True, always_include: Sequence[str] = (), hybrid: bool = True,
            model: str = "gpt-4o", *, max_expansion: int | None = None, on_no_match: str = DEFAULT_ON_NO_MATCH,
            no_match: NoMatchRule | str | None = "auto") -> Selection:
@@ -232,6 +242,7 @@ def select(index: Any, query: str, top_k: int = 5, threshold: float | None = DEF
     ``max_expansion``: at most this many tools added by category expansion (None: ``top_k``).
     ``on_no_match``: ``"all"`` or ``"none"``, what an unsure selection sends. ``no_match``: the
     rule that judges a query unsure (``"auto"``: the one tuned for the index's model, if any)."""
+    threshold = threshold_for(threshold, index.provider.model_id)
     always = _check(top_k, threshold, always_include, index.tools_by_name, max_expansion, on_no_match)
     rule = rule_for(no_match, index.provider.model_id, hybrid)
     reason = None
@@ -254,12 +265,13 @@ def select(index: Any, query: str, top_k: int = 5, threshold: float | None = DEF
                            on_no_match=on_no_match, no_match_rule=rule))
 
 
-def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float | None = DEFAULT_THRESHOLD,
+def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float | str | None = "auto",
                  expand_categories: bool = True, always: Sequence[str] = (), hybrid: bool = True,
                  model: str = "gpt-4o", *, max_expansion: int | None = None,
                  on_no_match: str = DEFAULT_ON_NO_MATCH, no_match: NoMatchRule | str | None = "auto") -> Selection:
     """The selection for an already ranked query (used by ``select`` and by the evaluation)."""
     rule = rule_for(no_match, index.provider.model_id, hybrid)
+    threshold = threshold_for(threshold, index.provider.model_id)
     warnings = list(ranking.warnings)
     pending = index.pending()
     if pending:
@@ -267,7 +279,7 @@ def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float 
     items = ranking.items
     best = items[0].score if items else None
     picks = [r for r in items if threshold is None or r.score >= threshold][:top_k]
-    unsure = rule.judge([r.score for r in items]) if rule else None
+    unsure = rule.judge([r.score for r in items if r.copy_of is None]) if rule else None  # distinct tools
     if unsure is None and not picks:
         unsure = (f"no tool reached the threshold {threshold:.2f} (best score {best:.3f})" if items
                   else "no tool was ranked")

@@ -500,7 +500,10 @@ def _closed_port() -> int:
 
 def test_openai_needs_a_key_and_a_typed_key_is_never_shown(app, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{_closed_port()}/v1")
-    assert app.radio(key="tr_provider").options == ["local (all-MiniLM-L6-v2, offline)", "hash (word-hash fake, instant)"]
+    assert app.radio(key="tr_provider").options == ["local (all-MiniLM-L6-v2, offline)",
+                                                    "use (USE multilingual, offline; Chinese, mixed)",
+                                                    "multilingual (multilingual-e5-small, offline; Chinese, slower)",
+                                                    "hash (word-hash fake, instant)"]
     app.text_input(key="tr_openai_key").input(SECRET).run()
     assert "openai (text-embedding-3-small)" in app.radio(key="tr_provider").options
     app.radio(key="tr_provider").set_value("openai").run()
