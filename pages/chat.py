@@ -170,8 +170,8 @@ def _token_bar(by_category: dict[str, int], limit: int) -> go.Figure:
 
 def _side(session: Session) -> None:
     """What is sent this turn, the running summary, the compression history, the counters."""
+    sent = session.context()  # first: it may run the strategy (before every call), which updates the record
     record = session.record()
-    sent = session.context()
     count = session.count(sent)
     budget = Budget(**read_config(record.config).budget_kwargs())
     st.caption(md_escape(f"This session runs {record.strategy} (copied from the agent when it started)."))
@@ -195,7 +195,8 @@ def _side(session: Session) -> None:
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="chat_history_table")
     else:
-        st.caption("The strategy runs at every user message.")
+        st.caption("The strategy runs before every model call (or at every user message, with apply_at "
+                   "turn_start); nothing has run yet.")
     st.subheader("Monitoring")
     m1, m2 = st.columns(2)
     m1.metric("Strategy runs", f"{record.times_applied:,}")
