@@ -57,7 +57,8 @@ EDIT_LINE_MIN = 3
 """Lines of an edit's old text shorter than this (a brace, a blank) are not checked."""
 HABIT_SHARE, HABIT_MIN_CALLS = 0.5, 6
 """A fact that at least this share of the calls of a conversation use (with at least that many
-calls) is a habit (a timeout, the worktree path), not a fact one call took from an earlier message.
+calls), first brought in by the agent itself, is a habit (a timeout, the worktree path), not a fact
+one call took from an earlier message; an id the user gave stays a need however often it is used.
 Chosen, not tuned: the note of issue 17 reports what it removes on real traces."""
 
 def _number(text: str) -> str:
@@ -236,7 +237,7 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     for j, facts in used.items():
         t = _turn_of(j, starts)
         first = starts[t] if t >= 0 else -1
-        wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts if (f, lit) not in habits]
+        wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts]
         wanted += [Need(old[:200], -1, j, t, False, False, lines) for old, lines in edit_texts(messages[j])]
         for need in wanted:
             if any(need.served_by(s) for s in system):
@@ -244,6 +245,8 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
             source_i = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])), None)
             if source_i is None:
                 continue
+            if (need.fact, need.literal) in habits and messages[source_i].role == "assistant":
+                continue  # a value the agent brought in itself and repeats in most calls: a habit
             in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
     return NeededFacts(messages, starts, tuple(needs), per)
