@@ -53,6 +53,10 @@ REPLAY_MEASURE_MAX = 1_000
 
 def _preview(m: Message) -> str:
     text = m.text or ", ".join(f"{c.name}({c.arguments})" for c in m.tool_calls)
+    if m.extra.get("ctxlab_compaction"):  # marked by a coding-agent trace reader; every strategy keeps it
+        text = "[compaction summary, kept] " + text
+    elif m.extra.get("ctxlab_task"):
+        text = "[the run's task, kept] " + text
     return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
 
 

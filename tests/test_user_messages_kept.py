@@ -69,3 +69,21 @@ def test_a_compaction_summary_from_a_trace_is_kept_by_every_strategy(name):
     budget = Budget(2_500)
     plan = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget)).apply(view, budget)
     assert any(SUMMARY in m.text for m in plan.messages), (name, plan.actions[1], plan.reasons[1])
+
+
+def test_the_task_of_a_coding_run_is_kept_by_every_strategy_when_later_prompts_follow():
+    """A coding agent's first user message (its reader marks it the task) stays, while a window or
+    a fold removes the older turn around it."""
+    import ctxlab
+    from .conftest import SAMPLES
+    conv = ctxlab.load(SAMPLES / "coding" / "coding_agent_session.jsonl")
+    assert conv.messages[0].role == "user" and conv.messages[0].extra.get("ctxlab_task")
+    task = conv.messages[0].text
+    msgs = [*conv.messages, Message("user", "Now also update the changelog."),
+            Message("assistant", "", tool_calls=(ToolCall("z1", "Read", '{"file_path":"CHANGELOG.md"}'),)),
+            Message("tool", "x " * 200, tool_call_id="z1")]
+    view = make_view(msgs)
+    budget = Budget(3_000)
+    for name in sorted(set(STRATEGIES) - {"none", "langchain_trim", "llm_attention"}):
+        plan = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget)).apply(view, budget)
+        assert any(task in m.text for m in plan.messages if m.role == "user"), name

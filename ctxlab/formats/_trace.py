@@ -21,6 +21,9 @@ from ._json import DEFAULT_MAX_DEPTH, SourceObjects
 
 #: the Message.extra key that marks a compaction summary the agent itself wrote into its context
 COMPACTION = "ctxlab_compaction"
+#: the Message.extra key that marks the task: the first user message of a coding agent's run,
+#: which every strategy keeps by default (an agent that loses its task wanders)
+TASK = "ctxlab_task"
 
 
 @dataclass
@@ -118,7 +121,13 @@ def read_trace_document(docs: list[Any], lines: list[int] | None, name: str,
                          hint="Check that this is the whole session file")
     from . import _check_call_ids  # the same duplicate-id rule as every format
     _check_call_ids(trace.messages, trace.notes)
-    return Conversation(tuple(trace.messages), (), trace.model, name, (), trace.meta, group_notes(trace.notes))
+    messages = list(trace.messages)
+    first = next((k for k, m in enumerate(messages) if m.role == "user" and not is_compaction(m)), None)
+    if first is not None:  # the task: kept by every strategy (View.protected)
+        m = messages[first]
+        messages[first] = Message(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
+                                  {**m.extra, TASK: True})
+    return Conversation(tuple(messages), (), trace.model, name, (), trace.meta, group_notes(trace.notes))
 
 
 def compaction(m: Message) -> Message:

@@ -146,7 +146,8 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
     for i in view.compactions:  # the agent's own summary of what came before: never removed
         protected.add(i)
         if actions[i] in _REMOVED:
-            actions[i], reasons[i] = "keep", "always kept: a compaction summary (the agent's summary of earlier work)"
+            actions[i], reasons[i] = "keep", ("always kept: the task of the run" if view.messages[i].extra.get("ctxlab_task")
+                                              else "always kept: a compaction summary (the agent's summary of earlier work)")
     _whole_groups(view, actions, reasons)
     for start, end in view.seg.turns:
         gone = actions[start]

@@ -196,9 +196,11 @@ class View:
 
     @cached_property
     def compactions(self) -> tuple[int, ...]:
-        """Indexes of compaction summaries a trace carries (a coding agent's ``/compact``: user
-        messages a reader marked ``extra["ctxlab_compaction"]``); every strategy keeps them."""
-        return tuple(i for i in _positions(self.roles, "user") if self.messages[i].extra.get("ctxlab_compaction"))
+        """Indexes of the user messages every strategy keeps: compaction summaries a trace carries
+        (a coding agent's ``/compact``, marked ``extra["ctxlab_compaction"]`` by its reader) and
+        the task of a coding agent's run (its first user message, marked ``extra["ctxlab_task"]``)."""
+        return tuple(i for i in _positions(self.roles, "user")
+                     if self.messages[i].extra.get("ctxlab_compaction") or self.messages[i].extra.get("ctxlab_task"))
 
     def first_system(self) -> int | None:
         """Index of the first system message, if there is one."""

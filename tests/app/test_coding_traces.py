@@ -31,3 +31,11 @@ def test_a_swe_agent_trajectory_is_planned_by_observation_masking(monkeypatch):
     assert not at.exception, at.exception
     reasons = next(d.value for d in at.dataframe if "reason" in d.value.columns)["reason"].tolist()
     assert any(r.startswith("masked: observation 1 of 15") for r in reasons)
+
+
+def test_the_lab_shows_a_coding_runs_task_as_kept(monkeypatch):
+    at = open_page("strategy_lab.py", monkeypatch)
+    _use(at, SESSION.read_text(encoding="utf-8"))
+    table = next(d.value for d in at.dataframe if "reason" in d.value.columns)
+    first = table.iloc[0]
+    assert first["content"].startswith("[the run's task, kept]") and first["action"] == "kept"
