@@ -7,7 +7,7 @@ import streamlit as st
 
 from appstate import md_escape, persist
 from ctxlab.errors import CtxlabError
-from ctxlab.exports import config_json, config_yaml
+from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml, export_native
 from ctxlab.compare import ACTION_WORDS
 from ctxlab.figures import ACTION_COLORS
 from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy
@@ -229,3 +229,25 @@ def over_budget_note(record: Any, history: int, sent: int, limit: int) -> str:
                 "it runs again at the next user message.")
     return (f"{over}: {record.strategy} acted {acted:,} of {ran:,} time(s) and what it keeps (the system prompt, the "
             "summary, the newest turn) is still larger than the budget.")
+
+
+def native_downloads(config: dict[str, Any], prefix: str) -> None:
+    """The config in each framework's own form (JSON and Python downloads, what does not carry
+    over), or the one line saying why a framework has none (keys ``{prefix}_{target}_json|py``)."""
+    import json
+    for target in TARGETS:
+        try:
+            native = export_native(config, target)
+        except NoNativeFormError as e:
+            st.caption(md_escape(f"{target}: {e}"))
+            continue
+        st.markdown(f"**{target}**")
+        n1, n2 = st.columns(2)
+        n1.download_button(f"{target} JSON", json.dumps(native.to_dict(), indent=2), file_name=f"{target}.json",
+                           mime="application/json", key=f"{prefix}_{target}_json")
+        n2.download_button(f"{target} Python", native.python, file_name=f"{target}_context.py", mime="text/x-python",
+                           key=f"{prefix}_{target}_py")
+        if native.not_carried:
+            st.caption("What does not carry over:")
+            for note in native.not_carried:
+                st.caption(md_escape(f"- {note}"))

@@ -31,7 +31,7 @@ from ctxlab.snippets import python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_strategy
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.validate import Finding, validate
-from ui import (TABLE_ACTIONS, action_column, config_downloads, count_column, strategy_picker, summary_note,
+from ui import (TABLE_ACTIONS, action_column, config_downloads, count_column, native_downloads, strategy_picker, summary_note,
                 text_width)
 
 RULES = RULE_NAMES
@@ -487,9 +487,12 @@ if tab_export.open:
         config_downloads(config, "Config", "strategy", "lab_dl_config")
         if pins:
             st.caption("Pins belong to this conversation and are not part of the config.")
+        st.caption("The same settings in each framework's own configuration, where the strategy maps, with what "
+                   "does not carry over:")
+        native_downloads(config, "lab_dl")
         snippet = python_snippet(config)
         st.caption("Python that applies the same strategy in production: a plain function, and a LangGraph node "
-                   "placed right after START.")
+                   f"wired to run {APPLY_AT_WORDS[strategy.apply_at]} (its apply_at).")
         st.download_button("Python snippet", snippet, file_name="manage_context.py", mime="text/x-python",
                            key="lab_dl_snippet")
         st.code(snippet, language="python")

@@ -20,7 +20,7 @@ import ctxlab
 from appstate import (SAMPLES_DIR, current_conversation, input_panel, load_point_into_lab, md_escape, persist,
                       price_panel, sample_names, text_hash)
 from ctxlab.errors import CtxlabError
-from ctxlab.exports import TARGETS, NoNativeFormError, export_native, make_config
+from ctxlab.exports import make_config
 from ctxlab.figures_tune import has_values, pareto_figure, points_table, sensitivity_figure, undefined_axis_reason
 from ctxlab.formats import load_all
 from ctxlab.pricing import Price
@@ -28,7 +28,7 @@ from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
-from ui import config_downloads
+from ui import config_downloads, native_downloads
 
 SETS = {"samples": "Bundled samples", "upload": "Upload files", "folder": "Upload a folder",
         "current": "The sidebar's conversation"}
@@ -282,22 +282,7 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
     st.caption(f"tools_tokens is {tools_tokens:,}: the tool definitions of the first conversation of the set; set it "
                "to your agent's.")
     config_downloads(config, "ctxlab config", "tuned", "tune_dl")
-    for target in TARGETS:
-        try:
-            native = export_native(config, target)
-        except NoNativeFormError as e:
-            st.caption(md_escape(f"{target}: {e}"))
-            continue
-        st.markdown(f"**{target}**")
-        n1, n2 = st.columns(2)
-        n1.download_button(f"{target} JSON", json.dumps(native.to_dict(), indent=2), file_name=f"{target}.json",
-                           mime="application/json", key=f"tune_dl_{target}_json")
-        n2.download_button(f"{target} Python", native.python, file_name=f"{target}_context.py", mime="text/x-python",
-                           key=f"tune_dl_{target}_py")
-        if native.not_carried:
-            st.caption("What does not carry over:")
-            for note in native.not_carried:
-                st.caption(md_escape(f"- {note}"))
+    native_downloads(config, "tune_dl")
 
 
 def _results(result: SweepResult, tools_tokens: int) -> None:

@@ -586,3 +586,13 @@ def test_pasted_html_is_shown_as_text_not_markup(app):
 @pytest.fixture
 def app(monkeypatch) -> AppTest:
     return open_page("strategy_lab.py", monkeypatch)
+
+
+def test_the_export_tab_offers_the_native_forms_too(app, downloads):
+    app.selectbox(key="lab_strategy").set_value("clear_tool_results").run()
+    _tab(app, "Export")
+    assert not app.exception
+    anthropic = json.loads(downloads["anthropic.json"])
+    assert anthropic["strategy"] == "clear_tool_results" and "not_carried" in anthropic
+    assert b"ClearToolUsesEdit" in downloads["langchain_context.py"]
+    assert any(c.value.replace("\\", "").startswith("openai-agents: ") for c in app.caption)  # no native form: said
