@@ -176,7 +176,7 @@ def test_the_tune_page_runs_the_default_sweep_and_draws_the_pareto_front(page):
     expect(main.get_by_text("Recommendation", exact=True)).to_be_visible()
     expect(main.locator(".js-plotly-plot").first).to_be_visible()
     legend = [t.text_content() for t in main.locator(".js-plotly-plot").first.locator(".legendtext").all()]
-    assert legend[:2] == ["sliding_window", "tool_rounds"] and "recommended" in legend
+    assert legend[:2] == ["sliding_window", "clear_tool_results"] and "recommended" in legend
     full_screenshot(page, ARTIFACTS / "tune_after_sweep.png")
 
 
