@@ -169,11 +169,10 @@ turns = sum(m.role == "user" for m in conv.messages)
 rows = []
 for where, m in both.items():
     r = m.replay
-    rows.append({"where it runs": WHERE[where], "apply_at": where, "times it ran": r.applications,
-                 "calls over the limit": f"{r.calls_over_limit:,} of {len(r.calls):,}",
-                 "largest prompt": r.worst.tokens_after if r.worst else 0,
-                 "input tokens, all calls": m.cost.input_tokens, "cached": m.cost.cached_share,
-                 "cost": m.cost.cost_usd, "needed facts served": m.needed_recall})
+    rows.append({"where it runs": WHERE[where], "calls over the limit": f"{r.calls_over_limit:,} of {len(r.calls):,}",
+                 "needed facts served": m.needed_recall, "cost": m.cost.cost_usd,
+                 "largest prompt": r.worst.tokens_after if r.worst else 0, "times it ran": r.applications,
+                 "input tokens, all calls": m.cost.input_tokens, "cached": m.cost.cached_share, "apply_at": where})
 st.dataframe(rows, key="loop_table", hide_index=True, width="stretch",
              column_config={"largest prompt": st.column_config.NumberColumn(format="%,d"),
                             "input tokens, all calls": st.column_config.NumberColumn(format="%,d"),
