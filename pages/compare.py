@@ -52,10 +52,10 @@ LIVE_MEASURE_MAX = 300
 def _replay_row(m: ReplayMeasures) -> dict[str, Any]:
     """The replay's columns of the metrics table (numbers, formatted by the table's column config)."""
     s = m.summary()
-    return {"calls over limit": s["calls_over_limit"], "largest prompt": s["worst_prompt"],
-            "needed recall": s["needed_recall"], "needed facts missed": s["missed"],
+    return {"calls over limit": s["calls_over_limit"], "needed recall": s["needed_recall"], "cost $": s["cost_usd"],
+            "cost vs none": s["cost_vs_none"], "largest prompt": s["worst_prompt"], "needed facts missed": s["missed"],
             "input tokens (all calls)": s["input_tokens"], "tokens vs none": s["tokens_vs_none"],
-            "cached": s["cached_share"], "cost $": s["cost_usd"], "cost vs none": s["cost_vs_none"]}
+            "cached": s["cached_share"]}
 
 
 REPLAY_COLUMNS = {
@@ -156,7 +156,10 @@ st.plotly_chart(token_bars(plans, labels), key="cmp_bars")
 st.subheader("Metrics")
 COUNTS = ("tokens after", "tokens saved", "messages removed", "input tokens (all calls)", "needed facts missed",
           "largest prompt")
-st.dataframe([{**m.row(), **(_replay_row(r) if r is not None else {})}
+# the strategy, then what the replay says (fit of every call, needed facts, cost), then the plan's own
+# figures: the columns a reader decides by come first, with no horizontal scroll to reach them
+st.dataframe([{"strategy": m.label, **(_replay_row(r) if r is not None else {}),
+               **{k: v for k, v in m.row().items() if k != "strategy"}}
               for m, r in zip(metrics, measures or [None] * len(metrics))], key="cmp_metrics", hide_index=True,
              width="stretch",
              column_config={**{c: count_column(c) for c in COUNTS}, **REPLAY_COLUMNS})

@@ -325,3 +325,8 @@ def test_without_a_conversation_the_page_asks_for_one(monkeypatch):
 @pytest.fixture
 def app(monkeypatch) -> AppTest:
     return open_page("compare.py", monkeypatch)
+
+
+def test_the_columns_a_reader_decides_by_come_first(app):
+    columns = list(_metrics(app).columns)
+    assert columns[:5] == ["strategy", "calls over limit", "needed recall", "cost $", "cost vs none"]
