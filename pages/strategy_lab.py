@@ -315,6 +315,8 @@ with main:
     for note in outcome_notes(plan, input_findings, findings, idle=idle, limit=MAX_FINDINGS):
         NOTE_BOXES[note.level](md_escape(note.text))
     for w in plan.warnings:
+        if not plan.fits and w.startswith("the result needs "):
+            continue  # the note above already says the result does not fit, with the same figures
         st.warning(md_escape(w[:1].upper() + w[1:]))
     if by := plan.stats.get("summary_by"):  # who wrote the summary (summarizer=llm): model, tokens, time
         st.caption(md_escape(summary_note(by)))

@@ -596,3 +596,10 @@ def test_the_export_tab_offers_the_native_forms_too(app, downloads):
     assert anthropic["strategy"] == "clear_tool_results" and "not_carried" in anthropic
     assert b"ClearToolUsesEdit" in downloads["langchain_context.py"]
     assert any(c.value.replace("\\", "").startswith("openai-agents: ") for c in app.caption)  # no native form: said
+
+
+def test_a_result_over_budget_is_said_once(app):
+    app.selectbox(key="lab_strategy").set_value("none").run()
+    app.sidebar.number_input(key="max_tokens").set_value(8_000).run()
+    over = [w.value for w in app.warning if "13,661" in w.value.replace("\\", "")]
+    assert len(over) == 1, over
