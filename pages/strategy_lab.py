@@ -449,7 +449,8 @@ if tab_replay.open:
                 st.session_state.lab_call = calls - 1  # the newest call first
             c = st.slider("Model call", 0, calls - 1, key="lab_call") if calls > 1 else 0
             call = rp.calls[c]
-            r1, r2, r3, r4 = st.columns(4)
+            r1, r2 = st.columns(2)
+            r3, r4 = st.columns(2)  # two rows: "4,328 of 5,000" does not fit a quarter of the column
             r1.metric("Prompt before the strategy", f"{call.tokens_before:,}")
             r2.metric("Prompt sent", f"{call.tokens_after:,}",
                       delta="over the limit" if call.over_limit else None, delta_color="inverse")
