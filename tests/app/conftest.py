@@ -2,7 +2,19 @@
 from __future__ import annotations
 
 import pytest
+import streamlit as st
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """The app's data (session store, caches) in a fresh temporary folder, with Streamlit's
+    cached resources (the open store) cleared before and after."""
+    monkeypatch.delenv("CTXLAB_SESSIONS_URL", raising=False)
+    monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
+    st.cache_resource.clear()
+    yield tmp_path
+    st.cache_resource.clear()
 
 
 @pytest.fixture

@@ -26,15 +26,6 @@ ARTIFACTS = ROOT / "test-artifacts" / "browser"
 SAMPLE = ctxlab.export(ctxlab.load(SAMPLES / "ecommerce_refund.json"), "openai").data
 
 
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    monkeypatch.delenv("CTXLAB_SESSIONS_URL", raising=False)
-    monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
-
-
 def _started(monkeypatch) -> AppTest:
     """The Chat page after "Create the sample agent" and "Start a new session"."""
     at = open_page("chat.py", monkeypatch)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-import streamlit as st
 
 from ..conftest import SAMPLES
 from ..openai_fake import FakeOpenAI
@@ -44,15 +42,6 @@ def assert_escaped(at, where: str) -> None:
     texts = [re.sub(r"`[^`]*`", "", t) for t in texts]  # inline code shows its text as typed
     bad = [t for t in texts if "127.0.0.1:8629" in t and RAW.search(t.replace("\\\\", "\\"))]
     assert not bad, (where, bad[0][:600])
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    monkeypatch.delenv("CTXLAB_SESSIONS_URL", raising=False)
-    monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
 
 
 def test_an_agent_named_with_markdown_is_text_on_agents_and_chat(data_dir, monkeypatch):

@@ -3,21 +3,11 @@ message is sent: one clear error naming the store, never a traceback (issue 22, 
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 from sqlalchemy import event
 
 from ctxlab.sessions import SessionStore
 
 from .helpers import open_page
-
-
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    monkeypatch.delenv("CTXLAB_SESSIONS_URL", raising=False)
-    monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
 
 
 @pytest.mark.parametrize("page", ["agents.py", "chat.py"])
