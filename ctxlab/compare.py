@@ -3,7 +3,7 @@ in columns), what each costs and keeps, what the providers would say of each res
 
 ``measure(plan, label)`` gives a plan's figures and its findings under the OpenAI and Anthropic
 rules; ``action_table`` lines the plans' decisions up by input message; ``measure_on_replay`` adds
-what each strategy serves and costs turn by turn; ``verdict_by_recall`` picks one by the rule in
+what each strategy serves and costs call by call; ``verdict_by_recall`` picks one by the rule in
 ``VERDICT_RULE`` (highest needed_recall, then lowest cost); ``verdict`` is the older plan-only pick
 (``PLAN_VERDICT_RULE``: most facts retained, then most tokens saved).
 """

@@ -128,7 +128,7 @@ def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> tu
 
 @st.cache_resource(show_spinner="Applying the mitigation…", max_entries=16)
 def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: int, reserve: float) -> Applied:
-    """Apply ``_m`` and measure needed facts served: a strategy through the turn-by-turn replay
+    """Apply ``_m`` and measure needed facts served: a strategy through the call-by-call replay
     (``measure_replay``, against ``none``); the other kinds change the context once, so each needing
     message is checked against the context that would hold it (``_served_in``)."""
     index = _tool_index(_tools_key(_conv.tools), str(_data_dir()), tuple(_conv.tools)) \
@@ -141,7 +141,7 @@ def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: i
         after = measure_replay(_conv, strategy, budget, model=model)
         missed_before = {m.fact for m in before.fidelity.misses}
         return Applied(result, before.needed_recall, after.needed_recall,
-                       f"replayed turn by turn with {strategy.name}, against sending everything",
+                       f"replayed call by call with {strategy.name}, against sending everything",
                        tuple(dict.fromkeys(m.fact for m in after.fidelity.misses if m.fact not in missed_before)))
     parts = result.subagents if _m.kind == "quarantine" else (result.after,)
     before, missed_before = _served_in(_conv, [_conv.messages])

@@ -1,6 +1,6 @@
 """Strategy Lab: apply a context strategy to the conversation and see, message by message, what
 is kept, summarized, cleared or dropped, what it costs, what is lost, whether a provider would
-accept the result, how it plays out turn by turn, and how to take it to production."""
+accept the result, how it plays out call by call, and how to take it to production."""
 from __future__ import annotations
 
 import dataclasses
