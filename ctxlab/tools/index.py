@@ -190,8 +190,8 @@ class ToolIndex:
                 self.name, embedding_function=ef, configuration={"hnsw": {"space": "cosine"}},
                 metadata={"ctxlab": 1, "catalog": self.catalog.name, "model_id": self.provider.model_id,
                           "dimensions": int(self.provider.dimensions)})
-        except ToolIndexError:
-            raise
+        except (ToolIndexError, ModuleNotFoundError):
+            raise  # a missing optional package: the CLI names the extra that brings it
         except Exception as e:
             raise ToolIndexError(f"cannot open the Chroma collection {self.name!r} ({type(e).__name__}: {e})",
                                  where=self.location) from None

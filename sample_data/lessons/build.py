@@ -204,6 +204,7 @@ def generated(name: str) -> dict:
     conv = generate(**GENERATED[name])
     data = export(conv, "openai").data
     title, description = TITLES[name]
+    data = {k: data[k] for k in ("messages", "tools") if k in data}  # the export also carries metadata: set below
     return {"title": title, "description": description, "model": "gpt-4o", **data, "facts": list(conv.facts),
             "generator": GENERATED[name], "planted": conv.metadata.get("planted", [])}
 
