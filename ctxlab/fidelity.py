@@ -370,9 +370,9 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
     nf = facts if isinstance(facts, NeededFacts) else needed_facts(facts)
     check = FactCheck(nf)
     calls = [c for c in replay.calls if c.index in check.by_index]
-    if all(c.number in replay._prompts for c in calls):
-        for c in calls:
-            p = replay._prompts[c.number]
+    kept = [replay.kept_prompt(c.number) for c in calls]
+    if all(p is not None for p in kept):
+        for c, p in zip(calls, kept):
             check.check(c, p.messages, p.origins)
     else:
         replay.walk(check)

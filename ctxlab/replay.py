@@ -240,6 +240,10 @@ class Replay:
             self._prompts[c] = self._rerun(c)
         return self._prompts[c]
 
+    def kept_prompt(self, c: int) -> Prompt | None:
+        """The prompt of call ``c`` if the replay kept it (None past ``DETAIL_LIMIT``: see ``prompt``)."""
+        return self._prompts.get(c)
+
     def walk(self, observe: Observer) -> None:
         """Replay again, calling ``observe(call, prompt_view)`` at every call (one pass, nothing kept)."""
         self._walk(observe)

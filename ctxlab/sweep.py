@@ -160,8 +160,7 @@ class _Checks:
         self.facts = FactCheck(nf)
         self.validate_prompts = validate_prompts
         self.invalid = False
-        self.last: Any = None
-        self.final: Any = None
+        self.final: Any = None  # the last call's prompt view
 
     def _check(self, messages: Sequence[Any]) -> None:
         self.invalid = any(f.severity == "error" for rules in ("openai", "anthropic")
@@ -170,10 +169,8 @@ class _Checks:
     def __call__(self, call: Any, view: Any) -> None:
         self.facts(call, view)
         self.final = view
-        if self.validate_prompts and not self.invalid:
-            if call.triggered:
-                self._check(view.messages)
-            self.last = view.messages
+        if self.validate_prompts and not self.invalid and call.triggered:
+            self._check(view.messages)
 
 
 def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, price: Price | None,
@@ -186,8 +183,8 @@ def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, p
     checks = _Checks(nf, point is not None)
     t0 = time.perf_counter()
     r = replay(conv, strategy, budget, model=model, observe=checks)
-    if checks.last is not None and not checks.invalid:
-        checks._check(checks.last)
+    if checks.validate_prompts and checks.final is not None and not checks.invalid:
+        checks._check(checks.final.messages)
     seconds = time.perf_counter() - t0
     cost = replay_cost(r, conv, model=model, price=price)
     fid = checks.facts.fidelity(r.strategy)

@@ -44,13 +44,15 @@ def _both(text_key: str, name: str, limit: int, price_key: str, _conv: ctxlab.Co
 
 @st.cache_resource(show_spinner="Replaying the coding session call by call…", max_entries=16)
 def _condensers(names: tuple[str, ...], limit: int, price_key: str, _conv: ctxlab.Conversation,
-                _price) -> dict[str, ReplayMeasures]:
-    """Each strategy (budget-scaled defaults, before every call) on the coding session."""
+                _price) -> tuple[int, dict[str, ReplayMeasures]]:
+    """Each strategy (budget-scaled defaults, before every call) on the coding session, and how
+    many edits need the text they replace."""
     model = "gpt-4o"
     budget = Budget(limit, 0.15, TokenCounter(model).tools(_conv.tools))
     facts = needed_facts(_conv)
-    return {n: measure_replay(_conv, get_strategy(n, **STRATEGIES[n].scaled_defaults(budget)), budget, model=model,
-                              prices=_price, facts=facts) for n in names}
+    return sum(1 for n in facts.needs if n.lines), {
+        n: measure_replay(_conv, get_strategy(n, **STRATEGIES[n].scaled_defaults(budget)), budget, model=model,
+                          prices=_price, facts=facts) for n in names}
 
 
 def _open_coding_in_lab() -> None:
@@ -77,11 +79,10 @@ def _coding_section(price) -> None:
         st.info("Pick one or more strategies to compare.")
         return
     try:
-        got = _condensers(tuple(names), limit, repr(price), conv, price)
+        edits, got = _condensers(tuple(names), limit, repr(price), conv, price)
     except CtxlabError as e:
         st.error(md_escape(str(e)))
         return
-    edits = sum(1 for n in needed_facts(conv).needs if n.lines)
     rows = [{"strategy": n, "calls over the limit": f"{m.replay.calls_over_limit:,} of {len(m.replay.calls):,}",
              "needed facts served": m.needed_recall,
              "edits whose read was gone": sum(x.edit for x in m.fidelity.misses),

@@ -30,6 +30,7 @@ from ctxlab.replay import Replay, replay
 from ctxlab.snippets import python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_strategy
 from ctxlab.strategies.base import APPLY_AT
+from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.validate import Finding, validate
 from ui import (TABLE_ACTIONS, action_column, config_downloads, count_column, native_downloads, strategy_picker, summary_note,
                 text_width)
@@ -178,13 +179,18 @@ def _heatmap(view_key: tuple, strategy_key: str, budget_key: str, _rp: Replay) -
     return figures.call_heatmap(_rp)
 
 
+def _strategy_key(s: Strategy, model_llm: Any) -> str:
+    """The cache key of a strategy's results: its parameters and the model its summaries use."""
+    return f"{s!r}|{model_llm.config.fingerprint()}"
+
+
 def _where_it_runs(keys: tuple, price: Price | None) -> None:
     """The same trace under both places a strategy can run, side by side (the LangGraph question:
     a trim node after START, or before every model call)."""
     rows = []
     for where in APPLY_AT:
         variant = dataclasses.replace(strategy, apply_at=where)
-        m = _measures(keys[0], repr(variant) + keys[1][len(repr(strategy)):], keys[2], repr(price), conv, view,
+        m = _measures(keys[0], _strategy_key(variant, llm), keys[2], repr(price), conv, view,
                       variant, budget, model, price)
         r = m.replay
         rows.append({"runs": APPLY_AT_WORDS[where], "calls over the limit": f"{r.calls_over_limit:,} of {len(r.calls):,}",
@@ -262,7 +268,7 @@ pins = tuple(sorted(st.session_state.pins))
 try:
     view = current_view(text, model, pins)
     llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings); part of the cache key
-    keys = ((text_hash(text), model, pins), f"{strategy!r}|{llm.config.fingerprint()}", repr(budget))
+    keys = ((text_hash(text), model, pins), _strategy_key(strategy, llm), repr(budget))
     with use_llm(llm):
         plan, findings, rows, options = _outcome(*keys, view, strategy, budget)
     input_findings = _input_findings(text_hash(text), conv)
@@ -315,7 +321,7 @@ with main:
     for note in outcome_notes(plan, input_findings, findings, idle=idle, limit=MAX_FINDINGS):
         NOTE_BOXES[note.level](md_escape(note.text))
     for w in plan.warnings:
-        if not plan.fits and w.startswith("the result needs "):
+        if not plan.fits and w.startswith(OVER_BUDGET):
             continue  # the note above already says the result does not fit, with the same figures
         st.warning(md_escape(w[:1].upper() + w[1:]))
     if by := plan.stats.get("summary_by"):  # who wrote the summary (summarizer=llm): model, tokens, time

@@ -58,6 +58,15 @@ class TraceFormat:
 TRACES: dict[str, TraceFormat] = {}
 
 
+def trace_format(name: str, title: str, detect: Callable[[Any], bool],
+                 read: Callable[[Any, "tuple[int, ...] | None"], Trace]) -> TraceFormat:
+    """A trace format with its registry ``Format`` (detected as a whole document, never as a
+    message list; a list of its records handed to the Format is read whole)."""
+    def read_items(items: list[Any], ctx: ReadContext) -> list[Message]:
+        return read(items, None).messages
+    return TraceFormat(Format(name, title, never, read_items), detect, read)
+
+
 def never(items: list[Any]) -> int:
     """Message-list detection score of a trace format: 0 (traces are detected as documents)."""
     return 0

@@ -18,8 +18,7 @@ from typing import Any
 
 from ..errors import ShapeError, shown
 from . import anthropic
-from ._base import Format
-from ._trace import Trace, TraceFormat, as_records, compaction, line_where, never, sub_read
+from ._trace import Trace, trace_format, as_records, compaction, line_where, sub_read
 
 NAME = "claude_code"
 _MESSAGE_TYPES = ("user", "assistant")
@@ -194,9 +193,5 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     return trace
 
 
-def _read_items(items: list[Any], ctx) -> list:
-    return read_doc(items, None).messages
-
-
-FORMAT = Format(NAME, "Claude Code session (JSONL)", never, _read_items)
-TRACE = TraceFormat(FORMAT, detect_doc, read_doc)
+TRACE = trace_format(NAME, "Claude Code session (JSONL)", detect_doc, read_doc)
+FORMAT = TRACE.format

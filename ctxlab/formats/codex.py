@@ -19,8 +19,8 @@ from typing import Any
 from ..conversation import Message
 from ..errors import ShapeError, shown
 from . import responses
-from ._base import Format, ReadContext
-from ._trace import Trace, TraceFormat, as_records, compaction, line_where, never
+from ._base import ReadContext
+from ._trace import Trace, trace_format, as_records, compaction, line_where
 
 NAME = "codex"
 _ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
@@ -171,9 +171,5 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     return reader.finish()
 
 
-def _read_items(items: list[Any], ctx) -> list:
-    return read_doc(items, None).messages
-
-
-FORMAT = Format(NAME, "Codex CLI session (JSONL)", never, _read_items)
-TRACE = TraceFormat(FORMAT, detect_doc, read_doc)
+TRACE = trace_format(NAME, "Codex CLI session (JSONL)", detect_doc, read_doc)
+FORMAT = TRACE.format

@@ -17,8 +17,7 @@ from typing import Any
 from ..conversation import Message, ToolCall
 from ..errors import ShapeError
 from . import openai_chat
-from ._base import Format
-from ._trace import Trace, TraceFormat, never, sub_read
+from ._trace import Trace, trace_format, sub_read
 
 NAME = "mini_swe_agent"
 _BLOCK = re.compile(r"```(?:mswea_bash_command|bash)\s*\n(.*?)\n```", re.DOTALL)
@@ -104,9 +103,5 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     return reader.finish(doc.get("info", {}) if isinstance(doc, dict) and isinstance(doc.get("info"), dict) else {})
 
 
-def _read_items(items: list[Any], ctx) -> list:
-    return read_doc(items, None).messages
-
-
-FORMAT = Format(NAME, "mini-swe-agent trajectory", never, _read_items)
-TRACE = TraceFormat(FORMAT, detect_doc, read_doc)
+TRACE = trace_format(NAME, "mini-swe-agent trajectory", detect_doc, read_doc)
+FORMAT = TRACE.format

@@ -21,8 +21,7 @@ from typing import Any
 
 from ..conversation import Message, ToolCall
 from ..errors import ShapeError, shown
-from ._base import Format
-from ._trace import Trace, TraceFormat, compaction, never
+from ._trace import Trace, trace_format, compaction
 
 NAME = "openhands"
 _SILENT = ("change_agent_state", "agent_state_changed", "null", "recall", "message_from_user_ignored",
@@ -264,9 +263,5 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     return reader.finish()
 
 
-def _read_items(items: list[Any], ctx) -> list:
-    return read_doc(items, None).messages
-
-
-FORMAT = Format(NAME, "OpenHands events / trajectory", never, _read_items)
-TRACE = TraceFormat(FORMAT, detect_doc, read_doc)
+TRACE = trace_format(NAME, "OpenHands events / trajectory", detect_doc, read_doc)
+FORMAT = TRACE.format

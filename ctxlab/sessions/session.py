@@ -75,13 +75,14 @@ class Session:
             rec = self._record_row(conn)
             bodies = self._bodies(conn)
             new = [s for s in bodies if s > rec.applied_through]
-            every_call = getattr(read_config(rec.config).strategy, "apply_at", "every_call") == "every_call"
-            if new and (force or every_call or any(bodies[s]["role"] == "user" for s in new)):
-                rec = self._apply(conn, rec, bodies)
+            if not new:
+                return ctx.assemble(self.system_prompt, rec.layout, bodies, rec.applied_through)
+            lab = read_config(rec.config)  # read once: where the strategy runs, and the strategy itself
+            if force or lab.strategy.apply_at == "every_call" or any(bodies[s]["role"] == "user" for s in new):
+                rec = self._apply(conn, rec, bodies, lab)
             return ctx.assemble(self.system_prompt, rec.layout, bodies, rec.applied_through)
 
-    def _apply(self, conn: Connection, rec: Any, bodies: dict[int, dict]) -> Any:
-        lab = read_config(rec.config)
+    def _apply(self, conn: Connection, rec: Any, bodies: dict[int, dict], lab: Any) -> Any:
         counter = TokenCounter(self.model)
         budget = Budget(**{**lab.budget_kwargs(), "tools_tokens": counter.tools(self._tool_defs())})
         done = ctx.apply(lab.strategy, budget, counter, self.system_prompt, rec.layout, rec.state or {}, bodies,

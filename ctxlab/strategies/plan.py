@@ -29,6 +29,9 @@ from ..tokens import CATEGORIES
 from .view import Budget, View, fact_mask, message_text
 
 ACTIONS = ("keep", "drop", "summarize", "clear", "truncate")
+OVER_BUDGET = "the result needs "
+"""How the warning a plan adds when its result is over the budget begins (a page that already says
+the result does not fit leaves it out)."""
 REMOVED = ("drop", "summarize")
 SUMMARY = "summary"
 
@@ -281,7 +284,7 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
     warnings = list(warnings)
     total_after = sum(after.values())
     if total_after > budget.prompt_limit and not any("budget" in w for w in warnings):
-        warnings.append(f"the result needs {total_after:,} tokens; the budget allows {budget.prompt_limit:,} "
+        warnings.append(f"{OVER_BUDGET}{total_after:,} tokens; the budget allows {budget.prompt_limit:,} "
                         f"({budget.max_tokens:,} less a {budget.reserve:.0%} reserve)")
     kept = tuple(f for k, f in enumerate(view.facts) if mask >> k & 1)
     lost = tuple(f for k, f in enumerate(view.facts) if not mask >> k & 1)
