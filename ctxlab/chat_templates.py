@@ -141,16 +141,24 @@ def _ds_tool(messages: Sequence[Message], i: int, last_user: int, thinking: bool
     return text
 
 
-def render_deepseek(messages: Sequence[Message], tools: Sequence[ToolDef], thinking: bool,
-                    notes: set[str]) -> list[Piece]:
-    """The DeepSeek-V3.2 prompt of a request, as pieces."""
-    last_user = _last_user(messages)
+def _ds_head(messages: Sequence[Message], tools: Sequence[ToolDef], template: str) -> tuple[list[Piece], str, int]:
+    """A DeepSeek prompt's start: the BOS piece, the tool block (``template`` filled with the tools'
+    schemas; empty without tools) and where it goes (after the first system message; first, as its
+    own piece, when there is none: -1)."""
     pieces = [Piece("priming", None, "<｜begin▁of▁sentence｜>")]
-    tool_block = ("\n\n" + _DS_TOOLS.format(d=_DSML, schemas="\n".join(_json(_tool_schema(t)) for t in tools))
+    tool_block = ("\n\n" + template.format(d=_DSML, schemas="\n".join(_json(_tool_schema(t)) for t in tools))
                   if tools else "")
     tools_at = next((i for i, m in enumerate(messages) if m.role == "system"), -1)
     if tool_block and tools_at < 0:
         pieces.append(Piece("tools", None, tool_block))
+    return pieces, tool_block, tools_at
+
+
+def render_deepseek(messages: Sequence[Message], tools: Sequence[ToolDef], thinking: bool,
+                    notes: set[str]) -> list[Piece]:
+    """The DeepSeek-V3.2 prompt of a request, as pieces."""
+    last_user = _last_user(messages)
+    pieces, tool_block, tools_at = _ds_head(messages, tools, _DS_TOOLS)
     for i, m in enumerate(messages):
         if m.role == "system":
             text = message_text(m, notes)
@@ -224,12 +232,7 @@ def render_deepseek_v4(messages: Sequence[Message], tools: Sequence[ToolDef], th
     kinds = ["user" if messages[t[0]].role in ("user", "tool") else messages[t[0]].role for t in turns]
     last_user = max((n for n, k in enumerate(kinds) if k == "user"), default=-1)
     keep_reasoning = bool(tools)  # the encoding never drops reasoning when tools are given
-    pieces = [Piece("priming", None, "<｜begin▁of▁sentence｜>")]
-    tool_block = ("\n\n" + _DS4_TOOLS.format(d=_DSML, schemas="\n".join(_json(_tool_schema(t)) for t in tools))
-                  if tools else "")
-    tools_at = next((i for i, m in enumerate(messages) if m.role == "system"), -1)
-    if tool_block and tools_at < 0:
-        pieces.append(Piece("tools", None, tool_block))
+    pieces, tool_block, tools_at = _ds_head(messages, tools, _DS4_TOOLS)
     for n, turn in enumerate(turns):
         kind = kinds[n]
         if kind == "user":
