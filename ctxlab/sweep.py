@@ -19,7 +19,10 @@ import itertools
 import math
 import os
 import random
+import sys
 import time
+import types
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -370,6 +373,34 @@ def _chunks(items: Sequence[tuple[int, Conversation]], size: int) -> list[list[t
     return [list(items[k:k + size]) for k in range(0, len(items), size)]
 
 
+@contextmanager
+def workers_start_clean() -> Iterable[None]:
+    """Let worker processes start while ``__main__`` is a script another runner executes.
+
+    A process started by ``spawn`` or ``forkserver`` re-runs the parent's ``__main__`` file. Under
+    Streamlit (and its AppTest) ``__main__`` is the page being run, which must not run again in a
+    worker: it needs the app's session and, run bare, fails or redraws the page. When ``__main__``
+    names a file that is not the program that started the process (``sys.argv[0]``), a bare module
+    stands in for it while the workers start. A script run as ``python my_sweep.py`` keeps its
+    ``__main__``, so classes it defines still reach the workers.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    argv0 = sys.argv[0] if sys.argv else ""
+    try:
+        borrowed = bool(path) and not (argv0 and os.path.samefile(path, argv0))
+    except OSError:  # either file is gone or never was one (``python -c``)
+        borrowed = bool(path)
+    if not borrowed:
+        yield
+        return
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def _run_local(tasks: list[list[tuple[int, Conversation]]], args: tuple, workers: int,
                progress: Progress | None) -> list[list[dict[str, Any]]]:
     if workers <= 1 or len(tasks) <= 1:
@@ -385,7 +416,8 @@ def _run_local(tasks: list[list[tuple[int, Conversation]]], args: tuple, workers
     ctx.set_forkserver_preload(["ctxlab.sweep"])
     results: list[Any] = [None] * len(tasks)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(evaluate_chunk, task, *args): k for k, task in enumerate(tasks)}
+        with workers_start_clean():  # processes start on the first submits
+            futures = {pool.submit(evaluate_chunk, task, *args): k for k, task in enumerate(tasks)}
         for done, fut in enumerate(as_completed(futures), 1):
             results[futures[fut]] = fut.result()
             if progress:

@@ -10,7 +10,7 @@ from ctxlab import load
 from ctxlab.cli import main
 from ctxlab.conversation import Conversation
 from ctxlab.pricing import Price
-from ctxlab.sweep import Grid, SweepError, pareto_front, recommend, run_sweep
+from ctxlab.sweep import Grid, SweepError, pareto_front, recommend, run_sweep, workers_start_clean
 
 from .conftest import SAMPLES
 from .test_fidelity import lookup_then_cancel
@@ -129,8 +129,8 @@ def test_a_dask_cluster_gives_the_local_results():
     convs = samples()
     grid = Grid.parse(["tool_rounds"], ["tool_rounds.keep_rounds=0,1"])
     local = run_sweep(convs, grid, [4000], workers=1)
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+    with workers_start_clean(), distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster:
         remote = run_sweep(convs, grid, [4000], scheduler=cluster.scheduler_address, chunk_size=1)
     assert without_timing(remote.points) == without_timing(local.points)
     assert remote.recommendation == local.recommendation
@@ -196,3 +196,20 @@ def test_generated_conversations_sweep_on_worker_processes():
     one = run_sweep(runs, grid, [4000], workers=1)
     two = run_sweep(runs, grid, [4000], workers=2, chunk_size=1)
     assert without_timing(one.points) == without_timing(two.points)
+
+
+def test_workers_start_while_main_is_a_page_another_runner_executes(tmp_path, monkeypatch):
+    # Streamlit and its AppTest make the page being run ``__main__``; a worker started by
+    # forkserver would run that file again (CI found pages/tune.py failing inside the workers).
+    import sys
+    import types
+    page = tmp_path / "page.py"
+    page.write_text("raise SystemExit('a worker ran the page')\n")
+    borrowed = types.ModuleType("__main__")
+    borrowed.__file__ = str(page)
+    monkeypatch.setitem(sys.modules, "__main__", borrowed)
+    convs = samples()
+    grid = Grid.parse(["tool_rounds"], ["tool_rounds.keep_rounds=0,1"])
+    two = run_sweep(convs, grid, [4000], workers=2, chunk_size=1)
+    assert sys.modules["__main__"] is borrowed
+    assert without_timing(two.points) == without_timing(run_sweep(convs, grid, [4000], workers=1).points)
