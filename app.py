@@ -4,26 +4,29 @@ from pathlib import Path
 
 import streamlit as st
 
+from appstate import choose_language
+from ctxlab.i18n import N_, _
 from tour import show_tour
 
 # Material icons ship with Streamlit's own font: emoji would show as empty boxes in a browser
 # without an emoji font (Debian's chromium).
 st.set_page_config(page_title="ctxlab", page_icon=":material/science:", layout="wide")
 PAGES = [
-    ("pages/strategy_lab.py", "Strategy Lab", ":material/science:"),
-    ("pages/compare.py", "Compare", ":material/compare_arrows:"),
-    ("pages/tune.py", "Tune", ":material/tune:"),
-    ("pages/answers.py", "Answers", ":material/question_answer:"),
-    ("pages/failure_modes.py", "Failure Modes", ":material/healing:"),
-    ("pages/agent_loop.py", "Where it runs", ":material/repeat:"),
-    ("pages/tool_retrieval.py", "Tool Retrieval", ":material/build:"),
-    ("pages/token_counts.py", "Token counts", ":material/calculate:"),
-    ("pages/agents.py", "Agents", ":material/smart_toy:"),
-    ("pages/chat.py", "Chat", ":material/chat:"),
+    ("pages/strategy_lab.py", N_("Strategy Lab"), ":material/science:"),
+    ("pages/compare.py", N_("Compare"), ":material/compare_arrows:"),
+    ("pages/tune.py", N_("Tune"), ":material/tune:"),
+    ("pages/answers.py", N_("Answers"), ":material/question_answer:"),
+    ("pages/failure_modes.py", N_("Failure Modes"), ":material/healing:"),
+    ("pages/agent_loop.py", N_("Where it runs"), ":material/repeat:"),
+    ("pages/tool_retrieval.py", N_("Tool Retrieval"), ":material/build:"),
+    ("pages/token_counts.py", N_("Token counts"), ":material/calculate:"),
+    ("pages/agents.py", N_("Agents"), ":material/smart_toy:"),
+    ("pages/chat.py", N_("Chat"), ":material/chat:"),
 ]
+choose_language()  # before the navigation: its titles are translated
 here = Path(__file__).resolve().parent
 present = [p for p in PAGES if (here / p[0]).exists()]
-nav = st.navigation([st.Page(path, title=title, icon=icon, default=k == 0)
+nav = st.navigation([st.Page(path, title=_(title), icon=icon, default=k == 0)
                      for k, (path, title, icon) in enumerate(present)])
-show_tour([path for path, _, _ in present])  # a newcomer's three first stops, until dismissed
+show_tour([page[0] for page in present])  # a newcomer's three first stops, until dismissed
 nav.run()

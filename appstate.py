@@ -18,6 +18,7 @@ from ctxlab.errors import CtxlabError
 from ctxlab.formats import decode_text
 from ctxlab.generate import PARAMS as GEN_PARAMS
 from ctxlab.generate import generate
+from ctxlab.i18n import LANGUAGES, pick, use
 from ctxlab.llm import BASE_URL_ENV, DEFAULT_MODEL, KEY_ENV, LLM, MODEL_ENV, LLMConfig, public_url
 from ctxlab.strategies import Budget, View, make_view
 from ctxlab.tokens import TokenCounter
@@ -260,9 +261,43 @@ def _generator_controls() -> None:
             st.session_state.input_error = str(e)
 
 
+LANG_KEY = "lang"
+"""Session-state key of the interface language; the URL's ``?lang=`` keeps it across reloads."""
+
+
+def _on_language_change() -> None:
+    lang = st.session_state.get(LANG_KEY)
+    if lang not in LANGUAGES:  # a click on the selected option clears the control: keep the language
+        lang = st.query_params.get(LANG_KEY) if st.query_params.get(LANG_KEY) in LANGUAGES else use(None)
+        st.session_state[LANG_KEY] = lang
+    st.query_params[LANG_KEY] = lang
+
+
+def choose_language() -> str:
+    """Set this run's language: the user's choice, else the URL's ``?lang=``, else the browser's."""
+    lang = st.session_state.get(LANG_KEY)
+    if lang not in LANGUAGES:
+        lang = st.query_params.get(LANG_KEY)
+    if lang not in LANGUAGES:
+        try:
+            lang = pick(st.context.locale)
+        except Exception:  # no browser behind this run (AppTest, bare mode)
+            lang = None
+    st.session_state[LANG_KEY] = use(lang)
+    return st.session_state[LANG_KEY]
+
+
+def language_switch() -> None:
+    """The sidebar's language picker (each language named in itself, so anyone can find theirs)."""
+    choose_language()
+    st.sidebar.segmented_control("Language / 语言", list(LANGUAGES), format_func=LANGUAGES.__getitem__,
+                                 key=LANG_KEY, on_change=_on_language_change, label_visibility="collapsed")
+
+
 def input_panel() -> None:
-    """The shared sidebar: conversation input, then model and budget."""
+    """The shared sidebar: language, conversation input, then model and budget."""
     init_state()
+    language_switch()
     persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum
     st.sidebar.header("Conversation")
     _conversation_input()
