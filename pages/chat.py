@@ -49,6 +49,7 @@ def open_store(url: str) -> SessionStore:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def script_conversation(name: str) -> ctxlab.Conversation:
     """The conversation a script replays: a bundled sample, or the generated 30-ticket session."""
     if name == LONG_SCRIPT:
