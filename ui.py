@@ -38,6 +38,17 @@ def count_column(label: str, help: str | None = None) -> Any:
     return st.column_config.NumberColumn(label, format="localized", help=help)
 
 
+def message_number(index: int | None) -> str:
+    """A message's number for a table's "#" column; blank for a row that is no input message (an
+    inserted summary): a missing number would read "None" in the table."""
+    return "" if index is None else f"{index:,}"
+
+
+def number_column(label: str = "#") -> Any:
+    """The "#" column of message numbers written by :func:`message_number`."""
+    return st.column_config.TextColumn(label, width="small")
+
+
 BUILTIN_TEXT = {"summary_prompt": SUMMARY_PROMPT, "merge_prompt": MERGE_PROMPT}
 """Text parameters whose empty value means a built-in text: their text areas show that text, and
 an unchanged (or emptied) area passes the empty value, so a config keeps saying "built-in"."""

@@ -92,8 +92,9 @@ def category_bars(rows: Sequence[tuple[str, Mapping[str, int]]], budget: Budget 
     top = max([*totals, budget.max_tokens if budget else 0, 1])
     for label, total in zip(labels, totals):
         share = f" ({total / totals[0]:.0%} of before)" if label != labels[0] and totals[0] else ""
+        # an opaque box: a total next to the limits would otherwise be struck through by their lines
         fig.add_annotation(x=total, y=label, text=f"{total:,}{share}", showarrow=False, xanchor="left", xshift=4,
-                           font=dict(color=TEXT_COLOR, size=12), name="total")
+                           font=dict(color=TEXT_COLOR, size=12), bgcolor="rgba(255,255,255,0.92)", name="total")
     if budget is not None:
         _limit_lines(fig, budget, top * 1.3)
     legend_rows = 2

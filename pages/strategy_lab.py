@@ -32,8 +32,8 @@ from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_stra
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.validate import Finding, validate
-from ui import (TABLE_ACTIONS, action_column, config_downloads, count_column, native_downloads, strategy_picker, summary_note,
-                text_width)
+from ui import (TABLE_ACTIONS, action_column, config_downloads, count_column, message_number, native_downloads,
+                number_column, strategy_picker, summary_note, text_width)
 
 RULES = RULE_NAMES
 LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}
@@ -81,18 +81,16 @@ def _rows(view: View, plan: Plan) -> pd.DataFrame:
 
     def summaries(at: int) -> None:
         for k in before.get(at, ()):
-            rows.append({"#": None, "open": f"summary {k}", "role": "summary", "tokens": plan.output_tokens[k],
+            rows.append({"#": message_number(None), "open": f"summary {k}", "role": "summary", "tokens": plan.output_tokens[k],
                          "action": LABELS["insert"], "code": "insert",
                          "reason": f"inserted by {plan.strategy}", "content": _preview(plan.messages[k])})
 
     for i, (m, a, why) in enumerate(zip(view.messages, plan.actions, plan.reasons)):
         summaries(i)
-        rows.append({"#": i, "open": i, "role": m.role, "tokens": view.tokens[i], "action": LABELS.get(a, a),
+        rows.append({"#": message_number(i), "open": i, "role": m.role, "tokens": view.tokens[i], "action": LABELS.get(a, a),
                      "code": a, "reason": why, "content": _preview(m)})
     summaries(len(plan.actions))
-    df = pd.DataFrame(rows, columns=["#", "open", "role", "tokens", "action", "code", "reason", "content"])
-    df["#"] = df["#"].astype("Int64")
-    return df
+    return pd.DataFrame(rows, columns=["#", "open", "role", "tokens", "action", "code", "reason", "content"])
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -398,7 +396,7 @@ if tab_timeline.open:
         st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
                      column_order=["#", "role", "tokens", "action", "reason", "content"],
                      column_config={
-                         "#": count_column("#"),
+                         "#": number_column(),
                          "role": st.column_config.TextColumn("role", width=text_width(["assistant"])),
                          "tokens": st.column_config.ProgressColumn("tokens", format="localized", min_value=0,
                                                                    max_value=max(int(rows["tokens"].max()), 1)),
@@ -470,13 +468,12 @@ if tab_replay.open:
             st.caption(f"The prompt of call {c} ({turn}; {made}): {call.messages:,} messages"
                        + ("" if call.applied else "; the strategy did not run before this call") + ".")
             prompt = rp.prompt(c)
-            st.dataframe(pd.DataFrame([{"#": o, "role": "summary" if o is None else m.role, "tokens": tok,
+            st.dataframe(pd.DataFrame([{"#": message_number(o), "role": "summary" if o is None else m.role, "tokens": tok,
                                         "state": "as written" if o is None or m is conv.messages[o] else "replaced",
                                         "content": _preview(m)}
-                                       for m, o, tok in zip(prompt.messages, prompt.origins, prompt.tokens)]
-                                      ).astype({"#": "Int64"}),
+                                       for m, o, tok in zip(prompt.messages, prompt.origins, prompt.tokens)]),
                          key="lab_turn_table", hide_index=True, width="stretch",
-                         column_config={"#": count_column("#"), "tokens": count_column("tokens")})
+                         column_config={"#": number_column(), "tokens": count_column("tokens")})
 
 if tab_export.open:
     with tab_export:
