@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import ctxlab
 from ctxlab.conversation import Message, ToolCall
 from ctxlab.replay import replay

@@ -138,5 +138,5 @@ def pretty(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-__all__ = ["HINTS", "NativeExport", "NoNativeFormError", "TARGETS", "common_notes", "export_native", "extend", "literal",
-           "mapped", "notes_block", "pretty", "target"]
+__all__ = ["HINTS", "NativeExport", "NoNativeFormError", "TARGETS", "common_notes", "export_native", "extend",
+           "literal", "mapped", "notes_block", "pretty", "target"]
