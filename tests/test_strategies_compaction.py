@@ -114,3 +114,29 @@ def test_on_real_tau_bench_runs_compaction_keeps_every_call_under_the_limit_wher
             assert r.calls_over_limit < none.calls_over_limit, strategy.name
             for c in r.calls:
                 _valid(r.context_at(c.number))
+
+
+_CLI = (("apply", "--strategy", "server_compaction", "--param", "trigger_tokens=300", "--param",
+         "keep_user_messages=true"),
+        ("apply", "--strategy", "truncation_auto", "--max-tokens", "1500"))
+
+
+def test_hostile_input_keeps_the_cli_contract_under_both(tmp_path_factory):
+    """tests/test_fuzz.py runs a fixed command list; the same mutations through these two (fewer examples)."""
+    from hypothesis import HealthCheck, given, settings
+    from .fuzz import check_contract, mutated_document, run_cli
+
+    @settings(max_examples=150, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(mutated_document())
+    def check(case):
+        fmt, data, done = case
+        path = tmp_path_factory.getbasetemp() / "fuzz-compaction.json"
+        path.write_bytes(data)
+        for command in _CLI:
+            code, out, err = run_cli([command[0], str(path), *command[1:]])
+            try:
+                check_contract(command, code, out, err)
+            except AssertionError as e:
+                raise AssertionError(f"{' '.join(command)} on {done}: {e}") from None
+    check()
