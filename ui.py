@@ -256,7 +256,9 @@ def native_downloads(config: dict[str, Any], prefix: str) -> None:
         n1, n2 = st.columns(2)
         n1.download_button(f"{target} JSON", json.dumps(native.to_dict(), indent=2), file_name=f"{target}.json",
                            mime="application/json", key=f"{prefix}_{target}_json")
-        n2.download_button(f"{target} Python", native.python, file_name=f"{target}_context.py", mime="text/x-python",
+        name = native.file_name or f"{target}_context.py"  # a TOML or shell file for the coding agents' settings
+        n2.download_button(f"{target} {'Python' if name.endswith('.py') else name.rsplit('.', 1)[-1].upper()}",
+                           native.python, file_name=name, mime="text/x-python" if name.endswith(".py") else "text/plain",
                            key=f"{prefix}_{target}_py")
         if native.not_carried:
             st.caption("What does not carry over:")
