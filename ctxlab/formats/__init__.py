@@ -16,7 +16,7 @@ from ._carry import carry_top_level, unplaced_fields
 from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
                     load_with_text)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
-from ._trace import TRACES, TraceFormat, detect_trace, read_trace_document
+from ._trace import TRACES, TraceFormat, detect_trace, read_trace_documents, run_documents
 
 FORMATS: dict[str, Format] = {}
 
@@ -204,8 +204,8 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     source = SourceObjects(source_text)  # one scanner: conversations come in document order
     kw: dict[str, Any] = {"max_depth": max_depth, "source": source}
     trace = format if format in TRACES else (detect_trace(docs, lines) if format is None else None)
-    if trace is not None:  # a coding agent's trace file: the whole document is one conversation
-        return [read_trace_document(docs, lines, trace, **kw)]
+    if trace is not None:  # a trace file: one conversation (a production trace: one per agent run)
+        return read_trace_documents(docs, lines, trace, **kw)
     if lines is not None and _is_message_like(docs[0]):
         misfit = next((k for k, d in enumerate(docs) if not _is_message_like(d)), None)
         if misfit is not None:
@@ -273,6 +273,9 @@ def register_trace(tf: TraceFormat) -> TraceFormat:
 def _register_traces() -> None:
     from . import claude_code, codex, mini_swe_agent, openhands, swe_agent
     for mod in (claude_code, codex, swe_agent, mini_swe_agent, openhands):
+        register_trace(mod.TRACE)
+    from . import langfuse, langsmith, otel  # production traces: one conversation per agent run
+    for mod in (otel, langfuse, langsmith):
         register_trace(mod.TRACE)
 
 
