@@ -1,10 +1,14 @@
-"""Calibrating an estimated count against what a provider reported (issue 18.3).
+"""Calibrating an estimated count against what a provider reported (issue 18.3; from traces, 20.2).
 
 Where no tokenizer ships offline (Claude, Gemini, Alibaba Cloud's API names), ctxlab's count is an
 estimate. One real call gives the truth for one prompt: the provider's ``usage.prompt_tokens``.
 ``calibrate`` compares it with ctxlab's count of the same request and returns a ``Calibration``
 whose ``factor`` scales later counts of that model (``apply``). The factor is a ratio over one
 prompt: it is as good as that prompt is like the ones it scales (language, share of JSON).
+
+A production trace gives many such pairs: every call that reported its usage (see
+``ctxlab.usage``). ``calibrate_from_usage`` sums them per billing model, so the factor is a ratio
+over every prompt the team's agents sent (``calls`` says how many), not over one.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ class Calibration:
     counted: int
     reported: int
     exact_before: bool
+    calls: int = 1
 
     @property
     def factor(self) -> float:
@@ -41,7 +46,7 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"model": self.model, "counted": self.counted, "reported": self.reported,
-                "factor": round(self.factor, 4), "exact_before": self.exact_before}
+                "factor": round(self.factor, 4), "exact_before": self.exact_before, "calls": self.calls}
 
 
 def calibrate(conv: Conversation | Sequence[Message], reported_prompt_tokens: int, model: str | None = None,
@@ -73,3 +78,25 @@ def calibrate_with_llm(conv: Conversation, llm: Any) -> Calibration:
         raise CalibrationError("the model's reply reported no usage.prompt_tokens", where=f"model {llm.model}",
                                hint="Use a provider that reports usage, or enter the number by hand")
     return calibrate(conv, result.prompt_tokens, model=llm.model, tools=conv.tools)
+
+
+def calibrate_from_usage(convs: Sequence[Conversation], model: str | None = None) -> list[Calibration]:
+    """One Calibration per billing model from the calls of production traces that reported usage:
+    billed prompt tokens over ctxlab's count of the prompts those calls sent (each conversation
+    counted with ``model``, else its own model). Empty when no call reported usage."""
+    from .usage import compare_usage, has_usage
+    sums: dict[str, list[int]] = {}
+    exact: dict[str, bool] = {}
+    for conv in convs:
+        if not has_usage(conv):
+            continue
+        cmp = compare_usage(conv, model=model)
+        for c in cmp.calls:
+            name = c.reported.model or cmp.model
+            row = sums.setdefault(name, [0, 0, 0])
+            row[0] += c.counted
+            row[1] += c.reported.prompt_tokens
+            row[2] += 1
+            exact[name] = exact.get(name, True) and cmp.exact
+    return [Calibration(name, counted, reported, exact[name], calls)
+            for name, (counted, reported, calls) in sorted(sums.items()) if counted > 0]

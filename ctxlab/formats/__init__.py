@@ -223,6 +223,15 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     return [_conversation(d, f"JSONL line {n}: $", format, **kw) for n, d in zip(lines, docs)]
 
 
+def run_texts(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[str] | None:
+    """Each agent run of a production trace file (OpenTelemetry, Langfuse, LangSmith) as a JSON
+    text of its own, which ``loads`` reads as one conversation; None for any other input."""
+    docs, lines, _ = load_with_text(text, max_bytes=max_bytes)
+    name = detect_trace(docs, lines)
+    runs = run_documents(docs, lines, name) if name is not None else None
+    return None if runs is None else [dumps(r) for r in runs]
+
+
 def loads(text: str | bytes, *, format: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
           max_depth: int = DEFAULT_MAX_DEPTH) -> Conversation:
     """One conversation from JSON or JSONL text; several conversations are an error here
@@ -283,4 +292,4 @@ _register_traces()
 
 __all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
            "decode_text", "load", "load_all", "load_json_documents", "loads", "parse_tools", "register",
-           "register_trace", "TRACES", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]
+           "register_trace", "run_texts", "TRACES", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]
