@@ -259,7 +259,15 @@ def export(conv: Conversation, to: str) -> Export:
     if isinstance(out.data, dict):  # top-level fields, then the net: nothing a reader kept vanishes unnoted
         notes += carry_top_level(conv, fmt.name, out.data, fmt.title)
     notes += unplaced_fields(conv, out.data, notes, fmt.title)
+    reported = sum(m.usage is not None for m in conv.messages)
+    if reported and fmt.name not in USAGE_WRITERS:
+        notes.append(f"the usage {reported:,} call(s) reported is not written: {fmt.title} messages have no place "
+                     "for it (LangChain's usage_metadata has)")
     return Export(out.data, group_notes(notes))
+
+
+USAGE_WRITERS = {"langchain"}
+"""Formats whose writer puts a message's reported usage back (LangChain: ``usage_metadata``)."""
 
 
 def _register_builtins() -> None:
