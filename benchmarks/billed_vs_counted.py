@@ -55,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
             if not u.calls:
                 continue
             marks = [i for i, m in enumerate(conv.messages) if is_compaction(m)]
-            pairs = [(a, b) for a, b in zip(u.calls, u.calls[1:])  # no compaction between, prompt grew
-                     if not any(a.index < i < b.index for i in marks) and b.reported.prompt_tokens >= a.reported.prompt_tokens]
+            pairs = [(a, b) for a, b in zip(u.calls, u.calls[1:])  # same model, no compaction between, prompt grew
+                     if a.reported.model == b.reported.model and not any(a.index < i < b.index for i in marks)
+                     and b.reported.prompt_tokens >= a.reported.prompt_tokens]
             gb = sum(b.reported.prompt_tokens - a.reported.prompt_tokens for a, b in pairs)
             gc = sum(b.counted - a.counted for a, b in pairs)
             before = [c for c in u.calls if not marks or c.index < marks[0]]

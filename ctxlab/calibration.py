@@ -33,6 +33,7 @@ class Calibration:
     reported: int
     exact_before: bool
     calls: int = 1
+    method: str = "whole"
 
     @property
     def factor(self) -> float:
@@ -46,7 +47,8 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"model": self.model, "counted": self.counted, "reported": self.reported,
-                "factor": round(self.factor, 4), "exact_before": self.exact_before, "calls": self.calls}
+                "factor": round(self.factor, 4), "exact_before": self.exact_before, "calls": self.calls,
+                "method": self.method}
 
 
 def calibrate(conv: Conversation | Sequence[Message], reported_prompt_tokens: int, model: str | None = None,
@@ -81,22 +83,37 @@ def calibrate_with_llm(conv: Conversation, llm: Any) -> Calibration:
 
 
 def calibrate_from_usage(convs: Sequence[Conversation], model: str | None = None) -> list[Calibration]:
-    """One Calibration per billing model from the calls of production traces that reported usage:
-    billed prompt tokens over ctxlab's count of the prompts those calls sent (each conversation
-    counted with ``model``, else its own model). Empty when no call reported usage."""
+    """One Calibration per billing model from the calls of production traces that reported usage
+    (each conversation counted with ``model``, else its own model). Empty when no call did.
+
+    Where a trace logs the whole prompt (a system message first and the tool definitions), the
+    factor is billed over counted prompt tokens, summed over the calls (``method`` "whole").
+    Where it does not (Claude Code and Codex sessions log no tool definitions, Claude Code no
+    system prompt), that ratio would mostly measure what is missing, so the factor compares the
+    *growth* of the prompt between consecutive calls instead, where a constant missing part
+    cancels (``method`` "growth"; only consecutive calls billed by the same model, and pairs with
+    a compaction between them, or whose billed prompt shrank, are left out)."""
+    from .formats._trace import is_compaction
     from .usage import compare_usage, has_usage
-    sums: dict[str, list[int]] = {}
-    exact: dict[str, bool] = {}
+    sums: dict[tuple[str, str], list[int]] = {}
+    exact: dict[tuple[str, str], bool] = {}
     for conv in convs:
         if not has_usage(conv):
             continue
         cmp = compare_usage(conv, model=model)
-        for c in cmp.calls:
-            name = c.reported.model or cmp.model
-            row = sums.setdefault(name, [0, 0, 0])
-            row[0] += c.counted
-            row[1] += c.reported.prompt_tokens
+        whole = bool(conv.tools) and bool(conv.messages) and conv.messages[0].role == "system"
+        marks = [i for i, m in enumerate(conv.messages) if is_compaction(m)]
+        pairs = [(c.counted, c.reported.prompt_tokens, c.reported.model) for c in cmp.calls] if whole else [
+            (b.counted - a.counted, b.reported.prompt_tokens - a.reported.prompt_tokens, b.reported.model)
+            for a, b in zip(cmp.calls, cmp.calls[1:])
+            if a.reported.model == b.reported.model and not any(a.index < i < b.index for i in marks)
+            and b.reported.prompt_tokens >= a.reported.prompt_tokens]
+        for counted, reported, billed_by in pairs:
+            key = (billed_by or cmp.model, "whole" if whole else "growth")
+            row = sums.setdefault(key, [0, 0, 0])
+            row[0] += counted
+            row[1] += reported
             row[2] += 1
-            exact[name] = exact.get(name, True) and cmp.exact
-    return [Calibration(name, counted, reported, exact[name], calls)
-            for name, (counted, reported, calls) in sorted(sums.items()) if counted > 0]
+            exact[key] = exact.get(key, True) and cmp.exact
+    return [Calibration(name, counted, reported, exact[(name, method)], calls, method)
+            for (name, method), (counted, reported, calls) in sorted(sums.items()) if counted > 0 and reported > 0]

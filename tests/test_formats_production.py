@@ -233,3 +233,15 @@ def test_calibration_per_billing_model_from_traces():
                                for m in c.messages]) for c in convs]
     cal = calibrate_from_usage([replace(c, model="claude-sonnet-4-5") for c in claude])[0]
     assert cal.model == "claude-sonnet-4-5" and not cal.exact_before
+
+
+def test_a_trace_missing_its_system_prompt_calibrates_on_the_growth_between_calls():
+    conv = _run_a("otel_agent_runs.json")
+    bare = replace(conv.with_messages(conv.messages[1:]), tools=())  # as Claude Code logs: no system, no tools
+    cal = calibrate_from_usage([bare])[0]
+    u = compare_usage(bare)
+    pairs = list(zip(u.calls, u.calls[1:]))
+    assert cal.method == "growth" and cal.calls == len(pairs) == 3
+    assert cal.reported == RUN_A_PROMPT[-1] - RUN_A_PROMPT[0]
+    assert cal.counted == u.calls[-1].counted - u.calls[0].counted
+    assert calibrate_from_usage([conv])[0].method == "whole"
