@@ -245,3 +245,28 @@ def test_a_trace_missing_its_system_prompt_calibrates_on_the_growth_between_call
     assert cal.reported == RUN_A_PROMPT[-1] - RUN_A_PROMPT[0]
     assert cal.counted == u.calls[-1].counted - u.calls[0].counted
     assert calibrate_from_usage([conv])[0].method == "whole"
+
+
+def _any_value(v):
+    """Python data as an OTLP AnyValue (what an exporter writes for a structured attribute)."""
+    if isinstance(v, dict):
+        return {"kvlistValue": {"values": [{"key": k, "value": _any_value(x)} for k, x in v.items()]}}
+    if isinstance(v, list):
+        return {"arrayValue": {"values": [_any_value(x) for x in v]}}
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    return {"stringValue": v}
+
+
+def test_structured_otlp_attributes_read_like_json_strings():
+    doc = _otel_doc()
+    for span in _chat_spans(doc):
+        for a in span["attributes"]:
+            if a["key"] in ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+                            "gen_ai.tool.definitions"):
+                a["value"] = _any_value(json.loads(a["value"]["stringValue"]))
+            elif a["key"].startswith("gen_ai.usage."):
+                a["value"] = {"intValue": int(a["value"]["intValue"])}  # some exporters write int64 as a number
+    assert [c.messages for c in load_all(json.dumps(doc))] == [c.messages for c in _load("otel_agent_runs.json")]
