@@ -7,6 +7,7 @@ The files in tests/data/production are written from the specifications by make_t
 from __future__ import annotations
 
 import copy
+import pickle
 import json
 from dataclasses import replace
 
@@ -151,7 +152,7 @@ def test_usage_defaults_to_none_and_travels_through_copies():
     u = Usage(100, 5, 64, 0, "gpt-4o")
     billed = replace(m, usage=u)
     assert billed.with_content("cleared").usage == u
-    assert copy.deepcopy(billed).usage == u and billed != m
+    assert copy.deepcopy(billed).usage == u and pickle.loads(pickle.dumps(billed)).usage == u and billed != m
     assert u.to_dict() == {"prompt_tokens": 100, "output_tokens": 5, "cached_tokens": 64, "cache_write_tokens": 0,
                            "model": "gpt-4o"}
 
