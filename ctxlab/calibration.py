@@ -88,8 +88,8 @@ def calibrate_from_usage(convs: Sequence[Conversation], model: str | None = None
 
     Where a trace logs the whole prompt (a system message first and the tool definitions), the
     factor is billed over counted prompt tokens, summed over the calls (``method`` "whole").
-    Where it does not (Claude Code and Codex sessions log no tool definitions, Claude Code no
-    system prompt), that ratio would mostly measure what is missing, so the factor compares the
+    Where it does not (a Claude Code session logs neither the system prompt nor the tool
+    definitions), that ratio would mostly measure what is missing, so the factor compares the
     *growth* of the prompt between consecutive calls instead, where a constant missing part
     cancels (``method`` "growth"; only consecutive calls billed by the same model, and pairs with
     a compaction between them, or whose billed prompt shrank, are left out)."""

@@ -45,7 +45,8 @@ def _is_run(r: Any) -> bool:
 def _has_llm(r: dict, depth: int = 0) -> bool:
     if r.get("run_type") == "llm":
         return True
-    return depth < 50 and any(_has_llm(c, depth + 1) for c in r.get("child_runs") or [] if isinstance(c, dict))
+    kids = r.get("child_runs")
+    return depth < 50 and isinstance(kids, list) and any(_has_llm(c, depth + 1) for c in kids if isinstance(c, dict))
 
 
 def _run_list(doc: Any) -> list | None:
@@ -68,7 +69,10 @@ def _flatten(run: dict, where: str, out: list[tuple[dict, str]], depth: int = 0)
     out.append((run, where))
     if depth > 200:
         raise ShapeError("child runs nest too deep", where=where)
-    for k, c in enumerate(run.get("child_runs") or []):
+    kids = run.get("child_runs") or []
+    if not isinstance(kids, list):
+        raise ShapeError(f"child_runs must be a list, found {type(kids).__name__}", where=f"{where}.child_runs")
+    for k, c in enumerate(kids):
         if not isinstance(c, dict):
             raise ShapeError(f"a child run must be an object, found {type(c).__name__}", where=f"{where}.child_runs[{k}]")
         _flatten(c, f"{where}.child_runs[{k}]", out, depth + 1)
@@ -101,7 +105,9 @@ def runs(doc: Any, lines: tuple[int, ...] | None) -> list[Any]:
 
 def _prompt(run: dict, where: str, trace: Trace) -> list | None:
     inputs = run.get("inputs") if isinstance(run.get("inputs"), dict) else {}
-    tools = inputs.get("tools") or ((run.get("extra") or {}).get("invocation_params") or {}).get("tools")
+    extra = run.get("extra") if isinstance(run.get("extra"), dict) else {}
+    params = extra.get("invocation_params") if isinstance(extra.get("invocation_params"), dict) else {}
+    tools = inputs.get("tools") or params.get("tools")
     if isinstance(tools, list) and tools and not trace.tools:
         trace.tools = parse_tools(tools, f"{where}.inputs.tools")
     items = inputs.get("messages", inputs.get("prompts"))

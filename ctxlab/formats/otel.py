@@ -49,8 +49,14 @@ _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR")
 # ---------------------------------------------------------------------- OTLP JSON
 
 
+def _values(holder: Any) -> list:
+    values = holder.get("values") if isinstance(holder, dict) else None
+    return values if isinstance(values, list) else []
+
+
 def _value(v: Any) -> Any:
-    """An OTLP AnyValue as Python data."""
+    """An OTLP AnyValue as Python data (anything malformed reads as None: the attribute that
+    needs it then says what is wrong)."""
     if not isinstance(v, dict):
         return v
     for key in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
@@ -60,9 +66,10 @@ def _value(v: Any) -> Any:
         raw = v["intValue"]
         return int(raw) if isinstance(raw, str) and raw.lstrip("-").isdigit() else raw
     if "arrayValue" in v:
-        return [_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
+        return [_value(x) for x in _values(v["arrayValue"])]
     if "kvlistValue" in v:
-        return {kv.get("key"): _value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values", [])}
+        return {kv["key"]: _value(kv.get("value")) for kv in _values(v["kvlistValue"])
+                if isinstance(kv, dict) and isinstance(kv.get("key"), str)}
     return None
 
 
@@ -71,7 +78,9 @@ def attributes(span: dict) -> dict[str, Any]:
     raw = span.get("attributes") or []
     if isinstance(raw, dict):
         return raw
-    return {a["key"]: _value(a.get("value")) for a in raw if isinstance(a, dict) and "key" in a}
+    if not isinstance(raw, list):
+        return {}
+    return {a["key"]: _value(a.get("value")) for a in raw if isinstance(a, dict) and isinstance(a.get("key"), str)}
 
 
 def _documents(doc: Any) -> list[dict]:
@@ -82,11 +91,16 @@ def spans(doc: Any) -> Iterator[tuple[dict, str]]:
     """Every span of an OTLP JSON document (or JSONL of them), with its JSON path."""
     for n, d in enumerate(_documents(doc)):
         base = f"$[{n}]" if isinstance(doc, list) else "$"
-        for i, rs in enumerate(d.get("resourceSpans") or []):
-            for j, ss in enumerate((rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or []):
-                for k, sp in enumerate((ss or {}).get("spans") or []):
+        for i, rs in enumerate(_list(d.get("resourceSpans"))):
+            rs = rs if isinstance(rs, dict) else {}
+            for j, ss in enumerate(_list(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans"))):
+                for k, sp in enumerate(_list(ss.get("spans") if isinstance(ss, dict) else None)):
                     if isinstance(sp, dict):
                         yield sp, f"{base}.resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _op(attrs: dict) -> str | None:
