@@ -271,3 +271,33 @@ def test_structured_otlp_attributes_read_like_json_strings():
             elif a["key"].startswith("gen_ai.usage."):
                 a["value"] = {"intValue": int(a["value"]["intValue"])}  # some exporters write int64 as a number
     assert [c.messages for c in load_all(json.dumps(doc))] == [c.messages for c in _load("otel_agent_runs.json")]
+
+
+def _paths(x, path=()):
+    yield path
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items:
+        yield from _paths(v, path + (k,))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_broken_trace_is_a_clear_error_never_a_crash(seed):
+    """Random fields of the trace files replaced by values of the wrong type: reading (and
+    comparing the usage of) what is left either works or raises a CtxlabError."""
+    import random
+    rng = random.Random(seed)
+    docs = [json.loads((DATA / n).read_text()) for n in FILES if n.endswith(".json")]
+    wrong = [None, 0, -1, "x", [], {}, [1], {"a": 1}, True, 1.5, [{"type": "text"}]]
+    for _ in range(60):
+        doc = copy.deepcopy(rng.choice(docs))
+        for _ in range(rng.randint(1, 3)):
+            path = rng.choice([p for p in _paths(doc) if p])
+            node = doc
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = copy.deepcopy(rng.choice(wrong))
+        try:
+            for conv in load_all(json.dumps(doc)):
+                compare_usage(conv)
+        except CtxlabError:
+            pass
