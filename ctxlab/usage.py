@@ -7,9 +7,11 @@ it, with the tool definitions) and puts, per call, the billed prompt tokens besi
 and the billed cached tokens beside the prompt-cache model's (``ctxlab.pricing``), with the
 differences. This checks the counter and the cache model on real traffic.
 
-The comparison is only as good as the trace: a call whose prompt the agent trimmed itself (the
-reader notes it) was billed for less than the history ctxlab counts; a trace that logs no system
-prompt or no tool definitions is counted without them.
+A compaction summary found in the trace (Claude Code's ``/compact``) replaced the history for the
+model: calls after it are counted from the summary on, and the cache model starts again there.
+Otherwise the comparison is only as good as the trace: a call whose prompt the agent trimmed
+itself (the reader notes it) was billed for less than the history ctxlab counts; a trace that
+logs no system prompt or no tool definitions is counted without them.
 """
 from __future__ import annotations
 
@@ -122,12 +124,32 @@ def has_usage(conv: Conversation | Sequence[Any]) -> bool:
     return any(m.usage is not None for m in messages)
 
 
+def _epochs(conv: Conversation) -> list[tuple[int, Conversation]]:
+    """The conversation as the model saw it between compactions: (offset, part). A compaction
+    summary read from a trace (Claude Code's ``/compact``, Codex's ``compacted``) replaced every
+    message before it, so each part is the leading system messages plus the messages from one
+    summary to the next; ``offset`` maps a part's index back (original = offset + index)."""
+    from .formats._trace import is_compaction
+    marks = [i for i, m in enumerate(conv.messages) if is_compaction(m)]
+    if not marks:
+        return [(0, conv)]
+    head = 0
+    while head < len(conv.messages) and conv.messages[head].role == "system":
+        head += 1
+    bounds = [0] + marks + [len(conv.messages)]
+    parts = [(0, conv.with_messages(conv.messages[:marks[0]]))]
+    for a, b in zip(marks, bounds[2:]):
+        parts.append((a - head, conv.with_messages(conv.messages[:head] + conv.messages[a:b])))
+    return parts
+
+
 def compare_usage(conv: Conversation, *, model: str | None = None, price: Any = None,
                   budget: Any = None) -> UsageComparison:
     """Billed vs counted prompt tokens and billed vs modelled cached tokens, per call, for a
     conversation read from a trace with usage. ``price`` (a Price or PriceTable, default the
     bundled table) gives the cache rule; ``budget`` the tool tokens (default: the conversation's
-    tools counted for ``model``)."""
+    tools counted for ``model``). After a compaction summary the prompt counted is the one the
+    model saw (the summary and what followed it) and the cache model starts again."""
     from .pricing import replay_cost
     from .replay import replay
     from .strategies import prepare
@@ -135,16 +157,20 @@ def compare_usage(conv: Conversation, *, model: str | None = None, price: Any = 
     model = model or conv.model or "gpt-4o"
     if budget is None:
         budget = prepare(conv, model)[1]
-    r = replay(conv, "none", budget, model=model)
-    cost = {c.message: c for c in replay_cost(r, conv, model=model, price=price).calls}
-    rows = []
-    for call in r.calls:
-        if call.reported is None or call.pending or call.index not in cost:
+    rows, total = [], 0
+    for offset, part in _epochs(conv):
+        if not any(m.role == "assistant" for m in part.messages):
             continue
-        cc = cost[call.index]
-        rows.append(CallUsage(call.number, call.index, call.reported, call.tokens_after, cc.cached_tokens,
-                              cc.cache_write_tokens))
-    return UsageComparison(model, TokenCounter(model).spec.exact, tuple(rows), sum(not c.pending for c in r.calls))
+        r = replay(part, "none", budget, model=model)
+        cost = {c.message: c for c in replay_cost(r, part, model=model, price=price).calls}
+        for call in r.calls:
+            if call.reported is None or call.pending or call.index not in cost:
+                continue
+            cc = cost[call.index]
+            rows.append(CallUsage(total + call.number, call.index + offset, call.reported, call.tokens_after,
+                                  cc.cached_tokens, cc.cache_write_tokens))
+        total += sum(not c.pending for c in r.calls)
+    return UsageComparison(model, TokenCounter(model).spec.exact, tuple(rows), total)
 
 
 __all__ = ["CallUsage", "UsageComparison", "compare_usage", "has_usage"]

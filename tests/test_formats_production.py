@@ -301,3 +301,16 @@ def test_a_broken_trace_is_a_clear_error_never_a_crash(seed):
                 compare_usage(conv)
         except CtxlabError:
             pass
+
+
+def test_after_a_compaction_the_prompt_counted_is_the_one_the_model_saw():
+    conv = ctxlab.load(ROOT / "tests" / "data" / "coding" / "claude_code_compact.jsonl")
+    mark = next(i for i, m in enumerate(conv.messages) if m.extra.get("ctxlab_compaction"))
+    budget = prepare(conv)[1]
+    u = compare_usage(conv, budget=budget)
+    after = next(c for c in u.calls if c.index > mark)
+    seen = replay(conv.with_messages(conv.messages[mark:]), "none", budget)
+    assert after.counted == seen.calls[0].tokens_after  # the summary and what followed, not the history
+    assert after.counted < replay(conv, "none", budget).calls[[c.index for c in u.calls].index(after.index)].tokens_after
+    assert [c.call for c in u.calls] == list(range(len(u.calls)))
+    assert [c.index for c in u.calls] == [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
