@@ -37,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--model", help="count with this model (default: each trace's)")
+    ap.add_argument("--holdout", type=int, metavar="N",
+                    help="also tune on the first N files and report on the others: the growth factor "
+                         "(calibrate_from_usage) and a fit billed = a + b x counted, per billing model")
     args = ap.parse_args(argv)
+    loaded: list[list] = []
     billed = counted = b_cached = m_cached = grow_b = grow_c = calls = pre_b = pre_c = pre_n = 0
     gaps: list[int] = []
     print(f"{'file':48} {'calls':>5} {'billed':>11} {'counted':>11} {'ratio':>6} {'billed cached':>13} "
@@ -48,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001 - a measurement script reports and goes on
             print(f"{f.name[:48]:48} skipped: {str(e)[:80]}", file=sys.stderr)
             continue
+        loaded.append(convs)
         for k, conv in enumerate(convs):
             if not has_usage(conv):
                 continue
@@ -89,7 +94,48 @@ def main(argv: list[str] | None = None) -> int:
           f"(what the trace does not log, if constant)")
     print(f"cached: billed {b_cached:,}, modelled {m_cached:,} (difference {b_cached - m_cached:+,}, "
           f"modelled/billed {m_cached / b_cached if b_cached else float('nan'):.3f})")
+    if args.holdout:
+        holdout([c for cs in loaded[:args.holdout] for c in cs], [c for cs in loaded[args.holdout:] for c in cs],
+                args.model)
     return 0
+
+
+def _fit(rows: list) -> tuple[float, float]:
+    """Least squares billed = a + b x counted over calls (a: what the trace does not hold)."""
+    n = len(rows)
+    xs, ys = [r.counted for r in rows], [r.reported.prompt_tokens for r in rows]
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 1.0
+    return my - b * mx, b
+
+
+def holdout(train: list, test: list, model: str | None) -> None:
+    """Tune on ``train`` conversations, report on ``test``: per billing model, the growth factor
+    of ``calibrate_from_usage`` and the fit billed = a + b x counted."""
+    from ctxlab.calibration import calibrate_from_usage
+    tuned = {c.model: c for c in calibrate_from_usage(train, model)}
+    for cal in calibrate_from_usage(test, model):
+        if cal.model not in tuned:
+            continue
+        t = tuned[cal.model]
+        print(f"\nheld out, {cal.model} ({cal.method}): factor tuned {t.factor:.4f} ({t.calls} pairs); on the others "
+              f"billed {cal.reported:,} vs counted {cal.counted:,} (error {cal.counted / cal.reported - 1:+.1%}), "
+              f"calibrated {t.apply(cal.counted):,} (error {t.apply(cal.counted) / cal.reported - 1:+.1%})")
+    rows = lambda convs, m: [r for c in convs if has_usage(c) for r in compare_usage(c, model=model).calls  # noqa: E731
+                             if (r.reported.model or m) == m]
+    for name in tuned:
+        fit_rows, test_rows = rows(train, name), rows(test, name)
+        if len(fit_rows) < 2 or not test_rows:
+            continue
+        a, b = _fit(fit_rows)
+        pred = [a + b * r.counted for r in test_rows]
+        real = [r.reported.prompt_tokens for r in test_rows]
+        err = sorted(abs(p / t - 1) for p, t in zip(pred, real))
+        raw = sorted(abs(r.counted / r.reported.prompt_tokens - 1) for r in test_rows)
+        print(f"fit on {len(fit_rows)} {name} calls: billed = {a:,.0f} + {b:.3f} x counted; on {len(test_rows)} "
+              f"others: median per-call error {statistics.median(err):.1%} (uncalibrated {statistics.median(raw):.1%}), "
+              f"total {sum(pred) / sum(real) - 1:+.1%} (uncalibrated {sum(r.counted for r in test_rows) / sum(real) - 1:+.1%})")
 
 
 if __name__ == "__main__":
