@@ -42,3 +42,13 @@ def test_a_folder_of_trace_files_is_swept_on_the_tune_page(monkeypatch):
     run_tune_sweep(at)
     table = next(d.value for d in at.dataframe if "conversations" in d.value.columns)
     assert table["conversations"].eq(9).all()
+
+
+def test_token_counts_shows_the_billed_total_beside_the_count(monkeypatch):
+    at = open_page("token_counts.py", monkeypatch)
+    _use(at, (DATA / "langsmith_run_tree.json").read_text())
+    assert not at.exception and not at.error
+    billed = next(m for m in at.metric if m.label == "Billed prompt tokens, all calls")
+    assert billed.value == f"{1958 + 4260 + 4341 + 4399:,}" and "vs counted" in billed.delta
+    assert next(m for m in at.metric if m.label == "Calls with billed usage").value == "4 / 4"
+    assert next(m for m in at.metric if m.label == "Billed cached tokens").value == f"{1920 + 4224 + 4224:,}"
