@@ -130,27 +130,32 @@ def _input_args(p: argparse.ArgumentParser) -> None:
                    help="refuse inputs larger than this many MB (default 50)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every registered subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand. With ``only``, just that command's
+    arguments are added (each command imports what its arguments list, say the strategies or the
+    export targets, so a run builds only the one it needs); the others are listed with their help."""
     parser = _Parser(prog="ctxlab", description="Inspect, count, convert and trim LLM tool conversations.")
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (add_args, fn) in COMMANDS.items():
         sp = subs.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
-        add_args(sp)
+        if only is None or name == only:
+            add_args(sp)
         sp.set_defaults(run=fn)
     return parser
 
 
-_BUILT: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+_BUILT: dict[tuple[str | None, ...], argparse.ArgumentParser] = {}
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The parser for the commands registered now, built once (argparse takes ~15 ms to build
-    it, which a script calling ``main`` in a loop would pay on every call)."""
-    key = tuple(COMMANDS)
+def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser for the command ``argv`` names, built once (argparse takes ~15 ms to build the
+    whole parser, which a script calling ``main`` in a loop would pay on every call). When argv
+    names no command (``--help``, a typo), no command's arguments are needed: the usage line and
+    the help list the commands by name."""
+    only = argv[0] if argv and argv[0] in COMMANDS else ""
+    key = (*COMMANDS, only)
     if key not in _BUILT:
-        _BUILT.clear()
-        _BUILT[key] = build_parser()
+        _BUILT[key] = build_parser(only)
     return _BUILT[key]
 
 
@@ -176,7 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a native library, which is a BaseException) is one "internal error" line."""
     try:
         _utf8_stdout()
-        args = _parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = _parser(argv).parse_args(argv)
         return args.run(args)
     except _Usage as e:
         _one_line_error(f"ctxlab: usage: {e} (see ctxlab --help)")

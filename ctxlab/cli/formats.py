@@ -1,13 +1,12 @@
-"""CLI commands of the engine's foundation: ``count``, ``convert``, ``validate``."""
+"""CLI commands of the engine's foundation: ``count``, ``convert``, ``validate``.
+
+Each imports what it runs inside its function, so ``ctxlab count`` loads no strategy engine."""
 from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
 
 from ..formats import FORMATS, export
-from ..calibration import calibrate
-from ..tokens import count_tokens
-from ..validate import RULES
 from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note
 
 
@@ -21,6 +20,8 @@ def _count_args(p: argparse.ArgumentParser) -> None:
 @command("count", _count_args)
 def _count(args: argparse.Namespace) -> int:
     """Print token counts as the API would bill them."""
+    from ..calibration import calibrate
+    from ..tokens import count_tokens
     convs = _conversations(args)
     out = []
     for i, conv in convs:
@@ -55,6 +56,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _validate_args(p: argparse.ArgumentParser) -> None:
+    from ..validate import RULES
     _input_args(p)
     p.add_argument("--rules", default="openai", choices=sorted(RULES))
 
