@@ -15,7 +15,7 @@ DEFAULT_MAX_BYTES = 50 * MB
 DEFAULT_MAX_DEPTH = 64
 
 
-def _size_check(text: str | bytes, max_bytes: int) -> None:
+def size_check(text: str | bytes, max_bytes: int) -> None:
     if isinstance(text, bytes):
         size = len(text)
     else:  # no UTF-8 copy of a large ASCII paste just to measure it
@@ -36,10 +36,46 @@ def json_path(where: str, keys: list[str | int]) -> str:
     return where + "".join(steps)
 
 
+_RECURSIVE_UP_TO = 200  #: a deeper limit is checked by the iterative walk alone (no RecursionError)
+
+
 def depth_check(value: Any, max_depth: int, where: str = "$") -> None:
     """Raise NestingTooDeepError naming the JSON path where nesting passes ``max_depth``."""
     if not isinstance(value, (dict, list)):
         return
+    if max_depth > _RECURSIVE_UP_TO or _deeper_than(value, max_depth):
+        _raise_too_deep(value, max_depth, where)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _deeper_than(node: dict | list, levels: int) -> bool:
+    """Whether objects and lists nest more than ``levels`` deep from ``node`` (``node`` is level
+    1). Only containers are entered, at most ``levels`` deep; a scalar costs one set lookup, and a
+    dict's values are checked in its parent's loop (a message list is one call, not one per
+    message), so the half a million messages of a 50 MB file take a fraction of a second."""
+    if levels < 1:
+        return True
+    scalars = _SCALARS
+    for child in (node.values() if isinstance(node, dict) else node):
+        cls = child.__class__
+        if cls in scalars:
+            continue
+        if cls is dict:
+            if levels < 2:
+                return True
+            for grand in child.values():
+                if grand.__class__ not in scalars and isinstance(grand, (dict, list)) and \
+                        _deeper_than(grand, levels - 2):
+                    return True
+        elif isinstance(child, (dict, list)) and _deeper_than(child, levels - 1):
+            return True
+    return False
+
+
+def _raise_too_deep(value: dict | list, max_depth: int, where: str) -> None:
+    """Find the first path that passes ``max_depth`` and raise the error naming it."""
     # one iterator per open level, a path built only on error: memory grows with the depth,
     # not with the number of values (a 50 MB file of short messages holds half a million)
     stack: list[tuple[Any, Any]] = [(None, iter(_children(value)))]
@@ -224,8 +260,14 @@ def load_with_text(
     text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> tuple[list[Any], list[int] | None, str]:
     """``load_json_documents`` plus the decoded source text (readers take exact spans from it)."""
-    _size_check(text, max_bytes)
+    size_check(text, max_bytes)
     text = decode_text(text)
+    docs, lines = parse_documents(text, max_depth)
+    return docs, lines, text
+
+
+def parse_documents(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[list[Any], list[int] | None]:
+    """``load_json_documents`` of text already decoded and within the size limit."""
     if not text or text.isspace():  # strip() would copy the whole text
         raise NotJSONError("the input is empty", where="input",
                            hint="Paste a JSON list of messages or an object with 'messages'")
@@ -239,12 +281,12 @@ def load_with_text(
             docs.append(_decode(ln, f"JSONL line {n}"))
             depth_check(docs[-1], max_depth, f"JSONL line {n}: $")
             numbers.append(n)
-        return docs, numbers, text
+        return docs, numbers
     except RecursionError:
         raise NestingTooDeepError("JSON nests too deep to read", where="input",
                                   hint="Check the file for runaway nesting") from None
     depth_check(doc, max_depth)
-    return [doc], None, text
+    return [doc], None
 
 
 # ---------------------------------------------------------------- exact JSON text of objects

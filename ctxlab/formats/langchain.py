@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # langchain-core is imported where a message object is built 
 
 from ..errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError, shown
 from ..conversation import Conversation, Message, Part, ToolCall, compact_json
-from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
+from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict, list_shape
 from ._base import INTERNAL_EXTRA
 from .anthropic import anthropic_only_note, block_type, read_block, tool_result_message, tool_use_call
 from .tools import tools_to_openai
@@ -285,7 +285,7 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
 def detect(items: list[Any]) -> int:
     """Score 3 for ``{"type", "data"}`` items or the ``lc`` constructor form, 2 for flat
     dicts whose ``type`` is a LangChain message type, 0 otherwise."""
-    if not items or not all(isinstance(it, dict) for it in items):
+    if not items or not list_shape(items).dicts:
         return 0
     score = 3
     for it in items:
