@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 from ..errors import CtxlabError, one_line, shown
 from ..extras import missing_extra
 from ..formats import FORMATS, dumps, load_all
+from ..formats._json import iter_dumps
 from ..conversation import Conversation
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
@@ -68,9 +69,7 @@ def to_json(obj: Any, indent: int | None = None) -> tuple[str, int]:
     except that a lone surrogate (U+D800..U+DFFF: it can come in as a JSON escape, and is not a
     character UTF-8 can encode) is written as its ``\\uXXXX`` escape, so the output is always
     valid UTF-8 and reads back to the same string."""
-    text = dumps(obj, indent=indent)
-    escaped, n = _LONE_SURROGATE.subn(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return escaped, n
+    return _escaped(dumps(obj, indent=indent))
 
 
 def note(text: str) -> None:
@@ -78,15 +77,29 @@ def note(text: str) -> None:
     print(f"note: {one_line(text)}", file=sys.stderr)
 
 
+def _escaped(text: str) -> tuple[str, int]:
+    return _LONE_SURROGATE.subn(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _emit(objs: list[dict[str, Any]]) -> None:
-    """One conversation: an indented JSON object. Several: JSON Lines, one object each."""
-    texts = [to_json(o, 2) for o in objs] if len(objs) == 1 else [to_json(o) for o in objs]
-    escaped = sum(n for _, n in texts)
+    """One conversation: an indented JSON object, written piece by piece (a plan of half a
+    million messages is never one string). Several: JSON Lines, one object each."""
+    escaped = 0
+    if len(objs) == 1:
+        write = sys.stdout.write
+        for piece in iter_dumps(objs[0], indent=2):
+            text, n = _escaped(piece)
+            escaped += n
+            write(text)
+        write("\n")
+    else:
+        for o in objs:
+            text, n = to_json(o)
+            escaped += n
+            print(text)
     if escaped:
         note(f"{escaped} lone surrogate(s) (U+D800..U+DFFF, not valid Unicode) are written as \\uXXXX escapes "
              "in the JSON output")
-    for text, _ in texts:
-        print(text)
 
 
 def whole_number(minimum: int = 1) -> Callable[[str], int]:

@@ -304,27 +304,68 @@ class JSONText(dict):
         self.text = text
 
 
+def _swapped(node: Any, raws: list[str], mark: str) -> Any:
+    """``node`` with each JSONText replaced by a marker string and each non-finite float by None;
+    a dict or list with nothing to replace inside is returned as it is (no copy of a large
+    conversation just to write it)."""
+    if isinstance(node, JSONText):
+        raws.append(node.text)
+        return f"{mark}{len(raws) - 1}\x00"
+    if isinstance(node, dict):
+        out = None
+        for k, v in node.items():
+            w = _swapped(v, raws, mark)
+            if w is not v:
+                out = dict(node) if out is None else out
+                out[k] = w
+        return node if out is None else out
+    if isinstance(node, (list, tuple)):
+        items = None
+        for i, v in enumerate(node):
+            w = _swapped(v, raws, mark)
+            if w is not v:
+                items = list(node) if items is None else items
+                items[i] = w
+        return node if items is None else items
+    return finite_or_none(node)
+
+
+def _raw_pattern(mark: str) -> re.Pattern[str]:
+    return re.compile(re.escape(json.dumps(mark)[:-1]) + r"(\d+)\\u0000\"")
+
+
 def dumps(data: Any, indent: int | None = None) -> str:
     """``json.dumps`` (UTF-8 characters, not ASCII escapes) that writes every :class:`JSONText`
     as its own text."""
     raws: list[str] = []
     mark = f"\x00{uuid.uuid4().hex}:"
-
-    def swap(node: Any) -> Any:
-        if isinstance(node, JSONText):
-            raws.append(node.text)
-            return f"{mark}{len(raws) - 1}\x00"
-        if isinstance(node, dict):
-            return {k: swap(v) for k, v in node.items()}
-        if isinstance(node, (list, tuple)):
-            return [swap(v) for v in node]
-        return finite_or_none(node)
-
-    text = json.dumps(swap(data), indent=indent, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(_swapped(data, raws, mark), indent=indent, ensure_ascii=False, allow_nan=False)
     if not raws:
         return text
-    quoted = re.escape(json.dumps(mark)[:-1]) + r"(\d+)\\u0000\""
-    return re.sub(quoted, lambda m: raws[int(m[1])], text)
+    return _raw_pattern(mark).sub(lambda m: raws[int(m[1])], text)
+
+
+def iter_dumps(data: Any, indent: int | None = None, block: int = 1 << 16) -> Iterator[str]:
+    """The text of :func:`dumps` in pieces of about ``block`` characters, made as they are
+    written: a large conversation is never held as one string (nor as the encoder's list of
+    millions of small pieces, which took ten times the file's size)."""
+    raws: list[str] = []
+    mark = f"\x00{uuid.uuid4().hex}:"
+    swapped = _swapped(data, raws, mark)
+    pattern = _raw_pattern(mark) if raws else None
+    encoder = json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False)
+    pieces: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(swapped):  # a JSON string is always one piece: no marker is cut
+        pieces.append(piece)
+        size += len(piece)
+        if size >= block:
+            text = "".join(pieces)
+            yield pattern.sub(lambda m: raws[int(m[1])], text) if pattern else text
+            pieces, size = [], 0
+    if pieces:
+        text = "".join(pieces)
+        yield pattern.sub(lambda m: raws[int(m[1])], text) if pattern else text
 
 
 class SourceObjects:
