@@ -6,7 +6,8 @@ module imported yet); the operating system's file cache is warm after the first 
 why the first run of each command is left out. The tool index is built before the query is
 timed (its first build is a separate cost, printed with ``--build``). Prints, per command, the
 median and the best wall time, the ratio to ``python -c pass`` and to the 2 s target, and with
-``--imports`` the heaviest top-level imports (from ``python -X importtime``). Asserts nothing.
+``--imports`` the heaviest top-level imports (from ``python -X importtime``); the CPU seconds of
+each run beside its wall time (on a loaded machine wall time is mostly waiting). Asserts nothing.
 
     python benchmarks/bench_cli.py [--repeat 5] [--imports] [--build]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,10 +44,16 @@ def _env(data_dir: str) -> dict[str, str]:
             "CTXLAB_DATA_DIR": data_dir}
 
 
+_CPU: list[float] = []  #: CPU seconds (user + system) of each child run, beside its wall time
+
+
 def _wall(argv: list[str], env: dict[str, str]) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.decode()[-500:]}")
     return took
@@ -83,13 +91,15 @@ def main() -> None:
         print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min); {os.cpu_count()} cores; "
               f"{args.repeat} runs each after one warm-up run")
         print(f"python -c pass: median {base_s * 1000:.0f} ms")
-        print(f"{'command':<14} {'median s':>9} {'best s':>7} {'x pass':>7} {'x target':>9}")
+        print(f"{'command':<14} {'median s':>9} {'best s':>7} {'x pass':>7} {'x target':>9}  {'CPU s':>6}")
         for name, cli in COMMANDS.items():
             argv = [sys.executable, "-m", "ctxlab", *cli]
+            _CPU.clear()
             times = [_wall(argv, env) for _ in range(args.repeat + 1)][1:]
-            med = statistics.median(times)
+            med, cpu = statistics.median(times), statistics.median(_CPU[1:])
             verdict = "ok" if med < TARGET_S else "MISS"
-            print(f"{name:<14} {med:9.2f} {min(times):7.2f} {med / base_s:7.1f} {med / TARGET_S:9.2f}  {verdict}")
+            print(f"{name:<14} {med:9.2f} {min(times):7.2f} {med / base_s:7.1f} {med / TARGET_S:9.2f}  {cpu:6.2f}  "
+                  f"{verdict}")
             if args.imports:
                 print(f"{'':<14} {_imports(argv, env)}")
     finally:
