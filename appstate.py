@@ -83,11 +83,17 @@ def sample_names() -> list[str]:
     return sorted(p.name for p in SAMPLES_DIR.glob("*.json") if not p.name.startswith("tool"))
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
 def parse(text: str) -> ctxlab.Conversation:
     """Parse conversation text once per distinct text (a shared object: conversations are
-    immutable, and copying a large one on every rerun would cost more than planning it)."""
-    return ctxlab.loads(text)
+    immutable, and copying a large one on every rerun would cost more than planning it). Cached
+    under the text's hash, itself remembered per text: Streamlit would otherwise hash the whole
+    text on every rerun (20-30 ms for a 10,000-message conversation)."""
+    return _parse(text_hash(text), text)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _parse(text_key: str, _text: str) -> ctxlab.Conversation:
+    return ctxlab.loads(_text)
 
 
 @st.cache_data(show_spinner="Generating…", max_entries=16)

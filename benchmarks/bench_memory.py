@@ -99,6 +99,37 @@ def run_measured(argv: list[str]) -> tuple[float, float, int]:
     return maxrss_kib / 1024, wall, code  # ru_maxrss is in KiB on Linux
 
 
+_PARSE = """
+import gc, json, sys, time
+from ctxlab.formats import load_all
+path = sys.argv[1]
+data = open(path, "rb").read()
+def timed(f):
+    gc.collect()
+    w, c = time.perf_counter(), time.process_time()
+    f()
+    return time.perf_counter() - w, time.process_time() - c
+best = {"json": [9e9, 9e9], "ctxlab": [9e9, 9e9]}
+for _ in range(2):
+    for name, f in (("json", lambda: json.load(open(path, encoding="utf-8"))), ("ctxlab", lambda: load_all(data))):
+        best[name] = [min(a, b) for a, b in zip(best[name], timed(f))]
+print(json.dumps(best))
+"""
+
+
+def parse_ratio(path: Path) -> None:
+    """Print the time of ctxlab's parsing (``load_all``: decode, JSON, depth check, detection,
+    reading, checks) against ``json.load`` of the same file, wall and CPU, best of 2, in a fresh
+    process (target, issue 19.3: at most 2x on the short-message file)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", _PARSE, str(path)], capture_output=True, text=True, env=env,
+                         check=True)
+    best = json.loads(out.stdout)
+    (jw, jc), (cw, cc) = best["json"], best["ctxlab"]
+    print(f"parsing: json.load wall {jw:.2f} s, CPU {jc:.2f} s; ctxlab load_all wall {cw:.2f} s, CPU {cc:.2f} s: "
+          f"ratio {cw / jw:.2f}x wall, {cc / jc:.2f}x CPU (target <= 2x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=48.0, help="conversation size (the CLI refuses over 50 MiB)")
@@ -109,6 +140,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tiny = Path(tmp) / "tiny.json"
         tiny.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+        print(f"load average {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
         base_rss, base_wall, _ = run_measured(["count", str(tiny)])
         print(f"fixed cost (count of a 1-message file): {base_rss:.0f} MB peak RSS, {base_wall:.2f} s")
         for shape in a.shape or sorted(SHAPES):
@@ -117,6 +149,7 @@ def main() -> None:
             n = len(json.loads(big.read_text())["messages"])
             print(f"\n{shape}: {size / 1e6:.1f} MB, {n:,} messages")
             _measure(big, size, base_rss)
+            parse_ratio(big)
 
 
 def _measure(big: Path, size: int, base_rss: float) -> None:

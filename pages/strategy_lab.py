@@ -16,6 +16,7 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
+import labtable
 from appstate import (current_budget, current_llm, current_price, current_view, input_panel, md_escape,
                       price_panel, require_conversation, text_hash, tool_budget)
 from ctxlab import figures
@@ -63,36 +64,9 @@ def _preview(m: Message) -> str:
     return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
 
 
-def _summary_slots(plan: Plan) -> list[tuple[int, int]]:
-    """(output index, input index it is inserted before; len(actions) for the end) per summary."""
-    slots, nxt = [], len(plan.actions)
-    for k in range(len(plan.origin) - 1, -1, -1):
-        if plan.origin[k] is None:
-            slots.append((k, nxt))
-        else:
-            nxt = plan.origin[k]
-    return slots[::-1]
-
-
-def _rows(view: View, plan: Plan) -> pd.DataFrame:
-    """One row per input message, with the inserted summaries where they go."""
-    before: dict[int, list[int]] = {}
-    for k, at in _summary_slots(plan):
-        before.setdefault(at, []).append(k)
-    rows: list[dict[str, Any]] = []
-
-    def summaries(at: int) -> None:
-        for k in before.get(at, ()):
-            rows.append({"#": message_number(None), "open": f"summary {k}", "role": "summary", "tokens": plan.output_tokens[k],
-                         "action": LABELS["insert"], "code": "insert",
-                         "reason": f"inserted by {plan.strategy}", "content": _preview(plan.messages[k])})
-
-    for i, (m, a, why) in enumerate(zip(view.messages, plan.actions, plan.reasons)):
-        summaries(i)
-        rows.append({"#": message_number(i), "open": i, "role": m.role, "tokens": view.tokens[i], "action": LABELS.get(a, a),
-                     "code": a, "reason": why, "content": _preview(m)})
-    summaries(len(plan.actions))
-    return pd.DataFrame(rows, columns=["#", "open", "role", "tokens", "action", "code", "reason", "content"])
+def _rows(view_key: tuple, view: View, plan: Plan) -> pd.DataFrame:
+    """One row per input message, with the inserted summaries where they go (labtable.py)."""
+    return labtable.plan_rows(labtable.base_columns(view_key, view, _preview), plan, LABELS, _preview)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -102,7 +76,7 @@ def _outcome(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _
     opens (a message index, or "summary k" for output message k), cached."""
     plan = _strategy.apply(_view, _budget)
     findings = {r: validate(list(plan.messages), r) for r in RULES}  # the result's
-    rows = _rows(_view, plan)
+    rows = _rows(view_key, _view, plan)
     return plan, findings, rows.drop(columns=["open"]), list(rows["open"])
 
 
@@ -420,7 +394,8 @@ if tab_timeline.open:
             shown = shown[shown["code"].isin(acts)]
         if roles:
             shown = shown[shown["role"].isin(roles)]
-        st.caption(f"{len(shown):,} of {len(rows):,} rows")
+        shown, which_rows = labtable.page_of(shown, "lab_table_page")  # one page of rows is sent, not 10,000
+        st.caption(f"{which_rows} ({len(rows):,} in all)")
         st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
                      column_order=["#", "role", "tokens", "action", "reason", "content"],
                      column_config={
@@ -434,8 +409,9 @@ if tab_timeline.open:
         # Assigned on every run: the box then shows the current label (the role and the action change with
         # the conversation and the strategy, and the browser would otherwise keep showing the old one).
         current = st.session_state.get("lab_open")
-        st.session_state.lab_open = current if current in options else options[0]
-        picked = st.selectbox("Open a message", options, key="lab_open",
+        choices = labtable.open_options(options, shown, current)  # the page's rows
+        st.session_state.lab_open = current if current in choices else choices[0]
+        picked = st.selectbox("Open a message", choices, key="lab_open",
                               format_func=lambda o: f"#{o} {conv.messages[o].role}: {LABELS[plan.actions[o]]}"
                               if isinstance(o, int) else f"{o} (inserted)")
         if isinstance(picked, int):

@@ -81,11 +81,11 @@ class _Panic(BaseException):
 
 
 def test_an_escaping_base_exception_is_still_one_line(capsys, tmp_path, monkeypatch):
-    import ctxlab.cli.formats as cli_formats
+    import ctxlab.tokens  # the count command imports count_tokens from here when it runs
 
     def panic(*a, **k):
         raise _Panic("called `Result::unwrap()` on an `Err` value\nsecond line")
-    monkeypatch.setattr(cli_formats, "count_tokens", panic)
+    monkeypatch.setattr(ctxlab.tokens, "count_tokens", panic)
     code, out, err = run(capsys, tmp_path, json.dumps(CHAT), "count")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("ctxlab: internal error (_Panic: ") and "\\n" in err

@@ -11,10 +11,10 @@ import json
 import sys
 
 from .core import EXIT_OK, command
-from ..exports import TARGETS, export_native, load_config_file
 
 
 def _config_args(p: argparse.ArgumentParser) -> None:
+    from ..exports import TARGETS  # the export targets and the strategies they map: built for this command only
     subs = p.add_subparsers(dest="config_command", required=True, metavar="{export}")
     sp = subs.add_parser("export", help="print the config in a framework's own configuration")
     sp.add_argument("config", help="a ctxlab config (.json or .yaml), as the Strategy Lab exports it")
@@ -26,6 +26,7 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from ..exports import export_native, load_config_file
     native = export_native(load_config_file(args.config), args.to)
     for note in native.not_carried:
         print(f"note: {note}", file=sys.stderr)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 from ..errors import CtxlabError, one_line, shown
 from ..extras import missing_extra
 from ..formats import FORMATS, dumps, load_all
+from ..formats._json import iter_dumps
 from ..conversation import Conversation
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
@@ -68,9 +69,7 @@ def to_json(obj: Any, indent: int | None = None) -> tuple[str, int]:
     except that a lone surrogate (U+D800..U+DFFF: it can come in as a JSON escape, and is not a
     character UTF-8 can encode) is written as its ``\\uXXXX`` escape, so the output is always
     valid UTF-8 and reads back to the same string."""
-    text = dumps(obj, indent=indent)
-    escaped, n = _LONE_SURROGATE.subn(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return escaped, n
+    return _escaped(dumps(obj, indent=indent))
 
 
 def note(text: str) -> None:
@@ -78,15 +77,29 @@ def note(text: str) -> None:
     print(f"note: {one_line(text)}", file=sys.stderr)
 
 
+def _escaped(text: str) -> tuple[str, int]:
+    return _LONE_SURROGATE.subn(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _emit(objs: list[dict[str, Any]]) -> None:
-    """One conversation: an indented JSON object. Several: JSON Lines, one object each."""
-    texts = [to_json(o, 2) for o in objs] if len(objs) == 1 else [to_json(o) for o in objs]
-    escaped = sum(n for _, n in texts)
+    """One conversation: an indented JSON object, written piece by piece (a plan of half a
+    million messages is never one string). Several: JSON Lines, one object each."""
+    escaped = 0
+    if len(objs) == 1:
+        write = sys.stdout.write
+        for piece in iter_dumps(objs[0], indent=2):
+            text, n = _escaped(piece)
+            escaped += n
+            write(text)
+        write("\n")
+    else:
+        for o in objs:
+            text, n = to_json(o)
+            escaped += n
+            print(text)
     if escaped:
         note(f"{escaped} lone surrogate(s) (U+D800..U+DFFF, not valid Unicode) are written as \\uXXXX escapes "
              "in the JSON output")
-    for text, _ in texts:
-        print(text)
 
 
 def whole_number(minimum: int = 1) -> Callable[[str], int]:
@@ -130,27 +143,32 @@ def _input_args(p: argparse.ArgumentParser) -> None:
                    help="refuse inputs larger than this many MB (default 50)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every registered subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand. With ``only``, just that command's
+    arguments are added (each command imports what its arguments list, say the strategies or the
+    export targets, so a run builds only the one it needs); the others are listed with their help."""
     parser = _Parser(prog="ctxlab", description="Inspect, count, convert and trim LLM tool conversations.")
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (add_args, fn) in COMMANDS.items():
         sp = subs.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
-        add_args(sp)
+        if only is None or name == only:
+            add_args(sp)
         sp.set_defaults(run=fn)
     return parser
 
 
-_BUILT: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+_BUILT: dict[tuple[str | None, ...], argparse.ArgumentParser] = {}
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The parser for the commands registered now, built once (argparse takes ~15 ms to build
-    it, which a script calling ``main`` in a loop would pay on every call)."""
-    key = tuple(COMMANDS)
+def _parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser for the command ``argv`` names, built once (argparse takes ~15 ms to build the
+    whole parser, which a script calling ``main`` in a loop would pay on every call). When argv
+    names no command (``--help``, a typo), no command's arguments are needed: the usage line and
+    the help list the commands by name."""
+    only = argv[0] if argv and argv[0] in COMMANDS else ""
+    key = (*COMMANDS, only)
     if key not in _BUILT:
-        _BUILT.clear()
-        _BUILT[key] = build_parser()
+        _BUILT[key] = build_parser(only)
     return _BUILT[key]
 
 
@@ -176,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a native library, which is a BaseException) is one "internal error" line."""
     try:
         _utf8_stdout()
-        args = _parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = _parser(argv).parse_args(argv)
         return args.run(args)
     except _Usage as e:
         _one_line_error(f"ctxlab: usage: {e} (see ctxlab --help)")

@@ -1,14 +1,12 @@
-"""CLI commands of the engine's foundation: ``count``, ``convert``, ``validate``."""
+"""CLI commands of the engine's foundation: ``count``, ``convert``, ``validate``.
+
+Each imports what it runs inside its function, so ``ctxlab count`` loads no strategy engine."""
 from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
 
 from ..formats import FORMATS, export
-from ..calibration import calibrate, calibrate_from_usage
-from ..tokens import count_tokens
-from ..usage import compare_usage, has_usage
-from ..validate import RULES
 from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note
 
 
@@ -22,6 +20,9 @@ def _count_args(p: argparse.ArgumentParser) -> None:
 @command("count", _count_args)
 def _count(args: argparse.Namespace) -> int:
     """Print token counts as the API would bill them."""
+    from ..calibration import calibrate, calibrate_from_usage
+    from ..tokens import count_tokens
+    from ..usage import compare_usage, has_usage
     convs = _conversations(args)
     out = []
     for i, conv in convs:
@@ -59,6 +60,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _validate_args(p: argparse.ArgumentParser) -> None:
+    from ..validate import RULES
     _input_args(p)
     p.add_argument("--rules", default="openai", choices=sorted(RULES))
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .core import EXIT_BAD_INPUT, EXIT_OK, _conversations, _emit, _input_args, command, finite_number, whole_number
-from ..answers import DEFAULT_ANSWER_TOKENS, answer_replay, strategy_from_spec
 from ..errors import CtxlabError
-from ..llm import LLM, LLMConfig, require_configured
-from ..probes import MATCH_RULE, generate_probes, score_probes, user_probes
+
+if TYPE_CHECKING:  # the strategy engine and the model client load when a command runs
+    from ..llm import LLM
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -37,6 +37,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _answer_args(p: argparse.ArgumentParser) -> None:
+    from ..answers import DEFAULT_ANSWER_TOKENS
     _model_args(p)
     p.add_argument("--question", required=True, help="the final question, asked from each strategy's context")
     p.add_argument("--answer-tokens", type=whole_number(1), default=DEFAULT_ANSWER_TOKENS,
@@ -54,6 +55,7 @@ def _probe_args(p: argparse.ArgumentParser) -> None:
 
 def _llm(args: argparse.Namespace) -> LLM:
     """The model from the environment and the flags, or exit 2 with how to configure one."""
+    from ..llm import LLM, LLMConfig, require_configured
     config = LLMConfig.from_env(model=args.model, base_url=args.base_url, timeout=args.timeout)
     return require_configured(LLM(config))
 
@@ -61,6 +63,7 @@ def _llm(args: argparse.Namespace) -> LLM:
 def _strategies(args: argparse.Namespace) -> list:
     if len(args.strategy) > 4:
         raise CtxlabError(f"give at most 4 strategies, got {len(args.strategy)}", where="--strategy")
+    from ..answers import strategy_from_spec
     return [strategy_from_spec(spec, args.param) for spec in args.strategy]
 
 
@@ -76,6 +79,7 @@ def _warn(failed: Sequence[tuple[str, str]]) -> None:
 @command("answer", _answer_args)
 def _answer(args: argparse.Namespace) -> int:
     """Ask the same question from each strategy's context; print the answers side by side as JSON."""
+    from ..answers import answer_replay
     llm = _llm(args)
     strategies = _strategies(args)
     out: list[dict[str, Any]] = []
@@ -96,6 +100,7 @@ def _answer(args: argparse.Namespace) -> int:
 @command("probe", _probe_args)
 def _probe(args: argparse.Namespace) -> int:
     """Ask probe questions about early facts from each strategy's context; print scores as JSON."""
+    from ..probes import MATCH_RULE, generate_probes, score_probes, user_probes
     llm = _llm(args)
     strategies = _strategies(args)
     mine = user_probes(args.question, args.expect) if args.question or args.expect else None

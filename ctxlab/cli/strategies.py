@@ -1,18 +1,20 @@
-"""CLI commands of the strategy engine: ``strategies``, ``apply``, ``replay``."""
+"""CLI commands of the strategy engine: ``strategies``, ``apply``, ``replay``.
+
+The engine is imported when a command of this module is parsed or run, not when the CLI starts."""
 from __future__ import annotations
 
 import argparse
 import json
 from dataclasses import asdict, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core import EXIT_OK, _conversations, _emit, _input_args, command, finite_number, note, whole_number
 from ..errors import CtxlabError
 from ..formats import FORMATS, export
 from ..conversation import Conversation
-from ..strategies import STRATEGIES, Pipeline, Strategy, StrategyError, get_strategy, parse_param, prepare
-from ..strategies.base import APPLY_AT
-from ..validate import validate
+
+if TYPE_CHECKING:
+    from ..strategies import Strategy
 
 
 def _strategies_args(p: argparse.ArgumentParser) -> None:
@@ -22,6 +24,7 @@ def _strategies_args(p: argparse.ArgumentParser) -> None:
 @command("strategies", _strategies_args)
 def _strategies(args: argparse.Namespace) -> int:
     """Print every registered strategy with its parameter schema, as JSON."""
+    from ..strategies import STRATEGIES
     print(json.dumps([{"name": cls.name, "title": cls.title, "summary": cls.summary, "params": cls.schema()}
                       for cls in STRATEGIES.values()], indent=2))
     return EXIT_OK
@@ -29,6 +32,7 @@ def _strategies(args: argparse.Namespace) -> int:
 
 def build_strategy(spec: str, params: list[str]) -> Strategy:
     """``name`` or ``a >> b`` (also ``a,b``) with ``key=value`` (or ``name.key=value``) parameters."""
+    from ..strategies import STRATEGIES, StrategyError, get_strategy, parse_param
     names = [n.strip() for n in spec.replace(">>", ",").split(",") if n.strip()]
     if not names:
         raise StrategyError("no strategy named", where="--strategy", hint=f"Known: {', '.join(STRATEGIES)}")
@@ -72,6 +76,7 @@ def _setup(args: argparse.Namespace, conv: Conversation):
         return _setup_from_config(args, conv)
     if not args.strategy:
         raise CtxlabError("no strategy given", where="--strategy", hint="Give --strategy NAME or --config FILE")
+    from ..strategies import prepare
     reserve = 0.15 if args.reserve is None else args.reserve
     view, budget = prepare(conv, args.model, context_limit=args.max_tokens, reserve=reserve, pins=args.pin)
     return build_strategy(args.strategy, args.param), budget, view
@@ -80,6 +85,7 @@ def _setup(args: argparse.Namespace, conv: Conversation):
 def _setup_from_config(args: argparse.Namespace, conv: Conversation):
     """The config file's strategy, model, budget and pins, each overridden by the flag given."""
     from ..exports import load_config_file
+    from ..strategies import STRATEGIES, Pipeline, get_strategy, parse_param, prepare
     lab = load_config_file(args.config)
     if args.strategy:
         strategy = build_strategy(args.strategy, args.param)
@@ -111,6 +117,7 @@ def _apply_args(p: argparse.ArgumentParser) -> None:
 @command("apply", _apply_args)
 def _apply(args: argparse.Namespace) -> int:
     """Apply a strategy; print the plan, the resulting messages and the validator's findings."""
+    from ..validate import validate
     out = []
     for i, conv in _conversations(args):
         strategy, budget, view = _setup(args, conv)
@@ -129,6 +136,7 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _replay_args(p: argparse.ArgumentParser) -> None:
+    from ..strategies.base import APPLY_AT
     _plan_args(p)
     p.add_argument("--apply-at", choices=list(APPLY_AT), default=None,
                    help="where the strategy runs: every_call (before every model call, the default) or turn_start "

@@ -11,13 +11,13 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core import EXIT_OK, command
 from ..errors import CtxlabError
-from ..tools.catalog import ToolCatalog
-from ..tools.embeddings import DEFAULT_PROVIDER, PROVIDER_NAMES
-from ..tools.confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH
+
+if TYPE_CHECKING:  # the retrieval package loads when a tools command is parsed, not when the CLI starts
+    from ..tools.catalog import ToolCatalog
 
 
 def _threshold(text: str) -> float | str | None:
@@ -65,6 +65,7 @@ def _at_least_zero(text: str) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    from ..tools.embeddings import DEFAULT_PROVIDER, PROVIDER_NAMES
     p.add_argument("--catalog", required=True, help="tool catalog: OpenAI / Anthropic / MCP tool list or catalog JSON")
     p.add_argument("--name", help="catalog name for the collection (default: the catalog's, else DIR-FILE)")
     p.add_argument("--provider", default=DEFAULT_PROVIDER, choices=PROVIDER_NAMES,
@@ -85,6 +86,7 @@ def _selection_args(p: argparse.ArgumentParser, threshold: str | None) -> None:
 
 
 def _tools_args(p: argparse.ArgumentParser) -> None:
+    from ..tools.confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH
     subs = p.add_subparsers(dest="tools_command", required=True, metavar="{index,status,query,eval}")
     sp = subs.add_parser("index", help="build or refresh the index of a catalog (incremental)")
     _common(sp)
@@ -123,6 +125,7 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
 
 
 def _catalog(args: argparse.Namespace) -> ToolCatalog:
+    from ..tools.catalog import ToolCatalog
     path = Path(args.catalog)
     if not path.is_file():
         raise CtxlabError(f"no such file: {args.catalog}", where="--catalog",

@@ -6,15 +6,17 @@ returns a Conversation; ``load_all`` returns every conversation of a JSONL file.
 """
 from __future__ import annotations
 
+import gc
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import Conversation, Message, Part
-from ._base import Export, Format, ReadContext, group_notes
+from ._base import Export, Format, ReadContext, group_notes, shared_shape
 from ._carry import carry_top_level, unplaced_fields
 from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
-                    load_with_text)
+                    parse_documents, size_check)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
 from ._trace import TRACES, TraceFormat, detect_trace, read_trace_documents, run_documents
 
@@ -43,7 +45,8 @@ def detect(items: list[Any], ctx: ReadContext | None = None) -> str:
     if not items:
         raise ShapeError("the conversation is empty (no messages)", where=ctx.base,
                          hint="Give at least one message")
-    scores = {name: f.detect(items) for name, f in FORMATS.items()}
+    with shared_shape(items):  # the detectors share one pass over the items (see _base)
+        scores = {name: f.detect(items) for name, f in FORMATS.items()}
     best = max(scores.values(), default=0)
     if best <= 0 and all(isinstance(m, dict) and "role" in m for m in items):
         return "openai"  # role-keyed but odd: the OpenAI reader names the message that is wrong
@@ -127,9 +130,14 @@ def _system_from_top(top: dict[str, Any], where: str) -> list[Message]:
     return out
 
 
+_TOOL_CALLS = attrgetter("tool_calls")
+
+
 def _check_call_ids(messages: list[Message], notes: list[str]) -> None:
     """Two calls with one id are ambiguous while the first is unanswered: an error. Real agents
     (gpt-4o in tau-bench) reuse an id after its result came back; that is kept, with a note."""
+    if not any(map(_TOOL_CALLS, messages)):  # no call, nothing to match (one C-level pass)
+        return
     open_calls: dict[str, int] = {}
     used: dict[str, int] = {}
     for i, m in enumerate(messages):
@@ -157,14 +165,15 @@ def _conversation(doc: Any, where: str, format: str | None, lines: list[int] | N
                   max_depth: int = DEFAULT_MAX_DEPTH, source: SourceObjects | None = None) -> Conversation:
     items, base, top = _envelope(doc, where)
     ctx = ReadContext(base=base, lines=tuple(lines) if lines else None, max_depth=max_depth, source=source)
-    name = format or (_top_hint(top) or detect(items, ctx))
-    fmt = get_format(name)
-    try:
-        messages = _system_from_top(top, where) + fmt.read(items, ctx)
-    except CtxlabError as e:
-        if format:
-            e.args = (f"{e.args[0]} (read as {fmt.title}, as asked)",)
-        raise
+    with shared_shape(items):  # detection's pass over the items also serves the reader
+        name = format or (_top_hint(top) or detect(items, ctx))
+        fmt = get_format(name)
+        try:
+            messages = _system_from_top(top, where) + fmt.read(items, ctx)
+        except CtxlabError as e:
+            if format:
+                e.args = (f"{e.args[0]} (read as {fmt.title}, as asked)",)
+            raise
     if not messages:
         raise ShapeError("the conversation is empty (no messages)", where=base, hint="Give at least one message")
     _check_call_ids(messages, ctx.notes)
@@ -200,8 +209,30 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     objects, one for JSONL of messages. ``format`` skips detection."""
     if format is not None:
         get_format(format)
-    docs, lines, source_text = load_with_text(text, max_bytes=max_bytes, max_depth=max_depth)
-    source = SourceObjects(source_text)  # one scanner: conversations come in document order
+    # The cyclic garbage collector is paused while the document is parsed and read: every
+    # container made then lives on (the parsed JSON until reading ends, the messages after), so
+    # collections would only walk them again and again (half the time of reading half a million
+    # short messages). It resumes as it was, whatever happens.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        size_check(text, max_bytes)
+        text = decode_text(text)  # the bytes are freed here unless the caller keeps them
+        docs, lines = parse_documents(text, max_depth)
+        # the exact text of Anthropic ``input`` objects is looked up in the source (one scanner:
+        # conversations come in document order); other documents need no source, and the text,
+        # as large as the file, is freed before reading
+        source = SourceObjects(text) if '"input"' in text else None
+        del text
+        return _read_documents(docs, lines, format, max_depth, source)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read_documents(docs: list[Any], lines: list[int] | None, format: str | None, max_depth: int,
+                    source: SourceObjects | None) -> list[Conversation]:
+    """The conversations of parsed documents (see ``load_all``)."""
     kw: dict[str, Any] = {"max_depth": max_depth, "source": source}
     trace = format if format in TRACES else (detect_trace(docs, lines) if format is None else None)
     if trace is not None:  # a trace file: one conversation (a production trace: one per agent run)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import (EmptyMessageError, NestingTooDeepError, NotJSONError, ShapeError, ToolArgumentsError, UnknownRoleError,
                       path_key, shown, shown_keys)
@@ -115,6 +117,95 @@ class Format:
     detect: Callable[[list[Any]], int]
     read: Callable[[list[Any], ReadContext], list[Message]]
     write: Callable[[Conversation], Export] | None = None
+
+
+# ---------------------------------------------------------------- detection over whole lists
+# Detectors score every item of a list (one misfit spoils it). On a file of half a million
+# messages, each pass over the items is memory traffic that costs about a third of parsing the
+# file, so the built-in detectors read one summary of the list, made in one pass and, inside
+# ``shared_shape(items)`` (which ``formats.detect`` opens around the detectors), made once.
+
+
+@dataclass(frozen=True)
+class ListShape:
+    """What the message-list detectors look at, gathered in one pass over the items."""
+
+    #: every item is a dict
+    dicts: bool
+    #: every item is a dict with a "role" key
+    with_role: bool = False
+    #: the distinct role values (None when one is unhashable: no format's role)
+    roles: frozenset[Any] | None = frozenset()
+    #: the distinct hashable "type" values
+    types: frozenset[Any] = frozenset()
+    #: every key that some item has
+    keys: frozenset[str] = frozenset()
+    #: (index, content) of the items whose content is a list
+    lists: tuple[tuple[int, list], ...] = ()
+    #: the classes of the "content" values (NoneType when absent)
+    content_types: frozenset[type] = frozenset()
+
+
+_ABSENT = object()
+_SHAPES = threading.local()
+
+
+def _list_shape(items: list[Any]) -> ListShape:
+    roles: set[Any] | None = set()
+    types: set[Any] = set()
+    keys: set[str] = set()
+    lists: list[tuple[int, list]] = []
+    content_types: set[type] = set()
+    with_role = True
+    for i, m in enumerate(items):
+        if not isinstance(m, dict):
+            return ListShape(False)
+        keys.update(m)
+        role = m.get("role", _ABSENT)
+        if role is _ABSENT:
+            with_role = False
+        elif roles is not None:
+            try:
+                roles.add(role)
+            except TypeError:
+                roles = None
+        kind = m.get("type")
+        if kind is not None:
+            try:
+                types.add(kind)
+            except TypeError:
+                pass
+        content = m.get("content")
+        cls = content.__class__
+        content_types.add(cls)
+        if cls is not str and isinstance(content, list):
+            lists.append((i, content))
+    return ListShape(True, with_role, None if roles is None else frozenset(roles), frozenset(types),
+                     frozenset(keys), tuple(lists), frozenset(content_types))
+
+
+def list_shape(items: list[Any]) -> ListShape:
+    """The summary of ``items`` (made once per list inside ``shared_shape``)."""
+    memo = getattr(_SHAPES, "memo", None)
+    if memo is None or memo[0] is not items:
+        return _list_shape(items)
+    if memo[1] is None:
+        _SHAPES.memo = memo = (items, _list_shape(items))
+    return memo[1]
+
+
+@contextmanager
+def shared_shape(items: list[Any]) -> Iterator[None]:
+    """Within this block, ``list_shape(items)`` is computed once."""
+    outer = getattr(_SHAPES, "memo", None)
+    if outer is not None and outer[0] is items:  # already shared by an enclosing block
+        yield
+        return
+    _SHAPES.memo = (items, None)
+    try:
+        yield
+    finally:
+        _SHAPES.memo = outer
 
 
 def expect_dict(item: Any, ctx: ReadContext, index: int) -> dict:

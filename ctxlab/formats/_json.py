@@ -15,7 +15,7 @@ DEFAULT_MAX_BYTES = 50 * MB
 DEFAULT_MAX_DEPTH = 64
 
 
-def _size_check(text: str | bytes, max_bytes: int) -> None:
+def size_check(text: str | bytes, max_bytes: int) -> None:
     if isinstance(text, bytes):
         size = len(text)
     else:  # no UTF-8 copy of a large ASCII paste just to measure it
@@ -36,10 +36,46 @@ def json_path(where: str, keys: list[str | int]) -> str:
     return where + "".join(steps)
 
 
+_RECURSIVE_UP_TO = 200  #: a deeper limit is checked by the iterative walk alone (no RecursionError)
+
+
 def depth_check(value: Any, max_depth: int, where: str = "$") -> None:
     """Raise NestingTooDeepError naming the JSON path where nesting passes ``max_depth``."""
     if not isinstance(value, (dict, list)):
         return
+    if max_depth > _RECURSIVE_UP_TO or _deeper_than(value, max_depth):
+        _raise_too_deep(value, max_depth, where)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _deeper_than(node: dict | list, levels: int) -> bool:
+    """Whether objects and lists nest more than ``levels`` deep from ``node`` (``node`` is level
+    1). Only containers are entered, at most ``levels`` deep; a scalar costs one set lookup, and a
+    dict's values are checked in its parent's loop (a message list is one call, not one per
+    message), so the half a million messages of a 50 MB file take a fraction of a second."""
+    if levels < 1:
+        return True
+    scalars = _SCALARS
+    for child in (node.values() if isinstance(node, dict) else node):
+        cls = child.__class__
+        if cls in scalars:
+            continue
+        if cls is dict:
+            if levels < 2:
+                return True
+            for grand in child.values():
+                if grand.__class__ not in scalars and isinstance(grand, (dict, list)) and \
+                        _deeper_than(grand, levels - 2):
+                    return True
+        elif isinstance(child, (dict, list)) and _deeper_than(child, levels - 1):
+            return True
+    return False
+
+
+def _raise_too_deep(value: dict | list, max_depth: int, where: str) -> None:
+    """Find the first path that passes ``max_depth`` and raise the error naming it."""
     # one iterator per open level, a path built only on error: memory grows with the depth,
     # not with the number of values (a 50 MB file of short messages holds half a million)
     stack: list[tuple[Any, Any]] = [(None, iter(_children(value)))]
@@ -224,8 +260,14 @@ def load_with_text(
     text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> tuple[list[Any], list[int] | None, str]:
     """``load_json_documents`` plus the decoded source text (readers take exact spans from it)."""
-    _size_check(text, max_bytes)
+    size_check(text, max_bytes)
     text = decode_text(text)
+    docs, lines = parse_documents(text, max_depth)
+    return docs, lines, text
+
+
+def parse_documents(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[list[Any], list[int] | None]:
+    """``load_json_documents`` of text already decoded and within the size limit."""
     if not text or text.isspace():  # strip() would copy the whole text
         raise NotJSONError("the input is empty", where="input",
                            hint="Paste a JSON list of messages or an object with 'messages'")
@@ -239,12 +281,12 @@ def load_with_text(
             docs.append(_decode(ln, f"JSONL line {n}"))
             depth_check(docs[-1], max_depth, f"JSONL line {n}: $")
             numbers.append(n)
-        return docs, numbers, text
+        return docs, numbers
     except RecursionError:
         raise NestingTooDeepError("JSON nests too deep to read", where="input",
                                   hint="Check the file for runaway nesting") from None
     depth_check(doc, max_depth)
-    return [doc], None, text
+    return [doc], None
 
 
 # ---------------------------------------------------------------- exact JSON text of objects
@@ -262,27 +304,68 @@ class JSONText(dict):
         self.text = text
 
 
+def _swapped(node: Any, raws: list[str], mark: str) -> Any:
+    """``node`` with each JSONText replaced by a marker string and each non-finite float by None;
+    a dict or list with nothing to replace inside is returned as it is (no copy of a large
+    conversation just to write it)."""
+    if isinstance(node, JSONText):
+        raws.append(node.text)
+        return f"{mark}{len(raws) - 1}\x00"
+    if isinstance(node, dict):
+        out = None
+        for k, v in node.items():
+            w = _swapped(v, raws, mark)
+            if w is not v:
+                out = dict(node) if out is None else out
+                out[k] = w
+        return node if out is None else out
+    if isinstance(node, (list, tuple)):
+        items = None
+        for i, v in enumerate(node):
+            w = _swapped(v, raws, mark)
+            if w is not v:
+                items = list(node) if items is None else items
+                items[i] = w
+        return node if items is None else items
+    return finite_or_none(node)
+
+
+def _raw_pattern(mark: str) -> re.Pattern[str]:
+    return re.compile(re.escape(json.dumps(mark)[:-1]) + r"(\d+)\\u0000\"")
+
+
 def dumps(data: Any, indent: int | None = None) -> str:
     """``json.dumps`` (UTF-8 characters, not ASCII escapes) that writes every :class:`JSONText`
     as its own text."""
     raws: list[str] = []
     mark = f"\x00{uuid.uuid4().hex}:"
-
-    def swap(node: Any) -> Any:
-        if isinstance(node, JSONText):
-            raws.append(node.text)
-            return f"{mark}{len(raws) - 1}\x00"
-        if isinstance(node, dict):
-            return {k: swap(v) for k, v in node.items()}
-        if isinstance(node, (list, tuple)):
-            return [swap(v) for v in node]
-        return finite_or_none(node)
-
-    text = json.dumps(swap(data), indent=indent, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(_swapped(data, raws, mark), indent=indent, ensure_ascii=False, allow_nan=False)
     if not raws:
         return text
-    quoted = re.escape(json.dumps(mark)[:-1]) + r"(\d+)\\u0000\""
-    return re.sub(quoted, lambda m: raws[int(m[1])], text)
+    return _raw_pattern(mark).sub(lambda m: raws[int(m[1])], text)
+
+
+def iter_dumps(data: Any, indent: int | None = None, block: int = 1 << 16) -> Iterator[str]:
+    """The text of :func:`dumps` in pieces of about ``block`` characters, made as they are
+    written: a large conversation is never held as one string (nor as the encoder's list of
+    millions of small pieces, which took ten times the file's size)."""
+    raws: list[str] = []
+    mark = f"\x00{uuid.uuid4().hex}:"
+    swapped = _swapped(data, raws, mark)
+    pattern = _raw_pattern(mark) if raws else None
+    encoder = json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False)
+    pieces: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(swapped):  # a JSON string is always one piece: no marker is cut
+        pieces.append(piece)
+        size += len(piece)
+        if size >= block:
+            text = "".join(pieces)
+            yield pattern.sub(lambda m: raws[int(m[1])], text) if pattern else text
+            pieces, size = [], 0
+    if pieces:
+        text = "".join(pieces)
+        yield pattern.sub(lambda m: raws[int(m[1])], text) if pattern else text
 
 
 class SourceObjects:

@@ -14,11 +14,13 @@ from typing import Any
 
 from ..errors import ExportError, ShapeError, ToolArgumentsError, shown, shown_keys
 from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part, ToolCall, compact_json
-from ._base import INTERNAL_EXTRA, Export, Format, ReadContext, check_not_empty, expect_dict, role_of
+from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_not_empty, expect_dict, list_shape,
+                    role_of)
 from ._json import JSONText
 from .tools import tools_to_anthropic
 
 _ROLES = ("user", "assistant", "system")
+_ROLE_SET = frozenset(_ROLES)
 _STRONG_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking")
 _OPENAI_PARTS = ("image_url", "input_text", "output_text", "input_image", "refusal")
 #: part types of other providers that an Anthropic request cannot carry
@@ -191,14 +193,13 @@ def _with_message_fields(msg: Message, raw: dict) -> Message:
 
 def detect(items: list[Any]) -> int:
     """Score 3 for Anthropic-only blocks, 1 for plain user/assistant turns, 0 for OpenAI traits."""
-    if not items or not all(isinstance(m, dict) and "role" in m for m in items):
+    shape = list_shape(items) if items else None
+    if shape is None or not shape.with_role or shape.roles is None or not shape.roles <= _ROLE_SET or \
+            "tool_calls" in shape.keys or "function_call" in shape.keys:
         return 0
     score = 1
-    for m in items:
-        if m.get("role") not in _ROLES or "tool_calls" in m or "function_call" in m:
-            return 0
-        content = m.get("content")
-        for b in content if isinstance(content, list) else ():
+    for _, content in shape.lists:
+        for b in content:
             kind = b.get("type") if isinstance(b, dict) else None
             if kind in _STRONG_BLOCKS or (kind == "image" and "source" in b):
                 score = 3

