@@ -257,7 +257,8 @@ def _read_documents(docs: list[Any], lines: list[int] | None, format: str | None
 def run_texts(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[str] | None:
     """Each agent run of a production trace file (OpenTelemetry, Langfuse, LangSmith) as a JSON
     text of its own, which ``loads`` reads as one conversation; None for any other input."""
-    docs, lines, _ = load_with_text(text, max_bytes=max_bytes)
+    size_check(text, max_bytes)
+    docs, lines = parse_documents(decode_text(text))
     name = detect_trace(docs, lines)
     runs = run_documents(docs, lines, name) if name is not None else None
     return None if runs is None else [dumps(r) for r in runs]

@@ -33,12 +33,12 @@ def test_a_long_conversation_is_shown_one_page_at_a_time():
     n = len(at.multiselect(key="pins").options)
     assert n > labtable.PAGE_ROWS  # 661 messages
     first = _table(at)
-    assert len(first) == labtable.PAGE_ROWS and list(first["#"][:3]) == [0, 1, 2]
+    assert len(first) == labtable.PAGE_ROWS and list(first["#"][:3]) == ["0", "1", "2"]
     assert any(f"rows 1-500 of {n:,}" in c.value for c in at.caption)
     assert len(at.selectbox(key="lab_open").options) == labtable.PAGE_ROWS
     at.number_input(key="lab_table_page").set_value(2).run()
     second = _table(at)
-    assert len(second) == n - labtable.PAGE_ROWS and int(second["#"].iloc[0]) == labtable.PAGE_ROWS
+    assert len(second) == n - labtable.PAGE_ROWS and second["#"].iloc[0] == f"{labtable.PAGE_ROWS:,}"
     assert len(at.selectbox(key="lab_open").options) == n - labtable.PAGE_ROWS + 1  # the page, and the open one
 
 
@@ -48,16 +48,18 @@ def test_rows_put_each_summary_where_the_plan_inserts_it():
     view, budget = prepare(conv, "gpt-4o", context_limit=1_500, reserve=0.15)
     plan = get_strategy("summarize").apply(view, budget)
     assert any(o is None for o in plan.origin), "the strategy inserted no summary"
-    base = {"#": list(range(len(view.messages))), "role": list(view.roles), "tokens": list(view.tokens),
-            "content": [m.text[:20] for m in view.messages]}
+    n = len(view.messages)
+    base = {"#": [f"{i:,}" for i in range(n)], "open": list(range(n)), "role": list(view.roles),
+            "tokens": list(view.tokens), "content": [m.text[:20] for m in view.messages]}
     rows = labtable.plan_rows(base, plan, {"insert": "inserted summary", "keep": "kept", "summarize": "summarized"},
                               lambda m: m.text[:20])
     assert len(rows) == len(plan.actions) + sum(o is None for o in plan.origin)
     summaries = rows[rows["code"] == "insert"]
     for (k, at), (_, row) in zip(labtable.summary_slots(plan), summaries.iterrows()):
-        assert row["open"] == f"summary {k}"
+        assert row["open"] == f"summary {k}" and row["#"] == ""  # blank, never "None"
         after = rows.iloc[rows.index.get_loc(row.name) + 1] if row.name + 1 < len(rows) else None
-        assert after is None or after["#"] == at or after["code"] == "insert"
+        assert after is None or after["open"] == at or after["code"] == "insert"
     messages = rows[rows["code"] != "insert"]
-    assert list(messages["#"]) == list(range(len(plan.actions)))
+    assert list(messages["open"]) == list(range(len(plan.actions)))
+    assert list(messages["#"]) == [f"{i:,}" for i in range(len(plan.actions))]
     assert list(messages["code"]) == list(plan.actions) and list(messages["reason"]) == list(plan.reasons)
