@@ -6,15 +6,43 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ..conftest import ROOT
+from ctxlab import i18n
+
 from .english_left import chinese_left, english_left, report
 
 PAGES = ["token_counts.py", "strategy_lab.py", "compare.py", "tune.py", "tool_retrieval.py"]
-TRANSLATED: set[str] = set()  # pages whose Chinese is done; the others must still fail (strict xfail)
+PROVIDER_IDS = ("local", "use", "multilingual", "hash", "openai")  # the embedding providers' ids, as the CLI takes them
 
 
-def _pending(page: str):
-    return page if page in TRANSLATED else pytest.param(
-        page, marks=pytest.mark.xfail(strict=True, reason="not translated yet"))
+def strategy_sentences(sample: str = "zh_support_agent.json", model: str = "gpt-4o") -> set[str]:
+    """What the strategies themselves write about the default Chinese sample at the sidebar's default
+    budget: each message's reason, why a strategy did not act, its warnings, and the validator's
+    findings on its result. These stay English for now (they are built in ctxlab/strategies/* and
+    ctxlab/validate.py, which other work is changing); the test cuts exactly these sentences out and
+    checks everything around them."""
+    import ctxlab
+    from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
+    from ctxlab.tokens import TokenCounter
+    from ctxlab.validate import validate
+    conv = ctxlab.load(ROOT / "sample_data" / sample)
+    counter = TokenCounter(model)
+    view = make_view(conv, counter=counter)
+    budget = Budget(16_000, 0.15, counter.tools(conv.tools))
+    out: set[str] = set()
+    for name, cls in STRATEGIES.items():
+        for params in (cls.scaled_defaults(budget), {}):
+            try:
+                plan = get_strategy(name, **params).apply(view, budget)
+            except ctxlab.CtxlabError:
+                continue
+            out.update(plan.reasons)
+            out.update(w[:1].upper() + w[1:] for w in plan.warnings)
+            out.update(plan.warnings)
+            if plan.idle:
+                out.update((plan.idle, plan.idle.rstrip(".")))
+            for rules in ("openai", "anthropic"):
+                out.update(f.message for f in validate(list(plan.messages), rules))
+    return out
 
 
 def _open(page: str, lang: str, monkeypatch) -> AppTest:
@@ -26,10 +54,14 @@ def _open(page: str, lang: str, monkeypatch) -> AppTest:
     return at
 
 
-@pytest.mark.parametrize("page", [_pending(p) for p in PAGES])
+@pytest.mark.parametrize("page", PAGES)
 def test_the_page_in_chinese_leaves_no_english(page, monkeypatch, data_dir):
     at = _open(page, "zh", monkeypatch)
-    left = english_left(at)
+    from ctxlab.pricing import load_prices
+    known = {load_prices().get("gpt-4o").source}  # the price table's citation of its source, as data
+    if page in ("strategy_lab.py", "compare.py"):
+        known |= strategy_sentences()
+    left = english_left(at, allow=PROVIDER_IDS, engine_text=known)
     assert not left, report(left)
 
 
@@ -46,8 +78,16 @@ def test_chinese_starts_on_a_chinese_sample(monkeypatch, data_dir):
     assert _open("token_counts.py", "en", monkeypatch).session_state["sample_name"] == "ecommerce_refund.json"
 
 
-@pytest.mark.xfail(strict=True, reason="not translated yet")
-def test_the_switch_works_both_ways_and_stays_across_a_page_change(monkeypatch, data_dir):
+@pytest.fixture
+def test_thread_language():
+    """AppTest calls the widgets' format functions in the test's own thread (to find a selectbox's
+    index): that thread must speak the language the last run drew the widgets in. English after."""
+    yield i18n.use
+    i18n.use("en")
+
+
+def test_the_switch_works_both_ways_and_stays_across_a_page_change(monkeypatch, data_dir, test_thread_language):
+    test_thread_language("zh")
     monkeypatch.chdir(ROOT)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["lang"] = "zh"
@@ -57,7 +97,8 @@ def test_the_switch_works_both_ways_and_stays_across_a_page_change(monkeypatch, 
     at.switch_page("pages/token_counts.py").run()
     assert at.session_state["lang"] == "zh" and not english_left(at), report(english_left(at))
     at.session_state["lang"] = "en"  # what the sidebar's switch does (its callback also sets ?lang=)
-    at.run()
+    at.run()  # the widgets were drawn in Chinese: the test thread still speaks it for this run
+    test_thread_language("en")
     assert at.session_state["lang"] == "en" and not chinese_left(at), chinese_left(at)[:10]
     at.switch_page("pages/strategy_lab.py").run()
     assert at.session_state["lang"] == "en" and at.title[0].value == "Strategy Lab"
