@@ -154,8 +154,8 @@ def catalog_label(source: str, catalog: ToolCatalog, upload_name: str = "") -> s
 def _progress_bar(label: str):
     bar = st.progress(0.0, text=label)
 
-    def update(done: int, total: int, message: str) -> None:  # the engine's message is English: say it ourselves
-        text = _("Embedded {done} of {total} tools").format(done=done, total=total) if total else \
+    def update(done: int, total: int, message: str) -> None:  # the engine's message (English), said in ours
+        text = _("embedded {done}/{total} tools").format(done=done, total=total) if total else \
             _("The index is up to date")
         bar.progress(done / total if total else 1.0, text=text)
     return update

@@ -217,19 +217,24 @@ def english_runs(text: str, names: frozenset[str] = frozenset(), extra: frozense
     return runs
 
 
-def english_left(at: AppTest, allow: Iterable[str] = (), engine_text: Iterable[str] = ()) -> dict[str, list[str]]:
+def english_left(at: AppTest, allow: Iterable[str] = (),
+                 engine_text: Iterable[str | re.Pattern] = ()) -> dict[str, list[str]]:
     """The English left on the page: each text that has some, with its English runs.
     ``allow`` adds words that are names on this page (provider ids, say). ``engine_text`` lists
-    sentences the engine writes that are known to stay English (a test names them and why); they
-    are cut out of a text before it is checked, so the text around them is still checked."""
+    sentences the engine writes that are known to stay English (a test names them and why), as
+    strings or compiled patterns; they are cut out of a text before it is checked, so the text
+    around them is still checked."""
     names = _names()
     extra = frozenset(a.lower() for a in allow)
-    known = sorted({t for t in engine_text if t and len(t) > 3}, key=len, reverse=True)
+    patterns = [t for t in engine_text if isinstance(t, re.Pattern)]
+    known = sorted({t for t in engine_text if isinstance(t, str) and len(t) > 3}, key=len, reverse=True)
     found: dict[str, list[str]] = {}
     for text in visible_text(at):
         plain = MD_ESCAPE.sub("", text)
         for sentence in known:
             plain = plain.replace(sentence, " ").replace(sentence.rstrip("."), " ")
+        for pattern in patterns:
+            plain = pattern.sub(" ", plain)
         runs = english_runs(plain, names, extra)
         if runs:
             found[text] = runs
