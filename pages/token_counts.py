@@ -7,7 +7,7 @@ from ctxlab import count_tokens, tokens
 from ctxlab.errors import CtxlabError
 from ctxlab.figures import CATEGORY_NAMES, prompt_bar
 from ctxlab.i18n import N_, _
-from ui import count_column, translated_columns
+from ui import count_column, role_name, translated_columns
 
 HEADERS = (N_("role"), N_("category"), N_("tokens"), N_("text"))
 # The counter's notes (ctxlab/tokens.py, English for the CLI) as whole sentences for the catalogs.
@@ -57,7 +57,7 @@ if counts.total > budget.prompt_limit:
 
 st.plotly_chart(prompt_bar(counts.by_category, budget), key="category_bar")
 
-rows = [{"#": i, "role": m.role, "category": _(CATEGORY_NAMES.get(cat, cat.replace("_", " "))), "tokens": n,
+rows = [{"#": i, "role": role_name(m.role), "category": _(CATEGORY_NAMES.get(cat, cat.replace("_", " "))), "tokens": n,
          "text": (m.text or ", ".join(c.name for c in m.tool_calls))[:200]}
         for i, (m, cat, n) in enumerate(zip(conv.messages, counts.message_categories, counts.message_tokens))]
 st.dataframe(rows, key="message_table", hide_index=True, width="stretch",
