@@ -126,7 +126,7 @@ def _parts(text_key: str, _text: str) -> list[tuple[str, str]]:
     convs = ctxlab.load_all(_text)
     if len(convs) == 1:
         return [("", _text)]
-    texts = [line for _, line in jsonl_lines(_text)]
+    texts = ctxlab.formats.run_texts(_text) or [line for _, line in jsonl_lines(_text)]  # a trace: one text a run
     if len(texts) != len(convs):  # a JSON array of conversation objects
         texts = [json.dumps(doc) for doc in json.loads(_text)]
     return [(_("{k}: {title} — {n:,} messages, {kb:,.0f} KB").format(

@@ -49,6 +49,17 @@ def count_column(label: str, help: str | None = None) -> Any:
     return st.column_config.NumberColumn(label, format="localized", help=help)
 
 
+def message_number(index: int | None) -> str:
+    """A message's number for a table's "#" column; blank for a row that is no input message (an
+    inserted summary): a missing number would read "None" in the table."""
+    return "" if index is None else f"{index:,}"
+
+
+def number_column(label: str = "#") -> Any:
+    """The "#" column of message numbers written by :func:`message_number`."""
+    return st.column_config.TextColumn(label, width="small")
+
+
 BUILTIN_TEXT = {"summary_prompt": SUMMARY_PROMPT, "merge_prompt": MERGE_PROMPT}
 """Text parameters whose empty value means a built-in text: their text areas show that text, and
 an unchanged (or emptied) area passes the empty value, so a config keeps saying "built-in"."""
@@ -279,7 +290,9 @@ def native_downloads(config: dict[str, Any], prefix: str) -> None:
         n1, n2 = st.columns(2)
         n1.download_button(f"{target} JSON", json.dumps(native.to_dict(), indent=2), file_name=f"{target}.json",
                            mime="application/json", key=f"{prefix}_{target}_json")
-        n2.download_button(f"{target} Python", native.python, file_name=f"{target}_context.py", mime="text/x-python",
+        name = native.file_name or f"{target}_context.py"  # a TOML or shell file for the coding agents' settings
+        n2.download_button(f"{target} {'Python' if name.endswith('.py') else name.rsplit('.', 1)[-1].upper()}",
+                           native.python, file_name=name, mime="text/x-python" if name.endswith(".py") else "text/plain",
                            key=f"{prefix}_{target}_py")
         if native.not_carried:
             st.caption(_("What does not carry over:"))

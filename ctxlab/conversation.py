@@ -72,13 +72,37 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """The usage a provider reported for one model call (a production trace's billed figures).
+
+    ``prompt_tokens`` is the whole prompt as billed, cached tokens included (OpenAI's
+    ``prompt_tokens``, OpenTelemetry's ``gen_ai.usage.input_tokens``; for Anthropic, input +
+    cache read + cache write). ``cached_tokens`` were read from the provider's prompt cache,
+    ``cache_write_tokens`` written to it (Anthropic's ``cache_creation_input_tokens``); either is
+    None when the trace does not say. ``model`` is the model that billed the call, when known.
+    """
+
+    prompt_tokens: int
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    model: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (fields that are None left out)."""
+        return {k: getattr(self, k) for k in self.__slots__ if getattr(self, k) is not None}
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """One chat message.
 
     ``tool_call_id`` links a ``tool`` message to the call it answers; ``is_error`` marks a tool
     result the tool reported as failed (Anthropic ``is_error``, LangChain ``status="error"``).
     ``extra`` keeps provider fields ctxlab does not model (e.g. ``refusal``), so export can
-    write them back where the target format allows.
+    write them back where the target format allows. ``usage`` is what the provider reported for
+    the call that produced this (assistant) message, when a trace carries it; it is never sent
+    to a model and never counted.
     """
 
     role: Role
@@ -89,6 +113,7 @@ class Message:
     is_error: bool = False
     id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    usage: Usage | None = None
 
     @property
     def text(self) -> str:
@@ -107,7 +132,7 @@ class Message:
     def with_content(self, content: str | tuple[Part, ...]) -> "Message":
         """A copy with other content (used for cleared or truncated tool results)."""
         return Message(self.role, content, self.name, self.tool_calls, self.tool_call_id, self.is_error, self.id,
-                       self.extra)
+                       self.extra, self.usage)
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,8 +111,9 @@ def category_bars(rows: Sequence[tuple[str, Mapping[str, int]]], budget: Budget 
     for label, total in zip(labels, totals):
         text = _("{total:,} ({share:.0%} of before)").format(total=total, share=total / totals[0]) \
             if label != labels[0] and totals[0] else f"{total:,}"
+        # an opaque box: a total next to the limits would otherwise be struck through by their lines
         fig.add_annotation(x=total, y=label, text=text, showarrow=False, xanchor="left", xshift=4,
-                           font=dict(color=TEXT_COLOR, size=12), name="total")
+                           font=dict(color=TEXT_COLOR, size=12), bgcolor="rgba(255,255,255,0.92)", name="total")
     if budget is not None:
         _limit_lines(fig, budget, top * 1.3)
     legend_rows = 2

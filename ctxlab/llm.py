@@ -8,11 +8,22 @@ proxy) through its base URL.
   ``CTXLAB_LLM_MODEL``) or from the app's settings panel. The key is held in a :class:`SecretKey`
   whose ``repr``/``str`` is ``***``; ``to_dict()`` and ``describe()`` never hold it.
 * :class:`LLM` sends one chat completion with the openai client (explicit timeout, the client's own
-  retries off) and retries here: HTTP 429 and 5xx, with exponential backoff that honours the
-  server's ``Retry-After`` (or ``retry-after-ms``), within ``max_attempts`` and ``max_wait``
-  seconds in all. A timeout, a refused connection, 401/403, another 4xx or a reply that is not a
-  chat completion is not retried. Every failure is one :class:`LLMError` with one clear message
-  that never holds the key (the provider's text is scrubbed of it).
+  retries off) and retries here: what the client itself would retry among HTTP responses (408,
+  409, 429, 5xx, and whatever the server marks ``x-should-retry: true``; never what it marks
+  ``false``), with exponential backoff that honours the server's ``Retry-After`` (or
+  ``retry-after-ms``), within ``max_attempts`` and ``max_wait`` seconds in all. A timeout, a
+  refused connection, 401/403, another 4xx or a reply that is not a chat completion is not
+  retried. Every failure is one :class:`LLMError` with one clear message that never holds the key
+  (the provider's text is scrubbed of it).
+
+  Why not the client's own retries (``max_retries``; openai 3.57 read and measured against
+  tests/openai_fake.py in tests/test_llm_retry_policy.py): it also retries timeouts and refused
+  connections, so with ctxlab's whole-call deadline a hung server holds an interactive page for
+  (retries + 1) x timeout instead of one timeout, and a local server that is not running costs
+  backoff sleeps before "cannot connect"; it honours any ``Retry-After`` up to 120 s per retry with
+  no cap on the total, where a page must give up at once and say how long the server asked; and
+  it does not tell how many requests a call took (``ChatResult.attempts``, "gave up after N
+  attempts"). Its status rules are right and are the ones used here.
 * ``use_llm(llm)`` makes ``llm`` the model the LLM summarizer uses in this thread (a page sets it
   from its settings panel); otherwise :func:`active_llm` builds one from the environment.
 """
@@ -345,19 +356,21 @@ class LLM:
         if isinstance(e, openai.APIConnectionError):
             return LLMError(f"cannot connect to the server ({type(e).__name__})", kind="connection", where=where,
                             hint="Check the base URL (OPENAI_BASE_URL) and that the server is running"), None
+        should_retry = _should_retry_header(e)
+        if isinstance(status, int) and should_retry is not None and status not in (401, 403):
+            return self._by_header(e, status, detail, where, attempt, should_retry)
         if status in (401, 403):
             return LLMError(f"the server rejected the API key (HTTP {status}: {detail})", kind="auth", status=status,
                             where=where, hint=f"Check {KEY_ENV} or the key in the settings panel"), None
         if status == 429:
-            wait = _retry_after(getattr(e, "response", None) and e.response.headers)
-            wait = cfg.backoff * 2 ** (attempt - 1) if wait is None else wait
             return LLMError(f"rate limited (HTTP 429: {detail})", kind="rate_limit", status=status, where=where,
-                            hint="Wait a minute, or lower the request rate"), wait
+                            hint="Wait a minute, or lower the request rate"), self._wait(e, attempt)
+        if status in _TRANSIENT_4XX:
+            return LLMError(f"the server asked to try again (HTTP {status}: {detail})", kind="server", status=status,
+                            where=where, hint="Try again later"), self._wait(e, attempt)
         if isinstance(status, int) and status >= 500:
-            wait = _retry_after(getattr(e, "response", None) and e.response.headers)
-            wait = cfg.backoff * 2 ** (attempt - 1) if wait is None else wait
             return LLMError(f"the server failed (HTTP {status}: {detail})", kind="server", status=status,
-                            where=where, hint="Try again later"), wait
+                            where=where, hint="Try again later"), self._wait(e, attempt)
         if isinstance(status, int):
             return LLMError(f"the server refused the request (HTTP {status}: {detail})", kind="bad_request",
                             status=status, where=where,
@@ -365,6 +378,21 @@ class LLM:
         if isinstance(e, (ValueError, TypeError, AttributeError, KeyError)):  # JSON or shape the client could not read
             return _bad_reply(where, f"{type(e).__name__}: {detail}"), None
         return LLMError(f"the call failed ({type(e).__name__}: {detail})", kind="error", where=where), None
+
+    def _wait(self, e: Exception, attempt: int) -> float:
+        """The wait before the next attempt: the server's Retry-After, else the doubling backoff."""
+        wait = _retry_after(getattr(e, "response", None) and e.response.headers)
+        return self.config.backoff * 2 ** (attempt - 1) if wait is None else wait
+
+    def _by_header(self, e: Exception, status: int, detail: str, where: str, attempt: int,
+                   retry: bool) -> tuple[LLMError, float | None]:
+        """A response the server marked ``x-should-retry``: retried when true, never when false."""
+        kind = "rate_limit" if status == 429 else "server" if status >= 500 or retry else "bad_request"
+        said = "asked to retry" if retry else "said not to retry"
+        error = LLMError(f"the server failed and {said} (HTTP {status}: {detail})", kind=kind, status=status,
+                         where=where, hint="Try again later" if retry else
+                         f"A retry will not help: check the request and the model name ({MODEL_ENV})")
+        return error, (self._wait(e, attempt) if retry else None)
 
     def _result(self, raw: Any, latency_ms: float, attempts: int) -> ChatResult:
         """The reply as a ChatResult; a reply with no text or no choices is a bad reply."""
@@ -392,6 +420,16 @@ class LLM:
                           cached_tokens=_int_or_none(cached), latency_ms=latency_ms, attempts=attempts,
                           finish_reason=redact(finish) if isinstance(finish, str) else None,
                           tool_calls=tuple(redact(c) for c in calls))
+
+
+_TRANSIENT_4XX = (408, 409)  # request timeout, lock timeout: retried, as the openai client does
+
+
+def _should_retry_header(e: Exception) -> bool | None:
+    """The server's ``x-should-retry`` verdict on a failed response (True, False, or None when it gives none)."""
+    response = getattr(e, "response", None)
+    value = response.headers.get("x-should-retry") if response is not None else None
+    return {"true": True, "false": False}.get(value) if isinstance(value, str) else None
 
 
 def _truncated(e: BaseException) -> bool:

@@ -28,7 +28,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from .conversation import Conversation, Message
+from .conversation import Conversation, Message, Usage
 from .errors import CtxlabError
 from .segments import segment
 from .strategies.base import APPLY_AT, Strategy, get_strategy, result_view
@@ -54,7 +54,9 @@ class Call:
     definitions, reply priming) before and after the strategy; ``over_limit`` when the prompt sent
     exceeds the budget's prompt limit. ``shared_tokens`` are the message tokens of the prefix this
     prompt shares with the previous call's, ``extends_previous`` says the previous prompt is a
-    prefix of this one (what a prompt cache reads)."""
+    prefix of this one (what a prompt cache reads). ``reported`` is the usage the trace logged for
+    this call (a production trace's billed figures; None when it has none): it is what the
+    original prompt cost, not the prompt the strategy leaves."""
 
     number: int
     index: int
@@ -69,6 +71,7 @@ class Call:
     shared_tokens: int
     extends_previous: bool
     pending: bool = False
+    reported: Usage | None = None
 
     @property
     def saved(self) -> int:
@@ -80,7 +83,9 @@ class Call:
         return {"call": self.number, "index": self.index, "turn": self.turn, "pending": self.pending,
                 "applied": self.applied, "triggered": self.triggered, "prompt_tokens": self.tokens_after,
                 "tokens_before": self.tokens_before, "over_limit": self.over_limit, "messages": self.messages,
-                "messages_removed": self.messages_removed}
+                "messages_removed": self.messages_removed,
+                **({} if self.reported is None else {"reported_prompt_tokens": self.reported.prompt_tokens,
+                                                     "reported_cached_tokens": self.reported.cached_tokens})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +413,7 @@ class _Walk:
                 shared, extends = prev_total, True
             call = Call(c, point, self.turn_of(point), bool(apply and len(view)), triggered, before, after,
                         after > self.budget.prompt_limit, len(view), removed, shared, extends,
-                        point == n)
+                        point == n, messages[point].usage if point < n else None)
             calls.append(call)
             if observe is not None:
                 observe(call, view)

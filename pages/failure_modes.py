@@ -28,7 +28,7 @@ from ctxlab.fidelity import measure_replay, needed_facts
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.strategies import Budget, get_strategy
 from ctxlab.tokens import TokenCounter
-from ui import count_column, text_width
+from ui import count_column, message_number, number_column, text_width
 
 
 @dataclass(frozen=True)
@@ -346,9 +346,10 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
             counter = TokenCounter(st.session_state.model)
             st.caption("# is the message's number in the conversation before (empty for an inserted summary)")
             origin = after_origins(conv, r)
-            st.dataframe(pd.DataFrame([{"#": o, "role": m.role, "tokens": counter.message(m), "content": _preview(m)}
-                                       for o, m in zip(origin, r.after.messages)]).astype({"#": "Int64"}),
-                         key="fm_after_table", hide_index=True, width="stretch")
+            st.dataframe(pd.DataFrame([{"#": message_number(o), "role": m.role, "tokens": counter.message(m),
+                                        "content": _preview(m)} for o, m in zip(origin, r.after.messages)]),
+                         key="fm_after_table", hide_index=True, width="stretch",
+                         column_config={"#": number_column(), "tokens": count_column("tokens")})
 
 
 def _continue(base: tuple, after: Conversation, conv: Conversation, label: str) -> None:

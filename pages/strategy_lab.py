@@ -24,17 +24,20 @@ from ctxlab.conversation import Message
 from ctxlab.llm import use_llm
 from ctxlab.compare import ACTION_WORDS, RULE_NAMES, cost_sentence, measure_on_replay, outcome_notes
 from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
+from ctxlab.i18n import _
 from ctxlab.figures_tune import cost_per_turn_figure
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
+from ctxlab.usage import UsageComparison, compare_usage, has_usage
 from ctxlab.snippets import python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_strategy
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.validate import Finding, validate
 from ctxlab.i18n import N_, _, language
-from ui import (TABLE_ACTIONS, action_column, action_words, role_name, strategy_title, translated_columns, config_downloads, count_column, native_downloads, strategy_picker, summary_note,
-                text_width)
+from ui import (TABLE_ACTIONS, action_column, action_words, config_downloads, count_column, message_number,
+                native_downloads, number_column, role_name, strategy_picker, strategy_title, summary_note, text_width,
+                translated_columns)
 
 RULES = RULE_NAMES
 LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}  # English; shown through _()
@@ -87,19 +90,18 @@ def _rows(view: View, plan: Plan) -> pd.DataFrame:
 
     def summaries(at: int) -> None:
         for k in before.get(at, ()):
-            rows.append({"#": None, "open": f"summary {k}", "role": "summary", "tokens": plan.output_tokens[k],
-                         "action": action_words()["insert"], "code": "insert",
+            rows.append({"#": message_number(None), "open": f"summary {k}", "role": "summary",
+                         "tokens": plan.output_tokens[k], "action": action_words()["insert"], "code": "insert",
                          "reason": _("inserted by {strategy}").format(strategy=plan.strategy),
                          "content": _preview(plan.messages[k])})
 
     for i, (m, a, why) in enumerate(zip(view.messages, plan.actions, plan.reasons)):
         summaries(i)
-        rows.append({"#": i, "open": i, "role": m.role, "tokens": view.tokens[i], "action": _(LABELS.get(a, a)),
+        rows.append({"#": message_number(i), "open": i, "role": m.role, "tokens": view.tokens[i],
+                     "action": _(LABELS.get(a, a)),
                      "code": a, "reason": why, "content": _preview(m)})
     summaries(len(plan.actions))
-    df = pd.DataFrame(rows, columns=["#", "open", "role", "tokens", "action", "code", "reason", "content"])
-    df["#"] = df["#"].astype("Int64")
-    return df
+    return pd.DataFrame(rows, columns=["#", "open", "role", "tokens", "action", "code", "reason", "content"])
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -241,6 +243,32 @@ def _cost_section(m: ReplayMeasures) -> None:
     fig = cost_per_turn_figure(c, none)
     fig.update_xaxes(dtick=max(1, -(-len(c.per_turn()) // 20)))  # whole turns, at most ~20 ticks
     st.plotly_chart(fig, key="lab_cost_chart")
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _usage(text_key: str, model_key: str, price_key: str, budget_key: str, _conv: ctxlab.Conversation,
+           _price: Price | None, _budget: Budget) -> UsageComparison:
+    return compare_usage(_conv, model=model_key, price=_price, budget=_budget)
+
+
+def _billed_section(u: UsageComparison) -> None:
+    """A production trace's billed figures per call beside ctxlab's count and cache model."""
+    if not u.calls:
+        return
+    st.markdown(_("**Billed vs counted**: each call's prompt tokens and cached tokens as the provider reported "
+                  "them, beside ctxlab's count of the prompt the call sent and the prompt-cache model's cached "
+                  "tokens."))
+    rows = [{_("call"): c.call, _("message"): c.index, _("billed prompt"): c.reported.prompt_tokens,
+             _("counted"): c.counted, _("difference"): c.prompt_difference,
+             _("billed cached"): c.reported.cached_tokens, _("modelled cached"): c.modelled_cached,
+             _("cached difference"): c.cached_difference} for c in u.calls]
+    st.dataframe(pd.DataFrame(rows), key="lab_billed_table", hide_index=True, width="stretch")
+    ratio = u.prompt_ratio
+    st.caption(_("{calls} of {total} calls reported usage: billed {billed} prompt tokens, counted {counted} "
+                 "(billed / counted {ratio}); tokenizer {exact}.").format(
+        calls=f"{len(u.calls):,}", total=f"{u.total_calls:,}", billed=f"{u.reported_prompt_tokens:,}",
+        counted=f"{u.counted_prompt_tokens:,}", ratio="-" if ratio is None else f"{ratio:.3f}",
+        exact=_("exact") if u.exact else _("estimated")))
 
 
 # ---------------------------------------------------------------- page
@@ -431,7 +459,7 @@ if tab_timeline.open:
         st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
                      column_order=["#", "role", "tokens", "action", "reason", "content"],
                      column_config={
-                         "#": count_column("#"),
+                         "#": number_column(),
                          "role": st.column_config.TextColumn(_("role"), width=text_width(["assistant"])),
                          "tokens": st.column_config.ProgressColumn(_("tokens"), format="localized", min_value=0,
                                                                    max_value=max(int(rows["tokens"].max()), 1)),
@@ -487,6 +515,11 @@ if tab_replay.open:
             if measures is not None:
                 _where_it_runs(keys, price)
                 _cost_section(measures)
+            if has_usage(conv):  # a production trace: the billed figures beside the modelled ones
+                try:
+                    _billed_section(_usage(keys[0][0], model, repr(price), keys[2], conv, price, budget))
+                except CtxlabError as e:
+                    st.error(md_escape(str(e)))
             calls = len(rp.calls)
             if not 0 <= st.session_state.get("lab_call", -1) < calls:
                 st.session_state.lab_call = calls - 1  # the newest call first
@@ -508,15 +541,19 @@ if tab_replay.open:
             st.caption((_("The prompt of call {c} ({turn}; {made}): {n:,} messages.") if call.applied else
                         _("The prompt of call {c} ({turn}; {made}): {n:,} messages; the strategy did not run before "
                           "this call.")).format(c=c, turn=turn, made=made, n=call.messages))
+            if call.reported is not None:
+                st.caption(_("Billed for this call as the trace sent it: {prompt} prompt tokens, {cached} of "
+                             "them cached.").format(prompt=f"{call.reported.prompt_tokens:,}",
+                                                    cached="?" if call.reported.cached_tokens is None
+                                                    else f"{call.reported.cached_tokens:,}"))
             prompt = rp.prompt(c)
-            st.dataframe(pd.DataFrame([{"#": o, "role": "summary" if o is None else m.role, "tokens": tok,
+            st.dataframe(pd.DataFrame([{"#": message_number(o), "role": "summary" if o is None else m.role, "tokens": tok,
                                         "state": _("as written") if o is None or m is conv.messages[o] else _("replaced"),
                                         "content": _preview(m)}
-                                       for m, o, tok in zip(prompt.messages, prompt.origins, prompt.tokens)]
-                                      ).astype({"#": "Int64"}),
+                                       for m, o, tok in zip(prompt.messages, prompt.origins, prompt.tokens)]),
                          key="lab_turn_table", hide_index=True, width="stretch",
                          column_config=translated_columns(["#", "role", "tokens", "state", "content"],
-                                                          {"#": count_column("#"), "tokens": count_column("tokens")}))
+                                                          {"#": number_column(), "tokens": count_column("tokens")}))
 
 if tab_export.open:
     with tab_export:

@@ -7,6 +7,7 @@ from ctxlab import count_tokens, tokens
 from ctxlab.errors import CtxlabError
 from ctxlab.figures import CATEGORY_NAMES, prompt_bar
 from ctxlab.i18n import N_, _
+from ctxlab.usage import compare_usage, has_usage
 from ui import count_column, role_name, translated_columns
 
 HEADERS = (N_("role"), N_("category"), N_("tokens"), N_("text"))
@@ -63,6 +64,27 @@ rows = [{"#": i, "role": role_name(m.role), "category": _(CATEGORY_NAMES.get(cat
 st.dataframe(rows, key="message_table", hide_index=True, width="stretch",
              column_config=translated_columns(["#", "role", "category", "tokens", "text"],
                                               {"#": count_column("#"), "tokens": count_column("tokens")}))
+
+if has_usage(conv):  # a production trace: what the provider billed beside the count, over the calls
+    try:
+        u = compare_usage(conv, model=model, budget=budget)
+    except CtxlabError as e:
+        st.error(md_escape(str(e)))
+    else:
+        st.subheader(_("Billed by the provider"))
+        b1, b2, b3 = st.columns(3)
+        b1.metric(_("Calls with billed usage"), f"{len(u.calls):,} / {u.total_calls:,}")
+        b2.metric(_("Billed prompt tokens, all calls"), f"{u.reported_prompt_tokens:,}",
+                  delta=_("{diff} vs counted").format(diff=f"{u.prompt_difference:+,}"), delta_color="off",
+                  help=_("Counted: {counted} (each call's prompt as the trace sent it)").format(
+                      counted=f"{u.counted_prompt_tokens:,}"))
+        cached = u.reported_cached_tokens
+        b3.metric(_("Billed cached tokens"), "-" if cached is None else f"{cached:,}",
+                  delta=None if cached is None else _("{diff} vs modelled").format(
+                      diff=f"{cached - u.modelled_cached_tokens:+,}"), delta_color="off",
+                  help=_("Modelled by the prompt-cache rule: {modelled}").format(
+                      modelled=f"{u.modelled_cached_tokens:,}"))
+        st.caption(_("Per call in the Strategy Lab's Replay tab and in `ctxlab count` (reported_usage)."))
 
 if counts.approximations:
     with st.expander(_("Where the count is an approximation")):

@@ -63,6 +63,7 @@ class Fault:
     message: str | None = None
     trickle: float = 0.0
     truncated: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def chat_prompt_text(body: dict[str, Any]) -> str:
@@ -163,12 +164,13 @@ class FakeOpenAI:
         self._routes[path] = handler
 
     def fail_next(self, status: int, times: int = 1, retry_after: float | None = None,
-                  message: str | None = None) -> None:
+                  message: str | None = None, headers: dict[str, str] | None = None) -> None:
         """Answer the next ``times`` requests with an OpenAI-style error of HTTP ``status``
         (with a ``Retry-After: retry_after`` header when given; ``message``: the error's text
-        instead of the usual one)."""
+        instead of the usual one; ``headers``: more response headers, e.g. ``x-should-retry``)."""
+        fault = Fault(status=status, retry_after=retry_after, message=message, headers=tuple((headers or {}).items()))
         with self._lock:
-            self._faults.extend([Fault(status=status, retry_after=retry_after, message=message)] * times)
+            self._faults.extend([fault] * times)
 
     def hang_next(self, seconds: float, times: int = 1) -> None:
         """Wait ``seconds`` before answering each of the next ``times`` requests (a client with a
@@ -225,6 +227,7 @@ class FakeOpenAI:
             return
         if fault is not None and fault.status is not None:
             headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+            headers.update(fault.headers)
             body = self._error_body(fault.status, record)
             if fault.message is not None:
                 body["error"]["message"] = fault.message

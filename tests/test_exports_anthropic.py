@@ -82,5 +82,5 @@ def test_a_model_that_is_not_claude_is_named():
 
 
 def test_other_strategies_have_no_anthropic_form():
-    with pytest.raises(NoNativeFormError, match="Strategies that map to anthropic: clear_tool_results, none"):
-        export_native(make_config(get_strategy("summarize"), Budget(16_000), "gpt-4o"), "anthropic")
+    with pytest.raises(NoNativeFormError, match="Strategies that map to anthropic: clear_tool_results, none, summarize"):
+        export_native(make_config(get_strategy("tool_rounds"), Budget(16_000), "gpt-4o"), "anthropic")

@@ -186,3 +186,22 @@ def test_a_value_most_calls_use_is_a_habit_not_a_need():
                  result(f"b{k}", f"check {k} passed in /work/tree-7f3a (timeout 120000)")]
     used = {n.fact for n in needed_facts(conv).needs}
     assert "120000" not in used, "the habitual timeout is not taken from an earlier call"
+
+
+def test_a_calculators_expression_is_arithmetic_not_facts_but_the_amount_it_pays_is():
+    # a newcomer saw "152 + 103" counted as two facts taken from context: any stray number served them
+    msgs = [
+        system("You are an airline agent."),
+        user("Book HAT139 and HAT271 for me."),
+        call("c1", "search_flights", '{"origin":"JFK","destination":"SEA"}'),
+        result("c1", '[{"flight":"HAT139","price":152},{"flight":"HAT271","price":103}] ' + padding()),
+        call("c2", "calculate", '{"expression":"152 + 103"}'),
+        result("c2", "255"),
+        call("c3", "book_reservation", '{"flights":["HAT139","HAT271"],"amount":255,"date":"2024/05/26",'
+                                       '"phone":"(555) 010-0199"}'),
+    ]
+    needs = needed_facts(msgs).needs
+    by_calc = [n.fact for n in needs if n.needed_by == 4]
+    by_booking = {n.fact for n in needs if n.needed_by == 6}
+    assert by_calc == []
+    assert {"255", "hat139", "hat271"} <= {f.lower() for f in by_booking}

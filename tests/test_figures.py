@@ -70,6 +70,10 @@ def test_every_bar_has_its_total_written_at_its_end_so_a_tiny_bar_still_reads(ca
     after = totals["Newest tool rounds (after)"]
     assert after["x"] == plan.tokens_after and after["text"].startswith(f"{plan.tokens_after:,}")
     assert after["xanchor"] == "left"  # written beside the bar, not on it
+    for a in totals.values():  # a total beside a limit line sits on an opaque box, not struck through
+        alpha = float(a["bgcolor"].rsplit(",", 1)[1].rstrip(")")) if a.get("bgcolor", "").startswith("rgba") else \
+            (1.0 if a.get("bgcolor") else 0.0)
+        assert alpha >= 0.9
 
 
 def test_limit_labels_sit_above_the_bars_in_a_dark_colour_and_apart(case):

@@ -38,6 +38,8 @@ NON_DEFAULT = {  # one changed parameter per strategy that has any, so a round t
     "recent_events": {"keep_first": 2, "max_events": 9},
     "amortized_forgetting": {"max_size": 12, "keep_first": 2},
     "llm_attention": {"max_size": 12, "keep_first": 2},
+    "server_compaction": {"trigger_tokens": 900, "keep_user_messages": True, "instructions": "Keep order ids."},
+    "truncation_auto": {"output_allowance": 2_000},
 }
 
 

@@ -5,8 +5,9 @@ import argparse
 from dataclasses import asdict
 
 from ..formats import FORMATS, export
-from ..calibration import calibrate
+from ..calibration import calibrate, calibrate_from_usage
 from ..tokens import count_tokens
+from ..usage import compare_usage, has_usage
 from ..validate import RULES
 from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note
 
@@ -29,6 +30,9 @@ def _count(args: argparse.Namespace) -> int:
             cal = calibrate(conv, args.prompt_tokens, model=args.model)
             d["calibration"] = cal.to_dict()
             d["calibrated_total"] = cal.reported
+        if has_usage(conv):  # a production trace: what each call was billed beside ctxlab's count
+            d["reported_usage"] = compare_usage(conv, model=args.model).to_dict()
+            d["calibration_from_usage"] = [c.to_dict() for c in calibrate_from_usage([conv], model=args.model)]
         out.append({"index": i, **d} if len(convs) > 1 else d)
     _emit(out)
     return EXIT_OK

@@ -103,7 +103,7 @@ def _none(lab: LabConfig) -> NativeExport:
 
 
 target("anthropic", {"clear_tool_results": _clear_tool_results, "none": _none},
-       hint="Anthropic's context editing only clears tool results (and thinking blocks); run the ctxlab "
-            "snippet client-side for the others.")
+       hint="Anthropic's context editing clears tool results (and thinking blocks) and compacts (summarize, "
+            "server_compaction: see anthropic_compaction); run the ctxlab snippet client-side for the others.")
 
 __all__ = ["BETA", "EDIT_TYPE", "clear_tool_uses_edit"]

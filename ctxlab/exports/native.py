@@ -31,6 +31,8 @@ class NativeExport:
     data: Mapping[str, Any]
     python: str
     not_carried: tuple[str, ...] = field(default=())
+    file_name: str = ""
+    """The download's file name when ``python`` is not Python (a TOML file, a shell snippet)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by ``ctxlab config export``: the native data and ``not_carried``."""
@@ -46,6 +48,11 @@ def target(name: str, exporters: dict[str, Exporter], hint: str = "") -> None:
     """Register a framework: its name and an exporter per strategy it has a native form for."""
     TARGETS[name] = exporters
     HINTS[name] = hint
+
+
+def extend(name: str, exporters: dict[str, Exporter]) -> None:
+    """Add exporters to a registered target (a second module of the same framework)."""
+    TARGETS[name].update(exporters)
 
 
 def mapped(name: str) -> list[str]:
@@ -131,5 +138,5 @@ def pretty(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-__all__ = ["HINTS", "NativeExport", "NoNativeFormError", "TARGETS", "common_notes", "export_native", "literal",
-           "mapped", "notes_block", "pretty", "target"]
+__all__ = ["HINTS", "NativeExport", "NoNativeFormError", "TARGETS", "common_notes", "export_native", "extend",
+           "literal", "mapped", "notes_block", "pretty", "target"]

@@ -16,7 +16,7 @@ from ._carry import carry_top_level, unplaced_fields
 from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
                     load_with_text)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
-from ._trace import TRACES, TraceFormat, detect_trace, read_trace_document
+from ._trace import TRACES, TraceFormat, detect_trace, read_trace_documents, run_documents
 
 FORMATS: dict[str, Format] = {}
 
@@ -204,8 +204,8 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     source = SourceObjects(source_text)  # one scanner: conversations come in document order
     kw: dict[str, Any] = {"max_depth": max_depth, "source": source}
     trace = format if format in TRACES else (detect_trace(docs, lines) if format is None else None)
-    if trace is not None:  # a coding agent's trace file: the whole document is one conversation
-        return [read_trace_document(docs, lines, trace, **kw)]
+    if trace is not None:  # a trace file: one conversation (a production trace: one per agent run)
+        return read_trace_documents(docs, lines, trace, **kw)
     if lines is not None and _is_message_like(docs[0]):
         misfit = next((k for k, d in enumerate(docs) if not _is_message_like(d)), None)
         if misfit is not None:
@@ -221,6 +221,15 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     if lines is None:
         return [_conversation(docs[0], "$", format, **kw)]
     return [_conversation(d, f"JSONL line {n}: $", format, **kw) for n, d in zip(lines, docs)]
+
+
+def run_texts(text: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[str] | None:
+    """Each agent run of a production trace file (OpenTelemetry, Langfuse, LangSmith) as a JSON
+    text of its own, which ``loads`` reads as one conversation; None for any other input."""
+    docs, lines, _ = load_with_text(text, max_bytes=max_bytes)
+    name = detect_trace(docs, lines)
+    runs = run_documents(docs, lines, name) if name is not None else None
+    return None if runs is None else [dumps(r) for r in runs]
 
 
 def loads(text: str | bytes, *, format: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -250,7 +259,15 @@ def export(conv: Conversation, to: str) -> Export:
     if isinstance(out.data, dict):  # top-level fields, then the net: nothing a reader kept vanishes unnoted
         notes += carry_top_level(conv, fmt.name, out.data, fmt.title)
     notes += unplaced_fields(conv, out.data, notes, fmt.title)
+    reported = sum(m.usage is not None for m in conv.messages)
+    if reported and fmt.name not in USAGE_WRITERS:
+        notes.append(f"the usage {reported:,} call(s) reported is not written: {fmt.title} messages have no place "
+                     "for it (LangChain's usage_metadata has)")
     return Export(out.data, group_notes(notes))
+
+
+USAGE_WRITERS = {"langchain"}
+"""Formats whose writer puts a message's reported usage back (LangChain: ``usage_metadata``)."""
 
 
 def _register_builtins() -> None:
@@ -274,10 +291,13 @@ def _register_traces() -> None:
     from . import claude_code, codex, mini_swe_agent, openhands, swe_agent
     for mod in (claude_code, codex, swe_agent, mini_swe_agent, openhands):
         register_trace(mod.TRACE)
+    from . import langfuse, langsmith, otel  # production traces: one conversation per agent run
+    for mod in (otel, langfuse, langsmith):
+        register_trace(mod.TRACE)
 
 
 _register_traces()
 
 __all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
            "decode_text", "load", "load_all", "load_json_documents", "loads", "parse_tools", "register",
-           "register_trace", "TRACES", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]
+           "register_trace", "run_texts", "TRACES", "tools_to_anthropic", "tools_to_mcp", "tools_to_openai"]

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..conversation import Conversation, Message
+from ..conversation import Conversation, Message, ToolDef
 from ..errors import CtxlabError, ShapeError
 from ._base import Format, ReadContext, group_notes
 from ._json import DEFAULT_MAX_DEPTH, SourceObjects
@@ -29,12 +29,14 @@ TASK = "ctxlab_task"
 @dataclass
 class Trace:
     """What a trace reader returns: messages, the model if the trace names one, metadata kept on
-    the Conversation (session id, working directory, compactions...), and notes."""
+    the Conversation (session id, working directory, compactions...), notes, and the tool
+    definitions when the trace logs them."""
 
     messages: list[Message] = field(default_factory=list)
     model: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    tools: tuple[ToolDef, ...] = ()
 
     def add(self, msgs: list[Message]) -> None:
         """Append messages."""
@@ -48,23 +50,28 @@ class Trace:
 @dataclass(frozen=True)
 class TraceFormat:
     """A trace format: ``detect(doc)`` says whether a whole document is one of its files (doc is
-    the parsed JSON, or the list of JSONL line objects); ``read(doc, lines)`` reads it."""
+    the parsed JSON, or the list of JSONL line objects); ``read(doc, lines)`` reads it. A format
+    whose files hold several agent runs (production traces) has ``runs(doc, lines)``: the file
+    split into one document per run (each a document of the same format, read on its own)."""
 
     format: Format
     detect: Callable[[Any], bool]
     read: Callable[[Any, "tuple[int, ...] | None"], Trace]
+    runs: "Callable[[Any, tuple[int, ...] | None], list[Any]] | None" = None
 
 
 TRACES: dict[str, TraceFormat] = {}
 
 
 def trace_format(name: str, title: str, detect: Callable[[Any], bool],
-                 read: Callable[[Any, "tuple[int, ...] | None"], Trace]) -> TraceFormat:
+                 read: Callable[[Any, "tuple[int, ...] | None"], Trace],
+                 runs: "Callable[[Any, tuple[int, ...] | None], list[Any]] | None" = None) -> TraceFormat:
     """A trace format with its registry ``Format`` (detected as a whole document, never as a
-    message list; a list of its records handed to the Format is read whole)."""
+    message list; a list of its records handed to the Format is read whole). ``runs`` splits a
+    file of several agent runs (see ``TraceFormat``)."""
     def read_items(items: list[Any], ctx: ReadContext) -> list[Message]:
         return read(items, None).messages
-    return TraceFormat(Format(name, title, never, read_items), detect, read)
+    return TraceFormat(Format(name, title, never, read_items), detect, read, runs)
 
 
 def never(items: list[Any]) -> int:
@@ -135,14 +142,34 @@ def read_trace_document(docs: list[Any], lines: list[int] | None, name: str,
     if first is not None:  # the task: kept by every strategy (View.protected)
         m = messages[first]
         messages[first] = Message(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
-                                  {**m.extra, TASK: True})
-    return Conversation(tuple(messages), (), trace.model, name, (), trace.meta, group_notes(trace.notes))
+                                  {**m.extra, TASK: True}, m.usage)
+    return Conversation(tuple(messages), trace.tools, trace.model, name, (), trace.meta, group_notes(trace.notes))
+
+
+def read_trace_documents(docs: list[Any], lines: list[int] | None, name: str,
+                         max_depth: int = DEFAULT_MAX_DEPTH, source: SourceObjects | None = None) -> list[Conversation]:
+    """Every conversation of a trace document: one per agent run for a format with ``runs``,
+    else the one ``read_trace_document`` gives."""
+    tf = TRACES[name]
+    if tf.runs is None:
+        return [read_trace_document(docs, lines, name, max_depth, source)]
+    doc = docs if lines is not None else docs[0]
+    return [read_trace_document([run], None, name, max_depth) for run in tf.runs(doc, tuple(lines) if lines else None)]
+
+
+def run_documents(docs: list[Any], lines: list[int] | None, name: str) -> list[Any] | None:
+    """The one-run documents of a trace file of several runs (None for a format without runs):
+    what the app shows as one conversation each."""
+    tf = TRACES[name]
+    if tf.runs is None:
+        return None
+    return tf.runs(docs if lines is not None else docs[0], tuple(lines) if lines else None)
 
 
 def compaction(m: Message) -> Message:
     """The message marked as a compaction summary (``extra["ctxlab_compaction"] = True``)."""
     return Message(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
-                   {**m.extra, COMPACTION: True})
+                   {**m.extra, COMPACTION: True}, m.usage)
 
 
 def is_compaction(m: Message) -> bool:

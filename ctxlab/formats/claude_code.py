@@ -9,12 +9,16 @@ sub-agent's own conversation and are left out, with a note. A ``/compact`` leave
 ``compact_boundary`` system line and a user message flagged ``isCompactSummary``: that message is
 marked as a compaction summary. When the person rewinds (or edits a prompt), the new prompt is a
 second child of the same parent line: the earlier branch is left out, with a note. The session
-file logs no system prompt and no tool definitions.
+file logs no system prompt and no tool definitions. Each response's ``message.usage`` (the last
+line's: the final output count) is kept as the assistant message's reported Usage.
 """
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
+
+from ..conversation import Usage
 
 from ..errors import ShapeError, shown
 from . import anthropic
@@ -66,12 +70,16 @@ class _Reader:
         self.by_id: dict[str, dict] = {}
         self.skipped: Counter[str] = Counter()
         self.sidechain = 0
+        self.usage: dict[str, dict] = {}
+        self.model: dict[str, str] = {}
 
     def assistant(self, k: int, msg: dict) -> None:
         """Join the blocks of one response (same message.id)."""
         blocks = msg.get("content")
         blocks = [{"type": "text", "text": blocks}] if isinstance(blocks, str) else list(_clean(blocks) or [])
         mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+        if mid is not None and isinstance(msg.get("usage"), dict):
+            self.usage[mid] = msg["usage"]  # every line of a response repeats it; the last has the final count
         if mid is not None and mid in self.by_id:
             self.by_id[mid]["content"].extend(blocks)
             return
@@ -81,6 +89,8 @@ class _Reader:
         self.entries.append((k, "assistant", item))
         if isinstance(msg.get("model"), str) and msg["model"] != "<synthetic>":
             self.trace.model = msg["model"]
+            if mid is not None:
+                self.model[mid] = msg["model"]
 
     def record(self, k: int, rec: Any) -> None:
         """One JSONL record."""
@@ -130,7 +140,10 @@ class _Reader:
             if kind == "boundary":
                 boundary = payload
             elif kind == "assistant":
-                sub_read(anthropic.read, payload, self.trace, line_where(self.lines, k))
+                out = sub_read(anthropic.read, payload, self.trace, line_where(self.lines, k))
+                usage = anthropic_usage(self.usage.get(payload.get("id", "")), self.model.get(payload.get("id", "")))
+                if out and usage is not None:
+                    self.trace.messages[-1] = replace(self.trace.messages[-1], usage=usage)
             else:
                 self.user(k, *payload, boundary)
                 boundary = None if payload[1] else boundary
@@ -143,6 +156,19 @@ class _Reader:
             t.notes.append(f"lines that carry no message the model saw were left out ({kinds})")
         t.notes.append("Claude Code logs no system prompt and no tool definitions: counts here leave out both")
         return t
+
+
+def anthropic_usage(u: Any, model: str | None) -> Usage | None:
+    """An Anthropic ``usage`` as the call's Usage: the billed prompt is ``input_tokens`` (what the
+    cache did not serve) plus the cache reads and writes."""
+    if not isinstance(u, dict) or not all(isinstance(u.get(k, 0), int) for k in
+                                          ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")):
+        return None
+    if "input_tokens" not in u:
+        return None
+    read, write = u.get("cache_read_input_tokens") or 0, u.get("cache_creation_input_tokens") or 0
+    out = u.get("output_tokens")
+    return Usage(u["input_tokens"] + read + write, out if isinstance(out, int) else None, read, write, model)
 
 
 def _is_prompt(rec: Any) -> bool:

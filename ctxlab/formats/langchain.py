@@ -18,7 +18,7 @@ from langchain_core.messages import (AIMessage, BaseMessage, HumanMessage, Syste
                                      messages_from_dict, messages_to_dict)
 
 from ..errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError, shown
-from ..conversation import Conversation, Message, Part, ToolCall, compact_json
+from ..conversation import Conversation, Message, Part, ToolCall, Usage, compact_json
 from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict
 from ._base import INTERNAL_EXTRA
 from .anthropic import anthropic_only_note, block_type, read_block, tool_result_message, tool_use_call
@@ -254,17 +254,39 @@ def _messages(kind: str, msg: BaseMessage, ctx: ReadContext, i: int, path: Path,
     extra = {k: v for k, v in kw.items() if k not in _OWN_KWARGS and v is not None}
     if kw.get("__openai_role__") == "developer":
         extra["openai_role"] = "developer"
-    if msg.response_metadata or getattr(msg, "usage_metadata", None) or getattr(msg, "artifact", None) is not None:
+    if msg.response_metadata or getattr(msg, "artifact", None) is not None:
         state.metadata_at.append(i)
     common = {"name": msg.name, "id": msg.id, "extra": extra}
     if role == "assistant":
-        return [Message("assistant", body, tool_calls=_ai_calls(msg, blocks, ctx, i, path, state), **common)]
+        return [Message("assistant", body, tool_calls=_ai_calls(msg, blocks, ctx, i, path, state),
+                        usage=reported_usage(msg), **common)]
     if role == "tool":
         return [Message("tool", body, tool_call_id=_tool_call_id(msg, kind, i, ctx, state),
                         is_error=getattr(msg, "status", "success") == "error", **common)]
     if not results:
         return [Message(role, body, **common)]
     return results + ([Message("user", body, **common)] if body else [])
+
+
+def reported_usage(msg: BaseMessage) -> Usage | None:
+    """An AI message's ``usage_metadata`` as the call's reported Usage (LangChain's
+    ``input_tokens`` includes the cache; ``input_token_details`` splits it)."""
+    u = getattr(msg, "usage_metadata", None)
+    if not u or not isinstance(u.get("input_tokens"), int):
+        return None
+    details = u.get("input_token_details") or {}
+    model = (msg.response_metadata or {}).get("model_name") or (msg.response_metadata or {}).get("model")
+    return Usage(u["input_tokens"], u.get("output_tokens"), details.get("cache_read"), details.get("cache_creation"),
+                 model if isinstance(model, str) else None)
+
+
+def usage_metadata(u: Usage) -> dict[str, Any]:
+    """A reported Usage as LangChain's ``usage_metadata``."""
+    details = {k: v for k, v in (("cache_read", u.cached_tokens), ("cache_creation", u.cache_write_tokens))
+               if v is not None}
+    out = u.output_tokens or 0
+    return {"input_tokens": u.prompt_tokens, "output_tokens": out, "total_tokens": u.prompt_tokens + out,
+            **({"input_token_details": details} if details else {})}
 
 
 def read(items: list[Any], ctx: ReadContext) -> list[Message]:
@@ -276,8 +298,8 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
         msg = _built(kind, _prepared(kind, data, ctx, i, path), ctx, i, path)
         out.extend(_messages(kind, msg, ctx, i, path, state))
     if state.metadata_at:
-        ctx.notes.append(f"message(s) {', '.join(map(str, state.metadata_at))}: LangChain response_metadata, "
-                         "usage_metadata and artifact are not kept (they are not sent to the model)")
+        ctx.notes.append(f"message(s) {', '.join(map(str, state.metadata_at))}: LangChain response_metadata "
+                         "and artifact are not kept (they are not sent to the model)")
     return out
 
 
@@ -355,6 +377,8 @@ def _lc_message(m: Message, i: int, notes: list[str]) -> BaseMessage:
     if m.role == "tool":
         return ToolMessage(tool_call_id=m.tool_call_id, status="error" if m.is_error else "success", **common)
     calls = [{"id": c.id, "name": c.name, "args": c.parsed_arguments(), "type": "tool_call"} for c in m.tool_calls]
+    if m.usage is not None:  # the call's reported usage has a place here
+        common["usage_metadata"] = usage_metadata(m.usage)
     return AIMessage(tool_calls=calls, **common)
 
 
