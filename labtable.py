@@ -11,6 +11,7 @@ import streamlit as st
 
 from ctxlab.conversation import Message
 from ctxlab.strategies import Plan, View
+from ctxlab.i18n import _
 from ui import message_number
 
 PAGE_ROWS = 500
@@ -49,8 +50,9 @@ def plan_rows(base: dict[str, list[Any]], plan: Plan, labels: dict[str, str],
     if slots:  # summaries are few: rebuild the frame with their rows in place
         rows = df.to_dict("records")
         for k, at in reversed(slots):
-            rows.insert(at, {"#": message_number(None), "open": f"summary {k}", "role": "summary", "tokens": plan.output_tokens[k],
-                             "action": labels["insert"], "code": "insert", "reason": f"inserted by {plan.strategy}",
+            rows.insert(at, {"#": message_number(None), "open": f"summary {k}", "role": "summary",
+                             "tokens": plan.output_tokens[k], "action": labels["insert"], "code": "insert",
+                             "reason": _("inserted by {strategy}").format(strategy=plan.strategy),
                              "content": preview(plan.messages[k])})
         df = pd.DataFrame(rows, columns=COLUMNS)
     return df
@@ -62,11 +64,13 @@ def page_of(rows: pd.DataFrame, key: str, box: Any = st) -> tuple[pd.DataFrame, 
     pages = max(1, -(-len(rows) // PAGE_ROWS))
     if st.session_state.get(key, 1) > pages:
         st.session_state[key] = 1
-    page = box.number_input(f"Page (of {pages:,}; {PAGE_ROWS} rows each)", min_value=1, max_value=pages,
+    page = box.number_input(_("Page (of {pages:,}; {rows} rows each)").format(pages=pages, rows=PAGE_ROWS),
+                            min_value=1, max_value=pages,
                             step=1, key=key) if pages > 1 else 1
     start = (page - 1) * PAGE_ROWS
     shown = rows.iloc[start:start + PAGE_ROWS]
-    return shown, f"rows {start + 1 if len(rows) else 0:,}-{start + len(shown):,} of {len(rows):,}"
+    return shown, _("rows {first:,}-{last:,} of {n:,}").format(first=start + 1 if len(rows) else 0,
+                                                              last=start + len(shown), n=len(rows))
 
 
 def open_options(options: Sequence[Any], page: pd.DataFrame, opened: Any) -> list[Any]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
+from ..i18n import N_
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_trigger, param, register
 from .llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
@@ -60,24 +61,24 @@ class ServerCompaction(Strategy):
     compaction, Codex)."""
 
     name: ClassVar[str] = "server_compaction"
-    title: ClassVar[str] = "Server-side compaction"
-    summary: ClassVar[str] = ("Past an input-token trigger, replaces the whole history before the newest user message "
+    title: ClassVar[str] = N_("Server-side compaction")
+    summary: ClassVar[str] = N_("Past an input-token trigger, replaces the whole history before the newest user message "
                               "with one summary, as Anthropic compaction and Claude Code auto-compact do; or keeps "
                               "every user message and summarizes the rest, as OpenAI compaction and Codex do.")
-    scaling: ClassVar[str] = "Scaled to the budget, trigger_tokens is 80% of what the budget leaves for messages."
+    scaling: ClassVar[str] = N_("Scaled to the budget, trigger_tokens is 80% of what the budget leaves for messages.")
     trigger_tokens: int = param(ANTHROPIC_DEFAULT_TRIGGER, min=1, max=10_000_000,
-                                help="Compact when the messages hold more tokens than this. Default 150,000 "
+                                help=N_("Compact when the messages hold more tokens than this. Default 150,000 "
                                      "(Anthropic's default trigger; its minimum is 50,000). The exports add the "
-                                     "tool definitions, which the providers count as input.")
-    keep_user_messages: bool = param(False, help="False: only the newest user message stays beside the summary "
+                                     "tool definitions, which the providers count as input."))
+    keep_user_messages: bool = param(False, help=N_("False: only the newest user message stays beside the summary "
                                                  "(Anthropic, Claude Code). True: every user message stays verbatim "
-                                                 "(OpenAI /responses/compact, Codex).")
-    summarizer: str = param("extractive", help="Who writes the summary: extractive (offline, deterministic) or "
-                                               "another registered summarizer (llm: a model).")
+                                                 "(OpenAI /responses/compact, Codex)."))
+    summarizer: str = param("extractive", help=N_("Who writes the summary: extractive (offline, deterministic) or "
+                                               "another registered summarizer (llm: a model)."))
     max_summary_tokens: int = param(400, min=20, max=20_000,
-                                    help="Longest summary text; the least important lines are dropped first.")
-    instructions: str = param("", help="Added to the summary prompt (Anthropic's compaction instructions); "
-                                       "summarizer=llm only: the extractive summarizer has no prompt.")
+                                    help=N_("Longest summary text; the least important lines are dropped first."))
+    instructions: str = param("", help=N_("Added to the summary prompt (Anthropic's compaction instructions); "
+                                       "summarizer=llm only: the extractive summarizer has no prompt."))
 
     def _check(self, f: Any, value: Any) -> None:
         super()._check(f, value)
@@ -205,14 +206,14 @@ class TruncationAuto(Strategy):
     """OpenAI Responses ``truncation: "auto"``: over the window, drop the oldest items until it fits."""
 
     name: ClassVar[str] = "truncation_auto"
-    title: ClassVar[str] = "Truncation auto (OpenAI)"
-    summary: ClassVar[str] = ("Only when the prompt is over the window, drops the oldest messages (whole tool rounds) "
+    title: ClassVar[str] = N_("Truncation auto (OpenAI)")
+    summary: ClassVar[str] = N_("Only when the prompt is over the window, drops the oldest messages (whole tool rounds) "
                               "until it fits, as the Responses API's truncation \"auto\" does; the system prompt and "
                               "the newest user message stay.")
     output_allowance: int = param(0, min=0, max=1_000_000,
-                                  help="Tokens the API holds back for the reply, taken from the window (OpenAI "
+                                  help=N_("Tokens the API holds back for the reply, taken from the window (OpenAI "
                                        "subtracts the model's maximum output even when max_output_tokens is lower). "
-                                       "0 = the budget's reserve only.")
+                                       "0 = the budget's reserve only."))
 
     def _limit(self, budget: Budget) -> int:
         """Tokens the messages may hold: the budget's room, less the output allowance beyond the reserve."""
