@@ -25,6 +25,8 @@ from .mitigate import MitigationResult, apply_mitigation, prune
 from .quarantine import QuarantineReport, quarantine_report, split_into_subagents, threads
 
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "sample_data" / "lessons"
+LESSON_LANGUAGES: tuple[str, ...] = ("zh",)
+"""Languages with lesson conversations of their own, in ``LESSONS_DIR / <lang>`` (English is the default)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,15 @@ STRUCTURAL_LESSONS = {"quarantine": LESSONS_DIR / "quarantine.json", "tool_loado
 """The two structural mitigations' lessons: sub-agent contexts, and a tool loadout under 30 tools."""
 
 
+def lesson_path(name: str, lang: str = "en") -> Path:
+    """The lesson conversation of a failure mode or structural lesson for an interface in ``lang``:
+    the one written in that language when there is one (``sample_data/lessons/zh/clash.json``), else
+    the English one."""
+    english = MODES[name].lesson if name in MODES else STRUCTURAL_LESSONS[name]
+    own = LESSONS_DIR / lang / english.name
+    return own if lang in LESSON_LANGUAGES and own.is_file() else english
+
+
 def diagnose(conv: Conversation, tools: Sequence[ToolDef] | None = None, query: str | None = None,
              model: str | None = None, modes: Sequence[str] | str | None = None, provider: Any = "local"
              ) -> list[Finding]:
@@ -95,7 +106,7 @@ def summarize_findings(findings: Sequence[Finding]) -> dict[str, int]:
     return {mode: sum(f.mode == mode for f in findings) for mode in MODE_NAMES}
 
 
-__all__ = ["DETECTORS", "LESSONS_DIR", "MITIGATION_KINDS", "MODES", "MODE_NAMES", "SEVERITIES",
+__all__ = ["DETECTORS", "LESSONS_DIR", "LESSON_LANGUAGES", "MITIGATION_KINDS", "MODES", "MODE_NAMES", "SEVERITIES",
            "STRUCTURAL_LESSONS", "DiagnosticsError", "Finding", "Inputs", "Mitigation", "MitigationResult",
-           "ModeInfo", "QuarantineReport", "apply_mitigation", "detector", "diagnose", "prune",
+           "ModeInfo", "QuarantineReport", "apply_mitigation", "detector", "diagnose", "lesson_path", "prune",
            "quarantine_report", "split_into_subagents", "summarize_findings", "threads"]

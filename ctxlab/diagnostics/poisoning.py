@@ -26,11 +26,25 @@ from .observations import (COMMON_STATUSES, MONEY_WORDS, CallInfo, Record, argum
                            is_money_field, norm_word, values_equal, within_one_edit)
 
 _MONEY = re.compile(r"(?:[$€£]\s?|\b(?:USD|EUR|GBP)\s?)(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*\.\d{2})\s?(?:USD|EUR|GBP)\b")
-_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
 _HEDGED = re.compile(r"\b([Cc]an|[Cc]ould|[Ww]ill|[Ww]ould|[Ss]hould|may|[Mm]ight|[Ii]f|[Ww]hether|want|like|"
-                     r"[Uu]nless|[Oo]nce|[Aa]fter)\b|\?")
-"""Sentences that hedge or ask (modal verbs, conditions, questions) state no fact ("May" is a month)."""
+                     r"[Uu]nless|[Oo]nce|[Aa]fter)\b|\?|？|吗|如果|假如|是否|能否|可以|可能|应该|要不要|除非|一旦")
+"""Sentences that hedge or ask (modal verbs, conditions, questions; in English or Chinese) state no
+fact ("May" is a month)."""
 _SPELLINGS = {"canceled": "cancelled"}
+ZH_STATUSES = {"已签收": "delivered", "已送达": "delivered", "已妥投": "delivered", "运输中": "in_transit",
+               "派送中": "in_transit", "已发货": "shipped", "已取消": "cancelled", "已退款": "refunded",
+               "退款成功": "refunded", "待付款": "unpaid", "已支付": "paid", "已付款": "paid", "已完成": "completed",
+               "已出票": "confirmed", "已确认": "confirmed", "有票": "available", "可预订": "available",
+               "候补": "waitlist", "已退票": "refunded", "已拒绝": "rejected", "已丢失": "lost"}
+"""Chinese status phrases, as tool results and answers write them, and the status each one means
+(a Chinese answer saying 已签收 claims what an English one saying "delivered" does). Whole
+phrases only: 未签收 contains no phrase here."""
+
+
+def canonical_status(word: str) -> str:
+    """A status word as the detectors compare it (``canceled`` -> ``cancelled``, ``已签收`` -> ``delivered``)."""
+    return _SPELLINGS.get(word, ZH_STATUSES.get(word, word))
 
 
 def _failure_runs(inp: Inputs) -> list[tuple[str, str, list[CallInfo]]]:
@@ -139,8 +153,7 @@ def status_vocabulary(records: list[Record]) -> set[str]:
 def _status_of(r: Record) -> str | None:
     if not _is_status(r) or not isinstance(r.value, str):
         return None
-    word = norm_word(r.value)
-    return _SPELLINGS.get(word, word)
+    return canonical_status(norm_word(r.value))
 
 
 def _is_status(r: Record) -> bool:
@@ -155,7 +168,9 @@ def claims_in(index: int, text: str, entities: set[str], vocabulary: set[str]) -
         if len(ids) != 1 or _HEDGED.search(sentence):
             continue
         low = " " + re.sub(r"[\s_\-]+", " ", sentence.lower()) + " "
-        statuses = frozenset(_SPELLINGS.get(w, w) for w in vocabulary if re.search(r"\b" + re.escape(w.replace("_", " ")) + r"\b", low))
+        statuses = frozenset({canonical_status(w) for w in vocabulary
+                              if re.search(r"\b" + re.escape(w.replace("_", " ")) + r"\b", low)}
+                             | {s for zh, s in ZH_STATUSES.items() if zh in sentence})
         amounts = tuple(float((a or b).replace(",", "")) for a, b in _MONEY.findall(sentence))
         words = frozenset(w for w in MONEY_WORDS if w in low)
         if statuses or (amounts and words):
