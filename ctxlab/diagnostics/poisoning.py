@@ -20,7 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..conversation import Message
-from .base import Finding, Inputs, Mitigation, detector, plural
+from ..i18n import _, language, ngettext
+from .base import Finding, Inputs, Mitigation, detector
 from .code_aware import edited_between, files_used, not_a_typo
 from .observations import (COMMON_STATUSES, MONEY_WORDS, CallInfo, Record, argument_identifiers, identifiers_in,
                            is_money_field, norm_word, values_equal, within_one_edit)
@@ -81,10 +82,12 @@ def repeated_failing_calls(inp: Inputs) -> list[Finding]:
         earlier = tuple(sorted({c.index for c in calls[:-1]}))
         out.append(Finding(
             "poisoning", "repeated_failing_call", "error",
-            f"{name} failed {len(calls)} times with the same arguments {shown} (messages "
-            f"{', '.join(str(c.index) for c in calls)}): each retry puts the same error back in the context.",
+            _("{tool} failed {n} times with the same arguments {args} (messages {where}): each retry puts the "
+              "same error back in the context.").format(tool=name, n=len(calls), args=shown,
+                                                        where=", ".join(str(c.index) for c in calls)),
             indexes, (name,),
-            Mitigation("prune", f"Drop the {plural(len(earlier), 'earlier failed attempt')}", messages=earlier)))
+            Mitigation("prune", ngettext("Drop the {n} earlier failed attempt", "Drop the {n} earlier failed attempts",
+                                         len(earlier)).format(n=f"{len(earlier):,}"), messages=earlier)))
     return out
 
 
@@ -123,12 +126,18 @@ def mistyped_ids(inp: Inputs) -> list[Finding]:
         later = [j for j in range(i + 1, len(messages)) if any(token in s for s in _message_strings(messages[j]))]
         reused = [j for j in later if messages[j].role != "tool" or j > i + len(messages[i].tool_calls)]
         calls = tuple(j for j in [i, *later] if any(token in c.arguments for c in messages[j].tool_calls))
+        evidence = (ngettext("{tool} in message {index} uses {token}, which never appeared before but is one typo "
+                             "away from {near}; the wrong id is reused in {n} later message.",
+                             "{tool} in message {index} uses {token}, which never appeared before but is one typo "
+                             "away from {near}; the wrong id is reused in {n} later messages.", len(later))
+                    if reused else _("{tool} in message {index} uses {token}, which never appeared before but is "
+                                     "one typo away from {near}."))
         out.append(Finding(
             "poisoning", "mistyped_id", "error" if reused else "warning",
-            f"{tool} in message {i} uses {token}, which never appeared before but is one typo away from "
-            f"{near}" + (f"; the wrong id is reused in {plural(len(later), 'later message')}." if reused else "."),
+            evidence.format(tool=tool, index=i, token=token, near=near, n=f"{len(later):,}"),
             (i, *later), (tool,),
-            Mitigation("prune", f"Drop the tool rounds using {token} ({len(calls)})", messages=calls)))
+            Mitigation("prune", _("Drop the tool rounds using {token} ({n})").format(token=token, n=len(calls)),
+                       messages=calls)))
     return out
 
 
@@ -142,6 +151,13 @@ class Claim:
     amounts: tuple[float, ...]
     money_words: frozenset[str]
     sentence: str
+
+
+def status_label(status: str) -> str:
+    """A canonical status as the interface's language writes it (``delivered`` -> 已签收 in Chinese)."""
+    if language() == "zh":
+        return next((zh for zh, s in ZH_STATUSES.items() if s == status), status)
+    return status
 
 
 def status_vocabulary(records: list[Record]) -> set[str]:
@@ -186,7 +202,7 @@ def _contradiction(claim: Claim, records: list[Record], calls: list[CallInfo]) -
     later = [r for r in records if r.index > claim.index
              and not any(claim.index < c.index <= r.index and not c.reads and not c.failed for c in calls)]
     if claim.statuses:
-        said = "/".join(sorted(claim.statuses))
+        said = "/".join(status_label(s) for s in sorted(claim.statuses))
         if not any(_status_of(r) in claim.statuses for r in earlier):
             for r in later:
                 if _status_of(r) is not None and _status_of(r) not in claim.statuses:
@@ -227,20 +243,24 @@ def contradicted_claims(inp: Inputs) -> list[Finding]:
             rec, said = _contradiction(claim, by_entity[claim.entity], inp.observations.calls)
             if rec is None or any(c.index == i and c.entity == claim.entity for c, _ in made):
                 continue
-            tool = rec.call.name if rec.call else "a tool"
-            where = f"the {tool} result in message {rec.index} says {rec.field} = {rec.value!r}"
+            tool = rec.call.name if rec.call else _("a tool")
+            said_where = dict(index=i, entity=claim.entity, said=said, tool=tool, at=rec.index, field=rec.field,
+                              value=repr(rec.value))
             if summary:
-                origins = [c.index for c, _ in made if c.entity == claim.entity and c.index < i]
+                origins = [c.index for c, _m in made if c.entity == claim.entity and c.index < i]
                 out.append(Finding(
                     "poisoning", "summary_carries_claim", "error",
-                    f"The summary in message {i} carries forward that {claim.entity} is {said}, but {where}.",
+                    _("The summary in message {index} carries forward that {entity} is {said}, but the {tool} result "
+                      "in message {at} says {field} = {value}.").format(**said_where),
                     tuple(sorted({*origins, i, rec.index})), (tool,) if rec.call else (),
-                    Mitigation("prune", "Remove the false claim from the summary", messages=(i,))))
+                    Mitigation("prune", _("Remove the false claim from the summary"), messages=(i,))))
             else:
                 out.append(Finding(
                     "poisoning", "contradicted_claim", "error",
-                    f"Message {i} says {claim.entity} is {said}, which no earlier result supports, but {where}.",
+                    _("Message {index} says {entity} is {said}, which no earlier result supports, but the {tool} "
+                      "result in message {at} says {field} = {value}.").format(**said_where),
                     (i, rec.index), (tool,) if rec.call else (),
-                    Mitigation("prune", f"Remove the false claim in message {i}", messages=(i,))))
+                    Mitigation("prune", _("Remove the false claim in message {index}").format(index=i),
+                               messages=(i,))))
             made.append((claim, rec))
     return out
