@@ -18,7 +18,7 @@ from ctxlab.errors import CtxlabError
 from ctxlab.formats import decode_text
 from ctxlab.generate import PARAMS as GEN_PARAMS
 from ctxlab.generate import generate
-from ctxlab.i18n import LANGUAGES, pick, use
+from ctxlab.i18n import LANGUAGES, language, pick, use
 from ctxlab.llm import BASE_URL_ENV, DEFAULT_MODEL, KEY_ENV, LLM, MODEL_ENV, LLMConfig, public_url
 from ctxlab.strategies import Budget, View, make_view
 from ctxlab.tokens import TokenCounter
@@ -28,11 +28,13 @@ if TYPE_CHECKING:
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "sample_data"
 DEFAULT_SAMPLE = "ecommerce_refund.json"
+DEFAULT_SAMPLES = {"zh": "zh_support_agent.json"}
+"""The first sample by interface language: a Chinese user starts on a Chinese conversation."""
 SOURCES = {"sample": "Sample", "paste": "Paste", "upload": "Upload", "generate": "Generate"}
 
 DEFAULTS: dict[str, Callable[[], Any]] = {
     "source": lambda: "sample",          # sample | paste | upload | generate
-    "sample_name": lambda: DEFAULT_SAMPLE,
+    "sample_name": lambda: DEFAULT_SAMPLES.get(language(), DEFAULT_SAMPLE),
     "paste_text": lambda: "",
     "conversation_text": lambda: None,   # the text of the conversation in use (last good input)
     "conversation_label": lambda: "",    # where it came from, for captions
@@ -296,8 +298,8 @@ def language_switch() -> None:
 
 def input_panel() -> None:
     """The shared sidebar: language, conversation input, then model and budget."""
+    language_switch()  # first: the defaults (the first sample) depend on the language
     init_state()
-    language_switch()
     persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum
     st.sidebar.header("Conversation")
     _conversation_input()
