@@ -47,7 +47,8 @@ def conflicting_values(inp: Inputs) -> list[Finding]:
     out = []
     for (entity, first, second), pairs in conflicts.items():
         prev, r = pairs[0]
-        fields = ", ".join(f"{a.field} {a.value!r} vs {b.value!r}" for a, b in pairs[:3])
+        fields = ", ".join(_("{field} {old} vs {new}").format(field=a.field, old=repr(a.value), new=repr(b.value))
+                           for a, b in pairs[:3])
 
         tools = tuple(dict.fromkeys(x.call.name for x in (prev, r) if x.call))
         keep = sum(1 for m in inp.conv.messages[second:] if m.role == "tool")

@@ -17,7 +17,7 @@ from itertools import combinations
 from typing import Sequence
 
 from ..conversation import ToolDef
-from ..i18n import _, ngettext
+from ..i18n import _
 from .base import Finding, Inputs, Mitigation, detector
 
 MAX_TOOLS = 30
@@ -127,10 +127,10 @@ def irrelevant_tools(inp: Inputs) -> list[Finding]:
     tokens = inp.counter.tools(far)
     share = len(far) / len(tools)
     return [Finding("confusion", "irrelevant_tools", "warning" if share >= 0.5 else "info",
-                    ngettext("{n} tool definition of {total} ({tokens} tokens) are unrelated to the current query "
-                             "(similarity under {threshold}).",
-                             "{n} tool definitions of {total} ({tokens} tokens) are unrelated to the current query "
-                             "(similarity under {threshold}).", len(far)).format(
+                    (_("{n} tool definition of {total} ({tokens} tokens) are unrelated to the current query "
+                       "(similarity under {threshold}).") if len(far) == 1 else
+                     _("{n} tool definitions of {total} ({tokens} tokens) are unrelated to the current query "
+                       "(similarity under {threshold}).")).format(
                         n=f"{len(far):,}", total=len(tools), tokens=f"{tokens:,}", threshold=RELEVANCE_THRESHOLD),
                     tools=tuple(t.name for t in far), mitigation=_retrieval())]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from ..i18n import N_, _, ngettext
+from ..i18n import N_, _
 from .base import Finding, Inputs, Mitigation, detector
 
 OVERSIZED_MIN_TOKENS = 2_000
@@ -61,10 +61,10 @@ def oversized_results(inp: Inputs) -> list[Finding]:
     keep = sum(1 for i, _ in sizes if i > big[-1][0])
     return [Finding(
         "distraction", "oversized_results", "warning",
-        ngettext("{n} tool result of {total} tokens in all, each at least {factor}x the median result ({typical} "
-                 "tokens), fill the context with documents the current step hardly needs.",
-                 "{n} tool results of {total} tokens in all, each at least {factor}x the median result ({typical} "
-                 "tokens), fill the context with documents the current step hardly needs.", len(big)).format(
+        (_("{n} tool result of {total} tokens in all, each at least {factor}x the median result ({typical} "
+           "tokens), fill the context with documents the current step hardly needs.") if len(big) == 1 else
+         _("{n} tool results of {total} tokens in all, each at least {factor}x the median result ({typical} "
+           "tokens), fill the context with documents the current step hardly needs.")).format(
             n=f"{len(big):,}", total=f"{total:,}", factor=f"{OVERSIZED_FACTOR:g}", typical=f"{typical:,.0f}"),
         tuple(i for i, _ in big), tuple(sorted({inp.conv.messages[i].name or "" for i, _ in big} - {""})),
         Mitigation("strategy", _("Clear old tool results, keep the newest {keep}").format(keep=max(keep, 1)),

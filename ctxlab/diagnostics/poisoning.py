@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..conversation import Message
-from ..i18n import _, language, ngettext
+from ..i18n import _, language
 from .base import Finding, Inputs, Mitigation, detector
 from .code_aware import edited_between, files_used, not_a_typo
 from .observations import (COMMON_STATUSES, MONEY_WORDS, CallInfo, Record, argument_identifiers, identifiers_in,
@@ -86,8 +86,9 @@ def repeated_failing_calls(inp: Inputs) -> list[Finding]:
               "same error back in the context.").format(tool=name, n=len(calls), args=shown,
                                                         where=", ".join(str(c.index) for c in calls)),
             indexes, (name,),
-            Mitigation("prune", ngettext("Drop the {n} earlier failed attempt", "Drop the {n} earlier failed attempts",
-                                         len(earlier)).format(n=f"{len(earlier):,}"), messages=earlier)))
+            Mitigation("prune", (_("Drop the {n} earlier failed attempt") if len(earlier) == 1 else
+                                 _("Drop the {n} earlier failed attempts")).format(n=f"{len(earlier):,}"),
+                       messages=earlier)))
     return out
 
 
@@ -126,10 +127,10 @@ def mistyped_ids(inp: Inputs) -> list[Finding]:
         later = [j for j in range(i + 1, len(messages)) if any(token in s for s in _message_strings(messages[j]))]
         reused = [j for j in later if messages[j].role != "tool" or j > i + len(messages[i].tool_calls)]
         calls = tuple(j for j in [i, *later] if any(token in c.arguments for c in messages[j].tool_calls))
-        evidence = (ngettext("{tool} in message {index} uses {token}, which never appeared before but is one typo "
-                             "away from {near}; the wrong id is reused in {n} later message.",
-                             "{tool} in message {index} uses {token}, which never appeared before but is one typo "
-                             "away from {near}; the wrong id is reused in {n} later messages.", len(later))
+        evidence = ((_("{tool} in message {index} uses {token}, which never appeared before but is one typo "
+                       "away from {near}; the wrong id is reused in {n} later message.") if len(later) == 1 else
+                     _("{tool} in message {index} uses {token}, which never appeared before but is one typo "
+                       "away from {near}; the wrong id is reused in {n} later messages."))
                     if reused else _("{tool} in message {index} uses {token}, which never appeared before but is "
                                      "one typo away from {near}."))
         out.append(Finding(
