@@ -28,11 +28,17 @@ from ctxlab.sessions.responder import (CannedTools, ModelResponder, ScriptedResp
                                        pending_calls, run_turn)
 from ctxlab.strategies import Budget
 from ctxlab.figures import CATEGORY_COLORS
+from ctxlab.generate import generate
 from ui import over_budget_note
 from ctxlab.tokens import CATEGORIES
 
 NEW = "new"
 SAMPLE_AGENT = "Kestrel support (sample)"
+LONG_AGENT = "Ridgeline ticket copilot (sample, 30 tickets)"
+LONG_SCRIPT = "30 support tickets (generated)"
+"""A script long enough to watch a strategy over many turns: ctxlab.generate's e-commerce copilot."""
+SAMPLE_SCRIPTS = {SAMPLE_AGENT: DEFAULT_SAMPLE, LONG_AGENT: LONG_SCRIPT}
+"""Each sample agent and the script that plays its conversation offline."""
 RESULT_PREVIEW = 4_000
 
 
@@ -43,20 +49,30 @@ def open_store(url: str) -> SessionStore:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
+def script_conversation(name: str) -> ctxlab.Conversation:
+    """The conversation a script replays: a bundled sample, or the generated 30-ticket session."""
+    if name == LONG_SCRIPT:
+        return generate(domain="ecommerce", turns=30, seed=0)
+    return ctxlab.load(SAMPLES_DIR / name)
+
+
 def script_for(name: str) -> tuple[ScriptedResponder, CannedTools]:
-    """The scripted responder and canned tool results of a bundled conversation."""
-    conv = ctxlab.load(SAMPLES_DIR / name)
+    """The scripted responder and canned tool results of a script."""
+    conv = script_conversation(name)
     return ScriptedResponder(conv, label=name), CannedTools(conv)
 
 
 def _scripts() -> list[str]:
-    return [n for n in sample_names() if script_for(n)[0].turns]
+    return [LONG_SCRIPT, *(n for n in sample_names() if script_for(n)[0].turns)]
 
 
 def _make_sample_agent(store: SessionStore) -> None:
     data = ctxlab.export(ctxlab.load(SAMPLES_DIR / DEFAULT_SAMPLE), "openai").data
     store.save_profile(SAMPLE_AGENT, model="gpt-4", max_tokens=8_192, system_prompt=data["messages"][0]["content"],
                        strategy="summarize", tools=data.get("tools", []))
+    long = ctxlab.export(script_conversation(LONG_SCRIPT), "openai").data
+    store.save_profile(LONG_AGENT, model="gpt-4o", max_tokens=8_000, system_prompt=long["messages"][0]["content"],
+                       strategy="summarize", tools=long.get("tools", []))
     st.session_state.chat_profile = SAMPLE_AGENT
 
 
@@ -227,16 +243,19 @@ if st.session_state.pop("chat_to_lab", False):
 
 profiles = [p.name for p in store.profiles()]
 if not profiles:
-    st.info("No agent yet. Create one on the Agents page, or start with the sample agent: the Kestrel Cycles support "
-            "assistant with a running-summary strategy on an 8K window.")
-    st.button("Create the sample agent", key="chat_make_sample", on_click=_make_sample_agent, args=(store,))
+    st.info("No agent yet. Create one on the Agents page, or start with the sample agents: the Kestrel Cycles support "
+            "assistant with a running-summary strategy on an 8K window, and a ticket copilot whose script plays 30 "
+            "tickets (39K tokens) on an 8K limit.")
+    st.button("Create the sample agents", key="chat_make_sample", on_click=_make_sample_agent, args=(store,))
     st.stop()
 
 if st.session_state.get("chat_profile") not in profiles:
     st.session_state.chat_profile = profiles[0]
 scripts = _scripts()
-if st.session_state.get("chat_script") not in scripts:
-    st.session_state.chat_script = DEFAULT_SAMPLE if DEFAULT_SAMPLE in scripts else scripts[0]
+if st.session_state.get("chat_script") not in scripts or st.session_state.get("chat_script_agent") != \
+        st.session_state.chat_profile:  # a sample agent starts on its own script
+    st.session_state.chat_script = SAMPLE_SCRIPTS.get(st.session_state.chat_profile, DEFAULT_SAMPLE)
+    st.session_state.chat_script_agent = st.session_state.chat_profile
 
 top = st.columns([1, 2, 1])
 profile = top[0].selectbox("Agent", profiles, key="chat_profile")

@@ -100,3 +100,20 @@ def test_no_model_configured_means_offline(monkeypatch):
     assert not model_configured()
     with pytest.raises(ctxlab.CtxlabError, match="no model is configured"):
         ModelResponder()
+
+
+def test_the_generated_thirty_ticket_script_answers_every_turn_from_the_script(tmp_path):
+    from ctxlab.generate import generate
+    conv = generate(domain="ecommerce", turns=30, seed=0)
+    script, tools = ScriptedResponder(conv, label="30 tickets"), CannedTools(conv)
+    with SessionStore(f"sqlite:///{tmp_path / 's.db'}") as store:
+        store.save_profile("copilot", strategy="none")
+        s = store.start_session("copilot")
+        for turn in range(30):
+            text = script.next_user_message(s.history())
+            assert text, f"the script ended after {turn} turns"
+            run_turn(s, text, script, tools)
+        assert script.next_user_message(s.history()) is None
+        replies = [m for m in s.history() if m["role"] == "assistant"]
+    assert len(replies) == sum(m.role == "assistant" for m in conv.messages)
+    assert not [m for m in replies if str(m.get("content") or "").startswith("(The script")]

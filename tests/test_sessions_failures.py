@@ -38,8 +38,10 @@ def test_a_foreign_database_is_named(tmp_path, capsys):
     assert "does not hold ctxlab's tables" in err and "internal error" not in err
 
 
-def test_a_read_only_store_is_listed_and_a_write_is_one_clear_error(tmp_path, capsys):
+def test_a_read_only_store_is_listed_and_a_write_is_one_clear_error(tmp_path, capsys, monkeypatch):
     path = tmp_path / "sessions.db"
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # a SQLite URI once made a directory named "file:" here
     with SessionStore(_url(path)) as store:
         store.save_profile("support", strategy="none")
         store.start_session("support")
@@ -50,6 +52,7 @@ def test_a_read_only_store_is_listed_and_a_write_is_one_clear_error(tmp_path, ca
         with pytest.raises(SessionError, match="cannot be written") as e:
             store.save_profile("other")
     assert "writable" in e.value.hint
+    assert list((tmp_path / "cwd").iterdir()) == []
 
 
 def test_a_full_disk_while_chatting_is_one_clear_error_and_nothing_half_written(tmp_path):

@@ -124,6 +124,8 @@ def make_engine(url: str) -> Engine:
     try:
         if parsed.get_backend_name() == "sqlite":
             path = parsed.database if parsed.database not in (None, "", ":memory:") else None
+            if path and parsed.query.get("uri") in ("true", "1") and path.startswith("file:"):
+                path = path[len("file:"):].split("?")[0] or None  # a SQLite URI names the file after file:
             if path:
                 try:
                     Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)

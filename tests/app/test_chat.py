@@ -183,7 +183,7 @@ def test_chat_in_a_real_browser_then_open_in_the_lab(data_dir):
                 page.goto(url + "/")
                 wait_for_heading(page, "Strategy Lab")
                 open_nav(page, "Chat")
-                for name in ("Create the sample agent", "Start a new session", "Send the next scripted message",
+                for name in ("Create the sample agents", "Start a new session", "Send the next scripted message",
                              "Send the next scripted message"):
                     page.get_by_role("button", name=name).click()
                     settle(page)
@@ -201,3 +201,19 @@ def test_chat_in_a_real_browser_then_open_in_the_lab(data_dir):
                 browser.close()
     finally:
         stop_app(proc)
+
+
+def test_the_long_sample_agent_plays_thirty_tickets_offline_not_placeholders(data_dir, monkeypatch):
+    # a newcomer once ran out of script after two turns and got only "(The script has no further reply...)"
+    at = _started(monkeypatch)
+    at.selectbox(key="chat_profile").set_value("Ridgeline ticket copilot (sample, 30 tickets)").run()
+    assert at.selectbox(key="chat_script").value == "30 support tickets (generated)"
+    at.button(key="chat_new").click().run()
+    for _ in range(6):
+        at.button(key="chat_send_scripted").click().run()
+        assert not at.exception and not at.error
+    replies = [m for m in at.chat_message if m.name == "assistant"]
+    text = " ".join(md.value for m in replies for md in m.markdown)
+    assert replies and "(The script" not in text and "are all played" not in text
+    assert "Next scripted message: Ticket TCK" in " ".join(c.value for c in at.caption)  # 24 more to go
+    assert int(metric(at, "Times it acted")) >= 1  # six tickets overflow its 8K limit: the summary works
