@@ -19,7 +19,7 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import DEFAULT_SAMPLE, SAMPLES_DIR, input_panel, md_escape, open_in_lab, sample_names
+from appstate import DEFAULT_SAMPLE, SAMPLES_DIR, choose_language, input_panel, md_escape, open_in_lab, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.exports.config import read_config
 from ctxlab.i18n import N_, _
@@ -105,6 +105,7 @@ def _tools() -> CannedTools | None:
 
 def _turn(text: str) -> None:
     """Run one turn from a callback (before the page draws, so the new messages show at once)."""
+    choose_language()  # a callback runs before the page sets its language
     try:
         session = _session()
         if session is None:
@@ -141,6 +142,7 @@ def _submit_tool_results(calls: list[dict]) -> None:
 
 
 def _start_session(profile: str) -> None:
+    choose_language()  # a callback runs before the page sets its language: the title is written in it
     try:
         s = open_store(default_url()).start_session(profile, title=_("chat with {agent}").format(agent=profile))
         st.session_state.chat_session_pick = s.id
@@ -149,6 +151,7 @@ def _start_session(profile: str) -> None:
 
 
 def _open_in_lab() -> None:
+    choose_language()  # a callback runs before the page sets its language
     session = _session()
     if session is None:
         return
