@@ -71,6 +71,7 @@ CATEGORY_LABELS = {"system": N_("system"), "user": N_("user"), "assistant_text":
 SEVERITY_ORDER = ("error", "warning", "info")
 HIGHLIGHT = "#111111"  # the finding outline and badge: no role colour is this dark
 PREVIEW = 140
+SELECTED = N_("selected")  # the timeline table's tag of the selected finding's messages
 
 
 # ---------------------------------------------------------------- engine calls, cached
@@ -212,7 +213,7 @@ def timeline_table(conv: Conversation, tokens: Sequence[int], highlight: Sequenc
                    findings: Sequence[Finding]) -> pd.DataFrame:
     """One row per message; ``finding`` names the codes of the findings pointing at it, the
     selected finding's first."""
-    codes: dict[int, list[str]] = {i: ["selected"] for i in highlight}
+    codes: dict[int, list[str]] = {i: [_(SELECTED)] for i in highlight}
     for f in findings:
         for i in f.messages:
             if f.code not in codes.setdefault(i, []):
@@ -495,7 +496,7 @@ st.dataframe(rows, key="fm_table", hide_index=True, width="stretch", height=min(
                             "finding": st.column_config.MultiselectColumn(
                                 _("finding"), options=codes, width=min(max([text_width(["finding"])] + [
                                     sum(text_width([c]) for c in cs) for cs in rows["finding"]]), 480),
-                                color=[HIGHLIGHT if c == "selected" else "#F58518" for c in codes]),
+                                color=[HIGHLIGHT if c == _(SELECTED) else "#F58518" for c in codes]),
                             "tokens": count_column(_("tokens")),
                             "content": st.column_config.TextColumn(_("content"), width="large")})
 
