@@ -18,7 +18,7 @@ from ctxlab.errors import CtxlabError
 from ctxlab.formats import decode_text
 from ctxlab.generate import PARAMS as GEN_PARAMS
 from ctxlab.generate import generate
-from ctxlab.i18n import LANGUAGES, language, pick, use
+from ctxlab.i18n import LANGUAGES, N_, _, language, ngettext, pick, use
 from ctxlab.llm import BASE_URL_ENV, DEFAULT_MODEL, KEY_ENV, LLM, MODEL_ENV, LLMConfig, public_url
 from ctxlab.strategies import Budget, View, make_view
 from ctxlab.tokens import TokenCounter
@@ -30,7 +30,7 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "sample_data"
 DEFAULT_SAMPLE = "ecommerce_refund.json"
 DEFAULT_SAMPLES = {"zh": "zh_support_agent.json"}
 """The first sample by interface language: a Chinese user starts on a Chinese conversation."""
-SOURCES = {"sample": "Sample", "paste": "Paste", "upload": "Upload", "generate": "Generate"}
+SOURCES = {"sample": N_("Sample"), "paste": N_("Paste"), "upload": N_("Upload"), "generate": N_("Generate")}
 
 DEFAULTS: dict[str, Callable[[], Any]] = {
     "source": lambda: "sample",          # sample | paste | upload | generate
@@ -92,7 +92,7 @@ def parse(text: str) -> ctxlab.Conversation:
     return ctxlab.loads(text)
 
 
-@st.cache_data(show_spinner="Generating…", max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16)
 def generated_text(**params: Any) -> str:
     """A generated conversation as JSON text (facts kept), so it flows like any other input."""
     conv = generate(**params)
@@ -101,7 +101,7 @@ def generated_text(**params: Any) -> str:
                        "planted": conv.metadata.get("planted", [])})  # loads back into metadata["planted"]
 
 
-@st.cache_resource(show_spinner="Counting tokens…", max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _view(text_hash: str, _text: str, model: str, pins: tuple[int, ...]) -> View:
     conv = parse(_text)
     return make_view(conv, counter=TokenCounter(model), pins=pins)
@@ -115,10 +115,11 @@ def text_hash(text: str) -> str:
 
 def current_view(conv_text: str, model: str, pins: tuple[int, ...] = ()) -> View:
     """The strategy view of the conversation for a model, built once and cached."""
-    return _view(text_hash(conv_text), conv_text, model, pins)
+    with st.spinner(_("Counting tokens…")):
+        return _view(text_hash(conv_text), conv_text, model, pins)
 
 
-@st.cache_resource(show_spinner="Reading the file…", max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _parts(text_key: str, _text: str) -> list[tuple[str, str]]:
     """(label with its size, text) of each conversation of an input (one for a single one)."""
     from ctxlab.formats._json import jsonl_lines
@@ -128,15 +129,17 @@ def _parts(text_key: str, _text: str) -> list[tuple[str, str]]:
     texts = [line for _, line in jsonl_lines(_text)]
     if len(texts) != len(convs):  # a JSON array of conversation objects
         texts = [json.dumps(doc) for doc in json.loads(_text)]
-    return [(f"{k + 1}: {c.metadata.get('title') or c.metadata.get('id') or 'conversation'} — "
-             f"{len(c.messages):,} messages, {len(t) / 1024:,.0f} KB", t)
+    return [(_("{k}: {title} — {n:,} messages, {kb:,.0f} KB").format(
+        k=k + 1, title=c.metadata.get("title") or c.metadata.get("id") or _("conversation"), n=len(c.messages),
+        kb=len(t) / 1024), t)
             for k, (c, t) in enumerate(zip(convs, texts))]
 
 
 def conversation_parts(text: str) -> list[tuple[str, str]]:
     """Each conversation of an input as (its label with its size, its own text): one entry for a
     single conversation, one per line of a multi-conversation JSONL (the sidebar's picker)."""
-    return _parts(text_hash(text), text)
+    with st.spinner(_("Reading the file…")):
+        return _parts(f"{text_hash(text)}|{language()}", text)  # the labels are in the language in use
 
 
 def _try_use(text: str, label: str) -> None:
@@ -162,10 +165,10 @@ def _pick_conversation() -> None:
     if not text:
         return
     parts, label = conversation_parts(text), st.session_state.multi_input[1]
-    k = st.sidebar.selectbox(f"Conversation ({len(parts)} in this file)", range(len(parts)), key="multi_pick",
-                             format_func=lambda i: parts[i][0],
-                             help="The file holds several conversations: every page uses the one picked here")
-    _use(parts[k][1], f"{label}, conversation {k + 1} of {len(parts)}")
+    k = st.sidebar.selectbox(_("Conversation ({n} in this file)").format(n=len(parts)), range(len(parts)),
+                             key="multi_pick", format_func=lambda i: parts[i][0],
+                             help=_("The file holds several conversations: every page uses the one picked here"))
+    _use(parts[k][1], _("{label}, conversation {k} of {n}").format(label=label, k=k + 1, n=len(parts)))
 
 
 def _use(text: str, label: str) -> None:
@@ -178,6 +181,7 @@ def _use(text: str, label: str) -> None:
         st.session_state.pins = []
     st.session_state.conversation_text = text
     st.session_state.conversation_label = label
+    st.session_state.conversation_kind = st.session_state.get("source")  # where it came from: upload, paste...
     st.session_state.input_error = None
 
 
@@ -192,9 +196,10 @@ def limit_for_model(limit: int, set_by_user: bool, model: str) -> tuple[int, str
     if not set_by_user:
         return min(window, MAX_FOLLOWED_LIMIT), None
     if limit > window:
-        return window, (f"Your context limit of {limit:,} tokens is more than {model}'s window: "
-                        f"lowered to {window:,}.")
-    return limit, f"Kept your context limit of {limit:,} tokens ({model}'s window is {window:,})."
+        return window, _("Your context limit of {limit:,} tokens is more than {model}'s window: "
+                         "lowered to {window:,}.").format(limit=limit, model=model, window=window)
+    return limit, _("Kept your context limit of {limit:,} tokens ({model}'s window is {window:,}).").format(
+        limit=limit, model=model, window=window)
 
 
 def _on_model_change() -> None:
@@ -209,28 +214,30 @@ def _on_limit_change() -> None:
 
 def _conversation_input() -> None:
     sb = st.sidebar
-    source = sb.radio("Source", list(SOURCES), key="source", horizontal=True, format_func=SOURCES.get)
+    source = sb.radio(_("Source"), list(SOURCES), key="source", horizontal=True,
+                      format_func=lambda k: _(SOURCES[k]))
     if source == "sample":
-        name = sb.selectbox("Sample", sample_names(), key="sample_name")
+        name = sb.selectbox(_("Sample"), sample_names(), key="sample_name")
         if name:
-            _try_use((SAMPLES_DIR / name).read_text(encoding="utf-8"), f"sample {name}")
+            _try_use((SAMPLES_DIR / name).read_text(encoding="utf-8"), _("sample {name}").format(name=name))
     elif source == "paste":
-        text = sb.text_area("Paste JSON or JSONL", key="paste_text", height=180,
-                            help="OpenAI, Anthropic, LangChain or Responses messages; a list or {\"messages\": [...]}")
-        if sb.button("Use pasted text", key="use_paste") and text.strip():
-            _try_use(text, "pasted text")
+        text = sb.text_area(_("Paste JSON or JSONL"), key="paste_text", height=180,
+                            help=_("OpenAI, Anthropic, LangChain or Responses messages; a list or "
+                                   "`{\"messages\": [...]}`"))
+        if sb.button(_("Use pasted text"), key="use_paste") and text.strip():
+            _try_use(text, _("pasted text"))
     elif source == "upload":
-        up = sb.file_uploader("Upload .json / .jsonl / .traj", type=["json", "jsonl", "traj"], key="upload_file",
-                              help="Also coding agents' traces: Claude Code and Codex sessions, SWE-agent .traj, "
-                                   "OpenHands events, mini-swe-agent trajectories")
+        up = sb.file_uploader(_("Upload .json / .jsonl / .traj"), type=["json", "jsonl", "traj"], key="upload_file",
+                              help=_("Also coding agents' traces: Claude Code and Codex sessions, SWE-agent .traj, "
+                                     "OpenHands events, mini-swe-agent trajectories"))
         if up is not None:
             try:  # the CLI's decoding: a UTF-16 file is named as such, not "Expecting value"
-                _try_use(decode_text(up.getvalue()), f"upload {up.name}")
+                _try_use(decode_text(up.getvalue()), _("upload {name}").format(name=up.name))
             except CtxlabError as e:
                 st.session_state.input_error = str(e)
-        elif str(st.session_state.conversation_label).startswith("upload "):
+        elif st.session_state.get("conversation_kind") == "upload":
             # Streamlit forgets a file widget on another page; the conversation it brought stays in use.
-            sb.caption(md_escape(f"In use: {st.session_state.conversation_label}"))
+            sb.caption(md_escape(_("In use: {label}").format(label=st.session_state.conversation_label)))
     else:
         _generator_controls()
 
@@ -241,9 +248,11 @@ PLANT_PREFIX = "plant_"
 
 def _gen_widget(box: Any, p: dict[str, Any]) -> Any:
     key = f"gen_{p['name']}"
+    text = p["help"]
+    tip = _(text)  # marked in ctxlab/generate.py
     if "choices" in p:
-        return box.selectbox(p["name"], list(p["choices"]), key=key, help=p["help"])
-    return box.number_input(p["name"], min_value=p["min"], max_value=p["max"], step=1, key=key, help=p["help"])
+        return box.selectbox(p["name"], list(p["choices"]), key=key, help=tip)
+    return box.number_input(p["name"], min_value=p["min"], max_value=p["max"], step=1, key=key, help=tip)
 
 
 def _generator_controls() -> None:
@@ -251,14 +260,16 @@ def _generator_controls() -> None:
     values = {p["name"]: _gen_widget(sb, p) for p in GEN_PARAMS if not p["name"].startswith(PLANT_PREFIX)}
     planting = [p for p in GEN_PARAMS if p["name"].startswith(PLANT_PREFIX)]
     if planting:
-        box = sb.expander("Plant a failure", expanded=any(
+        box = sb.expander(_("Plant a failure"), expanded=any(
             st.session_state.get(f"gen_{p['name']}") != p["default"] for p in planting))
-        box.caption("Plant a context failure the Failure Modes page then finds (recorded in the conversation's "
-                    "metadata, \"planted\").")
+        box.caption(_("Plant a context failure the Failure Modes page then finds (recorded in the conversation's "
+                      "metadata, `planted`)."))
         values.update({p["name"]: _gen_widget(box, p) for p in planting})
-    if sb.button("Generate", key="gen_go"):
+    if sb.button(_("Generate"), key="gen_go"):
         try:
-            _try_use(generated_text(**values), f"generated {values['domain']} (seed {values['seed']})")
+            with st.spinner(_("Generating…")):
+                text = generated_text(**values)
+            _try_use(text, _("generated {domain} (seed {seed})").format(domain=values["domain"], seed=values["seed"]))
         except ValueError as e:
             st.session_state.input_error = str(e)
 
@@ -301,24 +312,24 @@ def input_panel() -> None:
     language_switch()  # first: the defaults (the first sample) depend on the language
     init_state()
     persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum
-    st.sidebar.header("Conversation")
+    st.sidebar.header(_("Conversation"))
     _conversation_input()
     _pick_conversation()
     if st.session_state.input_error:
         st.sidebar.error(md_escape(st.session_state.input_error))
         if st.session_state.conversation_text:
-            st.sidebar.caption("Still showing the previous conversation.")
-    st.sidebar.header("Model and budget")
-    st.sidebar.selectbox("Model", list(ctxlab.MODELS), key="model", on_change=_on_model_change,
-                         help="Picks the tokenizer, the framing and the context window")
-    st.sidebar.number_input("Context limit (tokens)", min_value=256, max_value=2_000_000, step=1000, key="max_tokens",
-                            on_change=_on_limit_change,
-                            help="The model's window, or a smaller limit to see strategies work. A limit you "
-                                 "type stays when you change the model (lowered to its window if larger).")
+            st.sidebar.caption(_("Still showing the previous conversation."))
+    st.sidebar.header(_("Model and budget"))
+    st.sidebar.selectbox(_("Model"), list(ctxlab.MODELS), key="model", on_change=_on_model_change,
+                         help=_("Picks the tokenizer, the framing and the context window"))
+    st.sidebar.number_input(_("Context limit (tokens)"), min_value=256, max_value=2_000_000, step=1000,
+                            key="max_tokens", on_change=_on_limit_change,
+                            help=_("The model's window, or a smaller limit to see strategies work. A limit you "
+                                   "type stays when you change the model (lowered to its window if larger)."))
     if st.session_state.limit_note:
         st.sidebar.caption(md_escape(st.session_state.limit_note))
-    st.sidebar.slider("Response reserve", 0.0, 0.5, step=0.05, key="reserve",
-                      help="Share of the limit kept free for the model's reply")
+    st.sidebar.slider(_("Response reserve"), 0.0, 0.5, step=0.05, key="reserve",
+                      help=_("Share of the limit kept free for the model's reply"))
     llm_settings()
 
 
@@ -334,17 +345,23 @@ def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
     counts only while it was made for this conversation and model."""
     model = st.session_state.model
     own = TokenCounter(model).tools(conv.tools)
-    own_text = f"all the conversation's own {len(conv.tools)} tools ({own:,} tokens)"
+    n_own = len(conv.tools)
     override, src = st.session_state.tool_tokens_override, st.session_state.get("tool_tokens_source")
     if override is None or not src:
-        return own, f"Tool definitions in the budget: {own_text}.", False
+        return own, _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens).").format(
+            n=n_own, own=own), False
     if src.get("conversation") != text_hash(st.session_state.conversation_text or "") or src.get("model") != model:
-        return own, (f"Tool definitions in the budget: {own_text}; the Tool Retrieval selection was made for "
-                     "another conversation or model: open Tool Retrieval to select again."), False
-    note = f"Tool definitions in the budget: {int(override):,} tokens, the tools retrieval selects from {src['label']}"
+        return own, _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens); the "
+                      "Tool Retrieval selection was made for another conversation or model: open Tool Retrieval to "
+                      "select again.").format(n=n_own, own=own), False
     if int(override) > own:
-        return int(override), note + f", more than {own_text}: that catalog is not the conversation's.", True
-    return int(override), note + f" (all the conversation's own tools: {own:,} tokens).", False
+        return int(override), _("Tool definitions in the budget: {sel:,} tokens, the tools retrieval selects from "
+                                "{label}, more than all the conversation's own {n} tools ({own:,} tokens): that "
+                                "catalog is not the conversation's.").format(
+            sel=int(override), label=src["label"], n=n_own, own=own), True
+    return int(override), _("Tool definitions in the budget: {sel:,} tokens, the tools retrieval selects from "
+                            "{label} (all the conversation's own tools: {own:,} tokens).").format(
+        sel=int(override), label=src["label"], own=own), False
 
 
 def current_budget(conv: ctxlab.Conversation) -> Budget:
@@ -357,7 +374,7 @@ def require_conversation() -> ctxlab.Conversation:
     """The conversation, or an info box and a stop (a page's prerequisite guard)."""
     conv = current_conversation()
     if conv is None:
-        st.info("Pick a sample, paste, upload or generate a conversation in the sidebar.")
+        st.info(_("Pick a sample, paste, upload or generate a conversation in the sidebar."))
         st.stop()
     return conv
 
@@ -424,8 +441,9 @@ def _test_connection() -> None:
         st.session_state.llm_test = (llm.config.fingerprint(), "error", str(e))
         return
     st.session_state.llm_test = (llm.config.fingerprint(), "ok",
-                                 f"{md_code(llm.config.describe())} answered {md_code(reply.text.strip()[:60])} in "
-                                 f"{reply.latency_ms:,.0f} ms.")
+                                 _("{model} answered {reply} in {ms:,.0f} ms.").format(
+                                     model=md_code(llm.config.describe()), reply=md_code(reply.text.strip()[:60]),
+                                     ms=reply.latency_ms))
 
 
 def llm_settings() -> LLM:
@@ -437,31 +455,32 @@ def llm_settings() -> LLM:
     st.session_state.setdefault("llm_test", None)
     persist("llm_model", "llm_base_url")
     llm = current_llm()
-    box = st.sidebar.expander("Model for answers and LLM summaries", expanded=False,
+    box = st.sidebar.expander(_("Model for answers and LLM summaries"), expanded=False,
                               icon=":material/tune:")
     # small markdown, not captions: the sidebar's captions are the model-and-budget notes (tests/app/test_sidebar.py)
     note = lambda text: box.markdown(f":small[{text}]")  # noqa: E731  (our own text; no brackets in it)
-    note("Optional: answer replay, probes and the summarize strategy's summarizer=llm use it. Any "
-         "OpenAI-compatible server (OpenAI, vLLM, Ollama, LM Studio, a proxy).")
-    box.text_input("Model name", key="llm_model", help=f"The name the server knows; default from {MODEL_ENV}")
-    box.text_input("Base URL", key="llm_base_url", placeholder="https://api.openai.com/v1",
-                   help=f"Empty: {BASE_URL_ENV}, else OpenAI. E.g. http://127.0.0.1:11434/v1 for Ollama")
-    box.text_input("API key", type="password", key="llm_api_key_input", on_change=_remember_key,
-                   placeholder="sk-…", help="Kept in this browser session's memory only; never saved or shown")
+    note(_("Optional: answer replay, probes and the summarize strategy's summarizer=llm use it. Any "
+           "OpenAI-compatible server (OpenAI, vLLM, Ollama, LM Studio, a proxy)."))
+    box.text_input(_("Model name"), key="llm_model",
+                   help=_("The name the server knows; default from {env}").format(env=MODEL_ENV))
+    box.text_input(_("Base URL"), key="llm_base_url", placeholder="https://api.openai.com/v1",
+                   help=_("Empty: {env}, else OpenAI. E.g. http://127.0.0.1:11434/v1 for Ollama").format(env=BASE_URL_ENV))
+    box.text_input(_("API key"), type="password", key="llm_api_key_input", on_change=_remember_key,
+                   placeholder="sk-…", help=_("Kept in this browser session's memory only; never saved or shown"))
     if st.session_state.get(LLM_KEY):
-        note("API key: set in this session (not shown).")
-        box.button("Forget the key", key="llm_forget_key", on_click=_forget_key)
+        note(_("API key: set in this session (not shown)."))
+        box.button(_("Forget the key"), key="llm_forget_key", on_click=_forget_key)
     elif os.environ.get(KEY_ENV):
-        note(f"API key: set from {KEY_ENV}.")
+        note(_("API key: set from {env}.").format(env=KEY_ENV))
     else:
-        note("API key: none (a local server needs none).")
+        note(_("API key: none (a local server needs none)."))
     if st.session_state.get("llm_config_error"):
         box.error(md_escape(st.session_state.llm_config_error))
     elif llm.config.configured:
-        box.markdown(f"In use: {md_code(llm.config.describe())}")  # plain: a model name may hold a bracket
+        box.markdown(_("In use: {model}").format(model=md_code(llm.config.describe())))  # a model name may hold a bracket
     else:
-        note("No model configured: everything works offline.")
-    box.button("Test connection", key="llm_test_button", on_click=_test_connection,
+        note(_("No model configured: everything works offline."))
+    box.button(_("Test connection"), key="llm_test_button", on_click=_test_connection,
                disabled=not llm.config.configured)
     test = st.session_state.llm_test
     if test and test[0] == llm.config.fingerprint():
@@ -492,6 +511,7 @@ def open_in_lab(text: str, label: str, *, model: str | None = None, max_tokens: 
 # ---------------------------------------------------------------- prices (memory only)
 
 PRICE_KEYS = {"price_input": "input", "price_cached": "cached", "price_output": "output"}
+PRICE_LABELS = {"input": N_("input $/M"), "cached": N_("cached $/M"), "output": N_("output $/M")}
 
 
 def model_price(model: str) -> "Price | None":
@@ -521,18 +541,19 @@ def price_panel(container: Any = st) -> "Price | None":
         attr = {"cached": "cached_input"}.get(field, field)
         st.session_state.setdefault(key, float(getattr(table, attr) or table.input) if table else 0.0)
     st.session_state.setdefault("price_custom", False)
-    with container.expander("Prices" + (" (your override)" if st.session_state.price_custom else ""),
+    with container.expander(_("Prices (your override)") if st.session_state.price_custom else _("Prices"),
                             expanded=table is None):
         if table is None:
-            st.info(md_escape(f"No price for model {model}: costs show as tokens only. Set prices below to see "
-                              "dollars."))
+            st.info(md_escape(_("No price for model {model}: costs show as tokens only. Set prices below to see "
+                                "dollars.").format(model=model)))
         else:
-            st.caption(md_escape(f"{model}: ${table.input:g} input, ${(table.cached_input or table.input):g} cached, "
-                                 f"${table.output:g} output per million tokens; cache rule {table.cache}; "
-                                 f"source {table.source}."))
-        custom = st.checkbox("Use my prices (this session only)", key="price_custom")
+            st.caption(md_escape(_("{model}: ${input:g} input, ${cached:g} cached, ${output:g} output per million "
+                                   "tokens; cache rule {rule}; source {source}.").format(
+                model=model, input=table.input, cached=table.cached_input or table.input, output=table.output,
+                rule=table.cache, source=table.source)))
+        custom = st.checkbox(_("Use my prices (this session only)"), key="price_custom")
         for col, (key, field) in zip(st.columns(3), PRICE_KEYS.items()):
-            col.number_input(f"{field} $/M", min_value=0.0, max_value=1000.0, step=0.05, key=key, format="%.3f",
+            col.number_input(_(PRICE_LABELS[field]), min_value=0.0, max_value=1000.0, step=0.05, key=key, format="%.3f",
                              disabled=not custom)
     return current_price()
 

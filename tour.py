@@ -6,18 +6,20 @@ from typing import Sequence
 
 import streamlit as st
 
+from ctxlab.i18n import N_, _
+
 TOUR_KEY = "tour_open"
 """Session-state flag: True while the tour is shown (it is, on a first visit)."""
 
 STEPS: tuple[tuple[str, str, str], ...] = (
-    ("pages/strategy_lab.py", "Strategy Lab",
-     "the sample conversation after the default strategy: which messages are kept, cleared or dropped, and what "
-     "that saves. Change the strategy on the left and watch the timeline."),
-    ("pages/failure_modes.py", "Failure Modes",
-     "a lesson per way a context fails: the detector marks the messages at fault; one click applies the fix and "
-     "shows before and after."),
-    ("pages/compare.py", "Compare",
-     "two strategies side by side on the same conversation and budget, with a verdict."),
+    ("pages/strategy_lab.py", N_("Strategy Lab"),
+     N_("the sample conversation after the default strategy: which messages are kept, cleared or dropped, and what "
+        "that saves. Change the strategy on the left and watch the timeline.")),
+    ("pages/failure_modes.py", N_("Failure Modes"),
+     N_("a lesson per way a context fails: the detector marks the messages at fault; one click applies the fix and "
+        "shows before and after.")),
+    ("pages/compare.py", N_("Compare"),
+     N_("two strategies side by side on the same conversation and budget, with a verdict.")),
 )
 """(page path, title, what to look at there), in the order of the tour."""
 
@@ -31,16 +33,16 @@ def show_tour(pages: Sequence[str]) -> None:
     sidebar. ``pages`` are the paths the navigation has (a step whose page is absent is left out)."""
     st.session_state.setdefault(TOUR_KEY, True)
     if not st.session_state[TOUR_KEY]:
-        st.sidebar.button("Show the tour", key="tour_show", on_click=_set_open, args=(True,),
-                          help="Where to look first, in three steps")
+        st.sidebar.button(_("Show the tour"), key="tour_show", on_click=_set_open, args=(True,),
+                          help=_("Where to look first, in three steps"))
         return
     steps = [s for s in STEPS if s[0] in pages]
     with st.container(border=True, key="tour_box"):
-        st.markdown("**New here? Three places to look first:**")
+        st.markdown(_("**New here? Three places to look first:**"))
         for k, (path, title, what) in enumerate(steps, 1):
             text, link = st.columns([4, 1], vertical_alignment="center")
-            text.markdown(f"{k}. **{title}**: {what}")
-            link.page_link(path, label=title, icon=":material/arrow_forward:")
-        st.button("Dismiss", key="tour_dismiss", on_click=_set_open, args=(False,),
-                  help="Hide the tour; the sidebar's Show the tour button brings it back")
+            text.markdown(_("{k}. **{title}**: {what}").format(k=k, title=_(title), what=_(what)))
+            link.page_link(path, label=_(title), icon=":material/arrow_forward:")
+        st.button(_("Dismiss"), key="tour_dismiss", on_click=_set_open, args=(False,),
+                  help=_("Hide the tour; the sidebar's Show the tour button brings it back"))
 

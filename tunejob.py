@@ -49,7 +49,9 @@ def _child() -> None:
     except CtxlabError as e:
         say("error", str(e))
     except Exception as e:  # a bug: one line for the page, not a dead job
-        say("error", f"internal error ({type(e).__name__}: {str(e)[:200]}); please report it")
+        from ctxlab.i18n import _
+        say("error", _("internal error ({kind}: {detail}); please report it").format(kind=type(e).__name__,
+                                                                                     detail=str(e)[:200]))
 
 
 class SweepJob:
@@ -61,8 +63,10 @@ class SweepJob:
         os.close(fd)
         here = os.path.dirname(os.path.abspath(__file__))
         path = [here] + [p for p in sys.path if p and p != here]
+        from ctxlab.i18n import language
+        env = {**os.environ, "CTXLAB_LANG": language()}  # the sweep's notes in the page's language
         self._proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL)
+                                      stderr=subprocess.DEVNULL, env=env)
         self._messages: queue.Queue = queue.Queue()
         self.conversations = len(convs)
         self.largest = max((len(c.messages) for c in convs), default=0)

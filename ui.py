@@ -6,6 +6,7 @@ from typing import Any
 import streamlit as st
 
 from appstate import md_escape, persist
+from ctxlab.i18n import N_, _
 from ctxlab.errors import CtxlabError
 from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml, export_native
 from ctxlab.compare import ACTION_WORDS
@@ -22,14 +23,24 @@ CHAR_PX, BADGE_PAD_PX = 8, 44
 
 def text_width(texts: Any) -> int:
     """Pixels a table column needs to show the longest of ``texts`` whole, as a badge."""
-    return CHAR_PX * max((len(t) for t in texts), default=1) + BADGE_PAD_PX
+    return CHAR_PX * max((_cells(t) for t in texts), default=1) + BADGE_PAD_PX
 
 
-def action_column(label: str = "action", help: str | None = None) -> Any:
+def _cells(text: str) -> int:
+    """Character widths of ``text``: a Chinese character takes two."""
+    return sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in text)
+
+
+def action_words() -> dict[str, str]:
+    """The word for each action (``ACTION_WORDS``) in the language in use, for tables' cells."""
+    return {k: _(v) for k, v in ACTION_WORDS.items()}
+
+
+def action_column(label: str = N_("action"), help: str | None = None) -> Any:
     """A table column showing each row's action as a word on a badge of the action's colour, wide
     enough for the longest word (the cell holds the word, e.g. ``"dropped"``)."""
-    words = [ACTION_WORDS[a] for a in TABLE_ACTIONS]
-    return st.column_config.MultiselectColumn(label, options=words, color=[ACTION_COLORS[a] for a in TABLE_ACTIONS],
+    words = [_(ACTION_WORDS[a]) for a in TABLE_ACTIONS]
+    return st.column_config.MultiselectColumn(_(label), options=words, color=[ACTION_COLORS[a] for a in TABLE_ACTIONS],
                                               width=text_width([*words, label]), help=help)
 
 
@@ -58,13 +69,13 @@ def _text_param(container: Any, spec: dict[str, Any], key: str) -> str:
     raw = str(st.session_state[key])
     edited = bool(raw.strip()) and raw.strip() != builtin.strip()
     box = container.expander(spec["name"], expanded=False)  # a stable label: a new one would close it on every edit
-    raw = box.text_area(spec["name"], key=key, height=220, help=spec.get("help", ""), label_visibility="collapsed")
+    raw = box.text_area(spec["name"], key=key, height=220, help=_help(spec), label_visibility="collapsed")
     if builtin:
-        box.caption("Edited; empty it to use the built-in text." if edited else "The built-in text (in use).")
+        box.caption(_("Edited; empty it to use the built-in text.") if edited else _("The built-in text (in use)."))
     return "" if builtin and raw.strip() in ("", builtin.strip()) else raw
 
 
-DEFAULTS_CHOICES = {"scaled": "scaled to this budget", "documented": "documented peer defaults"}
+DEFAULTS_CHOICES = {"scaled": N_("scaled to this budget"), "documented": N_("documented peer defaults")}
 """Where a strategy's parameter controls take their values from: the strategy's ``scaled_defaults``
 for the budget in use, or its schema defaults (the ones its peers document)."""
 
@@ -119,10 +130,22 @@ def _fill_defaults(prefix: str, name: str, budget: Budget | None, force: bool = 
     st.session_state[filled_key] = filled
 
 
+def _help(spec: dict[str, Any]) -> str:
+    """A parameter's help in the language in use (marked with N_ where the strategy declares it)."""
+    text = spec.get("help", "")
+    return _(text) if text else ""
+
+
+def strategy_title(name: str) -> str:
+    """A strategy's title in the language in use (its name when it has none)."""
+    title = STRATEGIES[name].title
+    return _(title) if title else name
+
+
 def _param_widget(container: Any, spec: dict[str, Any], key: str) -> Any:
     """One control for one parameter, from its schema entry. Defaults go into session state
     first (not into the widget), so a value kept across pages never clashes with a default."""
-    label, help_text, kind, default = spec["name"], spec.get("help", ""), spec["type"], spec["default"]
+    label, help_text, kind, default = spec["name"], _help(spec), spec["type"], spec["default"]
     if spec.get("choices"):
         st.session_state.setdefault(key, default)
         return container.selectbox(label, list(spec["choices"]), key=key, help=help_text)
@@ -132,7 +155,7 @@ def _param_widget(container: Any, spec: dict[str, Any], key: str) -> Any:
     if kind == "int":
         if default is None:  # optional: empty means "use the budget"
             st.session_state.setdefault(key, "")
-            raw = container.text_input(label, key=key, help=help_text, placeholder="from the budget")
+            raw = container.text_input(label, key=key, help=help_text, placeholder=_("from the budget"))
             return int(raw) if raw.strip().isdigit() else None
         lo, hi = spec.get("min"), spec.get("max")
         st.session_state.setdefault(key, int(default))
@@ -146,7 +169,7 @@ def _param_widget(container: Any, spec: dict[str, Any], key: str) -> Any:
         return container.slider(label, lo, hi, step=(hi - lo) / 100 or 0.01, key=key, help=help_text)
     if kind.startswith("list["):
         st.session_state.setdefault(key, ", ".join(map(str, default or [])))
-        raw = container.text_input(label, key=key, help=f"{help_text} (comma-separated)")
+        raw = container.text_input(label, key=key, help=_("{help} (comma-separated)").format(help=help_text))
         items = [v.strip() for v in raw.split(",") if v.strip()]
         return [int(v) for v in items if v.lstrip("-").isdigit()] if kind == "list[int]" else items
     if _is_long_text(spec):
@@ -163,17 +186,19 @@ def strategy_picker(prefix: str, container: Any = st, default: str = "tool_round
     error for an invalid combination."""
     names = [n for n in STRATEGIES if n not in exclude]
     st.session_state.setdefault(f"{prefix}_strategy", default if default in names else names[0])
-    name = container.selectbox("Strategy", names, key=f"{prefix}_strategy", format_func=lambda n: STRATEGIES[n].title or n,
-                               help="Each strategy decides keep / drop / summarize / clear / truncate per message")
-    container.caption(STRATEGIES[name].summary)
+    name = container.selectbox(_("Strategy"), names, key=f"{prefix}_strategy", format_func=strategy_title,
+                               help=_("Each strategy decides keep / drop / summarize / clear / truncate per message"))
+    container.caption(_(STRATEGIES[name].summary))
     specs = STRATEGIES[name].schema()
     scaling = STRATEGIES[name].scaling
     if specs and budget is not None and scaling:
         st.session_state.setdefault(f"{prefix}_defaults", "scaled")
-        container.radio("Defaults", list(DEFAULTS_CHOICES), key=f"{prefix}_defaults", format_func=DEFAULTS_CHOICES.get,
+        container.radio(_("Defaults"), list(DEFAULTS_CHOICES), key=f"{prefix}_defaults",
+                        format_func=lambda k: _(DEFAULTS_CHOICES[k]),
                         on_change=_fill_defaults, args=(prefix, name, budget, True), horizontal=True,
-                        help=f"{scaling} The documented defaults are the values the strategy's peers ship, which "
-                             "may never act on a small budget. Picking one fills the controls below.")
+                        help=_("{scaling} The documented defaults are the values the strategy's peers ship, which "
+                               "may never act on a small budget. Picking one fills the controls below.").format(
+                            scaling=_(scaling)))
     _fill_defaults(prefix, name, budget if scaling else None)
     params = {spec["name"]: _param_widget(container, spec, f"{prefix}_{name}_{spec['name']}") for spec in specs}
     persist(f"{prefix}_strategy", f"{prefix}_defaults", f"{prefix}_{name}__filled",
@@ -189,13 +214,19 @@ def summary_note(record: dict[str, Any]) -> str:
     """One line saying who wrote a plan's summary (``plan.stats["summary_by"]``): the model, its
     tokens and the time it took, or that the offline summarizer stood in for it."""
     if record.get("summarizer") != "llm":
-        return f"Summary written by the {record.get('summarizer', 'offline')} summarizer."
+        return _("Summary written by the {summarizer} summarizer.").format(
+            summarizer=record.get("summarizer", "offline"))
     def n(key: str) -> str:
         return "?" if record.get(key) is None else f"{record[key]:,}"
-    how = ("from the cache (no call)" if record.get("cache_hit") else
-           f"in {record.get('latency_ms', 0):,.0f} ms" + (f", {record['attempts']} attempts" if record.get("attempts", 1) > 1 else ""))
-    return (f"Summary written by {record.get('model', 'the model')} ({record.get('call', 'first')} call): "
-            f"{n('prompt_tokens')} prompt tokens, {n('completion_tokens')} completion tokens, {how}.")
+    if record.get("cache_hit"):
+        how = _("from the cache (no call)")
+    elif record.get("attempts", 1) > 1:
+        how = _("in {ms:,.0f} ms, {k} attempts").format(ms=record.get("latency_ms", 0), k=record["attempts"])
+    else:
+        how = _("in {ms:,.0f} ms").format(ms=record.get("latency_ms", 0))
+    return _("Summary written by {model} ({call} call): {prompt} prompt tokens, {completion} completion tokens, "
+             "{how}.").format(model=record.get("model") or _("the model"), call=record.get("call", "first"),
+                              prompt=n("prompt_tokens"), completion=n("completion_tokens"), how=how)
 
 
 def config_downloads(config: dict[str, Any], label: str, stem: str, key: str) -> None:
@@ -204,9 +235,9 @@ def config_downloads(config: dict[str, Any], label: str, stem: str, key: str) ->
     ``key_yaml``."""
     as_yaml = config_yaml(config)
     d1, d2 = st.columns(2)
-    d1.download_button(f"{label} JSON", config_json(config), file_name=f"{stem}.json", mime="application/json",
+    d1.download_button(_("{label} JSON").format(label=label), config_json(config), file_name=f"{stem}.json", mime="application/json",
                        key=f"{key}_json")
-    d2.download_button(f"{label} YAML", as_yaml, file_name=f"{stem}.yaml", mime="application/yaml",
+    d2.download_button(_("{label} YAML").format(label=label), as_yaml, file_name=f"{stem}.yaml", mime="application/yaml",
                        key=f"{key}_yaml")
     st.code(as_yaml, language="yaml")
 
@@ -217,18 +248,21 @@ def over_budget_note(record: Any, history: int, sent: int, limit: int) -> str:
     acted (its settings do not fit this budget), or one that acted and still does not fit."""
     since = history - 1 - int(record.applied_through)  # seqs count from 0; -1 before the first run
     ran, acted = int(record.times_applied), int(record.times_triggered)
-    over = f"Over the budget by {sent - limit:,} tokens"
+    over, s = sent - limit, record.strategy
     if not ran:
-        return f"{over}: {record.strategy} has not run yet; it runs at the next user message."
+        return _("Over the budget by {over:,} tokens: {s} has not run yet; it runs at the next user message.").format(
+            over=over, s=s)
     if not acted:
-        return (f"{over}: {record.strategy} ran {ran:,} time(s), once at each user message, and never acted: its "
-                f"settings do not trigger on a {limit:,}-token budget. Edit the agent (the controls' defaults scaled "
-                "to the budget fit it) and use Update existing sessions.")
+        return _("Over the budget by {over:,} tokens: {s} ran {ran:,} time(s), once at each user message, and never "
+                 "acted: its settings do not trigger on a {limit:,}-token budget. Edit the agent (the controls' "
+                 "defaults scaled to the budget fit it) and use Update existing sessions.").format(
+            over=over, s=s, ran=ran, limit=limit)
     if since > 0:
-        return (f"{over}: {since:,} message(s) arrived since {record.strategy} last ran (at the start of this turn); "
-                "it runs again at the next user message.")
-    return (f"{over}: {record.strategy} acted {acted:,} of {ran:,} time(s) and what it keeps (the system prompt, the "
-            "summary, the newest turn) is still larger than the budget.")
+        return _("Over the budget by {over:,} tokens: {since:,} message(s) arrived since {s} last ran (at the start "
+                 "of this turn); it runs again at the next user message.").format(over=over, since=since, s=s)
+    return _("Over the budget by {over:,} tokens: {s} acted {acted:,} of {ran:,} time(s) and what it keeps (the "
+             "system prompt, the summary, the newest turn) is still larger than the budget.").format(
+        over=over, s=s, acted=acted, ran=ran)
 
 
 def native_downloads(config: dict[str, Any], prefix: str) -> None:
@@ -248,6 +282,40 @@ def native_downloads(config: dict[str, Any], prefix: str) -> None:
         n2.download_button(f"{target} Python", native.python, file_name=f"{target}_context.py", mime="text/x-python",
                            key=f"{prefix}_{target}_py")
         if native.not_carried:
-            st.caption("What does not carry over:")
+            st.caption(_("What does not carry over:"))
             for note in native.not_carried:
                 st.caption(md_escape(f"- {note}"))
+
+
+def translated_columns(names: Any, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Column configs that show each column's header (and help) in the language in use; the data
+    keeps its English keys. ``config`` holds the columns' own configs (a number format, a badge...),
+    whose labels and help are the English text, marked for the catalogs where they are written."""
+    out: dict[str, Any] = {}
+    for name in names:
+        cfg = dict((config or {}).get(name) or {})
+        cfg["label"] = _(cfg.get("label") or name)
+        tip = cfg.get("help")
+        if tip:
+            cfg["help"] = _(tip)
+        out[name] = cfg
+    return out
+
+
+def table_columns(rows: Any) -> list[str]:
+    """The columns of a list of row dicts, in first-seen order."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        for k in row:
+            seen.setdefault(k, None)
+    return list(seen)
+
+
+ROLE_NAMES = {"system": N_("system"), "user": N_("user"), "assistant": N_("assistant"), "tool": N_("tool"),
+              "summary": N_("summary")}
+"""Each message role's name for people (pickers and captions; tables keep the role as data)."""
+
+
+def role_name(role: str) -> str:
+    """A message role in the language in use (an unknown role as it is)."""
+    return _(ROLE_NAMES[role]) if role in ROLE_NAMES else role

@@ -12,13 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .i18n import N_, _
 from .fidelity import VERDICT_RULE, NeededFacts, ReplayMeasures, needed_facts, needed_recall, pick_by_recall
 from .strategies.plan import Plan
 from .validate import Finding, validate
 
 ACTION_WORDS: dict[str, str] = {
-    "keep": "kept", "summarize": "summarized", "clear": "cleared", "truncate": "truncated", "drop": "dropped",
-    "insert": "inserted summary", "removed": "removed earlier", "future": "not yet arrived",
+    "keep": N_("kept"), "summarize": N_("summarized"), "clear": N_("cleared"), "truncate": N_("truncated"),
+    "drop": N_("dropped"), "insert": N_("inserted summary"), "removed": N_("removed earlier"),
+    "future": N_("not yet arrived"),
 }
 """The word for each action (and, in a replay, for a message removed earlier or not arrived yet),
 used by tables and figures alike: words, not emoji, which a browser without an emoji font shows
@@ -181,7 +183,7 @@ def measure_on_replay(conv: Any, replayed: Any, baseline: Any, *, model: str, pr
 
 
 def _change(value: float) -> str:
-    return f"{abs(value):.0%} {'more' if value > 0 else 'less'}"
+    return (_("{pct:.0%} more") if value > 0 else _("{pct:.0%} less")).format(pct=abs(value))
 
 
 def cost_sentence(m: ReplayMeasures) -> str:
@@ -191,17 +193,20 @@ def cost_sentence(m: ReplayMeasures) -> str:
     s = m.summary()
     c, n = m.cost, m.cost_none
     if s["tokens_vs_none"] is None:
-        tokens = f"input tokens: {c.input_tokens:,} (keeping everything sends none)"
+        tokens = _("input tokens: {n:,} (keeping everything sends none)").format(n=c.input_tokens)
     elif c.input_tokens == n.input_tokens:
-        tokens = f"input tokens: the same as keeping everything ({c.input_tokens:,})"
+        tokens = _("input tokens: the same as keeping everything ({n:,})").format(n=c.input_tokens)
     else:
-        tokens = (f"input tokens: {_change(s['tokens_vs_none'])} than keeping everything "
-                  f"({c.input_tokens:,} vs {n.input_tokens:,}, {c.cached_share:.0%} vs {n.cached_share:.0%} cached)")
+        tokens = _("input tokens: {change} than keeping everything ({n:,} vs {none:,}, {cached:.0%} vs "
+                   "{none_cached:.0%} cached)").format(change=_change(s["tokens_vs_none"]), n=c.input_tokens,
+                                                       none=n.input_tokens, cached=c.cached_share,
+                                                       none_cached=n.cached_share)
     if c.cost_usd is None:
-        return f"{tokens}; cost: no price for {c.model}, so tokens only."
+        return _("{tokens}; cost: no price for {model}, so tokens only.").format(tokens=tokens, model=c.model)
     if s["cost_vs_none"] is None or abs(c.cost_usd - (n.cost_usd or 0.0)) < 1e-12:
-        return f"{tokens}; cost: ${c.cost_usd:.4f}, the same as keeping everything."
-    return f"{tokens}; cost: {_change(s['cost_vs_none'])} (${c.cost_usd:.4f} vs ${n.cost_usd:.4f})."
+        return _("{tokens}; cost: ${cost:.4f}, the same as keeping everything.").format(tokens=tokens, cost=c.cost_usd)
+    return _("{tokens}; cost: {change} (${cost:.4f} vs ${none:.4f}).").format(
+        tokens=tokens, change=_change(s["cost_vs_none"]), cost=c.cost_usd, none=n.cost_usd)
 
 
 def verdict_by_recall(metrics: Sequence[PlanMetrics], measures: Sequence[ReplayMeasures]) -> Verdict:
@@ -211,14 +216,17 @@ def verdict_by_recall(metrics: Sequence[PlanMetrics], measures: Sequence[ReplayM
     fits = [r.replay.fits for r in measures]
     winner, text = pick_by_recall([m.label for m in metrics], fits, [m.accepted for m in metrics], measures)
     if winner is None:
-        over = [f"{m.label} ({r.replay.calls_over_limit} of {len(r.replay.calls)} calls)"
+        over = [_("{label} ({k} of {n} calls)").format(label=m.label, k=r.replay.calls_over_limit,
+                                                         n=len(r.replay.calls))
                 for m, r, f in zip(metrics, measures, fits) if not f]
         rejected = [m.label for m in metrics if not m.accepted]
-        why = "; ".join(x for x in (f"calls over the limit: {', '.join(over)}" if over else "",
-                                    f"rejected by a provider: {', '.join(rejected)}" if rejected else "") if x)
-        return Verdict(None, f"No strategy qualifies ({why}): raise the limit, or pick or tune other strategies.")
+        why = _("; ").join(x for x in (
+            _("calls over the limit: {labels}").format(labels=_(", ").join(over)) if over else "",
+            _("rejected by a provider: {labels}").format(labels=_(", ").join(rejected)) if rejected else "") if x)
+        return Verdict(None, _("No strategy qualifies ({why}): raise the limit, or pick or tune other "
+                               "strategies.").format(why=why))
     others = len(metrics) - sum(f and m.accepted for m, f in zip(metrics, fits))
-    out = f" {others} of {len(metrics)} did not qualify." if others else ""
+    out = (" " + _("{k} of {n} did not qualify.").format(k=others, n=len(metrics))) if others else ""
     return Verdict(winner, text + out)
 
 
@@ -270,9 +278,10 @@ def _where(f: Finding, origin: Sequence[int | None] | None) -> str:
     if f.index is None:
         return ""
     if origin is None:
-        return f" at message #{f.index}"
+        return _(" at message #{i}").format(i=f.index)
     src = origin[f.index] if f.index < len(origin) else None
-    return f" (result message {f.index} is input message #{src})" if src is not None else f" at result message {f.index}"
+    return _(" (result message {i} is input message #{src})").format(i=f.index, src=src) if src is not None else \
+        _(" at result message {i}").format(i=f.index)
 
 
 def _grouped(findings: Mapping[str, Sequence[Finding]]) -> list[tuple[str, Finding]]:
@@ -284,7 +293,7 @@ def _grouped(findings: Mapping[str, Sequence[Finding]]) -> list[tuple[str, Findi
             if f.severity == "error":
                 seen.setdefault((f.code, f.index), []).append(RULE_NAMES.get(rules, rules))
                 first.setdefault((f.code, f.index), f)
-    return [(" and ".join(names), first[k]) for k, names in seen.items()]
+    return [(_(" and ").join(names), first[k]) for k, names in seen.items()]
 
 
 def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
@@ -297,48 +306,54 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
     (never "all good" beside a problem). At most ``limit`` errors are listed per kind."""
     notes: list[Note] = []
     if idle:
-        notes.append(Note("info", f"The strategy did not act: {idle.rstrip('.')}."))
+        notes.append(Note("info", _("The strategy did not act: {why}.").format(why=idle.rstrip("."))))
     if not plan.fits:
-        notes.append(Note("warning", f"The result does not fit: {plan.tokens_after:,} tokens, "
-                                     f"{plan.tokens_after - plan.budget.prompt_limit:,} over the "
-                                     f"{plan.budget.prompt_limit:,}-token prompt limit."))
+        notes.append(Note("warning", _("The result does not fit: {n:,} tokens, {over:,} over the {limit:,}-token "
+                                       "prompt limit.").format(n=plan.tokens_after,
+                                                               over=plan.tokens_after - plan.budget.prompt_limit,
+                                                               limit=plan.budget.prompt_limit)))
     changes = {r: finding_changes(input_findings.get(r, ()), result_findings[r], plan.origin, r)
                for r in result_findings}
     for r, ch in changes.items():
         for f in ch.introduced[:limit]:
-            notes.append(Note("warning", f"{RULE_NAMES.get(r, r)} would reject the result, {f.code}: "
-                                         f"{f.message}{_where(f, plan.origin)}"))
+            notes.append(Note("warning", _("{rules} would reject the result, {code}: {message}{where}").format(
+                rules=RULE_NAMES.get(r, r), code=f.code, message=f.message, where=_where(f, plan.origin))))
         if len(ch.introduced) > limit:
-            notes.append(Note("warning", f"{RULE_NAMES.get(r, r)}: {len(ch.introduced) - limit} more errors in the result"))
+            notes.append(Note("warning", _("{rules}: {n} more errors in the result").format(
+                rules=RULE_NAMES.get(r, r), n=len(ch.introduced) - limit)))
     input_errors = _grouped(input_findings)
     if input_errors:
-        listed = "; ".join(f"{f.code}{_where(f, None)}: {f.message}" for _, f in input_errors[:limit])
-        more = f" (and {len(input_errors) - limit} more)" if len(input_errors) > limit else ""
-        who = " and ".join(dict.fromkeys(n for names, _ in input_errors for n in names.split(" and ")))
-        notes.append(Note("warning", f"The input itself breaks the rules: {who} would reject it as it is. "
-                                     f"{listed}{more}."))
+        listed = _("; ").join(f"{f.code}{_where(f, None)}: {f.message}" for _n, f in input_errors[:limit])
+        if len(input_errors) > limit:
+            listed = _("{listed} (and {n} more)").format(listed=listed, n=len(input_errors) - limit)
+        who = _(" and ").join(dict.fromkeys(n for names, _f in input_errors for n in names.split(_(" and "))))
+        notes.append(Note("warning", _("The input itself breaks the rules: {who} would reject it as it is. "
+                                       "{listed}.").format(who=who, listed=listed)))
         repaired = _grouped({r: ch.repaired for r, ch in changes.items()})
         remaining = _grouped({r: ch.remaining for r, ch in changes.items()})
         if repaired:
-            at = ", ".join(f"{f.code} at #{f.index}" for _, f in repaired[:limit])
-            notes.append(Note("info", f"The strategy happened to repair {len(repaired)} of them ({at}): it removed "
-                                      "or changed the messages at fault. That is chance, not a fix: another setting "
-                                      "or a longer conversation can bring them back, so fix the input."))
+            at = _(", ").join(_("{code} at #{i}").format(code=f.code, i=f.index) for _n, f in repaired[:limit])
+            notes.append(Note("info", _("The strategy happened to repair {n} of them ({at}): it removed or changed "
+                                        "the messages at fault. That is chance, not a fix: another setting or a "
+                                        "longer conversation can bring them back, so fix the input.").format(
+                n=len(repaired), at=at)))
         if remaining:
-            at = ", ".join(f"{f.code}{_where(f, plan.origin)}" for _, f in remaining[:limit])
-            notes.append(Note("warning", f"{len(remaining)} of them are still in the result: {at}."))
+            at = _(", ").join(f"{f.code}{_where(f, plan.origin)}" for _n, f in remaining[:limit])
+            notes.append(Note("warning", _("{n} of them are still in the result: {at}.").format(n=len(remaining), at=at)))
     result_ok = not any(ch.introduced or ch.remaining for ch in changes.values())
     if result_ok and plan.fits and not idle and not input_errors:
-        names = " and ".join(RULE_NAMES.get(r, r) for r in result_findings)
-        notes.append(Note("success", f"The result fits the budget and passes the {names} rules: every tool call "
-                                     "is still followed by its results."))
+        names = _(" and ").join(RULE_NAMES.get(r, r) for r in result_findings)
+        notes.append(Note("success", _("The result fits the budget and passes the {names} rules: every tool call "
+                                       "is still followed by its results.").format(names=names)))
     elif result_ok:
-        names = " and ".join(RULE_NAMES.get(r, r) for r in result_findings)
+        names = _(" and ").join(RULE_NAMES.get(r, r) for r in result_findings)
         if input_errors:
-            but = "only by chance: the input breaks them (see above)"
+            text = _("The result follows the {names} tool-call rules, only by chance: the input breaks them (see "
+                     "above).")
         elif not plan.fits:
-            but = "but it does not fit the budget"
+            text = _("The result follows the {names} tool-call rules, but it does not fit the budget.")
         else:
-            but = "and fits: with nothing to do here, the strategy sent the conversation as it is"
-        notes.append(Note("caption", f"The result follows the {names} tool-call rules, {but}."))
+            text = _("The result follows the {names} tool-call rules, and fits: with nothing to do here, the "
+                     "strategy sent the conversation as it is.")
+        notes.append(Note("caption", text.format(names=names)))
     return notes

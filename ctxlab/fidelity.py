@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from .conversation import Conversation, Message, json_leaves
+from .i18n import N_, _
 from .segments import segment
 from .strategies.view import message_text
 
@@ -379,7 +380,7 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
     return check.fidelity(replay.strategy)
 
 
-VERDICT_RULE = ("Among the strategies whose every model call fits the budget on the call-by-call replay and that "
+VERDICT_RULE = N_("Among the strategies whose every model call fits the budget on the call-by-call replay and that "
                 "no provider rejects (OpenAI and Anthropic rules), the highest needed_recall wins; a tie goes to the "
                 "lowest cost over the conversation's life (prompt cache included; input tokens when the model has "
                 "no price), then to the leftmost column. When none fits, the one with the fewest calls over the "
@@ -437,8 +438,8 @@ def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequen
     """The winner under ``VERDICT_RULE`` (None when none qualifies) and a sentence saying why."""
     ok = [k for k in range(len(labels)) if fits[k] and accepted[k]]
     if not ok:
-        return None, ("No strategy qualifies (each sends a call over the budget or is rejected by a provider): "
-                      "raise the limit or tune.")
+        return None, _("No strategy qualifies (each sends a call over the budget or is rejected by a provider): "
+                       "raise the limit or tune.")
 
     def cost(k: int) -> float:
         c = measures[k].cost
@@ -446,13 +447,16 @@ def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequen
     best = min(ok, key=lambda k: (-(measures[k].needed_recall if measures[k].needed_recall is not None else 1.0),
                                   cost(k), k))
     m = measures[best].summary()
-    recall = "n/a (nothing needed)" if m["needed_recall"] is None else f"{m['needed_recall']:.0%}"
-    money = f"${m['cost_usd']:.4f}" if m["cost_usd"] is not None else f"{m['input_tokens']:,} input tokens"
-    vs = "" if m["cost_vs_none"] is None else f" ({m['cost_vs_none']:+.0%} vs none)"
-    calls = f"all {m['calls']:,} of its model calls fit" if m["calls"] != 1 else "its model call fits"
-    text = (f"{labels[best]} wins: {calls}, no provider rejects it, it serves {recall} of the needed facts, "
-            f"and costs {money}{vs} over the conversation.")
+    recall = _("n/a (nothing needed)") if m["needed_recall"] is None else f"{m['needed_recall']:.0%}"
+    money = f"${m['cost_usd']:.4f}" if m["cost_usd"] is not None else \
+        _("{n:,} input tokens").format(n=m["input_tokens"])
+    if m["cost_vs_none"] is not None:
+        money = _("{money} ({change:+.0%} vs none)").format(money=money, change=m["cost_vs_none"])
+    calls = _("all {n:,} of its model calls fit").format(n=m["calls"]) if m["calls"] != 1 else \
+        _("its model call fits")
+    text = _("{label} wins: {calls}, no provider rejects it, it serves {recall} of the needed facts, and costs "
+             "{money} over the conversation.").format(label=labels[best], calls=calls, recall=recall, money=money)
     if m["input_tokens"] == m["none_input_tokens"]:
-        text += (" It saves nothing over keeping everything (it sends every call as is): at this limit no strategy "
-                 "is needed, and keeping everything is as good.")
+        text += " " + _("It saves nothing over keeping everything (it sends every call as is): at this limit no "
+                        "strategy is needed, and keeping everything is as good.")
     return best, text

@@ -16,7 +16,18 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .compare import ACTION_WORDS
+from .i18n import N_, _
 from .strategies import Budget, Plan
+
+
+class _Words:
+    """``ACTION_WORDS`` read in the language in use (``_aw["drop"]``)."""
+
+    def __getitem__(self, action: str) -> str:
+        return _(ACTION_WORDS[action])
+
+
+_aw = _Words()
 
 CATEGORY_COLORS: dict[str, str] = {
     "system": "#4C78A8", "tool_definitions": "#72B7B2", "user": "#F58518", "assistant_text": "#54A24B",
@@ -37,11 +48,17 @@ TEXT_COLOR = "#262730"
 _ORDER = ("system", "tool_definitions", "user", "assistant_text", "tool_calls", "tool_results", "summary",
           "reply_priming")
 _HEATMAP_ORDER = ("keep", "summarize", "clear", "truncate", "drop", "removed", "future")
+CATEGORY_NAMES: dict[str, str] = {
+    "system": N_("system"), "tool_definitions": N_("tool definitions"), "user": N_("user"),
+    "assistant_text": N_("assistant text"), "tool_calls": N_("tool calls"), "tool_results": N_("tool results"),
+    "summary": N_("summary"), "reply_priming": N_("reply priming"),
+}
+"""Each token category's name for people (figures' legends, tables), marked for the catalogs."""
 _LEGEND_BELOW = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left")
 
 
 def _label(category: str) -> str:
-    return category.replace("_", " ")
+    return _(CATEGORY_NAMES.get(category, category.replace("_", " ")))
 
 
 def int_dtick(n: int, max_ticks: int = 12) -> int:
@@ -73,8 +90,9 @@ def token_bars(plans: Sequence[Plan], names: Sequence[str] | None = None) -> go.
     (limit less the response reserve) as lines labelled above the plot area."""
     if not plans:
         raise ValueError("token_bars needs at least one plan")
-    rows = [("before", plans[0].before)] + [((names[k] if names else plans[k].strategy) + " (after)", p.after)
-                                           for k, p in enumerate(plans)]
+    rows = [(_("before"), plans[0].before)] + [
+        (_("{name} (after)").format(name=names[k] if names else plans[k].strategy), p.after)
+        for k, p in enumerate(plans)]
     return category_bars(rows, plans[0].budget)
 
 
@@ -88,18 +106,19 @@ def category_bars(rows: Sequence[tuple[str, Mapping[str, int]]], budget: Budget 
         xs = [r[1].get(cat, 0) for r in rows]
         if any(xs):
             fig.add_bar(name=_label(cat), orientation="h", marker_color=CATEGORY_COLORS[cat], y=labels, x=xs,
-                        hovertemplate="%{y}: %{x:,} tokens<extra>" + _label(cat) + "</extra>")
+                        hovertemplate=_("%{y}: %{x:,} tokens") + "<extra>" + _label(cat) + "</extra>")
     top = max([*totals, budget.max_tokens if budget else 0, 1])
     for label, total in zip(labels, totals):
-        share = f" ({total / totals[0]:.0%} of before)" if label != labels[0] and totals[0] else ""
-        fig.add_annotation(x=total, y=label, text=f"{total:,}{share}", showarrow=False, xanchor="left", xshift=4,
+        text = _("{total:,} ({share:.0%} of before)").format(total=total, share=total / totals[0]) \
+            if label != labels[0] and totals[0] else f"{total:,}"
+        fig.add_annotation(x=total, y=label, text=text, showarrow=False, xanchor="left", xshift=4,
                            font=dict(color=TEXT_COLOR, size=12), name="total")
     if budget is not None:
         _limit_lines(fig, budget, top * 1.3)
     legend_rows = 2
     fig.update_layout(barmode="stack", height=min(MAX_HEIGHT, 150 + 44 * len(rows) + 22 * legend_rows),
                       margin=dict(l=10, r=10, t=56, b=60 + 22 * legend_rows), legend=_LEGEND_BELOW,
-                      xaxis=dict(title="tokens", range=[0, top * 1.3], rangemode="nonnegative",
+                      xaxis=dict(title=_("tokens"), range=[0, top * 1.3], rangemode="nonnegative",
                                  tickformat="~s", fixedrange=False),
                       yaxis=dict(autorange="reversed", automargin=True))
     return fig
@@ -109,8 +128,9 @@ def _limit_lines(fig: go.Figure, budget: Budget, axis_end: float) -> None:
     """The context limit and the prompt limit as vertical lines, labelled in the top margin (two
     rows, so the labels never sit on the bars nor on each other), each label running towards the
     middle of the axis from its line so that it stays inside the figure."""
-    lines = ((budget.prompt_limit, f"prompt limit {budget.prompt_limit:,} ({budget.reserve:.0%} reserved)",
-              "dash", 0), (budget.max_tokens, f"context limit {budget.max_tokens:,}", "solid", 1))
+    lines = ((budget.prompt_limit, _("prompt limit {n:,} ({reserve:.0%} reserved)").format(
+        n=budget.prompt_limit, reserve=budget.reserve), "dash", 0),
+        (budget.max_tokens, _("context limit {n:,}").format(n=budget.max_tokens), "solid", 1))
     for x, text, dash, row in lines:
         fig.add_shape(type="line", x0=x, x1=x, yref="paper", y0=0, y1=1, line=dict(color=TEXT_COLOR, dash=dash,
                                                                                    width=1.5))
@@ -119,10 +139,10 @@ def _limit_lines(fig: go.Figure, budget: Budget, axis_end: float) -> None:
                            bgcolor="rgba(255,255,255,0.9)", name="limit")
 
 
-def prompt_bar(by_category: Mapping[str, int], budget: Budget | None, label: str = "prompt") -> go.Figure:
+def prompt_bar(by_category: Mapping[str, int], budget: Budget | None, label: str = N_("prompt")) -> go.Figure:
     """One stacked bar of a prompt's tokens by category against the budget's limits (the Token
     counts page), in the same colours as every other figure."""
-    return category_bars([(label, by_category)], budget)
+    return category_bars([(_(label), by_category)], budget)
 
 
 # ---------------------------------------------------------------- message timeline
@@ -140,11 +160,11 @@ def timeline(plan: Plan, roles: Sequence[str], tokens: Sequence[int]) -> go.Figu
         ks = [i for i in range(n) if plan.actions[i] == action]
         if not ks:
             continue
-        fig.add_bar(name=ACTION_WORDS[action], x=ks, y=[tokens[i] for i in ks], marker_color=ACTION_COLORS[action],
+        fig.add_bar(name=_aw[action], x=ks, y=[tokens[i] for i in ks], marker_color=ACTION_COLORS[action],
                     customdata=[[roles[i], plan.reasons[i]] for i in ks],
-                    hovertemplate="#%{x} %{customdata[0]}: %{y:,} tokens<br>%{customdata[1]}<extra>"
-                                  + ACTION_WORDS[action] + "</extra>")
-    _timeline_layout(fig, n, "message", "overlay")
+                    hovertemplate=_("#%{x} %{customdata[0]}: %{y:,} tokens") + "<br>%{customdata[1]}<extra>"
+                                  + _aw[action] + "</extra>")
+    _timeline_layout(fig, n, _("message"), "overlay")
     return fig
 
 
@@ -158,11 +178,11 @@ def _grouped_timeline(plan: Plan, tokens: Sequence[int]) -> go.Figure:
         if not any(ys):
             continue
         ends = [min(s + size, n) - 1 for s in starts]
-        fig.add_bar(name=ACTION_WORDS[action], x=[s + size / 2 - 0.5 for s in starts], y=ys, width=size,
+        fig.add_bar(name=_aw[action], x=[s + size / 2 - 0.5 for s in starts], y=ys, width=size,
                     marker_color=ACTION_COLORS[action], customdata=list(zip(starts, ends)),
-                    hovertemplate="messages %{customdata[0]}–%{customdata[1]}: %{y:,} tokens<extra>"
-                                  + ACTION_WORDS[action] + "</extra>")
-    _timeline_layout(fig, n, f"message (bars of {size} messages)", "stack")
+                    hovertemplate=_("messages %{customdata[0]}–%{customdata[1]}: %{y:,} tokens") + "<extra>"
+                                  + _aw[action] + "</extra>")
+    _timeline_layout(fig, n, _("message (bars of {size} messages)").format(size=size), "stack")
     return fig
 
 
@@ -170,7 +190,7 @@ def _timeline_layout(fig: go.Figure, n: int, title: str, barmode: str) -> None:
     fig.update_layout(barmode=barmode, height=300, margin=dict(l=10, r=10, t=10, b=90), legend=_LEGEND_BELOW,
                       bargap=0.05, xaxis=dict(title=title, range=[-0.5, n - 0.5], tickmode="linear", tick0=0,
                                               dtick=int_dtick(n), tickformat=",d"),
-                      yaxis=dict(title="tokens", rangemode="nonnegative", tickformat="~s"))
+                      yaxis=dict(title=_("tokens"), rangemode="nonnegative", tickformat="~s"))
 
 
 # ---------------------------------------------------------------- replay heatmap
@@ -186,20 +206,21 @@ def replay_heatmap(matrix: Sequence[Sequence[str]], removed_at: Sequence[int | N
     turns, messages = codes.shape
     rs, cs = math.ceil(turns / HEATMAP_MAX_ROWS) or 1, math.ceil(messages / HEATMAP_MAX_COLUMNS) or 1
     z, hover = _group(codes, rs, cs)
-    words = [ACTION_WORDS[a] for a in _HEATMAP_ORDER]
+    words = [_aw[a] for a in _HEATMAP_ORDER]
     k = len(_HEATMAP_ORDER)
     x = list(range(messages)) if cs == 1 else [*range(0, messages, cs), messages]
     y = list(range(turns)) if rs == 1 else [*range(0, turns, rs), turns]
     fig = go.Figure(go.Heatmap(
         z=z, x=x, y=y, colorscale=_steps(_HEATMAP_ORDER), zmin=-0.5, zmax=k - 0.5, customdata=hover,
         hovertemplate="%{customdata}<extra></extra>", xgap=0, ygap=0,
-        colorbar=dict(title=dict(text="action"), tickmode="array", tickvals=list(range(k)), ticktext=words,
+        colorbar=dict(title=dict(text=_("action")), tickmode="array", tickvals=list(range(k)), ticktext=words,
                       lenmode="pixels", len=min(200, 40 + 22 * k), thickness=14, yanchor="top", y=1)))
     rows_shown = z.shape[0]
     fig.update_layout(height=min(MAX_HEIGHT, max(260, 110 + 14 * rows_shown)), margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis=dict(title="message" if cs == 1 else f"message (groups of {cs})", tickmode="linear",
-                                 tick0=0, dtick=int_dtick(messages), tickformat=",d"),
-                      yaxis=dict(title="turn" if rs == 1 else f"turn (groups of {rs})", tickmode="linear", tick0=0,
+                      xaxis=dict(title=_("message") if cs == 1 else _("message (groups of {n})").format(n=cs),
+                                 tickmode="linear", tick0=0, dtick=int_dtick(messages), tickformat=",d"),
+                      yaxis=dict(title=_("turn") if rs == 1 else _("turn (groups of {n})").format(n=rs),
+                                 tickmode="linear", tick0=0,
                                  dtick=int_dtick(turns, 10), tickformat=",d", autorange="reversed"))
     return fig
 
@@ -215,16 +236,18 @@ def call_heatmap(replay: Any) -> go.Figure:
     ``HEATMAP_MAX_ROWS`` calls a row is a user turn (its last call) when the turns fit, else
     neighbouring calls are grouped; past ``HEATMAP_MAX_COLUMNS`` messages, neighbouring messages."""
     calls, n = replay.calls, replay.size
+    by_turn = False
     if len(calls) <= HEATMAP_MAX_ROWS:
-        rows, unit = [c.number for c in calls], "call"
+        rows, unit = [c.number for c in calls], _("call")
     elif 1 < replay.turns <= HEATMAP_MAX_ROWS:
         last: dict[int, int] = {}
         for c in calls:
             last[c.turn] = c.number
-        rows, unit = [last[t] for t in sorted(last)], "turn (its last call)"
+        rows, unit, by_turn = [last[t] for t in sorted(last)], _("turn (its last call)"), True
     else:
         step = max(1, math.ceil(len(calls) / CALL_ROWS_SAMPLE))
-        rows, unit = list(range(0, len(calls), step)), "call" if step == 1 else f"call (every {step}th)"
+        rows = list(range(0, len(calls), step))
+        unit = _("call") if step == 1 else _("call (every {step}th)").format(step=step)
     codes = replay.codes(_HEATMAP_ORDER, rows)
     removed = _HEATMAP_ORDER.index("removed")
     at = np.array([-1 if r is None else r for r in replay.removed_at], dtype=np.int64)
@@ -235,32 +258,42 @@ def call_heatmap(replay: Any) -> go.Figure:
     z, hover = _group(codes, rs, cs)
     if rs == 1 and cs == 1:
         turn_of = {c.number: c.turn for c in calls}
-        by_turn = unit.startswith("turn")
-        hover = [[h.replace(f"turn {k}, ", f"turn {turn_of[r]} (its last call, {r}), " if by_turn
-                            else f"call {r} (turn {turn_of[r]}{', over the limit' if calls[r].over_limit else ''}), ", 1)
-                  for h in line] for k, (r, line) in enumerate(zip(rows, hover))]
-    words = [ACTION_WORDS[a] for a in _HEATMAP_ORDER]
+        hover = [[_hover_cell(_aw[_HEATMAP_ORDER[c]], i, r, turn_of[r], by_turn, calls[r].over_limit)
+                  for i, c in enumerate(codes[k])] for k, r in enumerate(rows)]
+    words = [_aw[a] for a in _HEATMAP_ORDER]
     k = len(_HEATMAP_ORDER)
     x = list(range(n)) if cs == 1 else [*range(0, n, cs), n]
     y = list(range(len(rows))) if rs == 1 else [*range(0, len(rows), rs), len(rows)]
     fig = go.Figure(go.Heatmap(
         z=z, x=x, y=y, colorscale=_steps(_HEATMAP_ORDER), zmin=-0.5, zmax=k - 0.5, customdata=hover,
         hovertemplate="%{customdata}<extra></extra>", xgap=0, ygap=0,
-        colorbar=dict(title=dict(text="at that call"), tickmode="array", tickvals=list(range(k)), ticktext=words,
+        colorbar=dict(title=dict(text=_("at that call")), tickmode="array", tickvals=list(range(k)), ticktext=words,
                       lenmode="pixels", len=min(200, 40 + 22 * k), thickness=14, yanchor="top", y=1)))
     over = [j for j, r in enumerate(rows) if calls[r].over_limit] if rs == 1 else []
     for j in over:  # a call whose prompt is over the limit: a red mark at the row's left
         fig.add_shape(type="line", x0=-0.5, x1=-0.5, y0=j - 0.5, y1=j + 0.5, xref="x", yref="y",
                       line=dict(color="#D62728", width=6))
     ticks = y[::max(1, int_dtick(len(y), 10))]
-    label = (lambda v: f"{v:,}") if unit.startswith("turn") or rs > 1 else \
+    label = (lambda v: f"{v:,}") if by_turn or rs > 1 else \
         (lambda v: f"{rows[v]:,}" if v < len(rows) else f"{v:,}")
     fig.update_layout(height=min(MAX_HEIGHT, max(260, 110 + 14 * z.shape[0])), margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis=dict(title="message" if cs == 1 else f"message (groups of {cs})", tickmode="linear",
-                                 tick0=0, dtick=int_dtick(n), tickformat=",d"),
-                      yaxis=dict(title=unit if rs == 1 else f"{unit} (groups of {rs})", tickmode="array",
+                      xaxis=dict(title=_("message") if cs == 1 else _("message (groups of {n})").format(n=cs),
+                                 tickmode="linear", tick0=0, dtick=int_dtick(n), tickformat=",d"),
+                      yaxis=dict(title=unit if rs == 1 else _("{unit} (groups of {n})").format(unit=unit, n=rs),
+                                 tickmode="array",
                                  tickvals=ticks, ticktext=[label(v) for v in ticks], autorange="reversed"))
     return fig
+
+
+def _hover_cell(word: str, message: int, call: int, turn: int, by_turn: bool, over: bool) -> str:
+    """The hover text of one cell of the per-call heatmap."""
+    if by_turn:
+        return _("turn {turn} (its last call, {call}), message {i}: {word}").format(
+            turn=turn, call=call, i=message, word=word)
+    if over:
+        return _("call {call} (turn {turn}, over the limit), message {i}: {word}").format(
+            call=call, turn=turn, i=message, word=word)
+    return _("call {call} (turn {turn}), message {i}: {word}").format(call=call, turn=turn, i=message, word=word)
 
 
 def prompt_per_call(replays: Mapping[str, Any], limit: int) -> go.Figure:
@@ -274,18 +307,20 @@ def prompt_per_call(replays: Mapping[str, Any], limit: int) -> go.Figure:
         n = max(n, len(xs))
         fig.add_scatter(x=xs, y=[c.tokens_after for c in rp.calls], mode="lines", name=label,
                         line=dict(color=colors[k % len(colors)], width=2),
-                        hovertemplate=f"{label}<br>call %{{x}}: %{{y:,}} tokens<extra></extra>")
+                        hovertemplate=label + "<br>" + _("call %{x}: %{y:,} tokens") + "<extra></extra>")
         over = [c for c in rp.calls if c.over_limit]
         if over:
             fig.add_scatter(x=[c.number for c in over], y=[c.tokens_after for c in over], mode="markers",
-                            marker=dict(color="#D62728", size=6), name=f"{label}: over the limit", showlegend=True,
-                            hovertemplate=f"{label}<br>call %{{x}}: %{{y:,}} tokens, over the limit<extra></extra>")
+                            marker=dict(color="#D62728", size=6), showlegend=True,
+                            name=_("{label}: over the limit").format(label=label),
+                            hovertemplate=label + "<br>" + _("call %{x}: %{y:,} tokens, over the limit")
+                            + "<extra></extra>")
     fig.add_hline(y=limit, line_dash="dash", line_color=TEXT_COLOR,
-                  annotation_text=f"limit {limit:,}", annotation_position="top left")
+                  annotation_text=_("limit {n:,}").format(n=limit), annotation_position="top left")
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=90), legend=_LEGEND_BELOW,
-                      xaxis=dict(title="model call", tickmode="linear", tick0=0, dtick=int_dtick(max(n, 1)),
+                      xaxis=dict(title=_("model call"), tickmode="linear", tick0=0, dtick=int_dtick(max(n, 1)),
                                  tickformat=",d"),
-                      yaxis=dict(title="prompt tokens", rangemode="nonnegative", tickformat="~s"))
+                      yaxis=dict(title=_("prompt tokens"), rangemode="nonnegative", tickformat="~s"))
     return fig
 
 
@@ -304,8 +339,9 @@ def _group(codes: np.ndarray, rs: int, cs: int) -> tuple[np.ndarray, list[list[s
     """The most frequent code per group of ``rs`` turns by ``cs`` messages, and the hover text."""
     turns, messages = codes.shape
     if rs == cs == 1:
-        words = [ACTION_WORDS[a] for a in _HEATMAP_ORDER]
-        return codes, [[f"turn {t}, message {i}: {words[c]}" for i, c in enumerate(row)] for t, row in enumerate(codes)]
+        words = [_aw[a] for a in _HEATMAP_ORDER]
+        return codes, [[_("turn {t}, message {i}: {word}").format(t=t, i=i, word=words[c]) for i, c in enumerate(row)]
+                       for t, row in enumerate(codes)]
     k = len(_HEATMAP_ORDER)
     tb, mb = math.ceil(turns / rs), math.ceil(messages / cs)
     padded = np.full((tb * rs, mb * cs), -1, dtype=np.int8)
@@ -320,9 +356,10 @@ def _group(codes: np.ndarray, rs: int, cs: int) -> tuple[np.ndarray, list[list[s
         line = []
         for c in range(mb):
             m0, m1 = c * cs, min((c + 1) * cs, messages) - 1
-            shares = ", ".join(f"{counts[r, c, j] / sizes[r, c]:.0%} {ACTION_WORDS[_HEATMAP_ORDER[j]]}"
+            shares = ", ".join(f"{counts[r, c, j] / sizes[r, c]:.0%} {_aw[_HEATMAP_ORDER[j]]}"
                                for j in np.argsort(-counts[r, c])[:3] if counts[r, c, j])
-            line.append(f"turns {t0}–{t1}, messages {m0}–{m1}: {shares}")
+            line.append(_("turns {t0}–{t1}, messages {m0}–{m1}: {shares}").format(t0=t0, t1=t1, m0=m0, m1=m1,
+                                                                                   shares=shares))
         hover.append(line)
     return z, hover
 
@@ -344,16 +381,18 @@ def similarity_bars(rows: Sequence[Mapping[str, Any]], threshold: float | None) 
     """Selected tools with their similarity, coloured by why they are there; the threshold as a line.
     ``rows``: dicts with ``name``, ``similarity`` and ``reason``."""
     colors = {"similarity": "#4C78A8", "expansion": "#F58518", "always": "#54A24B"}
+    names = {"similarity": N_("similarity"), "expansion": N_("expansion"), "always": N_("always")}
     fig = go.Figure()
     for reason, color in colors.items():
         rs = [r for r in rows if r["reason"] == reason]
         if rs:
-            fig.add_bar(name=reason, orientation="h", marker_color=color, y=[r["name"] for r in rs],
-                        x=[r["similarity"] or 0 for r in rs], hovertemplate="%{y}: %{x:.3f}<extra>" + reason + "</extra>")
+            fig.add_bar(name=_(names[reason]), orientation="h", marker_color=color, y=[r["name"] for r in rs],
+                        x=[r["similarity"] or 0 for r in rs],
+                        hovertemplate="%{y}: %{x:.3f}<extra>" + _(names[reason]) + "</extra>")
     if threshold is not None:
-        fig.add_vline(x=threshold, line_dash="dash", annotation_text=f"threshold {threshold:.2f}")
+        fig.add_vline(x=threshold, line_dash="dash", annotation_text=_("threshold {t:.2f}").format(t=threshold))
     fig.update_layout(height=min(MAX_HEIGHT, 120 + 26 * max(len(rows), 1)), margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title="cosine similarity",
+                      xaxis_title=_("cosine similarity"),
                       xaxis_range=[min([0.0, *(r["similarity"] or 0 for r in rows)]), 1], legend_orientation="h")
     fig.update_yaxes(autorange="reversed")
     return fig
@@ -362,11 +401,11 @@ def similarity_bars(rows: Sequence[Mapping[str, Any]], threshold: float | None) 
 def sweep_chart(points: Sequence[Mapping[str, Any]], x: str, y: str, y2: str | None = None) -> go.Figure:
     """A line chart of a retrieval sweep (recall against k, tokens against threshold, ...)."""
     fig = go.Figure()
-    fig.add_scatter(x=[p[x] for p in points], y=[p[y] for p in points], mode="lines+markers", name=y)
+    fig.add_scatter(x=[p[x] for p in points], y=[p[y] for p in points], mode="lines+markers", name=_(y))
     if y2:
-        fig.add_scatter(x=[p[x] for p in points], y=[p[y2] for p in points], mode="lines+markers", name=y2,
+        fig.add_scatter(x=[p[x] for p in points], y=[p[y2] for p in points], mode="lines+markers", name=_(y2),
                         yaxis="y2")
-        fig.update_layout(yaxis2=dict(overlaying="y", side="right", title=y2))
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=x, yaxis_title=y,
+        fig.update_layout(yaxis2=dict(overlaying="y", side="right", title=_(y2)))
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=_(x), yaxis_title=_(y),
                       legend_orientation="h")
     return fig

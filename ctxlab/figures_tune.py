@@ -6,9 +6,11 @@ from typing import Any, Sequence
 
 import plotly.graph_objects as go
 
+from .i18n import N_, _
 from .sweep import MAXIMIZE, SweepResult
 
 CACHE_COLORS = {"cached": "#54A24B", "cache write": "#EECA3B", "uncached": "#E45756", "none": "#4C78A8"}
+CACHE_NAMES = {"cached": N_("cached"), "cache write": N_("cache write"), "uncached": N_("uncached")}
 
 
 def _axis(result: SweepResult, axis: str) -> str:
@@ -37,18 +39,19 @@ def pareto_figure(result: SweepResult, x: str | None = None, y: str | None = Non
                         hovertemplate="%{text}<br>" + x + " %{x}<br>" + y + " %{y}<extra></extra>")
     front = sorted((result.points[k] for k in result.pareto), key=lambda p: p[x])
     if front:
-        fig.add_scatter(x=[p[x] for p in front], y=[p[y] for p in front], mode="lines", name="Pareto front",
+        fig.add_scatter(x=[p[x] for p in front], y=[p[y] for p in front], mode="lines", name=_("Pareto front"),
                         line={"dash": "dot", "color": "#555"}, hoverinfo="skip")
     if result.recommendation is not None:
         r = result.points[result.recommendation]
-        fig.add_scatter(x=[r[x]], y=[r[y]], mode="markers", name="recommended", text=[_label(r)],
+        fig.add_scatter(x=[r[x]], y=[r[y]], mode="markers", name=_("recommended"), text=[_label(r)],
                         marker={"symbol": "star", "size": 18, "color": "#F58518", "line": {"width": 1, "color": "#333"}},
-                        hovertemplate="%{text}<extra>recommended</extra>")
+                        hovertemplate="%{text}<extra>" + _("recommended") + "</extra>")
     if y == "needed_recall":
         fig.add_hline(y=result.min_recall, line_dash="dash", line_color="#999",
-                      annotation_text=f"recall level {result.min_recall:.2f}")
-    better = lambda a: "higher is better" if a in MAXIMIZE else "lower is better"  # noqa: E731
-    fig.update_layout(xaxis_title=f"{x} ({better(x)})", yaxis_title=f"{y} ({better(y)})", legend_title="strategy",
+                      annotation_text=_("recall level {level:.2f}").format(level=result.min_recall))
+    better = lambda a: (_("{measure} (higher is better)") if a in MAXIMIZE  # noqa: E731
+                        else _("{measure} (lower is better)")).format(measure=a)
+    fig.update_layout(xaxis_title=better(x), yaxis_title=better(y), legend_title=_("strategy"),
                       margin={"l": 10, "r": 10, "t": 30, "b": 10}, height=420)
     return fig
 
@@ -56,10 +59,10 @@ def pareto_figure(result: SweepResult, x: str | None = None, y: str | None = Non
 def undefined_axis_reason(result: SweepResult, measure: str) -> str:
     """Why no point of the sweep has ``measure``, in words a user can act on."""
     if measure == "needed_recall":
-        return ("needed_recall is undefined for every point: no assistant message in these conversations uses a "
-                "fact (an id, an amount, a date) from an earlier message, so there is nothing a strategy could fail "
-                "to serve. Compare the points on cost and fits_rate in the table, or sweep longer conversations.")
-    return f"{measure} is undefined for every point of this sweep"
+        return _("needed_recall is undefined for every point: no assistant message in these conversations uses a "
+                 "fact (an id, an amount, a date) from an earlier message, so there is nothing a strategy could fail "
+                 "to serve. Compare the points on cost and fits_rate in the table, or sweep longer conversations.")
+    return _("{measure} is undefined for every point of this sweep").format(measure=measure)
 
 
 def has_values(result: SweepResult, measure: str) -> bool:
@@ -76,7 +79,8 @@ def sensitivity_figure(result: SweepResult, strategy: str, param: str, metric: s
     pts = [p for p in varied if p[metric] is not None]
     if not pts:
         raise ValueError(undefined_axis_reason(result, metric) if metric == "needed_recall" else
-                         f"{metric} is undefined for the {len(varied)} points of {strategy} varying {param}")
+                         _("{metric} is undefined for the {n} points of {strategy} varying {param}").format(
+                             metric=metric, n=len(varied), strategy=strategy, param=param))
     fig = go.Figure()
     for budget in sorted({p["max_tokens"] for p in pts}):
         groups: dict[Any, list[float]] = {}
@@ -85,8 +89,9 @@ def sensitivity_figure(result: SweepResult, strategy: str, param: str, metric: s
                 groups.setdefault(p["params"][param], []).append(p[metric])
         xs = sorted(groups, key=lambda v: (str(type(v)), v))
         fig.add_scatter(x=[str(v) if isinstance(v, tuple) else v for v in xs],
-                        y=[sum(groups[v]) / len(groups[v]) for v in xs], mode="lines+markers", name=f"{budget:,} tokens")
-    fig.update_layout(xaxis_title=f"{strategy}.{param}", yaxis_title=metric, legend_title="limit",
+                        y=[sum(groups[v]) / len(groups[v]) for v in xs], mode="lines+markers",
+                        name=_("{n:,} tokens").format(n=budget))
+    fig.update_layout(xaxis_title=f"{strategy}.{param}", yaxis_title=metric, legend_title=_("limit"),
                       margin={"l": 10, "r": 10, "t": 30, "b": 10}, height=360)
     return fig
 
@@ -98,15 +103,20 @@ def cost_per_turn_figure(cost: Any, none: Any | None = None) -> go.Figure:
     turns = [r["turn"] for r in rows]
     fig = go.Figure()
     for name, key in (("cached", "cached_tokens"), ("cache write", "cache_write_tokens"), ("uncached", "uncached_tokens")):
-        fig.add_bar(x=turns, y=[r[key] for r in rows], name=name, marker_color=CACHE_COLORS[name],
-                    hovertemplate="turn %{x}: %{y:,} tokens<extra>" + name + "</extra>")
+        fig.add_bar(x=turns, y=[r[key] for r in rows], name=_(CACHE_NAMES[name]), marker_color=CACHE_COLORS[name],
+                    hovertemplate=_("turn %{x}: %{y:,} tokens") + "<extra>" + _(CACHE_NAMES[name]) + "</extra>")
     if none is not None:
         base = none.per_turn()
         fig.add_scatter(x=[r["turn"] for r in base], y=[r["prompt_tokens"] for r in base], mode="lines+markers",
-                        name="none: prompt tokens", line={"color": CACHE_COLORS["none"]})
-    money = "" if cost.cost_usd is None else f", ${cost.cost_usd:.4f}"
-    fig.update_layout(barmode="stack", xaxis_title="turn", yaxis_title="prompt tokens (all calls of the turn)",
-                      title=f"{cost.strategy}: {cost.input_tokens:,} input tokens, {cost.cached_share:.0%} cached{money}",
+                        name=_("none: prompt tokens"), line={"color": CACHE_COLORS["none"]})
+    if cost.cost_usd is None:
+        title = _("{strategy}: {n:,} input tokens, {cached:.0%} cached").format(
+            strategy=cost.strategy, n=cost.input_tokens, cached=cost.cached_share)
+    else:
+        title = _("{strategy}: {n:,} input tokens, {cached:.0%} cached, ${cost:.4f}").format(
+            strategy=cost.strategy, n=cost.input_tokens, cached=cost.cached_share, cost=cost.cost_usd)
+    fig.update_layout(barmode="stack", xaxis_title=_("turn"), yaxis_title=_("prompt tokens (all calls of the turn)"),
+                      title=title,
                       margin={"l": 10, "r": 10, "t": 40, "b": 10}, height=360)
     return fig
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from ._domains import BUILTIN_WORLDS, CHARS_PER_TOKEN, JSONDict, Turn, World, dumps
 from ._domains.plant import POISONINGS, Planter, distraction_tokens
 from .conversation import Conversation, Message, ToolCall, compact_json
+from .i18n import N_
 
 __all__ = ["DOMAINS", "PARAMS", "WORLDS", "CHARS_PER_TOKEN", "MAX_TOTAL_RESULT_TOKENS", "World",
            "generate", "validate_params"]
@@ -41,36 +42,36 @@ DOMAINS: tuple[str, ...] = tuple(WORLDS)
 
 PARAMS: list[dict[str, Any]] = [
     {"name": "domain", "type": "str", "default": "ecommerce", "choices": DOMAINS,
-     "help": "ecommerce: support desk (orders, shipments, payments, refunds); sql: analytics "
+     "help": N_("ecommerce: support desk (orders, shipments, payments, refunds); sql: analytics "
              "agent (generate_sql, valid_sql, run_sql); travel: flights and hotels, good for "
-             "parallel calls."},
+             "parallel calls.")},
     {"name": "turns", "type": "int", "default": 6, "min": 1, "max": 500,
-     "help": "User turns (steps of the task in an agent_run); each ends with an assistant answer."},
+     "help": N_("User turns (steps of the task in an agent_run); each ends with an assistant answer.")},
     {"name": "rounds_per_turn", "type": "int", "default": 2, "min": 1, "max": 20,
-     "help": "Tool rounds per turn (an assistant message with tool calls and their results)."},
+     "help": N_("Tool rounds per turn (an assistant message with tool calls and their results).")},
     {"name": "result_tokens", "type": "int", "default": 400, "min": 200, "max": 20_000,
-     "help": "Approximate size of each tool result, at 4 characters of JSON per token."},
+     "help": N_("Approximate size of each tool result, at 4 characters of JSON per token.")},
     {"name": "parallel_calls", "type": "int", "default": 1, "min": 1, "max": 8,
-     "help": "Tool calls per assistant message, run in parallel (one per order, question or trip leg)."},
+     "help": N_("Tool calls per assistant message, run in parallel (one per order, question or trip leg).")},
     {"name": "seed", "type": "int", "default": 0, "min": 0, "max": 2**32 - 1,
-     "help": "Random seed: the same seed and parameters give the same conversation."},
+     "help": N_("Random seed: the same seed and parameters give the same conversation.")},
     {"name": "plant_poisoning", "type": "str", "default": "none", "choices": POISONINGS,
-     "help": "Plant context poisoning: mistyped_id (a lookup with a one-character typo finds another record, "
+     "help": N_("Plant context poisoning: mistyped_id (a lookup with a one-character typo finds another record, "
              "and the answer reuses it), repeated_failure (the same failing call sent 3 times), false_claim "
-             "(an answer states a wrong status or amount, a summary repeats it, a later result contradicts it)."},
+             "(an answer states a wrong status or amount, a summary repeats it, a later result contradicts it).")},
     {"name": "plant_distraction", "type": "int", "default": 0, "min": 0, "max": 20,
-     "help": "Plant context distraction: this many extra tool results, 10x the usual size (at least "
-             "3,000 tokens), in earlier turns."},
+     "help": N_("Plant context distraction: this many extra tool results, 10x the usual size (at least "
+             "3,000 tokens), in earlier turns.")},
     {"name": "plant_confusion", "type": "int", "default": 0, "min": 0, "max": 80,
-     "help": "Plant context confusion: offer this many tools (the domain's, look-alikes of them, unrelated "
-             "ones; 0 = only the domain's), and have the agent call a look-alike that fails."},
+     "help": N_("Plant context confusion: offer this many tools (the domain's, look-alikes of them, unrelated "
+             "ones; 0 = only the domain's), and have the agent call a look-alike that fails.")},
     {"name": "plant_clash", "type": "int", "default": 0, "min": 0, "max": 10,
-     "help": "Plant context clash: this many re-read tool results that disagree with the first read on one "
-             "field of one entity (a status, an amount)."},
+     "help": N_("Plant context clash: this many re-read tool results that disagree with the first read on one "
+             "field of one entity (a status, an amount).")},
     {"name": "shape", "type": "str", "default": "chat", "choices": ("chat", "agent_run"),
-     "help": "chat: a user message starts every turn; agent_run: one task message, then the agent works "
+     "help": N_("chat: a user message starts every turn; agent_run: one task message, then the agent works "
              "alone (each later request becomes a step the agent states before its next calls), as an "
-             "autonomous or coding agent does: one user turn, dozens of model calls."},
+             "autonomous or coding agent does: one user turn, dozens of model calls.")},
 ]
 """The parameters of ``generate``: name, type, default, min and max (or choices), help."""
 

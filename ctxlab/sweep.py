@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .conversation import Conversation
+from .i18n import N_, _
 from .errors import CtxlabError
 from .fidelity import FactCheck, needed_facts
 from .pricing import Price, PriceTable, load_prices, replay_cost
@@ -38,7 +39,7 @@ from .validate import validate
 DEFAULT_MIN_RECALL = 0.95
 DASK_CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
 DEFAULT_AXES = ("cost_usd", "needed_recall")
-RECOMMENDATION_RULE = ("The cheapest point (lowest cost_usd; input_tokens_total when the model has no price) "
+RECOMMENDATION_RULE = N_("The cheapest point (lowest cost_usd; input_tokens_total when the model has no price) "
                        "whose every model call fits the limit (calls_over_limit = 0), whose needed_recall is at least "
                        "{min_recall:.2f} and whose output no provider rejects (invalid = 0); among points within 1% of "
                        "that cost, one whose strategy has a native framework export is preferred, then the higher "
@@ -307,13 +308,14 @@ def recommend(points: Sequence[Mapping[str, Any]], min_recall: float = DEFAULT_M
 def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, min_recall: float) -> list[str]:
     """What a reader must know about the pick: that it does not fit every call, or that none qualified."""
     if pick is None:
-        return [f"no point serves at least {min_recall:.0%} of the needed facts with a valid output: "
-                "lower --min-recall, raise the limit, or vary other parameters"]
+        return [_("no point serves at least {level:.0%} of the needed facts with a valid output: lower "
+                  "--min-recall, raise the limit, or vary other parameters").format(level=min_recall)]
     p = points[pick]
     if p.get("calls_over_limit", 0):
-        return [f"no point fits every model call: the recommendation is the closest, {p['calls_over_limit']:,} of "
-                f"{p['calls']:,} calls over the {p['max_tokens']:,}-token limit (largest prompt "
-                f"{p['worst_prompt']:,}); raise the limit or vary other parameters"]
+        return [_("no point fits every model call: the recommendation is the closest, {over:,} of {calls:,} calls "
+                  "over the {limit:,}-token limit (largest prompt {largest:,}); raise the limit or vary other "
+                  "parameters").format(over=p["calls_over_limit"], calls=p["calls"], limit=p["max_tokens"],
+                                       largest=p["worst_prompt"])]
     return []
 
 
@@ -344,7 +346,7 @@ class SweepResult:
     @property
     def rule(self) -> str:
         """The recommendation rule, with its recall level."""
-        return RECOMMENDATION_RULE.format(min_recall=self.min_recall)
+        return _(RECOMMENDATION_RULE).format(min_recall=self.min_recall)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"points": [...], "pareto": [...], "recommendation": {point} or null, ...}``."""
@@ -484,14 +486,14 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     usable = [(k, c) for k, c in enumerate(convs) if any(m.role == "user" for m in c.messages)]
     notes = []
     if len(usable) < len(convs):
-        notes.append(f"{len(convs) - len(usable)} conversation(s) without a user message were left out")
+        notes.append(_("{n} conversation(s) without a user message were left out").format(n=len(convs) - len(usable)))
     if not usable:
         raise SweepError("no conversation with a user turn to replay", where="conversations",
                          hint="Give conversations that have at least one user message")
     price = _price_for(prices, model, [c for _, c in usable])
     if price is None:
-        notes.append(f"no price for model {model or usable[0][1].model or 'gpt-4o'!r}: cost_usd is empty; "
-                     "the Pareto front and recommendation use input_tokens_total")
+        notes.append(_("no price for model {model}: cost_usd is empty; the Pareto front and recommendation use "
+                       "input_tokens_total").format(model=repr(model or usable[0][1].model or "gpt-4o")))
     n_workers = workers or os.cpu_count() or 1
     size = chunk_size or max(1, math.ceil(len(usable) / (max(n_workers, 1) * 4)))
     tasks = _chunks(usable, size)
@@ -540,7 +542,7 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
             if not in_folder:
                 raise SweepError(f"{f.name}: {e}", where="FILE") from None
             if notes is not None:
-                notes.append(f"skipped {f}: not a conversation ({e})")
+                notes.append(_("skipped {file}: not a conversation ({error})").format(file=f, error=e))
     if not out:
         raise SweepError("no conversation found in the files given", where="FILE")
     return out

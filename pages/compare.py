@@ -20,7 +20,8 @@ from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.strategies import Budget, Strategy, View, get_strategy
 from ctxlab.validate import validate
-from ui import action_column, count_column, strategy_picker
+from ctxlab.i18n import N_, _
+from ui import action_words, action_column, count_column, strategy_picker, table_columns, translated_columns
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -28,13 +29,13 @@ def _needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
     return needed_facts(_conv)
 
 
-@st.cache_resource(show_spinner="Replaying call by call…", max_entries=32)
+@st.cache_resource(show_spinner=False, max_entries=32)
 def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
             _budget: Budget) -> Replay:
     return replay(_view, _strategy, _budget)
 
 
-@st.cache_resource(show_spinner="Measuring needed facts and cost…", max_entries=32)
+@st.cache_resource(show_spinner=False, max_entries=32)
 def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
               _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None) -> ReplayMeasures:
     """A column's needed recall and cost on the replay, against keeping everything (one baseline per budget)."""
@@ -60,20 +61,26 @@ def _replay_row(m: ReplayMeasures) -> dict[str, Any]:
 
 REPLAY_COLUMNS = {
     "calls over limit": st.column_config.NumberColumn(
-        "calls over limit", format="%d", help="Model calls of the call-by-call replay whose prompt is over the limit"),
-    "needed recall": st.column_config.NumberColumn("needed recall", format="percent",
-                                                   help="Share of the needed facts the context held (empty: none needed)"),
-    "tokens vs none": st.column_config.NumberColumn("tokens vs none", format="percent",
-                                                    help="Input tokens over all calls, against keeping everything"),
-    "cached": st.column_config.NumberColumn("cached", format="percent", help="Share of input tokens the cache served"),
-    "cost $": st.column_config.NumberColumn("cost $", format="$%.4f", help="Empty: the model has no price"),
-    "cost vs none": st.column_config.NumberColumn("cost vs none", format="percent")}
+        N_("calls over limit"), format="%d", help=N_("Model calls of the call-by-call replay whose prompt is over the limit")),
+    "needed recall": st.column_config.NumberColumn(N_("needed recall"), format="percent",
+                                                   help=N_("Share of the needed facts the context held (empty: none needed)")),
+    "tokens vs none": st.column_config.NumberColumn(N_("tokens vs none"), format="percent",
+                                                    help=N_("Input tokens over all calls, against keeping everything")),
+    "cached": st.column_config.NumberColumn(N_("cached"), format="percent", help=N_("Share of input tokens the cache served")),
+    "cost $": st.column_config.NumberColumn(N_("cost $"), format="$%.4f", help=N_("Empty: the model has no price")),
+    "cost vs none": st.column_config.NumberColumn(N_("cost vs none"), format="percent")}
+TABLE_HEADERS = (N_("strategy"), N_("cost vs none"), N_("largest prompt"), N_("needed facts missed"),
+                 N_("input tokens (all calls)"), N_("tokens after"), N_("saved"), N_("tokens saved"),
+                 N_("messages removed"), N_("retention"), N_("fits"), N_("openai findings"), N_("anthropic findings"),
+                 N_("warnings"), N_("role"), N_("tokens"), N_("rules"), N_("severity"), N_("code"),
+                 N_("result message"), N_("input message"), N_("finding"))
+# Every header of the page's tables (the engine's row keys), marked for the catalogs. (a comment: a page's bare string is shown)
 
 
 input_panel()
-st.title("Compare strategies")
-st.write("Two to four strategies on the same conversation and budget: what each one keeps, what it costs, "
-         "and whether OpenAI and Anthropic would accept the result.")
+st.title(_("Compare strategies"))
+st.write(_("Two to four strategies on the same conversation and budget: what each one keeps, what it costs, "
+           "and whether OpenAI and Anthropic would accept the result."))
 
 conv = require_conversation()
 try:
@@ -84,36 +91,36 @@ except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
 
-count = int(st.number_input("Strategies to compare", min_value=MIN_COLUMNS, max_value=MAX_COLUMNS, value=MIN_COLUMNS,
+count = int(st.number_input(_("Strategies to compare"), min_value=MIN_COLUMNS, max_value=MAX_COLUMNS, value=MIN_COLUMNS,
                             step=1, key="cmp_count"))
 view_key = (text_hash(st.session_state.conversation_text), st.session_state.model, tuple(st.session_state.pins))
 llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings), as in the Strategy Lab
 llm_key = llm.config.fingerprint()
 plans, names, columns, reasons, strategies = [], [], [], [], []
 for k, col in enumerate(st.columns(count), 1):
-    col.subheader(f"Strategy {k}")
+    col.subheader(_("Strategy {k}").format(k=k))
     strategy = strategy_picker(f"cmp{k}", col, default=DEFAULT_STRATEGIES[k - 1], budget=budget)
-    show = col.checkbox("Reasons in the table", key=f"cmp{k}_reasons",
-                        help="Show why, instead of only what, in this strategy's column of the message table")
+    show = col.checkbox(_("Reasons in the table"), key=f"cmp{k}_reasons",
+                        help=_("Show why, instead of only what, in this strategy's column of the message table"))
     if strategy is None:
-        col.caption("Left out of the comparison until its parameters are valid.")
+        col.caption(_("Left out of the comparison until its parameters are valid."))
         continue
     try:
         with use_llm(llm):
             plans.append(strategy.apply(view, budget))
     except CtxlabError as e:
         col.error(md_escape(str(e)))
-        col.caption("Left out of the comparison.")
+        col.caption(_("Left out of the comparison."))
         continue
     if plans[-1].idle:
-        col.info(md_escape(f"Did not act: {plans[-1].idle.rstrip('.')}."))
+        col.info(md_escape(_("Did not act: {why}.").format(why=_(plans[-1].idle).rstrip("."))))
     names.append(strategy.name)
     strategies.append(strategy)
     columns.append(k)
     reasons.append(show)
 
 if not plans:
-    st.info("No strategy can be applied with its current parameters: fix the ones marked in red above.")
+    st.info(_("No strategy can be applied with its current parameters: fix the ones marked in red above."))
     st.stop()
 
 labels = column_labels(names, columns)
@@ -125,16 +132,16 @@ except CtxlabError as e:
     st.stop()
 measure_key = (view_key, tuple(repr(s) for s in strategies), repr(budget), repr(price))
 measures: list[ReplayMeasures] | None = None
-st.subheader("Verdict")
+st.subheader(_("Verdict"))
 if len(view) > LIVE_MEASURE_MAX and st.session_state.get("cmp_measured") != measure_key:
-    st.info(f"The verdict needs each strategy replayed call by call. This conversation has {len(view):,} messages, "
-            "which takes from seconds to a minute or two: press Measure.")
-    if st.button("Measure needed recall and cost", key="cmp_measure"):
+    st.info(_("The verdict needs each strategy replayed call by call. This conversation has {n:,} messages, "
+              "which takes from seconds to a minute or two: press Measure.").format(n=len(view)))
+    if st.button(_("Measure needed recall and cost"), key="cmp_measure"):
         st.session_state.cmp_measured = measure_key
         st.rerun()
 else:
     try:
-        with use_llm(llm):
+        with use_llm(llm), st.spinner(_("Replaying call by call…")):
             measures = [_measures(view_key, f"{s!r}|{llm_key}", repr(budget), repr(price), conv, view, s, budget,
                                   st.session_state.model, price) for s in strategies]
     except CtxlabError as e:
@@ -142,49 +149,54 @@ else:
         st.stop()
     result = verdict_by_recall(metrics, measures)
     (st.success if result.winner is not None else st.warning)(md_escape(result.text))
-st.caption(f"Rule: {VERDICT_RULE}")
-st.caption("Every assistant message is one model call; each strategy runs where its apply_at says (before every "
-           "call by default). Needed recall: of the facts each assistant message used that came from earlier "
-           "messages, the share the prompt of its call held. Cost: every call priced with the provider's prompt "
-           "cache. A strategy fits when every one of its calls fits.")
+st.caption(_("Rule: {rule}").format(rule=_(VERDICT_RULE)))
+st.caption(_("Every assistant message is one model call; each strategy runs where its apply_at says (before every "
+             "call by default). Needed recall: of the facts each assistant message used that came from earlier "
+             "messages, the share the prompt of its call held. Cost: every call priced with the provider's prompt "
+             "cache. A strategy fits when every one of its calls fits."))
 for m, label in zip(measures or (), labels):
-    st.caption(md_escape(f"{label}: {cost_sentence(m)}"))
+    st.caption(md_escape(_("{label}: {sentence}").format(label=label, sentence=cost_sentence(m))))
 
-st.subheader("Tokens")
+st.subheader(_("Tokens"))
 st.plotly_chart(token_bars(plans, labels), key="cmp_bars")
 
-st.subheader("Metrics")
+st.subheader(_("Metrics"))
 COUNTS = ("tokens after", "tokens saved", "messages removed", "input tokens (all calls)", "needed facts missed",
           "largest prompt")
 # the strategy, then what the replay says (fit of every call, needed facts, cost), then the plan's own
 # figures: the columns a reader decides by come first, with no horizontal scroll to reach them
-st.dataframe([{"strategy": m.label, **(_replay_row(r) if r is not None else {}),
-               **{k: v for k, v in m.row().items() if k != "strategy"}}
-              for m, r in zip(metrics, measures or [None] * len(metrics))], key="cmp_metrics", hide_index=True,
-             width="stretch",
-             column_config={**{c: count_column(c) for c in COUNTS}, **REPLAY_COLUMNS})
+metric_rows = [{"strategy": m.label, **(_replay_row(r) if r is not None else {}),
+                **{k: v for k, v in m.row().items() if k != "strategy"}}
+               for m, r in zip(metrics, measures or [None] * len(metrics))]
+st.dataframe(metric_rows, key="cmp_metrics", hide_index=True, width="stretch",
+             column_config=translated_columns(table_columns(metric_rows),
+                                              {**{c: count_column(c) for c in COUNTS}, **REPLAY_COLUMNS}))
 for m in metrics:
     for w in m.warnings:
-        st.warning(md_escape(f"{m.label}: {w}"))
+        st.warning(md_escape(_("{label}: {sentence}").format(label=m.label, sentence=_(w))))
 
-st.subheader("Every message")
-st.caption("One row per input message; one column per strategy, with what it did: "
-           + ", ".join(ACTION_WORDS[a] for a in ("keep", "summarize", "clear", "truncate", "drop")) + ".")
-st.dataframe(action_table(view.roles, view.tokens, plans, labels, ACTION_WORDS, reasons), key="cmp_actions",
-             hide_index=True, width="stretch",
-             column_config={"#": count_column("#"), "tokens": count_column("tokens"),
-                            **{label: action_column(label) for label in labels}})
+st.subheader(_("Every message"))
+st.caption(_("One row per input message; one column per strategy, with what it did: {actions}.").format(
+    actions=_(", ").join(_(ACTION_WORDS[a]) for a in ("keep", "summarize", "clear", "truncate", "drop"))))
+action_rows = action_table(view.roles, view.tokens, plans, labels, action_words(), reasons)
+st.dataframe(action_rows, key="cmp_actions", hide_index=True, width="stretch",
+             column_config={**translated_columns(table_columns(action_rows)[:3],
+                                                 {"#": count_column("#"), "tokens": count_column("tokens")}),
+                            **{label: action_column(label) for label in labels},
+                            **{f"{label} reason": st.column_config.Column(_("{label} reason").format(label=label))
+                               for label in labels}})
 
 input_errors = sorted({(f.code, f.index) for r in RULE_NAMES for f in validate(list(conv.messages), r)
                        if f.severity == "error"}, key=lambda ci: (ci[1] is None, ci[1] or 0, ci[0]))
 if input_errors:
-    listed = ", ".join(f"{code} at message #{i}" for code, i in input_errors[:5])
-    st.warning(md_escape(f"The input itself breaks the OpenAI or Anthropic rules ({len(input_errors)} error(s): "
-                         f"{listed}): a strategy whose result has no finding below only happened to remove the "
-                         "messages at fault. Fix the input."))
+    listed = _(", ").join(_("{code} at message #{i}").format(code=code, i=i) for code, i in input_errors[:5])
+    st.warning(md_escape(_("The input itself breaks the OpenAI or Anthropic rules ({n} error(s): {listed}): a "
+                           "strategy whose result has no finding below only happened to remove the messages at "
+                           "fault. Fix the input.").format(n=len(input_errors), listed=listed)))
 rows = finding_rows(metrics, plans)
 if rows:
-    with st.expander(f"Provider findings ({len(rows)})", expanded=True):
-        st.dataframe(rows, key="cmp_findings", hide_index=True, width="stretch")
+    with st.expander(_("Provider findings ({n})").format(n=len(rows)), expanded=True):
+        st.dataframe(rows, key="cmp_findings", hide_index=True, width="stretch",
+                     column_config=translated_columns(table_columns(rows)))
 else:
-    st.caption("No findings: every result follows the OpenAI and Anthropic rules.")
+    st.caption(_("No findings: every result follows the OpenAI and Anthropic rules."))

@@ -32,15 +32,21 @@ from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_stra
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.validate import Finding, validate
-from ui import (TABLE_ACTIONS, action_column, config_downloads, count_column, native_downloads, strategy_picker, summary_note,
+from ctxlab.i18n import N_, _, language
+from ui import (TABLE_ACTIONS, action_column, action_words, role_name, strategy_title, translated_columns, config_downloads, count_column, native_downloads, strategy_picker, summary_note,
                 text_width)
 
 RULES = RULE_NAMES
-LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}
+LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}  # English; shown through _()
 ROLES = ("system", "user", "assistant", "tool")
 EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
 PREVIEW = 160
-APPLY_AT_WORDS = {"every_call": "before every model call", "turn_start": "when a user message arrives"}
+APPLY_AT_WORDS = {"every_call": N_("before every model call"), "turn_start": N_("when a user message arrives")}
+TABLE_HEADERS = (N_("role"), N_("tokens"), N_("action"), N_("reason"), N_("content"), N_("runs"),
+                 N_("calls over the limit"), N_("needed facts served"), N_("cost"), N_("input tokens, all calls"),
+                 N_("largest prompt"), N_("times it ran"), N_("fact"), N_("came from message"),
+                 N_("needed by message"), N_("call"), N_("turn"), N_("state"))
+# The headers of the page's tables, marked for the catalogs (the data keeps its English keys). (a comment: a page's bare string is shown)
 MAX_FINDINGS = 5
 # When the replay measures (needed facts served, cost vs keeping everything) are computed. Measured
 # on this machine: 10-35 ms on the bundled samples; 2.4-5 s on a generated 1,000-message conversation
@@ -55,9 +61,9 @@ REPLAY_MEASURE_MAX = 1_000
 def _preview(m: Message) -> str:
     text = m.text or ", ".join(f"{c.name}({c.arguments})" for c in m.tool_calls)
     if m.extra.get("ctxlab_compaction"):  # marked by a coding-agent trace reader; every strategy keeps it
-        text = "[compaction summary, kept] " + text
+        text = _("[compaction summary, kept] {text}").format(text=text)
     elif m.extra.get("ctxlab_task"):
-        text = "[the run's task, kept] " + text
+        text = _("[the run's task, kept] {text}").format(text=text)
     return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
 
 
@@ -82,12 +88,13 @@ def _rows(view: View, plan: Plan) -> pd.DataFrame:
     def summaries(at: int) -> None:
         for k in before.get(at, ()):
             rows.append({"#": None, "open": f"summary {k}", "role": "summary", "tokens": plan.output_tokens[k],
-                         "action": LABELS["insert"], "code": "insert",
-                         "reason": f"inserted by {plan.strategy}", "content": _preview(plan.messages[k])})
+                         "action": action_words()["insert"], "code": "insert",
+                         "reason": _("inserted by {strategy}").format(strategy=plan.strategy),
+                         "content": _preview(plan.messages[k])})
 
     for i, (m, a, why) in enumerate(zip(view.messages, plan.actions, plan.reasons)):
         summaries(i)
-        rows.append({"#": i, "open": i, "role": m.role, "tokens": view.tokens[i], "action": LABELS.get(a, a),
+        rows.append({"#": i, "open": i, "role": m.role, "tokens": view.tokens[i], "action": _(LABELS.get(a, a)),
                      "code": a, "reason": why, "content": _preview(m)})
     summaries(len(plan.actions))
     df = pd.DataFrame(rows, columns=["#", "open", "role", "tokens", "action", "code", "reason", "content"])
@@ -96,7 +103,7 @@ def _rows(view: View, plan: Plan) -> pd.DataFrame:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _outcome(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
+def _outcome(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _view: View, _strategy: Strategy,
              _budget: Budget) -> tuple[Plan, dict[str, list[Finding]], pd.DataFrame, list[int | str]]:
     """The plan, the validator's findings on its result, the timeline rows and what each row
     opens (a message index, or "summary k" for output message k), cached."""
@@ -112,7 +119,7 @@ def _input_findings(text_key: str, _conv: ctxlab.Conversation) -> dict[str, list
     return {r: validate(list(_conv.messages), r) for r in RULES}
 
 
-@st.cache_resource(show_spinner="Replaying call by call…", max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
             _budget: Budget) -> Replay:
     return replay(_view, _strategy, _budget)
@@ -124,12 +131,12 @@ def _needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
     return needed_facts(_conv)
 
 
-@st.cache_resource(show_spinner="Replaying keep-everything for the cost baseline…", max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _baseline(view_key: tuple, budget_key: str, _view: View, _budget: Budget) -> Replay:
     return replay(_view, get_strategy("none"), _budget)
 
 
-@st.cache_resource(show_spinner="Measuring needed facts and cost…", max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
               _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None) -> ReplayMeasures:
     """Needed recall and cost of the strategy's replay (shared with the Replay tab) and of keeping everything."""
@@ -139,7 +146,8 @@ def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: st
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _figures(view_key: tuple, strategy_key: str, budget_key: str, title: str, _view: View, _plan: Plan) -> tuple:
+def _figures(view_key: tuple, strategy_key: str, budget_key: str, title: str, lang: str, _view: View,
+             _plan: Plan) -> tuple:
     return (figures.token_bars([_plan], names=[title]), figures.timeline(_plan, _view.roles, _view.tokens))
 
 
@@ -170,11 +178,11 @@ def _show_message(m: Message) -> None:
     if m.tool_calls:
         st.json([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls])
     if m.tool_call_id:
-        st.text(f"answers tool call {m.tool_call_id}")
+        st.text(_("answers tool call {id}").format(id=m.tool_call_id))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _heatmap(view_key: tuple, strategy_key: str, budget_key: str, _rp: Replay) -> Any:
+def _heatmap(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _rp: Replay) -> Any:
     """The replay heatmap, drawn once per replay (grouping a large one takes a moment)."""
     return figures.call_heatmap(_rp)
 
@@ -193,17 +201,19 @@ def _where_it_runs(keys: tuple, price: Price | None) -> None:
         m = _measures(keys[0], _strategy_key(variant, llm), keys[2], repr(price), conv, view,
                       variant, budget, model, price)
         r = m.replay
-        rows.append({"runs": APPLY_AT_WORDS[where], "calls over the limit": f"{r.calls_over_limit:,} of {len(r.calls):,}",
+        rows.append({"runs": _(APPLY_AT_WORDS[where]),
+                     "calls over the limit": _("{k:,} of {n:,}").format(k=r.calls_over_limit, n=len(r.calls)),
                      "needed facts served": m.needed_recall, "cost": m.cost.cost_usd,
                      "input tokens, all calls": m.cost.input_tokens,
                      "largest prompt": r.worst.tokens_after if r.worst else 0, "times it ran": r.applications})
-    st.markdown("**Where the strategy runs**: the same trace with the strategy before every model call and only "
-                "when a user message arrives.")
+    st.markdown(_("**Where the strategy runs**: the same trace with the strategy before every model call and only "
+                  "when a user message arrives."))
     st.dataframe(rows, key="lab_where_table", hide_index=True, width="stretch",
-                 column_config={"largest prompt": count_column("largest prompt"),
-                                "input tokens, all calls": count_column("input tokens, all calls"),
-                                "needed facts served": st.column_config.NumberColumn(format="percent"),
-                                "cost": st.column_config.NumberColumn(format="$%.4f")})
+                 column_config=translated_columns(list(rows[0]), {
+                     "largest prompt": count_column("largest prompt"),
+                     "input tokens, all calls": count_column("input tokens, all calls"),
+                     "needed facts served": st.column_config.NumberColumn(format="percent"),
+                     "cost": st.column_config.NumberColumn(format="$%.4f")}))
 
 
 def _toggle_pin(i: int) -> None:
@@ -214,19 +224,20 @@ def _toggle_pin(i: int) -> None:
 def _cost_section(m: ReplayMeasures) -> None:
     """Totals over the conversation's life beside keeping everything, and the tokens per turn by cache."""
     c, none = m.cost, m.cost_none
-    st.markdown(f"**Cost over the conversation's life**: {md_escape(cost_sentence(m))}")
+    st.markdown(_("**Cost over the conversation's life**: {sentence}").format(sentence=md_escape(cost_sentence(m))))
     k1, k2, k3, k4 = st.columns(4)
-    k1.metric("Input tokens, all calls", f"{c.input_tokens:,}", help=f"none: {none.input_tokens:,}",
-              delta=f"{c.input_tokens / none.input_tokens - 1:+.0%} vs none" if none.input_tokens else None,
-              delta_color="inverse")
-    k2.metric("Cached share", f"{c.cached_share:.0%}", help=f"none: {none.cached_share:.0%}")
+    k1.metric(_("Input tokens, all calls"), f"{c.input_tokens:,}", help=_("none: {n:,}").format(n=none.input_tokens),
+              delta=_("{change:+.0%} vs none").format(change=c.input_tokens / none.input_tokens - 1)
+              if none.input_tokens else None, delta_color="inverse")
+    k2.metric(_("Cached share"), f"{c.cached_share:.0%}", help=_("none: {share:.0%}").format(share=none.cached_share))
     if c.cost_usd is None:
-        k3.metric("Cost", "no price", help="This model has no price in the table: set one in Prices above.")
-        k4.metric("Cost of none", "no price")
+        k3.metric(_("Cost"), _("no price"), help=_("This model has no price in the table: set one in Prices above."))
+        k4.metric(_("Cost of none"), _("no price"))
     else:
-        k3.metric("Cost", f"${c.cost_usd:.4f}", delta_color="inverse",
-                  delta=f"{c.cost_usd / none.cost_usd - 1:+.0%} vs none" if none.cost_usd else None)
-        k4.metric("Cost of none", f"${none.cost_usd:.4f}")
+        k3.metric(_("Cost"), f"${c.cost_usd:.4f}", delta_color="inverse",
+                  delta=_("{change:+.0%} vs none").format(change=c.cost_usd / none.cost_usd - 1)
+                  if none.cost_usd else None)
+        k4.metric(_("Cost of none"), f"${none.cost_usd:.4f}")
     fig = cost_per_turn_figure(c, none)
     fig.update_xaxes(dtick=max(1, -(-len(c.per_turn()) // 20)))  # whole turns, at most ~20 ticks
     st.plotly_chart(fig, key="lab_cost_chart")
@@ -238,7 +249,7 @@ NOTE_BOXES = {"success": st.success, "info": st.info, "warning": st.warning, "ca
 
 st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
 input_panel()
-st.title("Strategy Lab")
+st.title(_("Strategy Lab"))
 conv = require_conversation()  # the parsed conversation (shared, not copied), or a prompt and a stop
 text, model = st.session_state.conversation_text, st.session_state.model
 headline = st.empty()
@@ -252,15 +263,15 @@ except CtxlabError as e:
 
 left, main = st.columns([1, 3], gap="large")
 with left:
-    st.subheader("Strategy")
+    st.subheader(_("Strategy"))
     strategy = strategy_picker("lab", left, budget=budget)
     if [p for p in st.session_state.pins if not 0 <= p < n]:
         st.session_state.pins = [p for p in st.session_state.pins if 0 <= p < n]
-    st.multiselect("Pinned messages", list(range(n)), key="pins",
-                   format_func=lambda i: f"#{i} {conv.messages[i].role}",
-                   help="Strategies that honour pins (newest tool rounds, recent window + key messages, running "
-                        "summary, clear old tool results, middle out, oldest first, hybrid) never remove or clear "
-                        "a pinned message.")
+    st.multiselect(_("Pinned messages"), list(range(n)), key="pins",
+                   format_func=lambda i: f"#{i} {role_name(conv.messages[i].role)}",
+                   help=_("Strategies that honour pins (newest tool rounds, recent window + key messages, running "
+                          "summary, clear old tool results, middle out, oldest first, hybrid) never remove or clear "
+                          "a pinned message."), placeholder=_("Choose options"))
 if strategy is None:
     st.stop()
 
@@ -270,47 +281,61 @@ try:
     llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings); part of the cache key
     keys = ((text_hash(text), model, pins), _strategy_key(strategy, llm), repr(budget))
     with use_llm(llm):
-        plan, findings, rows, options = _outcome(*keys, view, strategy, budget)
+        plan, findings, rows, options = _outcome(*keys, language(), view, strategy, budget)
     input_findings = _input_findings(text_hash(text), conv)
 except CtxlabError as e:
     main.error(md_escape(str(e)))
     st.stop()
 
-title = STRATEGIES[strategy.name].title if strategy.name in STRATEGIES else plan.strategy
-idle = plan.idle  # why the strategy changed nothing, in its own terms
+title = strategy_title(strategy.name) if strategy.name in STRATEGIES else plan.strategy
+idle = _(plan.idle) if plan.idle else plan.idle  # why the strategy changed nothing, in its own terms
 if idle and getattr(STRATEGIES.get(strategy.name), "scaling", "") and st.session_state.get("lab_defaults") == "documented":
-    idle = f"{idle.rstrip('.')}. Its documented defaults are sized for large windows: pick the defaults scaled to " \
-           "this budget on the left, or lower its trigger or window."
-fits = "fits" if plan.fits else "does not fit"
-did = "it did not act, so it sends" if idle else "it sends"
-headline.markdown(
-    f"You are looking at the {md_escape(st.session_state.conversation_label or 'conversation')} "
-    f"({n:,} messages, {plan.tokens_before:,} tokens) after the **{title}** strategy: {md_escape(did)} "
-    f"{len(plan.messages):,} messages, {plan.tokens_after:,} tokens, which {fits} a "
-    f"{budget.prompt_limit:,}-token budget; change the strategy on the left and watch every message's fate below.")
+    idle = _("{idle}. Its documented defaults are sized for large windows: pick the defaults scaled to this budget "
+             "on the left, or lower its trigger or window.").format(idle=idle.rstrip("."))
+HEADLINES = {  # (acted, fits): one whole sentence each
+    (True, True): N_("You are looking at the {label} ({n:,} messages, {before:,} tokens) after the **{title}** "
+                     "strategy: it sends {sent:,} messages, {after:,} tokens, which fits a {limit:,}-token budget; "
+                     "change the strategy on the left and watch every message's fate below."),
+    (True, False): N_("You are looking at the {label} ({n:,} messages, {before:,} tokens) after the **{title}** "
+                      "strategy: it sends {sent:,} messages, {after:,} tokens, which does not fit a {limit:,}-token "
+                      "budget; change the strategy on the left and watch every message's fate below."),
+    (False, True): N_("You are looking at the {label} ({n:,} messages, {before:,} tokens) after the **{title}** "
+                      "strategy: it did not act, so it sends {sent:,} messages, {after:,} tokens, which fits a "
+                      "{limit:,}-token budget; change the strategy on the left and watch every message's fate below."),
+    (False, False): N_("You are looking at the {label} ({n:,} messages, {before:,} tokens) after the **{title}** "
+                       "strategy: it did not act, so it sends {sent:,} messages, {after:,} tokens, which does not fit "
+                       "a {limit:,}-token budget; change the strategy on the left and watch every message's fate "
+                       "below."),
+}
+headline.markdown(_(HEADLINES[(not idle, plan.fits)]).format(
+    label=md_escape(st.session_state.conversation_label or _("conversation")), n=n, before=plan.tokens_before,
+    title=title, sent=len(plan.messages), after=plan.tokens_after, limit=budget.prompt_limit))
 _tools_note, _tools_raised = tool_budget(conv)[1:]  # which catalog's tools the budget counts (issue 12.11)
 (main.warning if _tools_raised else main.caption)(md_escape(_tools_note))
 
 def _fill_metrics(measures: ReplayMeasures | None) -> None:
     removed = plan.removed
     c1, c2, c3, c4, c5, c6 = st.columns(6)
-    c1.metric("Tokens before", f"{plan.tokens_before:,}")
-    c2.metric("Tokens after", f"{plan.tokens_after:,}")
-    c3.metric("Saved", f"{plan.saved / plan.tokens_before:.0%}" if plan.tokens_before else "0%",
-              help=f"{plan.saved:,} tokens")
-    c4.metric("Messages removed", f"{removed:,}", help=f"dropped or folded into a summary, of {n:,}")
-    c5.metric("Facts retained", "n/a" if plan.retention is None else f"{plan.retention:.0%}",
-              help="Share of the conversation's facts (ids, amounts, arguments) still in the result")
+    c1.metric(_("Tokens before"), f"{plan.tokens_before:,}")
+    c2.metric(_("Tokens after"), f"{plan.tokens_after:,}")
+    c3.metric(_("Saved"), f"{plan.saved / plan.tokens_before:.0%}" if plan.tokens_before else "0%",
+              help=_("{n:,} tokens").format(n=plan.saved))
+    c4.metric(_("Messages removed"), f"{removed:,}", help=_("dropped or folded into a summary, of {n:,}").format(n=n))
+    c5.metric(_("Facts retained"), _("n/a") if plan.retention is None else f"{plan.retention:.0%}",
+              help=_("Share of the conversation's facts (ids, amounts, arguments) still in the result"))
     if measures is None:
-        where = "open the Replay tab" if n <= REPLAY_MEASURE_MAX else "press Measure in the Replay tab"
-        c6.metric("Needed facts served", "pending",  # a short word: the metric column cuts longer ones
-                  help=f"This conversation has {n:,} messages: {where} to run the replay and measure it.")
+        where = (_("This conversation has {n:,} messages: open the Replay tab to run the replay and measure it.")
+                 if n <= REPLAY_MEASURE_MAX else
+                 _("This conversation has {n:,} messages: press Measure in the Replay tab to run the replay and "
+                   "measure it.")).format(n=n)
+        c6.metric(_("Needed facts served"), _("pending"), help=where)  # a short word: the column cuts longer ones
     else:
         recall = measures.needed_recall
-        c6.metric("Needed facts served", "n/a" if recall is None else f"{recall:.0%}",
-                  help="On the call-by-call replay: of the facts (ids, amounts, dates, tool arguments) each assistant "
-                       "message used that came from an earlier message, the share the prompt of its model call held. "
-                       f"{measures.fidelity.served:,} of {measures.fidelity.needed:,}.")
+        c6.metric(_("Needed facts served"), _("n/a") if recall is None else f"{recall:.0%}",
+                  help=_("On the call-by-call replay: of the facts (ids, amounts, dates, tool arguments) each "
+                         "assistant message used that came from an earlier message, the share the prompt of its model "
+                         "call held. {served:,} of {needed:,}.").format(served=measures.fidelity.served,
+                                                                        needed=measures.fidelity.needed))
 
 
 
@@ -323,25 +348,27 @@ with main:
     for w in plan.warnings:
         if not plan.fits and w.startswith(OVER_BUDGET):
             continue  # the note above already says the result does not fit, with the same figures
+        w = _(w)
         st.warning(md_escape(w[:1].upper() + w[1:]))
     if by := plan.stats.get("summary_by"):  # who wrote the summary (summarizer=llm): model, tokens, time
         st.caption(md_escape(summary_note(by)))
     for rules, name in RULES.items():
         for f in [f for f in findings[rules] if f.severity == "warning"][:MAX_FINDINGS]:
-            st.caption(md_escape(f"{name} warning, {f.code}: {f.message}"))
+            st.caption(md_escape(_("{rules} warning, {code}: {message}").format(rules=name, code=f.code,
+                                                                                 message=_(f.message))))
     ignored = [p for p in pins if plan.actions[p] != "keep"]
     if ignored:
-        st.caption(f"Pinned message(s) {', '.join(f'#{p}' for p in ignored)} not kept as is: {title} does not "
-                   "honour pins.")
+        st.caption(_("Pinned message(s) {pins} not kept as is: {title} does not honour pins.").format(
+            pins=_(", ").join(f"#{p}" for p in ignored), title=title))
     misses_slot = st.container()  # filled once the replay measures are known (below the tabs' creation)
     if plan.facts_lost:
-        with st.expander(f"Facts lost ({len(plan.facts_lost)})"):
+        with st.expander(_("Facts lost ({n})").format(n=len(plan.facts_lost))):
             for fact in plan.facts_lost:
                 st.text(fact)
-    token_fig, timeline_fig = _figures(*keys, title, view, plan)
+    token_fig, timeline_fig = _figures(*keys, title, language(), view, plan)
     st.plotly_chart(token_fig, key="lab_token_bars")
 
-tab_timeline, tab_replay, tab_export = main.tabs(["Message timeline", "Replay call by call", "Export"],
+tab_timeline, tab_replay, tab_export = main.tabs([_("Message timeline"), _("Replay call by call"), _("Export")],
                                                  key="lab_tab", on_change="rerun")
 try:
     price = price_panel(tab_replay) if tab_replay.open else current_price()
@@ -351,157 +378,170 @@ except CtxlabError as e:
 measures: ReplayMeasures | None = None
 measure_key = (keys, repr(price))
 if tab_replay.open and n > REPLAY_MEASURE_MAX and st.session_state.get("lab_measured") != measure_key:
-    if tab_replay.button("Measure needed facts and cost", key="lab_measure",
-                         help=f"{n:,} messages: replaying every model call, and keeping everything for comparison, takes "
-                              "from seconds to a minute or two"):
+    if tab_replay.button(_("Measure needed facts and cost"), key="lab_measure",
+                         help=_("{n:,} messages: replaying every model call, and keeping everything for comparison, "
+                                "takes from seconds to a minute or two").format(n=n)):
         st.session_state.lab_measured = measure_key
     else:
-        tab_replay.caption(f"Needed facts served and the cost over the conversation's life are measured on demand "
-                           f"for conversations over {REPLAY_MEASURE_MAX:,} messages.")
+        tab_replay.caption(_("Needed facts served and the cost over the conversation's life are measured on demand "
+                             "for conversations over {n:,} messages.").format(n=REPLAY_MEASURE_MAX))
 if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
         or st.session_state.get("lab_measured") == measure_key:
     try:
-        measures = _measures(*keys, repr(price), conv, view, strategy, budget, model, price)
+        with st.spinner(_("Measuring needed facts and cost…")):
+            measures = _measures(*keys, repr(price), conv, view, strategy, budget, model, price)
     except CtxlabError as e:
         main.error(md_escape(str(e)))
 with metrics_row:
     _fill_metrics(measures)
 if measures is not None and not measures.replay.fits:
     r = measures.replay
-    misses_slot.warning(f"On the call-by-call replay, {r.calls_over_limit:,} of {len(r.calls):,} model calls send a "
-                        f"prompt over the {budget.prompt_limit:,}-token limit (largest {r.worst.tokens_after:,} "
-                        f"tokens, call {r.worst.number}). The strategy runs {APPLY_AT_WORDS[strategy.apply_at]}"
-                        + (": set apply_at to every_call to let it act inside a turn."
-                           if strategy.apply_at == "turn_start" else "."))
+    over_text = (N_("On the call-by-call replay, {k:,} of {n:,} model calls send a prompt over the {limit:,}-token "
+                    "limit (largest {largest:,} tokens, call {call}). The strategy runs {where}: set apply_at to "
+                    "every_call to let it act inside a turn.") if strategy.apply_at == "turn_start" else
+                 N_("On the call-by-call replay, {k:,} of {n:,} model calls send a prompt over the {limit:,}-token "
+                    "limit (largest {largest:,} tokens, call {call}). The strategy runs {where}."))
+    misses_slot.warning(_(over_text).format(k=r.calls_over_limit, n=len(r.calls), limit=budget.prompt_limit,
+                                            largest=r.worst.tokens_after, call=r.worst.number,
+                                            where=_(APPLY_AT_WORDS[strategy.apply_at])))
 if measures is not None and measures.fidelity.misses:
     misses = measures.fidelity.misses
-    with misses_slot.expander(f"Needed facts missed ({len(misses)})"):
-        st.caption("A fact an assistant message used that the prompt of its model call did not hold: where it first "
-                   "came from, which message needed it, and at which call.")
+    with misses_slot.expander(_("Needed facts missed ({n})").format(n=len(misses))):
+        st.caption(_("A fact an assistant message used that the prompt of its model call did not hold: where it "
+                     "first came from, which message needed it, and at which call."))
         st.dataframe([{"fact": m.fact, "came from message": m.source, "needed by message": m.needed_by,
                        "call": m.call, "turn": m.turn} for m in misses], key="lab_misses", hide_index=True,
-                     width="stretch")
+                     width="stretch", column_config=translated_columns(
+                         ["fact", "came from message", "needed by message", "call", "turn"]))
 
 if tab_timeline.open:
     with tab_timeline:
         st.plotly_chart(timeline_fig, key="lab_timeline")
         f1, f2 = st.columns(2)
-        acts = f1.multiselect("Action", list(LABELS), key="lab_filter_actions", format_func=LABELS.get,
-                              placeholder="all actions")
-        roles = f2.multiselect("Role", [*ROLES, "summary"], key="lab_filter_roles", placeholder="all roles")
+        acts = f1.multiselect(_("Action"), list(LABELS), key="lab_filter_actions", format_func=lambda a: _(LABELS[a]),
+                              placeholder=_("all actions"))
+        roles = f2.multiselect(_("Role"), [*ROLES, "summary"], key="lab_filter_roles", placeholder=_("all roles"),
+                               format_func=role_name)
         shown = rows
         if acts:
             shown = shown[shown["code"].isin(acts)]
         if roles:
             shown = shown[shown["role"].isin(roles)]
-        st.caption(f"{len(shown):,} of {len(rows):,} rows")
+        st.caption(_("{k:,} of {n:,} rows").format(k=len(shown), n=len(rows)))
         st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
                      column_order=["#", "role", "tokens", "action", "reason", "content"],
                      column_config={
                          "#": count_column("#"),
-                         "role": st.column_config.TextColumn("role", width=text_width(["assistant"])),
-                         "tokens": st.column_config.ProgressColumn("tokens", format="localized", min_value=0,
+                         "role": st.column_config.TextColumn(_("role"), width=text_width(["assistant"])),
+                         "tokens": st.column_config.ProgressColumn(_("tokens"), format="localized", min_value=0,
                                                                    max_value=max(int(rows["tokens"].max()), 1)),
                          "action": action_column(),
-                         "reason": st.column_config.TextColumn("reason", width="large"),
-                         "content": st.column_config.TextColumn("content", width="large")})
+                         "reason": st.column_config.TextColumn(_("reason"), width="large"),
+                         "content": st.column_config.TextColumn(_("content"), width="large")})
         # Assigned on every run: the box then shows the current label (the role and the action change with
         # the conversation and the strategy, and the browser would otherwise keep showing the old one).
         current = st.session_state.get("lab_open")
         st.session_state.lab_open = current if current in options else options[0]
-        picked = st.selectbox("Open a message", options, key="lab_open",
-                              format_func=lambda o: f"#{o} {conv.messages[o].role}: {LABELS[plan.actions[o]]}"
-                              if isinstance(o, int) else f"{o} (inserted)")
+        picked = st.selectbox(_("Open a message"), options, key="lab_open",
+                              format_func=lambda o: _("#{i} {role}: {action}").format(
+                                  i=o, role=role_name(conv.messages[o].role), action=_(LABELS[plan.actions[o]]))
+                              if isinstance(o, int) else _("summary {k} (inserted)").format(k=o.split()[1]))
         if isinstance(picked, int):
             m = conv.messages[picked]
             word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
-            st.text(f"#{picked} {m.role}, {view.tokens[picked]:,} tokens, "
-                    + (why if why.startswith(word) else f"{word}: {why}"))
+            st.text(_("#{i} {role}, {n:,} tokens, {why}").format(
+                i=picked, role=role_name(m.role), n=view.tokens[picked],
+                why=_(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=_(why))))
             _show_message(m)
             if plan.actions[picked] in ("clear", "truncate"):
                 k = plan.origin.index(picked)
-                st.text(f"What the model gets instead ({plan.output_tokens[k]:,} tokens):")
+                st.text(_("What the model gets instead ({n:,} tokens):").format(n=plan.output_tokens[k]))
                 _show_message(plan.messages[k])
             pinned = picked in st.session_state.pins
-            st.button("Unpin this message" if pinned else "Pin this message", key="lab_pin_toggle",
+            st.button(_("Unpin this message") if pinned else _("Pin this message"), key="lab_pin_toggle",
                       on_click=_toggle_pin, args=(picked,),
-                      help="A pinned message is never removed by the strategies that honour pins")
+                      help=_("A pinned message is never removed by the strategies that honour pins"))
         else:
             k = int(picked.split()[1])
-            st.text(f"Summary inserted by {plan.strategy}, {plan.output_tokens[k]:,} tokens")
+            st.text(_("Summary inserted by {strategy}, {n:,} tokens").format(strategy=plan.strategy,
+                                                                             n=plan.output_tokens[k]))
             _show_message(plan.messages[k])
 
 if tab_replay.open:
     with tab_replay:
-        where = APPLY_AT_WORDS[strategy.apply_at]
-        st.caption(f"The strategy applied where the agent applies it: {where} (its apply_at, in the strategy's "
-                   "parameters), to what it left before plus what arrived since. Rows are model calls (one per "
-                   "assistant message), columns are messages; a red mark at the left is a call over the limit.")
+        where = _(APPLY_AT_WORDS[strategy.apply_at])
+        st.caption(_("The strategy applied where the agent applies it: {where} (its apply_at, in the strategy's "
+                     "parameters), to what it left before plus what arrived since. Rows are model calls (one per "
+                     "assistant message), columns are messages; a red mark at the left is a call over the "
+                     "limit.").format(where=where))
         try:
-            with use_llm(llm):
+            with use_llm(llm), st.spinner(_("Replaying call by call…")):
                 rp: Replay | None = _replay(*keys, view, strategy, budget)
         except CtxlabError as e:
             st.error(md_escape(str(e)))
             rp = None
         if rp is not None and not rp.calls:
-            st.info("This conversation has no message, so there is no model call to replay.")
+            st.info(_("This conversation has no message, so there is no model call to replay."))
         elif rp is not None:
-            st.plotly_chart(_heatmap(*keys, rp), key="lab_replay_heatmap")
+            st.plotly_chart(_heatmap(*keys, language(), rp), key="lab_replay_heatmap")
             if measures is not None:
                 _where_it_runs(keys, price)
                 _cost_section(measures)
             calls = len(rp.calls)
             if not 0 <= st.session_state.get("lab_call", -1) < calls:
                 st.session_state.lab_call = calls - 1  # the newest call first
-            c = st.slider("Model call", 0, calls - 1, key="lab_call") if calls > 1 else 0
+            c = st.slider(_("Model call"), 0, calls - 1, key="lab_call") if calls > 1 else 0
             call = rp.calls[c]
             r1, r2 = st.columns(2)
             r3, r4 = st.columns(2)  # two rows: "4,328 of 5,000" does not fit a quarter of the column
-            r1.metric("Prompt before the strategy", f"{call.tokens_before:,}")
-            r2.metric("Prompt sent", f"{call.tokens_after:,}",
-                      delta="over the limit" if call.over_limit else None, delta_color="inverse")
-            r3.metric("Calls over the limit", f"{rp.calls_over_limit:,} of {calls:,}",
-                      help=f"The limit: {budget.prompt_limit:,} tokens ({budget.max_tokens:,} less the "
-                           f"{budget.reserve:.0%} reserve)")
-            r4.metric("Calls where it acted", f"{rp.times_triggered:,} of {calls:,}",
-                      help=f"It ran {rp.applications:,} times ({where}).")
-            made = "the call the agent is about to make" if call.pending else f"it wrote message {call.index}"
-            turn = f"turn {call.turn}" if call.turn >= 0 else "before the first user message"
-            st.caption(f"The prompt of call {c} ({turn}; {made}): {call.messages:,} messages"
-                       + ("" if call.applied else "; the strategy did not run before this call") + ".")
+            r1.metric(_("Prompt before the strategy"), f"{call.tokens_before:,}")
+            r2.metric(_("Prompt sent"), f"{call.tokens_after:,}",
+                      delta=_("over the limit") if call.over_limit else None, delta_color="inverse")
+            r3.metric(_("Calls over the limit"), _("{k:,} of {n:,}").format(k=rp.calls_over_limit, n=calls),
+                      help=_("The limit: {prompt:,} tokens ({limit:,} less the {reserve:.0%} reserve)").format(
+                          prompt=budget.prompt_limit, limit=budget.max_tokens, reserve=budget.reserve))
+            r4.metric(_("Calls where it acted"), _("{k:,} of {n:,}").format(k=rp.times_triggered, n=calls),
+                      help=_("It ran {n:,} times ({where}).").format(n=rp.applications, where=where))
+            made = _("the call the agent is about to make") if call.pending else \
+                _("it wrote message {i}").format(i=call.index)
+            turn = _("turn {t}").format(t=call.turn) if call.turn >= 0 else _("before the first user message")
+            st.caption((_("The prompt of call {c} ({turn}; {made}): {n:,} messages.") if call.applied else
+                        _("The prompt of call {c} ({turn}; {made}): {n:,} messages; the strategy did not run before "
+                          "this call.")).format(c=c, turn=turn, made=made, n=call.messages))
             prompt = rp.prompt(c)
             st.dataframe(pd.DataFrame([{"#": o, "role": "summary" if o is None else m.role, "tokens": tok,
-                                        "state": "as written" if o is None or m is conv.messages[o] else "replaced",
+                                        "state": _("as written") if o is None or m is conv.messages[o] else _("replaced"),
                                         "content": _preview(m)}
                                        for m, o, tok in zip(prompt.messages, prompt.origins, prompt.tokens)]
                                       ).astype({"#": "Int64"}),
                          key="lab_turn_table", hide_index=True, width="stretch",
-                         column_config={"#": count_column("#"), "tokens": count_column("tokens")})
+                         column_config=translated_columns(["#", "role", "tokens", "state", "content"],
+                                                          {"#": count_column("#"), "tokens": count_column("tokens")}))
 
 if tab_export.open:
     with tab_export:
-        st.caption("The resulting conversation, ready to send:")
+        st.caption(_("The resulting conversation, ready to send:"))
         exports = _exports(*keys, conv, plan)
         for col, (fmt, name) in zip(st.columns(len(EXPORTS)), EXPORTS.items()):
             data, notes = exports[fmt]
             if data is None:
                 col.error(md_escape(f"{name}: {notes[0]}"))
                 continue
-            col.download_button(f"{name} JSON", data, file_name=f"context_{fmt}.json", mime="application/json",
+            col.download_button(_("{label} JSON").format(label=name), data, file_name=f"context_{fmt}.json", mime="application/json",
                                 key=f"lab_dl_{fmt}")
             for note in notes:
                 col.caption(md_escape(note))
         config = strategy_config(strategy, budget, model)
-        st.caption("The strategy and budget as a config (reads back with ctxlab.snippets.strategy_from_config):")
-        config_downloads(config, "Config", "strategy", "lab_dl_config")
+        st.caption(_("The strategy and budget as a config (reads back with `ctxlab.snippets.strategy_from_config`):"))
+        config_downloads(config, _("Config"), "strategy", "lab_dl_config")
         if pins:
-            st.caption("Pins belong to this conversation and are not part of the config.")
-        st.caption("The same settings in each framework's own configuration, where the strategy maps, with what "
-                   "does not carry over:")
+            st.caption(_("Pins belong to this conversation and are not part of the config."))
+        st.caption(_("The same settings in each framework's own configuration, where the strategy maps, with what "
+                     "does not carry over:"))
         native_downloads(config, "lab_dl")
         snippet = python_snippet(config)
-        st.caption("Python that applies the same strategy in production: a plain function, and a LangGraph node "
-                   f"wired to run {APPLY_AT_WORDS[strategy.apply_at]} (its apply_at).")
-        st.download_button("Python snippet", snippet, file_name="manage_context.py", mime="text/x-python",
+        st.caption(_("Python that applies the same strategy in production: a plain function, and a LangGraph node "
+                     "wired to run {where} (its apply_at).").format(where=_(APPLY_AT_WORDS[strategy.apply_at])))
+        st.download_button(_("Python snippet"), snippet, file_name="manage_context.py", mime="text/x-python",
                            key="lab_dl_snippet")
         st.code(snippet, language="python")

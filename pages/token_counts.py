@@ -3,15 +3,34 @@ sidebar sets (the same limit, reserve, colours and number format as the other pa
 import streamlit as st
 
 from appstate import current_budget, input_panel, md_escape, require_conversation
-from ctxlab import count_tokens
+from ctxlab import count_tokens, tokens
 from ctxlab.errors import CtxlabError
-from ctxlab.figures import prompt_bar
-from ui import count_column
+from ctxlab.figures import CATEGORY_NAMES, prompt_bar
+from ctxlab.i18n import N_, _
+from ui import count_column, role_name, translated_columns
+
+HEADERS = (N_("role"), N_("category"), N_("tokens"), N_("text"))
+# The counter's notes (ctxlab/tokens.py, English for the CLI) as whole sentences for the catalogs.
+NOTES = {
+    tokens.NOTE_CALLS: (N_("tool calls: OpenAI publishes no rule; counted as the function name and arguments text "
+                           "plus {n} per call"), {"n": tokens.TOOL_CALL_FRAMING}),
+    tokens.NOTE_RESULTS: (N_("tool results: counted as a message (framing, role, content); the call id is not "
+                             "counted"), {}),
+    tokens.NOTE_IMAGES: (N_("images: estimated at {low} tokens (detail low) or {other} (other detail, size unknown)"),
+                         {"low": tokens.IMAGE_TOKENS_LOW, "other": tokens.IMAGE_TOKENS_DEFAULT}),
+    tokens.NOTE_NESTED: (N_("nested parameter schemas: counted with the flat-property rule applied at each level"), {}),
+}
+
+
+def _note(text: str) -> str:
+    """A counter's note in the language in use (as it came when the catalogs do not know it)."""
+    template, values = NOTES.get(text, (None, {}))
+    return _(template).format(**values) if template else text
 
 input_panel()
-st.title("Token counts")
-st.write("Every message of the conversation on the left, counted the way the OpenAI API bills it, "
-         "split by category and set against the sidebar's context limit, less the response reserve.")
+st.title(_("Token counts"))
+st.write(_("Every message of the conversation on the left, counted the way the OpenAI API bills it, "
+           "split by category and set against the sidebar's context limit, less the response reserve."))
 
 conv = require_conversation()
 model = st.session_state.model
@@ -24,30 +43,32 @@ except CtxlabError as e:
 
 share = counts.total / budget.prompt_limit
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Format", conv.format)
-c2.metric("Messages", f"{len(conv):,}")
-c3.metric("Prompt tokens", f"{counts.total:,}")
-c4.metric("Of the prompt limit", f"{share:,.0%}" if share >= 10 else f"{share:.1%}",
-          help=f"{budget.prompt_limit:,} tokens: the {budget.max_tokens:,}-token context limit less the "
-               f"{budget.reserve:.0%} response reserve (sidebar)")
+c1.metric(_("Format"), conv.format)
+c2.metric(_("Messages"), f"{len(conv):,}")
+c3.metric(_("Prompt tokens"), f"{counts.total:,}")
+c4.metric(_("Of the prompt limit"), f"{share:,.0%}" if share >= 10 else f"{share:.1%}",
+          help=_("{prompt:,} tokens: the {limit:,}-token context limit less the {reserve:.0%} response reserve "
+                 "(sidebar)").format(prompt=budget.prompt_limit, limit=budget.max_tokens, reserve=budget.reserve))
 if counts.total > budget.prompt_limit:
-    st.warning(f"Over the limit: the prompt takes {counts.total:,} tokens, {counts.total - budget.prompt_limit:,} "
-               f"more than the {budget.prompt_limit:,}-token prompt limit ({budget.max_tokens:,} less the "
-               f"{budget.reserve:.0%} reserve). The Strategy Lab shows what each strategy does about it.")
+    st.warning(_("Over the limit: the prompt takes {total:,} tokens, {over:,} more than the {prompt:,}-token prompt "
+                 "limit ({limit:,} less the {reserve:.0%} reserve). The Strategy Lab shows what each strategy does "
+                 "about it.").format(total=counts.total, over=counts.total - budget.prompt_limit,
+                                     prompt=budget.prompt_limit, limit=budget.max_tokens, reserve=budget.reserve))
 
 st.plotly_chart(prompt_bar(counts.by_category, budget), key="category_bar")
 
-rows = [{"#": i, "role": m.role, "category": cat.replace("_", " "), "tokens": n,
+rows = [{"#": i, "role": role_name(m.role), "category": _(CATEGORY_NAMES.get(cat, cat.replace("_", " "))), "tokens": n,
          "text": (m.text or ", ".join(c.name for c in m.tool_calls))[:200]}
         for i, (m, cat, n) in enumerate(zip(conv.messages, counts.message_categories, counts.message_tokens))]
 st.dataframe(rows, key="message_table", hide_index=True, width="stretch",
-             column_config={"#": count_column("#"), "tokens": count_column("tokens")})
+             column_config=translated_columns(["#", "role", "category", "tokens", "text"],
+                                              {"#": count_column("#"), "tokens": count_column("tokens")}))
 
 if counts.approximations:
-    with st.expander("Where the count is an approximation"):
+    with st.expander(_("Where the count is an approximation")):
         for a in counts.approximations:
-            st.text(a)
+            st.text(_note(a))
 if conv.notes:
-    with st.expander("Import notes"):
+    with st.expander(_("Import notes")):
         for note in conv.notes:
             st.text(note)

@@ -28,10 +28,11 @@ from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
-from ui import config_downloads, native_downloads
+from ctxlab.i18n import N_, _, ngettext
+from ui import config_downloads, native_downloads, strategy_title, translated_columns
 
-SETS = {"samples": "Bundled samples", "upload": "Upload files", "folder": "Upload a folder",
-        "current": "The sidebar's conversation"}
+SETS = {"samples": N_("Bundled samples"), "upload": N_("Upload files"), "folder": N_("Upload a folder"),
+        "current": N_("The sidebar's conversation")}
 DEFAULT_STRATEGIES = ["sliding_window", "clear_tool_results"]
 # Measured call by call on the bundled samples: at 3,000 / 6,000 tokens no point of the old default
 # (sliding_window, tool_rounds) served 95% of the needed facts, so Tune recommended nothing; at
@@ -44,11 +45,13 @@ DEFAULT_RANGES = {("sliding_window", "buffer_ratio"): (0.1, 0.5, 3), ("tool_roun
 MAX_POINTS = 200
 METRICS = [c for c in COLUMNS if c not in ("strategy", "params", "max_tokens", "conversations")]
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+POINT_HEADERS = (N_("point"), N_("pareto"), N_("recommended"))
+# The points table's headers in words (the measures' headers are their identifiers, as in the CLI). (a comment: a page's bare string is shown)
 
 
 # ---------------------------------------------------------------- the set of conversations
 
-@st.cache_resource(show_spinner="Reading the conversations…", max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _parse_files(key: str, _files: tuple[tuple[str, bytes], ...]) -> tuple[list[ctxlab.Conversation], list[str]]:
     """Every conversation of the files (JSON or JSONL, any format ctxlab reads), and one error per
     file that is not one (naming the file and where in it)."""
@@ -58,44 +61,46 @@ def _parse_files(key: str, _files: tuple[tuple[str, bytes], ...]) -> tuple[list[
         try:
             convs += load_all(data, max_bytes=MAX_UPLOAD_BYTES)
         except CtxlabError as e:
-            errors.append(f"{name}: {e}")
+            errors.append(f"{name}: {e}")  # the engine's message, in English like the CLI's
     return convs, errors
 
 
 def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
     """The conversations to sweep, a few words saying which, and a key of their content; stops the
     page with a message when there are none."""
-    which = st.radio("Conversations", list(SETS), key="tune_set", horizontal=True, format_func=SETS.get)
+    which = st.radio(_("Conversations"), list(SETS), key="tune_set", horizontal=True, format_func=lambda k: _(SETS[k]))
     if which == "samples":
-        names = st.multiselect("Samples", sample_names(), key="tune_samples")
+        names = st.multiselect(_("Samples"), sample_names(), key="tune_samples", placeholder=_("Choose options"))
         files = tuple((n, (SAMPLES_DIR / n).read_bytes()) for n in names)
     elif which == "upload":
-        ups = st.file_uploader("One or more .json / .jsonl files (a JSONL file may hold one conversation a line)",
+        ups = st.file_uploader(_("One or more .json / .jsonl files (a JSONL file may hold one conversation a line)"),
                                type=["json", "jsonl"], accept_multiple_files=True, key="tune_upload")
         files = tuple((u.name, u.getvalue()) for u in ups or ())
     elif which == "folder":
-        ups = st.file_uploader("A folder: its .json and .jsonl files (the others, and files that are not "
-                               "conversations, such as tool catalogs, are skipped with a note)",
+        ups = st.file_uploader(_("A folder: its .json and .jsonl files (the others, and files that are not "
+                                 "conversations, such as tool catalogs, are skipped with a note)"),
                                type=["json", "jsonl"], accept_multiple_files="directory", key="tune_folder")
         files = tuple((u.name, u.getvalue()) for u in ups or ())
     else:
         conv = current_conversation()
         if conv is None:
-            st.info("Pick a conversation in the sidebar first.")
+            st.info(_("Pick a conversation in the sidebar first."))
             st.stop()
-        return ([conv], st.session_state.conversation_label or "the sidebar's conversation",  # escaped where shown
+        return ([conv], st.session_state.conversation_label or _("the sidebar's conversation"),  # escaped where shown
                 text_hash(st.session_state.conversation_text))
     if not files:
-        st.info("Choose at least one sample or upload a file to sweep.")
+        st.info(_("Choose at least one sample or upload a file to sweep."))
         st.stop()
     key = hashlib.sha256(b"".join(hashlib.sha256(d).digest() + n.encode() for n, d in files)).hexdigest()
-    convs, errors = _parse_files(key, files)
+    with st.spinner(_("Reading the conversations…")):
+        convs, errors = _parse_files(key, files)
     for e in errors:  # a file named on its own is an error; one found in a folder a note (as in `ctxlab sweep`)
-        (st.caption if which == "folder" else st.error)(md_escape(f"Not a conversation, left out of the sweep: {e}"))
+        (st.caption if which == "folder" else st.error)(md_escape(
+            _("Not a conversation, left out of the sweep: {error}").format(error=e)))
     if not convs:
-        st.info("No conversation to sweep: fix or replace the files above.")
+        st.info(_("No conversation to sweep: fix or replace the files above."))
         st.stop()
-    return convs, f"{len(convs)} conversation(s) from {len(files)} file(s)", key
+    return convs, _("{n} conversation(s) from {k} file(s)").format(n=len(convs), k=len(files)), key
 
 
 # ---------------------------------------------------------------- the grid, built from the schemas
@@ -120,19 +125,20 @@ def _numeric_control(container: Any, name: str, spec: dict[str, Any]) -> list[An
     st.session_state.setdefault(f"{prefix}_max", start[1] if start else default)
     st.session_state.setdefault(f"{prefix}_n", start[2] if start else 3)
     persist(*(f"{prefix}_{s}" for s in ("on", "min", "max", "n")))
-    note = "" if spec["default"] is not None else " (default: from the budget)"
-    if not container.checkbox(f"vary {p}{note}", key=f"{prefix}_on", help=spec.get("help", "")):
+    label = (_("vary {param}") if spec["default"] is not None else _("vary {param} (default: from the budget)"))
+    text = spec.get("help", "")
+    if not container.checkbox(label.format(param=p), key=f"{prefix}_on", help=_(text) if text else ""):
         return None
     c1, c2, c3 = container.columns(3)
     cast = int if kind == "int" else float
     bounds = {"min_value": cast(lo_bound) if lo_bound is not None else None,
               "max_value": cast(hi_bound) if hi_bound is not None else None}
     step = 1 if kind == "int" else 0.05
-    lo = c1.number_input("min", step=step, key=f"{prefix}_min", **bounds)
-    hi = c2.number_input("max", step=step, key=f"{prefix}_max", **bounds)
-    n = c3.number_input("points", min_value=1, max_value=10, step=1, key=f"{prefix}_n")
+    lo = c1.number_input(_("min"), step=step, key=f"{prefix}_min", **bounds)
+    hi = c2.number_input(_("max"), step=step, key=f"{prefix}_max", **bounds)
+    n = c3.number_input(_("points"), min_value=1, max_value=10, step=1, key=f"{prefix}_n")
     if hi < lo:
-        container.error(f"{p}: max is below min.")
+        container.error(_("{param}: max is below min.").format(param=p))
         return None
     return _range_values(kind, lo, hi, int(n))
 
@@ -144,8 +150,10 @@ def _choice_control(container: Any, name: str, spec: dict[str, Any]) -> list[Any
     key = f"tune_{name}_{p}_values"
     st.session_state.setdefault(key, [])
     persist(key)
-    picked = container.multiselect(f"{p}: values to try", options, key=key, placeholder=f"default ({spec['default']})",
-                                   help=spec.get("help", ""))
+    text = spec.get("help", "")
+    picked = container.multiselect(_("{param}: values to try").format(param=p), options, key=key,
+                                   placeholder=_("default ({value})").format(value=spec["default"]),
+                                   help=_(text) if text else "")
     return list(picked) or None
 
 
@@ -154,12 +162,12 @@ def _grid_controls() -> tuple[dict[str, dict[str, list[Any]]], list[str]]:
     kept at its default."""
     st.session_state.setdefault("tune_strategies", DEFAULT_STRATEGIES)
     persist("tune_strategies")
-    chosen = st.multiselect("Strategies", [n for n in STRATEGIES if n != "none"], key="tune_strategies",
-                            format_func=lambda n: STRATEGIES[n].title or n)
+    chosen = st.multiselect(_("Strategies"), [n for n in STRATEGIES if n != "none"], key="tune_strategies",
+                            format_func=strategy_title, placeholder=_("Choose options"))
     grid: dict[str, dict[str, list[Any]]] = {}
     notes = []
     for col, name in zip(st.columns(max(len(chosen), 1)), chosen):
-        col.markdown(f"**{STRATEGIES[name].title or name}**")
+        col.markdown(f"**{strategy_title(name)}**")
         values: dict[str, list[Any]] = {}
         fixed = []
         for spec in STRATEGIES[name].schema():
@@ -173,24 +181,24 @@ def _grid_controls() -> tuple[dict[str, dict[str, list[Any]]], list[str]]:
             if got:
                 values[spec["name"]] = got
         if fixed:
-            col.caption(f"Kept at their defaults: {', '.join(fixed)}.")
+            col.caption(_("Kept at their defaults: {params}.").format(params=", ".join(fixed)))
         grid[name] = values
     if any(not v for v in grid.values()):
-        notes.append("A strategy with nothing varied runs once per limit with its documented defaults.")
+        notes.append(_("A strategy with nothing varied runs once per limit with its documented defaults."))
     return grid, notes
 
 
 def _budgets() -> list[int] | None:
     st.session_state.setdefault("tune_budgets", "8000, 16000")
     persist("tune_budgets")
-    raw = st.text_input("Context limits to try (tokens, comma-separated)", key="tune_budgets")
+    raw = st.text_input(_("Context limits to try (tokens, comma-separated)"), key="tune_budgets")
     try:
         out = [int(v.strip().replace("_", "")) for v in raw.split(",") if v.strip()]
     except ValueError:
-        st.error(md_escape(f"Context limits must be whole numbers separated by commas, got {raw!r}."))
+        st.error(md_escape(_("Context limits must be whole numbers separated by commas, got {raw}.").format(raw=repr(raw))))
         return None
     if not out or any(v < 256 for v in out):
-        st.error("Give at least one context limit of 256 tokens or more.")
+        st.error(_("Give at least one context limit of 256 tokens or more."))
         return None
     return out
 
@@ -212,15 +220,16 @@ def _start(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], pri
 
 
 def _duration(seconds: float) -> str:
-    return f"{seconds:,.0f} s" if seconds < 120 else f"{seconds / 60:,.1f} min"
+    return _("{s:,.0f} s").format(s=seconds) if seconds < 120 else _("{m:,.1f} min").format(m=seconds / 60)
 
 
 def _job_text(job: SweepJob) -> str:
     """Where a running sweep is, in words: conversations done, time so far, time left."""
     left = job.remaining()
-    eta = (f"about {_duration(left)} left" if left is not None else
-           f"an estimate after the first conversation (the largest has {job.largest:,} messages)")
-    return f"{job.done} of {job.total} conversation(s) done, {_duration(job.elapsed())} so far, {eta}."
+    eta = (_("about {time} left").format(time=_duration(left)) if left is not None else
+           _("an estimate after the first conversation (the largest has {n:,} messages)").format(n=job.largest))
+    return _("{k} of {n} conversation(s) done, {time} so far, {eta}.").format(
+        k=job.done, n=job.total, time=_duration(job.elapsed()), eta=eta)
 
 
 def _cancel_job() -> None:
@@ -239,7 +248,7 @@ def _job_panel() -> None:
     state = job.poll()
     if state == "running":
         st.progress(job.done / max(job.total, 1), text=_job_text(job))  # our own words: no escaping needed
-        st.button("Cancel the sweep", key="tune_cancel", on_click=_cancel_job)
+        st.button(_("Cancel the sweep"), key="tune_cancel", on_click=_cancel_job)
         return
     del st.session_state["tune_job"]
     if state == "done":
@@ -248,10 +257,11 @@ def _job_panel() -> None:
         st.session_state.tune_tools_tokens = st.session_state.tune_job_tools
         st.session_state.tune_job_note = None
     elif state == "error":
-        st.session_state.tune_job_note = ("error", job.error or "the sweep failed")
+        st.session_state.tune_job_note = ("error", job.error or _("the sweep failed"))
     else:
-        st.session_state.tune_job_note = ("info", f"Sweep cancelled after {_duration(job.elapsed())} "
-                                                  f"({job.done} of {job.total} conversation(s) done); nothing of it is kept.")
+        st.session_state.tune_job_note = ("info", _("Sweep cancelled after {time} ({k} of {n} conversation(s) done); "
+                                                    "nothing of it is kept.").format(
+            time=_duration(job.elapsed()), k=job.done, n=job.total))
     st.rerun(scope="app")
 
 
@@ -261,12 +271,16 @@ def _label(p: dict[str, Any]) -> str:
 
 
 def _point_summary(p: dict[str, Any]) -> str:
-    recall = "n/a" if p["needed_recall"] is None else f"{p['needed_recall']:.0%}"
-    cost = (f"${p['cost_usd']:.4f}" if p["cost_usd"] is not None else f"{p['input_tokens_total']:,} input tokens")
-    vs = "" if p["cost_vs_none"] is None else f" ({p['cost_vs_none']:+.0%} vs none)"
-    return (f"{_label(p)}: serves {recall} of the needed facts, costs {cost}{vs}, saves {p['saved']:.0%} of input "
-            f"tokens, every model call fits in {p['fits_rate']:.0%} of the conversations ({p['calls_over_limit']:,} of "
-            f"{p['calls']:,} calls over the limit), {p['invalid']} rejected by a provider")
+    recall = _("n/a") if p["needed_recall"] is None else f"{p['needed_recall']:.0%}"
+    cost = (f"${p['cost_usd']:.4f}" if p["cost_usd"] is not None else
+            _("{n:,} input tokens").format(n=p["input_tokens_total"]))
+    if p["cost_vs_none"] is not None:
+        cost = _("{money} ({change:+.0%} vs none)").format(money=cost, change=p["cost_vs_none"])
+    return _("{point}: serves {recall} of the needed facts, costs {cost}, saves {saved:.0%} of input tokens, every "
+             "model call fits in {fits:.0%} of the conversations ({over:,} of {calls:,} calls over the limit), "
+             "{invalid} rejected by a provider").format(
+        point=_label(p), recall=recall, cost=cost, saved=p["saved"], fits=p["fits_rate"], over=p["calls_over_limit"],
+        calls=p["calls"], invalid=p["invalid"])
 
 
 def _open_in_lab(point: dict[str, Any]) -> None:
@@ -279,78 +293,80 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
     strategy = get_strategy(point["strategy"], **point["params"])
     budget = Budget(point["max_tokens"], float(st.session_state.reserve), tools_tokens)
     config = make_config(strategy, budget, st.session_state.model)
-    st.caption(f"tools_tokens is {tools_tokens:,}: the tool definitions of the first conversation of the set; set it "
-               "to your agent's.")
-    config_downloads(config, "ctxlab config", "tuned", "tune_dl")
+    st.caption(_("tools_tokens is {n:,}: the tool definitions of the first conversation of the set; set it to your "
+                 "agent's.").format(n=tools_tokens))
+    config_downloads(config, _("ctxlab config"), "tuned", "tune_dl")
     native_downloads(config, "tune_dl")
 
 
 def _results(result: SweepResult, tools_tokens: int) -> None:
-    st.subheader("Recommendation")
+    st.subheader(_("Recommendation"))
     recall_defined = has_values(result, "needed_recall")
     if result.recommendation is None and not recall_defined:
-        st.warning(md_escape("No recommendation: " + undefined_axis_reason(result, "needed_recall")))
+        st.warning(md_escape(_("No recommendation: {why}").format(why=undefined_axis_reason(result, "needed_recall"))))
     elif result.recommendation is None:
-        st.warning(md_escape(f"No point serves at least {result.min_recall:.0%} of the needed facts without a "
-                             "provider rejecting its output: lower the recall level, widen the ranges or raise the "
-                             "limits."))
+        st.warning(md_escape(_("No point serves at least {level:.0%} of the needed facts without a provider rejecting "
+                               "its output: lower the recall level, widen the ranges or raise the limits.").format(
+            level=result.min_recall)))
     else:
         best = result.points[result.recommendation]
         (st.warning if best["calls_over_limit"] else st.success)(md_escape(_point_summary(best)))
-    st.caption(md_escape(f"Rule: {result.rule}"))
+    st.caption(md_escape(_("Rule: {rule}").format(rule=result.rule)))
     for note in result.notes:
         st.caption(md_escape(note))
     try:
         st.plotly_chart(pareto_figure(result), key="tune_pareto")
-        st.caption("One dot per point (a cross: some output a provider rejects); the dotted line joins the points no "
-                   "other point beats on both axes; the star is the recommendation. Hover a dot for its parameters.")
+        st.caption(_("One dot per point (a cross: some output a provider rejects); the dotted line joins the points "
+                     "no other point beats on both axes; the star is the recommendation. Hover a dot for its "
+                     "parameters."))
     except ValueError as e:  # no point has both axes (e.g. nothing needed facts): say why, no empty chart
-        st.info(md_escape(f"No Pareto figure: {e}"))
+        st.info(md_escape(_("No Pareto figure: {why}").format(why=e)))
 
-    st.subheader("Every point")
+    st.subheader(_("Every point"))
     table = pd.DataFrame(points_table(result))
     pct = {c: st.column_config.NumberColumn(c, format="percent")
            for c in ("saved", "fits_rate", "retention", "needed_recall", "cached_share", "cost_vs_none")}
     st.dataframe(table, key="tune_table", hide_index=True, width="stretch",
-                 column_config={**pct, "cost_usd": st.column_config.NumberColumn("cost_usd", format="$%.4f"),
+                 column_config={**translated_columns(POINT_HEADERS),
+                                **pct, "cost_usd": st.column_config.NumberColumn("cost_usd", format="$%.4f"),
                                 "input_tokens_total": st.column_config.NumberColumn("input_tokens_total",
                                                                                     format="localized"),
                                 "tokens_final_mean": st.column_config.NumberColumn("tokens_final_mean", format="%.0f"),
                                 "tokens_final_p95": st.column_config.NumberColumn("tokens_final_p95", format="%.0f"),
                                 "plan_ms": st.column_config.NumberColumn("plan_ms", format="%.3f")})
     base = result.baseline
-    money = f"${base['cost_usd']:.4f}" if base["cost_usd"] is not None else "no price"
-    st.caption(md_escape(f"Click a column header to sort. Keeping everything (none) sends "
-                         f"{base['input_tokens_total']:,} input tokens over all calls, {base['cached_share']:.0%} "
-                         f"cached, and costs {money}."))
+    money = f"${base['cost_usd']:.4f}" if base["cost_usd"] is not None else _("no price")
+    st.caption(md_escape(_("Click a column header to sort. Keeping everything (none) sends {n:,} input tokens over all "
+                           "calls, {cached:.0%} cached, and costs {money}.").format(
+        n=base["input_tokens_total"], cached=base["cached_share"], money=money)))
 
     varied = sorted({(p["strategy"], k) for p in result.points for k in p["params"]})
     if varied:
-        st.subheader("Sensitivity")
+        st.subheader(_("Sensitivity"))
         s1, s2 = st.columns(2)
-        pick = s1.selectbox("Parameter", varied, key="tune_sens_param", format_func=lambda sp: f"{sp[0]}.{sp[1]}")
+        pick = s1.selectbox(_("Parameter"), varied, key="tune_sens_param", format_func=lambda sp: f"{sp[0]}.{sp[1]}")
         measures = [m for m in METRICS if has_values(result, m)] or METRICS
         default = next(m for m in ("needed_recall", "cost_usd", "input_tokens_total", *measures) if m in measures)
         if st.session_state.get("tune_sens_metric") not in measures:
             st.session_state.tune_sens_metric = default
-        metric = s2.selectbox("Measure", measures, key="tune_sens_metric")
+        metric = s2.selectbox(_("Measure"), measures, key="tune_sens_metric")
         try:
             st.plotly_chart(sensitivity_figure(result, pick[0], pick[1], metric), key="tune_sensitivity")
         except ValueError as e:
             st.info(md_escape(str(e)))
 
-    st.subheader("Use a point")
+    st.subheader(_("Use a point"))
     options = list(range(len(result.points)))
     if st.session_state.get("tune_point") not in options:
         st.session_state.tune_point = result.recommendation if result.recommendation is not None else 0
-    k = st.selectbox("Point", options, key="tune_point",
-                     format_func=lambda i: f"#{i} {_label(result.points[i])}"
-                     + (" (recommended)" if i == result.recommendation else ""))
+    k = st.selectbox(_("Point"), options, key="tune_point",
+                     format_func=lambda i: (_("#{i} {point} (recommended)") if i == result.recommendation
+                                            else "#{i} {point}").format(i=i, point=_label(result.points[i])))
     point = result.points[k]
-    st.button("Open this point in the Strategy Lab", key="tune_open_lab", on_click=_open_in_lab, args=(point,),
-              help="Sets the Lab's strategy, every parameter (as the sweep ran them) and the context limit; the Lab "
-                   "shows the sidebar's conversation.")
-    with st.expander("Export this point", expanded=True):
+    st.button(_("Open this point in the Strategy Lab"), key="tune_open_lab", on_click=_open_in_lab, args=(point,),
+              help=_("Sets the Lab's strategy, every parameter (as the sweep ran them) and the context limit; the Lab "
+                     "shows the sidebar's conversation."))
+    with st.expander(_("Export this point"), expanded=True):
         _exports(point, tools_tokens)
 
 
@@ -362,11 +378,11 @@ if st.session_state.pop("tune_goto_lab", False):
     try:
         st.switch_page("pages/strategy_lab.py")
     except StreamlitAPIException:  # the page run on its own (no navigation): say where to go
-        st.info("The point is set: open the Strategy Lab.")
-st.title("Tune")
-st.write("Many parameter values and context limits over a set of conversations: what each point serves "
-         "(needed facts) and what it costs over the conversations' lives, the points no other beats on both, "
-         "and a pick by a stated rule.")
+        st.info(_("The point is set: open the Strategy Lab."))
+st.title(_("Tune"))
+st.write(_("Many parameter values and context limits over a set of conversations: what each point serves "
+           "(needed facts) and what it costs over the conversations' lives, the points no other beats on both, "
+           "and a pick by a stated rule."))
 st.session_state.setdefault("tune_set", "samples")
 st.session_state.setdefault("tune_samples", sample_names())
 persist("tune_set", "tune_samples")
@@ -376,14 +392,14 @@ grid_values, grid_notes = _grid_controls()
 budgets = _budgets()
 st.session_state.setdefault("tune_min_recall", 0.95)
 persist("tune_min_recall")
-min_recall = st.slider("Recall level the recommendation must reach", 0.5, 1.0, step=0.01, key="tune_min_recall")
+min_recall = st.slider(_("Recall level the recommendation must reach"), 0.5, 1.0, step=0.01, key="tune_min_recall")
 try:
     price = price_panel(st)
 except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
 if not grid_values:
-    st.info("Pick at least one strategy.")
+    st.info(_("Pick at least one strategy."))
     st.stop()
 if budgets is None:
     st.stop()
@@ -395,14 +411,17 @@ except CtxlabError as e:
 combos = len(grid.combos())
 sample = MAX_POINTS // len(set(budgets)) if combos * len(set(budgets)) > MAX_POINTS else None
 points = (sample or combos) * len(set(budgets))
-st.caption(md_escape(f"{points:,} point(s) ({'a seeded sample of ' if sample else ''}{combos:,} parameter "
-                     f"combination(s) x {len(set(budgets))} limit(s)) on {described}, model "
-                     f"{st.session_state.model}, reserve {st.session_state.reserve:.0%}. "
-                     + " ".join(grid_notes)))
+size_text = (N_("{points:,} point(s) (a seeded sample of {combos:,} parameter combination(s) x {limits} limit(s)) on "
+                 "{described}, model {model}, reserve {reserve:.0%}.") if sample else
+             N_("{points:,} point(s) ({combos:,} parameter combination(s) x {limits} limit(s)) on {described}, model "
+                "{model}, reserve {reserve:.0%}."))
+st.caption(md_escape(" ".join([_(size_text).format(points=points, combos=combos, limits=len(set(budgets)),
+                                                   described=described, model=st.session_state.model,
+                                                   reserve=st.session_state.reserve), *grid_notes])))
 signature = json.dumps([grid_values, budgets, min_recall, repr(price), st.session_state.model,
                         float(st.session_state.reserve), set_key], default=str, sort_keys=True)
 running = st.session_state.get("tune_job") is not None
-st.button("Run the sweep", key="tune_run", type="primary", disabled=running, on_click=_start,
+st.button(_("Run the sweep"), key="tune_run", type="primary", disabled=running, on_click=_start,
           args=(convs, grid, budgets, price, min_recall, sample, signature))
 _job_panel()
 note = st.session_state.pop("tune_job_note", None)
@@ -411,8 +430,8 @@ if note:
 result: SweepResult | None = st.session_state.get("tune_result")
 if result is None:
     if not running:
-        st.info("Set the conversations, strategies and ranges, then run the sweep.")
+        st.info(_("Set the conversations, strategies and ranges, then run the sweep."))
     st.stop()
 if st.session_state.get("tune_signature") != signature:
-    st.warning("The settings changed since this sweep ran: the results below are the last run's. Run it again.")
+    st.warning(_("The settings changed since this sweep ran: the results below are the last run's. Run it again."))
 _results(result, int(st.session_state.get("tune_tools_tokens", 0)))

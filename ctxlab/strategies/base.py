@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..i18n import N_
 from ..errors import CtxlabError
 from ..segments import segment
 from .plan import Plan, build_plan
@@ -78,9 +79,9 @@ class Strategy:
     scaling: ClassVar[str] = ""
     """What ``scaled_defaults`` changes and how, in one sentence ("" when nothing depends on the budget)."""
     apply_at: str = param("every_call", choices=APPLY_AT,
-                          help="Where the strategy runs in the agent loop: every_call (before every model call, "
+                          help=N_("Where the strategy runs in the agent loop: every_call (before every model call, "
                                "as agent middleware does) or turn_start (only when a user message arrives: "
-                               "never cuts inside a turn, so a long turn can overflow).")
+                               "never cuts inside a turn, so a long turn can overflow)."))
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -171,8 +172,8 @@ class Pipeline(Strategy):
     """Strategies applied one after the other, each to the result of the previous one."""
 
     name: ClassVar[str] = "pipeline"
-    title: ClassVar[str] = "Pipeline"
-    summary: ClassVar[str] = "Strategies in sequence: each works on what the previous one left."
+    title: ClassVar[str] = N_("Pipeline")
+    summary: ClassVar[str] = N_("Strategies in sequence: each works on what the previous one left.")
     steps: tuple[Strategy, ...] = field(default=(), metadata={"help": "the strategies, in order", "type": "steps"})
 
     def __post_init__(self) -> None:

@@ -21,6 +21,7 @@ from typing import Callable, ClassVar, Sequence
 import langchain_core
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, trim_messages
 
+from ..i18n import N_
 from ..formats.langchain import to_langchain
 from ..conversation import Message, Part, ToolCall, compact_json
 from ..tokens import TokenCounter
@@ -156,20 +157,20 @@ class LangChainTrim(Strategy):
     """LangChain's ``trim_messages``, run as is, with ctxlab's token counts; not settled."""
 
     name: ClassVar[str] = "langchain_trim"
-    title: ClassVar[str] = "LangChain trim_messages (baseline)"
-    summary: ClassVar[str] = ("Runs langchain_core.messages.trim_messages as a LangChain user would; its output "
+    title: ClassVar[str] = N_("LangChain trim_messages (baseline)")
+    summary: ClassVar[str] = N_("Runs langchain_core.messages.trim_messages as a LangChain user would; its output "
                               "is not repaired, so the validator shows when it breaks a tool call from its result.")
     strategy: str = param("last", choices=("last", "first"),
-                          help="Keep the newest messages (last) or the oldest (first).")
+                          help=N_("Keep the newest messages (last) or the oldest (first)."))
     start_on: str = param("human", choices=(*MESSAGE_TYPES, "none"),
-                          help="The kept window must start on this message type (strategy last only); none = anywhere.")
+                          help=N_("The kept window must start on this message type (strategy last only); none = anywhere."))
     end_on: str = param("none", choices=(*MESSAGE_TYPES, "none"),
-                        help="The kept window must end on this message type; none = anywhere.")
-    include_system: bool = param(True, help="Always keep a system message at position 0 (strategy last only).")
-    allow_partial: bool = param(False, help="Cut the message at the window's edge by lines (or content blocks) "
-                                            "instead of dropping it.")
+                        help=N_("The kept window must end on this message type; none = anywhere."))
+    include_system: bool = param(True, help=N_("Always keep a system message at position 0 (strategy last only)."))
+    allow_partial: bool = param(False, help=N_("Cut the message at the window's edge by lines (or content blocks) "
+                                            "instead of dropping it."))
     max_tokens: int | None = param(None, type="int", min=1,
-                                   help="trim_messages' max_tokens; empty = what the budget leaves for messages.")
+                                   help=N_("trim_messages' max_tokens; empty = what the budget leaves for messages."))
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..i18n import N_
 from ..conversation import Message
 from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan
@@ -39,16 +40,16 @@ class ObservationMasking(Strategy):
     the agent's own reasoning and actions all stay."""
 
     name: ClassVar[str] = "observation_masking"
-    title: ClassVar[str] = "Observation masking"
-    summary: ClassVar[str] = ("Keeps the last N tool results (observations) and replaces older ones with a short "
+    title: ClassVar[str] = N_("Observation masking")
+    summary: ClassVar[str] = N_("Keeps the last N tool results (observations) and replaces older ones with a short "
                               "placeholder; every action and all reasoning stay (SWE-agent, JetBrains).")
     window: int = param(5, min=0, max=1_000_000,
-                        help="How many of the newest observations stay as they are (SWE-agent's configs use 5).")
+                        help=N_("How many of the newest observations stay as they are (SWE-agent's configs use 5)."))
     placeholder: str = param(SWE_AGENT_PLACEHOLDER,
-                             help="Text that replaces a masked observation; {lines} becomes its line count.")
+                             help=N_("Text that replaces a masked observation; {lines} becomes its line count."))
     polling: int = param(1, min=1, max=10_000,
-                         help="Mask in steps of this many observations (SWE-agent's polling): between window and "
-                              "window + polling stay, so the prompt prefix changes less often (prompt cache).")
+                         help=N_("Mask in steps of this many observations (SWE-agent's polling): between window and "
+                              "window + polling stay, so the prompt prefix changes less often (prompt cache)."))
 
     def _masked(self, view: View, i: int) -> tuple[Message, int]:
         """The masked copy of result ``i`` and its tokens (made once per view and placeholder)."""
@@ -108,15 +109,15 @@ class RecentEvents(Strategy):
     in all; forget the middle. OpenHands' ``recent`` condenser."""
 
     name: ClassVar[str] = "recent_events"
-    title: ClassVar[str] = "Recent events"
-    summary: ClassVar[str] = ("Keeps the first messages (the task) and the newest ones, up to a maximum; "
+    title: ClassVar[str] = N_("Recent events")
+    summary: ClassVar[str] = N_("Keeps the first messages (the task) and the newest ones, up to a maximum; "
                               "forgets the middle (OpenHands' recent condenser).")
-    scaling: ClassVar[str] = ("Scaled to the budget, max_events is the number of 1,000-token messages that fill half "
+    scaling: ClassVar[str] = N_("Scaled to the budget, max_events is the number of 1,000-token messages that fill half "
                               "of what the budget leaves for messages.")
-    keep_first: int = param(1, min=0, max=1_000_000, help="How many of the first messages after the system prompt "
-                                                          "always stay (default 1: the task, OpenHands' default).")
+    keep_first: int = param(1, min=0, max=1_000_000, help=N_("How many of the first messages after the system prompt "
+                                                          "always stay (default 1: the task, OpenHands' default)."))
     max_events: int = param(100, min=1, max=1_000_000,
-                            help="How many messages stay at most, the first ones included (OpenHands' default 100).")
+                            help=N_("How many messages stay at most, the first ones included (OpenHands' default 100)."))
 
     @classmethod
     def budget_scaled(cls, budget: Budget) -> dict:
@@ -154,15 +155,15 @@ class AmortizedForgetting(Strategy):
     those moments, so the prompt cache survives between them."""
 
     name: ClassVar[str] = "amortized_forgetting"
-    title: ClassVar[str] = "Amortized forgetting"
-    summary: ClassVar[str] = ("Lets the history grow to a maximum, then forgets the middle down to half of it, and "
+    title: ClassVar[str] = N_("Amortized forgetting")
+    summary: ClassVar[str] = N_("Lets the history grow to a maximum, then forgets the middle down to half of it, and "
                               "lets it grow again (OpenHands' amortized condenser).")
-    scaling: ClassVar[str] = ("Scaled to the budget, max_size is the number of 1,000-token messages that fill what "
+    scaling: ClassVar[str] = N_("Scaled to the budget, max_size is the number of 1,000-token messages that fill what "
                               "the budget leaves for messages.")
     max_size: int = param(100, min=2, max=1_000_000,
-                          help="Forget when the kept history passes this many messages (OpenHands' default 100).")
-    keep_first: int = param(1, min=0, max=1_000_000, help="How many of the first messages after the system prompt "
-                                                          "always stay (default 1: the task, OpenHands' default).")
+                          help=N_("Forget when the kept history passes this many messages (OpenHands' default 100)."))
+    keep_first: int = param(1, min=0, max=1_000_000, help=N_("How many of the first messages after the system prompt "
+                                                          "always stay (default 1: the task, OpenHands' default)."))
 
     @classmethod
     def budget_scaled(cls, budget: Budget) -> dict:

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..i18n import N_
 from ..llm import LLMError, active_llm
 from .base import Strategy, budget_window, param, register
 from .llm_summarizer import render_span
@@ -59,14 +60,14 @@ class LLMAttention(Strategy):
     """Past ``max_size`` messages, a model chooses which of the older ones stay (see module docstring)."""
 
     name: ClassVar[str] = "llm_attention"
-    title: ClassVar[str] = "LLM attention"
-    summary: ClassVar[str] = ("Past a maximum, a model picks the earlier messages the agent still needs and the "
+    title: ClassVar[str] = N_("LLM attention")
+    summary: ClassVar[str] = N_("Past a maximum, a model picks the earlier messages the agent still needs and the "
                               "rest are forgotten; offline, the newest are kept (OpenHands' llm_attention).")
-    scaling: ClassVar[str] = ("Scaled to the budget, max_size is the number of 1,000-token messages that fill what "
+    scaling: ClassVar[str] = N_("Scaled to the budget, max_size is the number of 1,000-token messages that fill what "
                               "the budget leaves for messages.")
     max_size: int = param(100, min=2, max=1_000_000,
-                          help="Condense when the messages after the system prompt pass this many (OpenHands' 100).")
-    keep_first: int = param(1, min=0, max=1_000_000, help="How many of the first messages always stay (the task).")
+                          help=N_("Condense when the messages after the system prompt pass this many (OpenHands' 100)."))
+    keep_first: int = param(1, min=0, max=1_000_000, help=N_("How many of the first messages always stay (the task)."))
 
     @classmethod
     def budget_scaled(cls, budget: Budget) -> dict:

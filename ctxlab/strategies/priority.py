@@ -18,6 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..i18n import N_
 from .base import Strategy, param, register
 from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, positions, settle
 from ._batch import apply as apply_removal, simulate, tables as batch_tables
@@ -74,12 +75,12 @@ class MiddleOut(Strategy):
     """
 
     name: ClassVar[str] = "middle_out"
-    title: ClassVar[str] = "Middle out"
-    summary: ClassVar[str] = ("Keeps the start (the task) and the end (the latest work); removes whole tool rounds "
+    title: ClassVar[str] = N_("Middle out")
+    summary: ClassVar[str] = N_("Keeps the start (the task) and the end (the latest work); removes whole tool rounds "
                               "and messages from the middle outwards until the rest fits.")
-    preserve_start: int = param(2, min=0, max=100_000, help="Messages at the start that are always kept.")
-    preserve_end: int = param(10, min=0, max=100_000, help="Messages at the end that are always kept.")
-    target_ratio: float = param(1.0, min=0.1, max=1.0, help="Share of the budget's message room to fill.")
+    preserve_start: int = param(2, min=0, max=100_000, help=N_("Messages at the start that are always kept."))
+    preserve_end: int = param(10, min=0, max=100_000, help=N_("Messages at the end that are always kept."))
+    target_ratio: float = param(1.0, min=0.1, max=1.0, help=N_("Share of the budget's message room to fill."))
 
     def decide(self, view: View, budget: Budget) -> _Decided:
         """Decisions and stats, before settling."""
@@ -222,14 +223,14 @@ class OldestFirst(Strategy):
     """
 
     name: ClassVar[str] = "oldest_first"
-    title: ClassVar[str] = "Oldest / lowest priority first"
-    summary: ClassVar[str] = ("Scores every tool round and message by role, age and size, and removes the lowest "
+    title: ClassVar[str] = N_("Oldest / lowest priority first")
+    summary: ClassVar[str] = N_("Scores every tool round and message by role, age and size, and removes the lowest "
                               "first until the rest fits; pinned messages stay.")
-    min_messages: int = param(4, min=1, max=100_000, help="Never keep fewer messages than this.")
+    min_messages: int = param(4, min=1, max=100_000, help=N_("Never keep fewer messages than this."))
     role_weight: float = param(1.0, min=0.0, max=10.0,
-                               help="Weight of the role (system > user > assistant > tool result).")
-    age_weight: float = param(1.0, min=0.0, max=10.0, help="Weight of recency, 1 / (1 + turns old).")
-    size_weight: float = param(0.5, min=0.0, max=10.0, help="Weight of smallness, on a log scale of tokens.")
+                               help=N_("Weight of the role (system > user > assistant > tool result)."))
+    age_weight: float = param(1.0, min=0.0, max=10.0, help=N_("Weight of recency, 1 / (1 + turns old)."))
+    size_weight: float = param(0.5, min=0.0, max=10.0, help=N_("Weight of smallness, on a log scale of tokens."))
 
     def _scored(self, view: View, book: _Ledger) -> "_Scored":
         """Priority, first index, group and tokens per removable group, lowest first (older first on
@@ -403,10 +404,10 @@ class Hybrid(Strategy):
     """
 
     name: ClassVar[str] = "hybrid"
-    title: ClassVar[str] = "Hybrid (best of middle out and oldest first)"
-    summary: ClassVar[str] = ("Runs middle out and oldest first, scores both on facts kept, recent messages kept "
+    title: ClassVar[str] = N_("Hybrid (best of middle out and oldest first)")
+    summary: ClassVar[str] = N_("Runs middle out and oldest first, scores both on facts kept, recent messages kept "
                               "and fit, and keeps the better.")
-    recent_turns: int = param(3, min=1, max=10_000, help="How many newest turns count as recent in the score.")
+    recent_turns: int = param(3, min=1, max=10_000, help=N_("How many newest turns count as recent in the score."))
 
     def _score(self, view: View, budget: Budget, actions: list[str]) -> dict:
         """The score of settled decisions and its parts."""

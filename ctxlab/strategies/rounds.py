@@ -9,6 +9,7 @@ from itertools import repeat
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from ..i18n import N_
 from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
@@ -153,10 +154,10 @@ class ToolRounds(Strategy):
     """
 
     name: ClassVar[str] = "tool_rounds"
-    title: ClassVar[str] = "Newest tool rounds"
-    summary: ClassVar[str] = ("Keeps system, user and answer messages and only the newest tool rounds; "
+    title: ClassVar[str] = N_("Newest tool rounds")
+    summary: ClassVar[str] = N_("Keeps system, user and answer messages and only the newest tool rounds; "
                               "older tool calls go with all their results.")
-    keep_rounds: int = param(1, min=0, max=10_000, help="How many of the newest tool rounds to keep whole.")
+    keep_rounds: int = param(1, min=0, max=10_000, help=N_("How many of the newest tool rounds to keep whole."))
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Drop every tool round older than the newest ``keep_rounds``."""
@@ -206,20 +207,20 @@ class KeyMessages(Strategy):
     """
 
     name: ClassVar[str] = "key_messages"
-    title: ClassVar[str] = "Recent window + key messages"
-    summary: ClassVar[str] = ("Keeps the recent messages, and from older history the user requests and the "
+    title: ClassVar[str] = N_("Recent window + key messages")
+    summary: ClassVar[str] = N_("Keeps the recent messages, and from older history the user requests and the "
                               "results of key tools; everything else older is dropped.")
-    scaling: ClassVar[str] = ("Scaled to the budget, recent and max_key are each the number of 1,000-token "
+    scaling: ClassVar[str] = N_("Scaled to the budget, recent and max_key are each the number of 1,000-token "
                               "messages that fill half of what the budget leaves for messages.")
     recent: int = param(50, min=1, max=100_000,
-                        help="Size of the recent window in messages (widened back to the start of its turn). "
+                        help=N_("Size of the recent window in messages (widened back to the start of its turn). "
                              "Default 50 (fixed); the budget-scaled value is half the budget's message room in "
-                             "1,000-token messages.")
+                             "1,000-token messages."))
     key_tools: tuple[str, ...] = param(("generate_sql", "run_sql"),
-                                       help="Tools whose calls and results are key messages in older history.")
+                                       help=N_("Tools whose calls and results are key messages in older history."))
     max_key: int = param(50, min=0, max=100_000,
-                         help="At most this many older messages are kept, newest first. Default 50 (fixed); "
-                              "budget-scaled like recent.")
+                         help=N_("At most this many older messages are kept, newest first. Default 50 (fixed); "
+                              "budget-scaled like recent."))
 
     @classmethod
     def budget_scaled(cls, budget: Budget) -> dict:
@@ -419,21 +420,21 @@ class ClearToolResults(Strategy):
     """
 
     name: ClassVar[str] = "clear_tool_results"
-    title: ClassVar[str] = "Clear old tool results"
-    summary: ClassVar[str] = ("Replaces the content of old tool results with a placeholder once the context "
+    title: ClassVar[str] = N_("Clear old tool results")
+    summary: ClassVar[str] = N_("Replaces the content of old tool results with a placeholder once the context "
                               "passes a trigger; every call keeps its result.")
-    scaling: ClassVar[str] = ("The defaults are Anthropic's (trigger 100,000 tokens, keep 3); scaled to the budget, "
+    scaling: ClassVar[str] = N_("The defaults are Anthropic's (trigger 100,000 tokens, keep 3); scaled to the budget, "
                               "trigger_tokens is 80% of what the budget leaves for messages.")
     trigger_tokens: int = param(100_000, min=0, max=10_000_000,
-                                help="Clear only when the messages hold more tokens than this (0 = always). Default "
+                                help=N_("Clear only when the messages hold more tokens than this (0 = always). Default "
                                      "100,000, Anthropic's clear_tool_uses_20250919 default; the budget-scaled value "
-                                     "is 80% of the budget's message room.")
-    keep: int = param(3, min=0, max=10_000, help="How many of the newest tool results stay as they are "
-                                                 "(default 3, Anthropic's).")
+                                     "is 80% of the budget's message room."))
+    keep: int = param(3, min=0, max=10_000, help=N_("How many of the newest tool results stay as they are "
+                                                 "(default 3, Anthropic's)."))
     clear_at_least: int = param(0, min=0, max=10_000_000,
-                                help="Clear nothing unless clearing saves at least this many tokens.")
-    exclude_tools: tuple[str, ...] = param((), help="Tools whose results are never cleared.")
-    clear_tool_inputs: bool = param(False, help="Also replace the arguments of the cleared calls with {}.")
+                                help=N_("Clear nothing unless clearing saves at least this many tokens."))
+    exclude_tools: tuple[str, ...] = param((), help=N_("Tools whose results are never cleared."))
+    clear_tool_inputs: bool = param(False, help=N_("Also replace the arguments of the cleared calls with {}."))
 
     @classmethod
     def budget_scaled(cls, budget: Budget) -> dict:

@@ -23,6 +23,7 @@ from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, ClassVar, Sequence
 
+from ..i18n import N_
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_window, param, register
 from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, positions, settle
@@ -97,32 +98,32 @@ class Summarize(Strategy):
     """Fold the oldest whole turns into one running summary; keep the newest turns as they are."""
 
     name: ClassVar[str] = "summarize"
-    title: ClassVar[str] = "Running summary"
-    summary: ClassVar[str] = ("Past a size trigger, folds the oldest whole turns into one summary message after the "
+    title: ClassVar[str] = N_("Running summary")
+    summary: ClassVar[str] = N_("Past a size trigger, folds the oldest whole turns into one summary message after the "
                               "system prompt (merged with the earlier summary) and keeps the newest turns as they are.")
-    scaling: ClassVar[str] = ("Scaled to the budget, trigger_messages is the number of 1,000-token messages the "
+    scaling: ClassVar[str] = N_("Scaled to the budget, trigger_messages is the number of 1,000-token messages the "
                               "budget leaves room for, and keep_recent half that; the token trigger and target are "
                               "already shares of the budget.")
     trigger_messages: int = param(20, min=1, max=1_000_000,
-                                  help="Summarize when the context holds more messages than this. Default 20 "
+                                  help=N_("Summarize when the context holds more messages than this. Default 20 "
                                        "(fixed); the budget-scaled value is the budget's message room in "
-                                       "1,000-token messages.")
+                                       "1,000-token messages."))
     trigger_ratio: float = param(0.8, min=0.01, max=1.0,
-                                 help="... or when its messages use more than this share of the budget.")
+                                 help=N_("... or when its messages use more than this share of the budget."))
     target_ratio: float = param(0.5, min=0.01, max=1.0,
-                                help="Fold old turns until the result uses at most this share of the budget.")
+                                help=N_("Fold old turns until the result uses at most this share of the budget."))
     keep_recent: int = param(10, min=1, max=1_000_000,
-                             help="Newest messages never folded (widened back to the start of their turn). Default "
+                             help=N_("Newest messages never folded (widened back to the start of their turn). Default "
                                   "10 (fixed); the budget-scaled value is half the budget's message room in "
-                                  "1,000-token messages.")
-    summarizer: str = param("extractive", help="Who writes the summary: extractive (offline, deterministic) "
-                                               "or another registered summarizer.")
+                                  "1,000-token messages."))
+    summarizer: str = param("extractive", help=N_("Who writes the summary: extractive (offline, deterministic) "
+                                               "or another registered summarizer."))
     max_summary_tokens: int = param(400, min=20, max=20_000,
-                                    help="Longest summary text; the least important lines are dropped first.")
-    summary_prompt: str = param("", help="summarizer=llm: the prompt of the first summary ({span}: the folded "
-                                         "messages, {max_tokens}: the cap); empty = the built-in prompt.")
-    merge_prompt: str = param("", help="summarizer=llm: the prompt that extends the running summary ({summary}: "
-                                       "it, {span}: the newly folded messages); empty = the built-in prompt.")
+                                    help=N_("Longest summary text; the least important lines are dropped first."))
+    summary_prompt: str = param("", help=N_("summarizer=llm: the prompt of the first summary ({span}: the folded "
+                                         "messages, {max_tokens}: the cap); empty = the built-in prompt."))
+    merge_prompt: str = param("", help=N_("summarizer=llm: the prompt that extends the running summary ({summary}: "
+                                       "it, {span}: the newly folded messages); empty = the built-in prompt."))
 
     def _check(self, f: Any, value: Any) -> None:
         super()._check(f, value)

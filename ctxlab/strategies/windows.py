@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..i18n import N_
 from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
@@ -62,8 +63,8 @@ class NoStrategy(Strategy):
     """Send everything: the baseline every other strategy is measured against."""
 
     name: ClassVar[str] = "none"
-    title: ClassVar[str] = "None (send everything)"
-    summary: ClassVar[str] = "Sends every message as is; warns when that is over budget."
+    title: ClassVar[str] = N_("None (send everything)")
+    summary: ClassVar[str] = N_("Sends every message as is; warns when that is over budget.")
 
     def quick_idle(self, view: View, budget: Budget) -> bool:
         """Always: it sends everything."""
@@ -83,11 +84,11 @@ class SlidingWindow(Strategy):
     """Keep the system prompt, the newest user message, and the newest whole groups that fit."""
 
     name: ClassVar[str] = "sliding_window"
-    title: ClassVar[str] = "Sliding window"
-    summary: ClassVar[str] = ("Keeps the newest whole messages that fit the window (a tool call and its results "
+    title: ClassVar[str] = N_("Sliding window")
+    summary: ClassVar[str] = N_("Keeps the newest whole messages that fit the window (a tool call and its results "
                               "count as one); older ones are dropped.")
-    max_tokens: int | None = param(None, type="int", min=1, help="Window size in tokens; empty = what the budget leaves for messages.")
-    buffer_ratio: float = param(0.1, min=0.0, max=0.9, help="Share of the window left free as a safety margin.")
+    max_tokens: int | None = param(None, type="int", min=1, help=N_("Window size in tokens; empty = what the budget leaves for messages."))
+    buffer_ratio: float = param(0.1, min=0.0, max=0.9, help=N_("Share of the window left free as a safety margin."))
 
     def quick_idle(self, view: View, budget: Budget) -> bool:
         """The whole conversation fits the window and nothing but system messages precedes its first user message."""
@@ -144,15 +145,15 @@ class TurnSafe(Strategy):
     """Keep the last N messages, extended back to the user message that starts their turn."""
 
     name: ClassVar[str] = "turn_safe"
-    title: ClassVar[str] = "Turn-safe window"
-    summary: ClassVar[str] = ("Keeps the last N messages plus the system prompt, extended back so the window "
+    title: ClassVar[str] = N_("Turn-safe window")
+    summary: ClassVar[str] = N_("Keeps the last N messages plus the system prompt, extended back so the window "
                               "starts on a user message: no older turn is cut in half. A newest turn longer than N "
                               "(an agent's run of calls) is cut at a whole tool round, keeping its user message.")
-    scaling: ClassVar[str] = ("Scaled to the budget, last_n is the number of 1,000-token messages that fill half "
+    scaling: ClassVar[str] = N_("Scaled to the budget, last_n is the number of 1,000-token messages that fill half "
                               "of what the budget leaves for messages.")
     last_n: int = param(100, min=1, max=100_000,
-                        help="How many of the newest messages to keep. Default 100 (fixed); the budget-scaled "
-                             "value is half the budget's message room in 1,000-token messages.")
+                        help=N_("How many of the newest messages to keep. Default 100 (fixed); the budget-scaled "
+                             "value is half the budget's message room in 1,000-token messages."))
 
     @classmethod
     def budget_scaled(cls, budget: Budget) -> dict:

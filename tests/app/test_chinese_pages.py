@@ -6,15 +6,48 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ..conftest import ROOT
+from ctxlab import i18n
+
 from .english_left import chinese_left, english_left, report
 
 PAGES = ["token_counts.py", "strategy_lab.py", "compare.py", "tune.py", "tool_retrieval.py"]
-TRANSLATED: set[str] = set()  # pages whose Chinese is done; the others must still fail (strict xfail)
+import re  # noqa: E402
+
+# Why retrieval is unsure, as ctxlab/tools/select.py writes it (English for now: that module is the
+# retrieval work's); the page puts it inside its own Chinese sentence.
+UNSURE = re.compile(r"no tool reached the threshold [\d.]+ \(best score [\d.]+\)")
+PROVIDER_IDS = ("local", "use", "multilingual", "hash", "openai")  # the embedding providers' ids, as the CLI takes them
 
 
-def _pending(page: str):
-    return page if page in TRANSLATED else pytest.param(
-        page, marks=pytest.mark.xfail(strict=True, reason="not translated yet"))
+def strategy_sentences(sample: str = "zh_support_agent.json", model: str = "gpt-4o") -> set[str]:
+    """What the strategies themselves write about the default Chinese sample at the sidebar's default
+    budget: each message's reason, why a strategy did not act, its warnings, and the validator's
+    findings on its result. These stay English for now (they are built in ctxlab/strategies/* and
+    ctxlab/validate.py, which other work is changing); the test cuts exactly these sentences out and
+    checks everything around them."""
+    import ctxlab
+    from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
+    from ctxlab.tokens import TokenCounter
+    from ctxlab.validate import validate
+    conv = ctxlab.load(ROOT / "sample_data" / sample)
+    counter = TokenCounter(model)
+    view = make_view(conv, counter=counter)
+    budget = Budget(16_000, 0.15, counter.tools(conv.tools))
+    out: set[str] = set()
+    for name, cls in STRATEGIES.items():
+        for params in (cls.scaled_defaults(budget), {}):
+            try:
+                plan = get_strategy(name, **params).apply(view, budget)
+            except ctxlab.CtxlabError:
+                continue
+            out.update(plan.reasons)
+            out.update(w[:1].upper() + w[1:] for w in plan.warnings)
+            out.update(plan.warnings)
+            if plan.idle:
+                out.update((plan.idle, plan.idle.rstrip(".")))
+            for rules in ("openai", "anthropic"):
+                out.update(f.message for f in validate(list(plan.messages), rules))
+    return out
 
 
 def _open(page: str, lang: str, monkeypatch) -> AppTest:
@@ -26,10 +59,14 @@ def _open(page: str, lang: str, monkeypatch) -> AppTest:
     return at
 
 
-@pytest.mark.parametrize("page", [_pending(p) for p in PAGES])
+@pytest.mark.parametrize("page", PAGES)
 def test_the_page_in_chinese_leaves_no_english(page, monkeypatch, data_dir):
     at = _open(page, "zh", monkeypatch)
-    left = english_left(at)
+    from ctxlab.pricing import load_prices
+    known = {load_prices().get("gpt-4o").source}  # the price table's citation of its source, as data
+    if page in ("strategy_lab.py", "compare.py"):
+        known |= strategy_sentences()
+    left = english_left(at, allow=PROVIDER_IDS, engine_text=known)
     assert not left, report(left)
 
 
@@ -46,8 +83,16 @@ def test_chinese_starts_on_a_chinese_sample(monkeypatch, data_dir):
     assert _open("token_counts.py", "en", monkeypatch).session_state["sample_name"] == "ecommerce_refund.json"
 
 
-@pytest.mark.xfail(strict=True, reason="not translated yet")
-def test_the_switch_works_both_ways_and_stays_across_a_page_change(monkeypatch, data_dir):
+@pytest.fixture
+def test_thread_language():
+    """AppTest calls the widgets' format functions in the test's own thread (to find a selectbox's
+    index): that thread must speak the language the last run drew the widgets in. English after."""
+    yield i18n.use
+    i18n.use("en")
+
+
+def test_the_switch_works_both_ways_and_stays_across_a_page_change(monkeypatch, data_dir, test_thread_language):
+    test_thread_language("zh")
     monkeypatch.chdir(ROOT)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["lang"] = "zh"
@@ -57,7 +102,71 @@ def test_the_switch_works_both_ways_and_stays_across_a_page_change(monkeypatch, 
     at.switch_page("pages/token_counts.py").run()
     assert at.session_state["lang"] == "zh" and not english_left(at), report(english_left(at))
     at.session_state["lang"] = "en"  # what the sidebar's switch does (its callback also sets ?lang=)
-    at.run()
+    at.run()  # the widgets were drawn in Chinese: the test thread still speaks it for this run
+    test_thread_language("en")
     assert at.session_state["lang"] == "en" and not chinese_left(at), chinese_left(at)[:10]
     at.switch_page("pages/strategy_lab.py").run()
     assert at.session_state["lang"] == "en" and at.title[0].value == "Strategy Lab"
+
+
+def _check_zh(at: AppTest, known: set[str] = frozenset(), allow: tuple[str, ...] = ()) -> None:
+    from ctxlab.pricing import load_prices
+    left = english_left(at, allow=(*PROVIDER_IDS, *allow),
+                        engine_text={load_prices().get("gpt-4o").source, *known})
+    assert not left, report(left)
+
+
+def export_sentences(at: AppTest) -> set[str]:
+    """What ctxlab/exports writes about the configs this page shows: why a framework has no native
+    form and what does not carry over. English for now (ctxlab/exports/* is another part's work):
+    the test cuts exactly these out and checks the rest."""
+    from ctxlab.exports import TARGETS, NoNativeFormError, export_native
+    out: set[str] = set()
+    for code in at.get("code"):
+        if getattr(code, "language", "") != "yaml" and "strategy" not in str(code.value):
+            continue
+        try:
+            import yaml
+            config = yaml.safe_load(code.value)
+        except Exception:  # noqa: BLE001 -- a code block that is not a config
+            continue
+        if not isinstance(config, dict):
+            continue
+        for target in TARGETS:
+            try:
+                native = export_native(config, target)
+            except NoNativeFormError as e:
+                out.add(f"{target}: {e}")
+                continue
+            out.update(f"- {note}" for note in native.not_carried)
+    return out
+
+
+@pytest.mark.parametrize("tab", ["逐次回放", "导出"])
+def test_the_labs_replay_and_export_tabs_in_chinese(tab, monkeypatch, data_dir, test_thread_language):
+    test_thread_language("zh")
+    at = _open("strategy_lab.py", "zh", monkeypatch)
+    at.session_state["lab_tab"] = tab  # the tab's label, as the browser sends it
+    at.run()
+    assert not at.exception, at.exception
+    _check_zh(at, strategy_sentences() | export_sentences(at))
+
+
+def test_the_tune_results_in_chinese(monkeypatch, data_dir, test_thread_language):
+    from .helpers import run_tune_sweep
+    test_thread_language("zh")
+    at = _open("tune.py", "zh", monkeypatch)
+    run_tune_sweep(at, timeout=300)
+    assert at.get("plotly_chart"), "the sweep drew no figure"
+    from ctxlab.sweep import COLUMNS  # the measures' headers are their identifiers, as the CLI prints them
+    _check_zh(at, export_sentences(at), allow=COLUMNS)
+
+
+def test_tool_retrievals_recall_sweep_in_chinese(monkeypatch, data_dir, test_thread_language):
+    test_thread_language("zh")
+    at = _open("tool_retrieval.py", "zh", monkeypatch)
+    at.radio(key="tr_provider").set_value("hash").run()  # instant embeddings: the sweep's text is what is checked
+    at.button(key="tr_sweep").click().run()
+    assert not at.exception, at.exception
+    assert len(at.get("plotly_chart")) >= 2, "the recall sweep drew no figures"
+    _check_zh(at, {UNSURE})

@@ -24,3 +24,11 @@ def test_names_identifiers_code_acronyms_and_allowed_terms_pass():
     assert runs("Pareto 前沿，prompt cache 命中") == []
     assert runs("1.8x，12 ms，3.5 KB") == []
     assert runs("[文档](https://example.com/some/english/path) :material/science:") == []
+
+
+def test_markdown_escapes_and_chinese_around_words_are_handled():
+    assert runs("未生效：sliding\\_window 的窗口") == []          # an escaped identifier stays whole
+    assert runs("模型 gpt\\-4o，来源 \\(read\\)") == ["read"]       # escapes undone, the English word found
+    assert runs("未生效：keeps the newest messages") == ["keeps the newest messages"]
+    assert runs(":small[可选：所有功能]") == []                     # a Markdown directive is not a word
+    assert runs("调节 keep，默认（False）") == []                  # a parameter's name and a bool literal
