@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from .answers import _labels, _strategies, ask, context_for
 from .conversation import Conversation, Message
 from .errors import CtxlabError
+from .i18n import N_
 from .llm import LLM, active_llm, use_llm
 from .strategies import Budget, Strategy, auto_facts, get_strategy, prepare
 from .strategies.plan import Plan
@@ -31,7 +32,7 @@ PROBE_TEMPLATE = ("Answer from the conversation above only, as briefly as you ca
 BLANK = "____"
 MAX_FACT_CHARS = 80  # a generated probe asks for a value an answer can quote, not a whole SQL query
 NEUTRAL_QUESTION = "(a probe question)"  # stands for the probes when measuring retention offline
-MATCH_RULE = ("exact match on the fact: a hit when the expected answer appears in the model's answer, both "
+MATCH_RULE = N_("exact match on the fact: a hit when the expected answer appears in the model's answer, both "
               "lower-cased with white space collapsed")
 
 

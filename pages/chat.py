@@ -19,9 +19,10 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import DEFAULT_SAMPLE, SAMPLES_DIR, input_panel, md_escape, open_in_lab, sample_names
+from appstate import DEFAULT_SAMPLE, SAMPLES_DIR, choose_language, input_panel, md_escape, open_in_lab, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.exports.config import read_config
+from ctxlab.i18n import N_, _
 from ctxlab.sessions import Session, SessionStore, default_url
 from ctxlab.sessions.db import redact
 from ctxlab.sessions.responder import (CannedTools, ModelResponder, ScriptedResponder, advance, model_configured,
@@ -36,9 +37,14 @@ NEW = "new"
 SAMPLE_AGENT = "Kestrel support (sample)"
 LONG_AGENT = "Ridgeline ticket copilot (sample, 30 tickets)"
 LONG_SCRIPT = "30 support tickets (generated)"
-"""A script long enough to watch a strategy over many turns: ctxlab.generate's e-commerce copilot."""
+# (a script long enough to watch a strategy over many turns: ctxlab.generate's e-commerce copilot; a comment,
+# not a string: a bare string on a page is drawn on it)
 SAMPLE_SCRIPTS = {SAMPLE_AGENT: DEFAULT_SAMPLE, LONG_AGENT: LONG_SCRIPT}
-"""Each sample agent and the script that plays its conversation offline."""
+# (each sample agent and the script that plays its conversation offline)
+SCRIPT_LABELS = {LONG_SCRIPT: N_("30 support tickets (generated)")}
+CATEGORY_LABELS = {"system": N_("system"), "tool_definitions": N_("tool definitions"), "user": N_("user"),
+                   "assistant_text": N_("assistant text"), "tool_calls": N_("tool calls"),
+                   "tool_results": N_("tool results"), "reply_priming": N_("reply priming")}
 RESULT_PREVIEW = 4_000
 
 
@@ -100,13 +106,14 @@ def _tools() -> CannedTools | None:
 
 def _turn(text: str) -> None:
     """Run one turn from a callback (before the page draws, so the new messages show at once)."""
+    choose_language()  # a callback runs before the page sets its language
     try:
         session = _session()
         if session is None:
             return
         result = run_turn(session, text, _responder(), _tools())
         if result.stopped == "max_steps":
-            st.session_state.chat_error = "The agent made 12 model calls in this turn without answering; stopped."
+            st.session_state.chat_error = _("The agent made 12 model calls in this turn without answering; stopped.")
     except CtxlabError as e:
         st.session_state.chat_error = str(e)
 
@@ -136,19 +143,22 @@ def _submit_tool_results(calls: list[dict]) -> None:
 
 
 def _start_session(profile: str) -> None:
+    choose_language()  # a callback runs before the page sets its language: the title is written in it
     try:
-        s = open_store(default_url()).start_session(profile, title=f"chat with {profile}")
+        s = open_store(default_url()).start_session(profile, title=_("chat with {agent}").format(agent=profile))
         st.session_state.chat_session_pick = s.id
     except CtxlabError as e:
         st.session_state.chat_error = str(e)
 
 
 def _open_in_lab() -> None:
+    choose_language()  # a callback runs before the page sets its language
     session = _session()
     if session is None:
         return
     budget = read_config(session.record().config).budget_kwargs()
-    open_in_lab(json.dumps(session.export(), ensure_ascii=False), f"session {session.id[:8]} of {session.profile}",
+    open_in_lab(json.dumps(session.export(), ensure_ascii=False),
+                _("session {id} of {agent}").format(id=session.id[:8], agent=session.profile),
                 model=session.model, max_tokens=budget.get("max_tokens"), reserve=budget.get("reserve"))
     st.session_state.chat_to_lab = True
 
@@ -159,7 +169,8 @@ def _show(m: dict) -> None:
     if role == "tool":
         with st.chat_message("tool", avatar=":material/build:"):
             text = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
-            with st.expander(f"Result for {md_escape(str(m.get('tool_call_id')))} ({len(text):,} characters)"):
+            with st.expander(_("Result for {id} ({n} characters)").format(id=md_escape(str(m.get("tool_call_id"))),
+                                                                          n=f"{len(text):,}")):
                 st.code(text[:RESULT_PREVIEW] + ("…" if len(text) > RESULT_PREVIEW else ""), language=None,
                         wrap_lines=True)
         return
@@ -177,12 +188,17 @@ def _token_bar(by_category: dict[str, int], limit: int) -> go.Figure:
     fig = go.Figure()
     for cat in CATEGORIES:
         if by_category.get(cat):
-            fig.add_bar(y=["sent"], x=[by_category[cat]], name=cat.replace("_", " "), orientation="h",
+            fig.add_bar(y=[_("sent")], x=[by_category[cat]], name=_(CATEGORY_LABELS[cat]) if cat in CATEGORY_LABELS
+                        else cat.replace("_", " "), orientation="h",
                         marker_color=CATEGORY_COLORS.get(cat))  # the Strategy Lab's colours
-    fig.add_vline(x=limit, line_dash="dash", annotation_text=f"budget {limit:,}")
-    fig.update_layout(barmode="stack", height=260, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="tokens",
+    fig.add_vline(x=limit, line_dash="dash", annotation_text=_("budget {limit}").format(limit=f"{limit:,}"))
+    fig.update_layout(barmode="stack", height=260, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=_("tokens"),
                       yaxis_visible=False, legend=dict(orientation="h", yanchor="top", y=-0.45))
     return fig
+
+
+HISTORY_COLUMNS = {"turn": N_("turn"), "acted": N_("acted"), "tokens": N_("tokens"), "messages": N_("messages"),
+                   "summarized": N_("summarized"), "dropped": N_("dropped"), "cleared": N_("cleared")}
 
 
 def _side(session: Session) -> None:
@@ -191,45 +207,47 @@ def _side(session: Session) -> None:
     record = session.record()
     count = session.count(sent)
     budget = Budget(**read_config(record.config).budget_kwargs())
-    st.caption(md_escape(f"This session runs {record.strategy} (copied from the agent when it started)."))
+    st.caption(md_escape(_("This session runs {strategy} (copied from the agent when it started).").format(
+        strategy=record.strategy)))
     c1, c2 = st.columns(2)
-    c1.metric("Tokens sent", f"{count.total:,}", help="What the next model call receives")
-    c2.metric("Budget", f"{budget.prompt_limit:,}", help="The agent's context limit less its response reserve")
-    c1.metric("Messages sent", f"{len(sent):,}", help=f"of {len(session.history()):,} in the history, plus the "
-                                                       "system prompt")
+    c1.metric(_("Tokens sent"), f"{count.total:,}", help=_("What the next model call receives"))
+    c2.metric(_("Budget"), f"{budget.prompt_limit:,}", help=_("The agent's context limit less its response reserve"))
+    c1.metric(_("Messages sent"), f"{len(sent):,}", help=_("of {n} in the history, plus the system prompt").format(
+        n=f"{len(session.history()):,}"))
     st.plotly_chart(_token_bar(count.by_category, budget.prompt_limit), key="chat_token_bar")
     if count.total > budget.prompt_limit:
         st.caption(md_escape(over_budget_note(record, len(session.history()), count.total, budget.prompt_limit)))
-    st.subheader("Running summary")
+    st.subheader(_("Running summary"))
     if record.summary:
         st.code(record.summary, language=None, wrap_lines=True)
     else:
-        st.caption("No summary yet: the strategy has not folded anything.")
-    st.subheader("Compression history")
+        st.caption(_("No summary yet: the strategy has not folded anything."))
+    st.subheader(_("Compression history"))
     rows = [{"turn": c.turn, "acted": c.triggered, "tokens": f"{c.tokens_before:,} → {c.tokens_after:,}",
              "messages": f"{c.messages_before} → {c.messages_after}", "summarized": len(c.summarized),
              "dropped": len(c.dropped), "cleared": len(c.cleared)} for c in reversed(session.compressions())]
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, key="chat_history_table")
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="chat_history_table",
+                     column_config={c: st.column_config.Column(_(label)) for c, label in HISTORY_COLUMNS.items()})
     else:
-        st.caption("The strategy runs before every model call (or at every user message, with apply_at "
-                   "turn_start); nothing has run yet.")
-    st.subheader("Monitoring")
+        st.caption(_("The strategy runs before every model call (or at every user message, with apply_at "
+                     "turn_start); nothing has run yet."))
+    st.subheader(_("Monitoring"))
     m1, m2 = st.columns(2)
-    m1.metric("Strategy runs", f"{record.times_applied:,}")
-    m2.metric("Times it acted", f"{record.times_triggered:,}")
-    m1.metric("Tokens saved", f"{record.tokens_saved:,}")
-    m2.metric("Messages removed", f"{record.messages_removed:,}")
-    st.button("Open in Strategy Lab", key="chat_open_lab", on_click=_open_in_lab,
-              help="Load this session's full history (and its model and budget) into the Strategy Lab")
+    m1.metric(_("Strategy runs"), f"{record.times_applied:,}")
+    m2.metric(_("Times it acted"), f"{record.times_triggered:,}")
+    m1.metric(_("Tokens saved"), f"{record.tokens_saved:,}")
+    m2.metric(_("Messages removed"), f"{record.messages_removed:,}")
+    st.button(_("Open in Strategy Lab"), key="chat_open_lab", on_click=_open_in_lab,
+              help=_("Load this session's full history (and its model and budget) into the Strategy Lab"))
 
 
 # ---------------------------------------------------------------- page
 
 st.set_page_config(layout="wide")
 input_panel()  # the shared sidebar, as on every page (the Strategy Lab's input; an agent has its own model)
-st.sidebar.caption("The sidebar feeds the Strategy Lab. An agent's own model and limit are set on the Agents page.")
-st.title("Chat")
+st.sidebar.caption(_("The sidebar feeds the Strategy Lab. An agent's own model and limit are set on the Agents page."))
+st.title(_("Chat"))
 try:
     store = open_store(default_url())
 except CtxlabError as e:
@@ -240,14 +258,14 @@ if st.session_state.pop("chat_to_lab", False):
     try:
         st.switch_page("pages/strategy_lab.py")
     except StreamlitAPIException:  # this page runs on its own (not through app.py): say where to go
-        st.success("The session is loaded in the Strategy Lab: open it from the navigation.")
+        st.success(_("The session is loaded in the Strategy Lab: open it from the navigation."))
 
 profiles = [p.name for p in store.profiles()]
 if not profiles:
-    st.info("No agent yet. Create one on the Agents page, or start with the sample agents: the Kestrel Cycles support "
-            "assistant with a running-summary strategy on an 8K window, and a ticket copilot whose script plays 30 "
-            "tickets (39K tokens) on an 8K limit.")
-    st.button("Create the sample agents", key="chat_make_sample", on_click=_make_sample_agent, args=(store,))
+    st.info(_("No agent yet. Create one on the Agents page, or start with the sample agents: the Kestrel Cycles "
+              "support assistant with a running-summary strategy on an 8K window, and a ticket copilot whose script "
+              "plays 30 tickets (39K tokens) on an 8K limit."))
+    st.button(_("Create the sample agents"), key="chat_make_sample", on_click=_make_sample_agent, args=(store,))
     st.stop()
 
 if st.session_state.get("chat_profile") not in profiles:
@@ -259,58 +277,61 @@ if st.session_state.get("chat_script") not in scripts or st.session_state.get("c
     st.session_state.chat_script_agent = st.session_state.chat_profile
 
 top = st.columns([1, 2, 1])
-profile = top[0].selectbox("Agent", profiles, key="chat_profile")
+profile = top[0].selectbox(_("Agent"), profiles, key="chat_profile")
 infos = {i.id: i for i in store.sessions(profile)}
 if st.session_state.get("chat_session_pick") not in (NEW, *infos):
     st.session_state.chat_session_pick = NEW
-top[1].selectbox("Session", [NEW, *infos], key="chat_session_pick",
+top[1].selectbox(_("Session"), [NEW, *infos], key="chat_session_pick",
                  # a label that never changes (the browser sends the label back: a count in it would break that)
-                 format_func=lambda i: "— start a new session —" if i == NEW else
-                 f"{infos[i].title or 'session'} · {i[:8]} · started {infos[i].created_at:%Y-%m-%d %H:%M}",
-                 help="Resume any session of this agent, also after a restart")
-top[2].button("Start a new session", key="chat_new", on_click=_start_session, args=(profile,))
+                 format_func=lambda i: _("— start a new session —") if i == NEW else
+                 _("{title} · {id} · started {time}").format(title=infos[i].title or _("session"), id=i[:8],
+                                                             time=f"{infos[i].created_at:%Y-%m-%d %H:%M}"),
+                 help=_("Resume any session of this agent, also after a restart"))
+top[2].button(_("Start a new session"), key="chat_new", on_click=_start_session, args=(profile,))
 
 if model_configured():
     try:
-        st.caption(md_escape(f"Replies come from {ModelResponder().label}."))
+        st.caption(md_escape(_("Replies come from {model}.").format(model=ModelResponder().label)))
     except CtxlabError as e:
         st.error(md_escape(str(e)))
 else:
-    st.caption("No model configured (OPENAI_BASE_URL or OPENAI_API_KEY): a scripted responder replays a bundled "
-               "conversation turn by turn, offline.")
+    st.caption(_("No model configured (OPENAI_BASE_URL or OPENAI_API_KEY): a scripted responder replays a bundled "
+                 "conversation turn by turn, offline."))
 o1, o2 = st.columns(2)
-o1.selectbox("Script (and canned tool results)", scripts, key="chat_script",
-             help="The bundled conversation whose replies and tool results answer offline")
-o2.checkbox("Type tool results myself", key="chat_manual_tools",
-            help="Otherwise tool calls are answered from the script's recorded results")
+o1.selectbox(_("Script (and canned tool results)"), scripts, key="chat_script",
+             format_func=lambda n: _(SCRIPT_LABELS[n]) if n in SCRIPT_LABELS else n,
+             help=_("The bundled conversation whose replies and tool results answer offline"))
+o2.checkbox(_("Type tool results myself"), key="chat_manual_tools",
+            help=_("Otherwise tool calls are answered from the script's recorded results"))
 if err := st.session_state.pop("chat_error", None):
     st.error(md_escape(err))
 
 session = _session()
 if session is None:
-    st.info(md_escape(f"Start a new session with {profile}, or pick one to resume."))
+    st.info(md_escape(_("Start a new session with {agent}, or pick one to resume.").format(agent=profile)))
     st.stop()
 
 chat, side = st.columns([3, 2], gap="large")
 with chat:
     history = session.history()
     if session.system_prompt:
-        with st.expander("System prompt"):
+        with st.expander(_("System prompt")):
             st.code(session.system_prompt, language=None, wrap_lines=True)
     for m in history:
         _show(m)
     waiting = pending_calls(history)
     if waiting:
-        st.warning("The agent is waiting for tool results: type them below.")
+        st.warning(_("The agent is waiting for tool results: type them below."))
         for call in waiting:
-            st.text_area(f"Result of {call['function']['name']} ({call['id']})", key=f"chat_tool_{call['id']}")
-        st.button("Send tool results", key="chat_submit_tools", on_click=_submit_tool_results, args=(waiting,))
+            st.text_area(_("Result of {tool} ({id})").format(tool=call["function"]["name"], id=call["id"]),
+                         key=f"chat_tool_{call['id']}")
+        st.button(_("Send tool results"), key="chat_submit_tools", on_click=_submit_tool_results, args=(waiting,))
     else:
         script = script_for(st.session_state.chat_script)[0]
         nxt = script.next_user_message(history)
         if nxt:
-            st.caption(md_escape(f"Next scripted message: {nxt[:300]}"))
-            st.button("Send the next scripted message", key="chat_send_scripted", on_click=_send_scripted)
-    st.chat_input("Message the agent", key="chat_input", on_submit=_send_typed, disabled=bool(waiting))
+            st.caption(md_escape(_("Next scripted message: {text}").format(text=nxt[:300])))
+            st.button(_("Send the next scripted message"), key="chat_send_scripted", on_click=_send_scripted)
+    st.chat_input(_("Message the agent"), key="chat_input", on_submit=_send_typed, disabled=bool(waiting))
 with side:
     _side(session)

@@ -19,12 +19,13 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import input_panel, md_escape, parse, text_hash
+from appstate import choose_language, input_panel, md_escape, parse, text_hash
 from ctxlab.conversation import Conversation, Message
 from ctxlab.diagnostics import (MODES, STRUCTURAL_LESSONS, Finding, Mitigation, MitigationResult, apply_mitigation,
-                                diagnose, summarize_findings)
+                                diagnose, lesson_path, summarize_findings)
 from ctxlab.errors import CtxlabError
 from ctxlab.fidelity import measure_replay, needed_facts
+from ctxlab.i18n import N_, _, language
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.strategies import Budget, get_strategy
 from ctxlab.tokens import TokenCounter
@@ -34,7 +35,8 @@ from ui import count_column, message_number, number_column, text_width
 @dataclass(frozen=True)
 class Lesson:
     """A lesson: its title, the failure mode whose findings it shows (None: every mode), its
-    explanation and its bundled conversation."""
+    explanation (both in English, translated where shown) and its bundled English conversation
+    (``lesson_path`` gives the one for the interface's language)."""
 
     title: str
     mode: str | None
@@ -45,23 +47,31 @@ class Lesson:
 LESSONS: dict[str, Lesson] = {
     **{name: Lesson(info.title, name, info.explanation, info.lesson) for name, info in MODES.items()},
     "quarantine": Lesson(
-        "Context quarantine", None,
-        "One agent doing three unrelated jobs carries every job's tool results into every other job's model "
+        N_("Context quarantine"), None,
+        N_("One agent doing three unrelated jobs carries every job's tool results into every other job's model "
         "call. Quarantine gives each independent task its own sub-agent with its own, smaller context: the "
         "preamble, that task's turns and only the tools it uses. No single call has to hold everything, and a "
-        "mistake in one task cannot leak into another.", STRUCTURAL_LESSONS["quarantine"]),
+        "mistake in one task cannot leak into another."), STRUCTURAL_LESSONS["quarantine"]),
     "tool_loadout": Lesson(
-        "Tool loadout", "confusion",
-        "Past about 30 tools, models pick the wrong one more often, and every definition costs prompt tokens "
+        N_("Tool loadout"), "confusion",
+        N_("Past about 30 tools, models pick the wrong one more often, and every definition costs prompt tokens "
         "on every call. A loadout sends only the few tools retrieved for the request in front of the model "
         "(here: the top 5 from a Chroma index of the catalog), so the look-alikes and the irrelevant tools "
-        "never reach it.", STRUCTURAL_LESSONS["tool_loadout"]),
+        "never reach it."), STRUCTURAL_LESSONS["tool_loadout"]),
 }
 # (lesson name -> lesson, in the order the page offers them; a comment: a bare string here would show on the page)
-SOURCES = {"lesson": "The lesson's conversation", "mine": "My conversation (sidebar)"}
+SOURCES = {"lesson": N_("The lesson's conversation"), "mine": N_("My conversation (sidebar)")}
+SEVERITY_LABELS = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
+MODE_LABELS = {"poisoning": N_("poisoning"), "distraction": N_("distraction"), "confusion": N_("confusion"),
+               "clash": N_("clash")}
+MODE_FINDINGS = {"poisoning": N_("Poisoning findings"), "distraction": N_("Distraction findings"),
+                 "confusion": N_("Confusion findings"), "clash": N_("Clash findings")}
+CATEGORY_LABELS = {"system": N_("system"), "user": N_("user"), "assistant_text": N_("assistant text"),
+                   "tool_calls": N_("tool calls"), "tool_results": N_("tool results")}
 SEVERITY_ORDER = ("error", "warning", "info")
 HIGHLIGHT = "#111111"  # the finding outline and badge: no role colour is this dark
 PREVIEW = 140
+SELECTED = N_("selected")  # the timeline table's tag of the selected finding's messages
 
 
 # ---------------------------------------------------------------- engine calls, cached
@@ -71,13 +81,17 @@ def _lesson_text(path: str) -> str:
     return Path(path).read_text(encoding="utf-8")
 
 
-@st.cache_resource(show_spinner="Diagnosing…", max_entries=16)
-def _findings(conv_key: str, model: str, _conv: Conversation) -> tuple[Finding, ...]:
-    """Every mode's findings on a conversation, once per conversation text and model."""
+choose_language()  # before the cached functions below: their spinners speak the page's language
+
+
+@st.cache_resource(show_spinner=_("Diagnosing…"), max_entries=16)
+def _findings(conv_key: str, model: str, lang: str, _conv: Conversation) -> tuple[Finding, ...]:
+    """Every mode's findings on a conversation, once per conversation text, model and interface
+    language (the evidence is written in it)."""
     return tuple(diagnose(_conv, model=model))
 
 
-@st.cache_resource(show_spinner="Embedding the tools (first time for this catalog)…", max_entries=8)
+@st.cache_resource(show_spinner=_("Embedding the tools (first time for this catalog)…"), max_entries=8)
 def _tool_index(tools_key: str, store: str, _tools: tuple) -> Any:
     """A Chroma index of a catalog under the app's data dir, built once (the embeddings persist)."""
     from ctxlab.tools import ToolCatalog, ToolIndex
@@ -126,7 +140,7 @@ def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> tu
     return (served / counted if counted else None), tuple(dict.fromkeys(missed))
 
 
-@st.cache_resource(show_spinner="Applying the mitigation…", max_entries=16)
+@st.cache_resource(show_spinner=_("Applying the mitigation…"), max_entries=16)
 def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: int, reserve: float) -> Applied:
     """Apply ``_m`` and measure needed facts served: a strategy through the call-by-call replay
     (``measure_replay``, against ``none``); the other kinds change the context once, so each needing
@@ -141,12 +155,13 @@ def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: i
         after = measure_replay(_conv, strategy, budget, model=model)
         missed_before = {m.fact for m in before.fidelity.misses}
         return Applied(result, before.needed_recall, after.needed_recall,
-                       f"replayed call by call with {strategy.name}, against sending everything",
+                       _("replayed call by call with {strategy}, against sending everything").format(
+                           strategy=strategy.name),
                        tuple(dict.fromkeys(m.fact for m in after.fidelity.misses if m.fact not in missed_before)))
     parts = result.subagents if _m.kind == "quarantine" else (result.after,)
     before, missed_before = _served_in(_conv, [_conv.messages])
     after, missed_after = _served_in(_conv, [p.messages for p in parts if p is not None])
-    return Applied(result, before, after, "checked in the context that holds each assistant message, before and after",
+    return Applied(result, before, after, _("checked in the context that holds each assistant message, before and after"),
                    tuple(f for f in missed_after if f not in missed_before))
 
 
@@ -176,18 +191,20 @@ def timeline_figure(conv: Conversation, tokens: Sequence[int], highlight: Sequen
         marker=dict(color=[CATEGORY_COLORS[_category(m)] for m in conv.messages],
                     line=dict(color=[HIGHLIGHT if i in marked else "rgba(0,0,0,0)" for i in range(len(tokens))],
                               width=[3 if i in marked else 0 for i in range(len(tokens))])),
-        customdata=[[m.role, "finding" if i in marked else ""] for i, m in enumerate(conv.messages)],
-        hovertemplate="#%{x} %{customdata[0]}: %{y:,} tokens %{customdata[1]}<extra></extra>", showlegend=False))
+        customdata=[[_(CATEGORY_LABELS.get(m.role, m.role)), _("finding") if i in marked else ""]
+                    for i, m in enumerate(conv.messages)],
+        hovertemplate=_("#%{x} %{customdata[0]}: %{y:,} tokens %{customdata[1]}") + "<extra></extra>",
+        showlegend=False))
     for cat in dict.fromkeys(_category(m) for m in conv.messages):  # the colours' legend (bars carry no names)
-        fig.add_trace(go.Bar(x=[None], y=[None], name=cat.replace("_", " "), marker_color=CATEGORY_COLORS[cat],
+        fig.add_trace(go.Bar(x=[None], y=[None], name=_(CATEGORY_LABELS.get(cat, cat)), marker_color=CATEGORY_COLORS[cat],
                              hoverinfo="skip", showlegend=True))
     top = max(tokens, default=1) or 1
     if marked:
         fig.add_trace(go.Scatter(x=sorted(marked), y=[tokens[i] + top * 0.06 for i in sorted(marked)], mode="markers",
-                                 marker=dict(symbol="triangle-down", size=12, color=HIGHLIGHT), name="finding",
+                                 marker=dict(symbol="triangle-down", size=12, color=HIGHLIGHT), name=_("finding"),
                                  hoverinfo="skip"))
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), title="Tokens per message (finding marked)",
-                      xaxis=dict(title="message", dtick=max(1, len(tokens) // 20)), yaxis=dict(title="tokens",
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10), title=_("Tokens per message (finding marked)"),
+                      xaxis=dict(title=_("message"), dtick=max(1, len(tokens) // 20)), yaxis=dict(title=_("tokens"),
                       range=[0, top * 1.15]), legend=dict(orientation="h", y=1.12, x=1, xanchor="right"))
     return fig
 
@@ -196,7 +213,7 @@ def timeline_table(conv: Conversation, tokens: Sequence[int], highlight: Sequenc
                    findings: Sequence[Finding]) -> pd.DataFrame:
     """One row per message; ``finding`` names the codes of the findings pointing at it, the
     selected finding's first."""
-    codes: dict[int, list[str]] = {i: ["selected"] for i in highlight}
+    codes: dict[int, list[str]] = {i: [_(SELECTED)] for i in highlight}
     for f in findings:
         for i in f.messages:
             if f.code not in codes.setdefault(i, []):
@@ -207,27 +224,31 @@ def timeline_table(conv: Conversation, tokens: Sequence[int], highlight: Sequenc
 
 def subagent_figure(shared: int, parts: Sequence[int], limit: int) -> go.Figure:
     """The shared context against each sub-agent's context, one bar each, with the context limit."""
-    names = ["one shared context"] + [f"sub-agent {k + 1}" for k in range(len(parts))]
+    names = [_("one shared context")] + [_("sub-agent {n}").format(n=k + 1) for k in range(len(parts))]
     values = [shared, *parts]
     fig = go.Figure(go.Bar(y=names, x=values, orientation="h", text=[f"{v:,}" for v in values], textposition="outside",
                            marker_color=["#9D9D9D"] + ["#4C78A8"] * len(parts)))
     end = max([*values, 1]) * 1.2
     if limit <= end:
-        fig.add_vline(x=limit, line_dash="dash", annotation_text=f"limit {limit:,}")
+        fig.add_vline(x=limit, line_dash="dash", annotation_text=_("limit {limit}").format(limit=f"{limit:,}"))
     fig.update_layout(height=80 + 40 * len(values), margin=dict(l=10, r=10, t=30, b=10),
-                      title="Tokens per model call", xaxis=dict(range=[0, end], title="tokens"),
+                      title=_("Tokens per model call"), xaxis=dict(range=[0, end], title=_("tokens")),
                       yaxis=dict(autorange="reversed"))
     return fig
 
 
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.0%}"
+    return _("n/a") if x is None else f"{x:.0%}"
 
 
 def _finding_label(f: Finding) -> str:
-    where = (f"messages {', '.join(map(str, f.messages))}" if f.messages
-             else f"{len(f.tools)} tools" if f.tools else "the whole conversation")
-    return f"{f.severity}: {f.code} ({where})"
+    severity = _(SEVERITY_LABELS[f.severity])
+    if f.messages:
+        return _("{severity}: {code} (messages {where})").format(severity=severity, code=f.code,
+                                                                 where=", ".join(map(str, f.messages)))
+    if f.tools:
+        return _("{severity}: {code} ({n} tools)").format(severity=severity, code=f.code, n=len(f.tools))
+    return _("{severity}: {code} (the whole conversation)").format(severity=severity, code=f.code)
 
 
 MITIGATION_ORDER = ("prune", "strategy", "tool_retrieval", "quarantine")
@@ -286,44 +307,57 @@ def _why_facts_fell(applied: Applied) -> str | None:
     """One sentence on needed facts the mitigation stopped serving, naming them (None: none)."""
     if not applied.lost:
         return None
-    shown = ", ".join(f'"{f}"' for f in applied.lost[:6]) + (f" and {len(applied.lost) - 6} more"
-                                                             if len(applied.lost) > 6 else "")
-    return (f"Needed facts served fell from {_pct(applied.served_before)} to {_pct(applied.served_after)}: the "
-            f"messages this fix removes held {shown}, which a later answer quotes. The answer still quotes them; "
-            "the context it was written from no longer shows where they came from.")
+    shown = ", ".join(f'"{f}"' for f in applied.lost[:6])
+    text = (_("Needed facts served fell from {before} to {after}: the messages this fix removes held {facts} and "
+              "{more} more, which a later answer quotes. The answer still quotes them; the context it was written "
+              "from no longer shows where they came from.") if len(applied.lost) > 6 else
+            _("Needed facts served fell from {before} to {after}: the messages this fix removes held {facts}, "
+              "which a later answer quotes. The answer still quotes them; the context it was written from no "
+              "longer shows where they came from."))
+    return text.format(before=_pct(applied.served_before), after=_pct(applied.served_after), facts=shown,
+                       more=len(applied.lost) - 6)
 
 
 def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> None:
     r = applied.result
     in_mode = (lambda fs: [f for f in fs if f.mode == mode]) if mode else list
     before, after = in_mode(r.findings_before), in_mode(findings_after(conv, r))
-    what = f"{mode} findings" if mode else "findings"
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Tokens" if r.after is not None else "Tokens (largest call)", f"{r.tokens_after:,}",
-              delta=f"{r.tokens_after - r.tokens_before:,}", delta_color="inverse", help=f"before: {r.tokens_before:,}")
-    c2.metric(what.capitalize(), f"{len(after)}", delta=f"{len(after) - len(before)}", delta_color="inverse",
-              help=f"before: {len(before)}")
-    c3.metric("Facts retained", _pct(r.facts_after), help=f"before: {_pct(r.facts_before)}; the conversation's "
-              "facts (ids, amounts) still present")
-    c4.metric("Needed facts served", _pct(applied.served_after),
-              help=f"before: {_pct(applied.served_before)}; {applied.served_how}")
+    c1.metric(_("Tokens") if r.after is not None else _("Tokens (largest call)"), f"{r.tokens_after:,}",
+              delta=f"{r.tokens_after - r.tokens_before:,}", delta_color="inverse",
+              help=_("before: {value}").format(value=f"{r.tokens_before:,}"))
+    c2.metric(_(MODE_FINDINGS[mode]) if mode else _("Findings"), f"{len(after)}", delta=f"{len(after) - len(before)}",
+              delta_color="inverse", help=_("before: {value}").format(value=len(before)))
+    c3.metric(_("Facts retained"), _pct(r.facts_after),
+              help=_("before: {value}; the conversation's facts (ids, amounts) still present").format(
+                  value=_pct(r.facts_before)))
+    c4.metric(_("Needed facts served"), _pct(applied.served_after),
+              help=_("before: {value}; {how}").format(value=_pct(applied.served_before), how=applied.served_how))
     after_ids = {_identity(f) for f in after}
     same_kind = {_kind(f) for f in after}
     gone = [f for f in before if _identity(f) not in after_ids and _kind(f) not in same_kind]
-    st.caption(md_escape(f"Before: {r.tokens_before:,} tokens, {len(before)} {what}; after: {r.tokens_after:,} "
-                         f"tokens, {len(after)} {what}. Needed facts served: {_pct(applied.served_before)} before, "
-                         f"{_pct(applied.served_after)} after ({applied.served_how})."))
+    summary = (_("Before: {tokens_before} tokens, {n_before} {mode} findings; after: {tokens_after} tokens, "
+                 "{n_after} {mode} findings. Needed facts served: {served_before} before, {served_after} after "
+                 "({how}).") if mode else
+               _("Before: {tokens_before} tokens, {n_before} findings; after: {tokens_after} tokens, {n_after} "
+                 "findings. Needed facts served: {served_before} before, {served_after} after ({how})."))
+    st.caption(md_escape(summary.format(
+        tokens_before=f"{r.tokens_before:,}", n_before=len(before), tokens_after=f"{r.tokens_after:,}",
+        n_after=len(after), mode=_(MODE_LABELS[mode]) if mode else "", served_before=_pct(applied.served_before),
+        served_after=_pct(applied.served_after), how=applied.served_how)))
     if why := _why_facts_fell(applied):
         st.caption(md_escape(why))
     if gone:
-        st.success(md_escape("Gone after the mitigation: " + "; ".join(_finding_label(f) for f in gone)))
+        st.success(md_escape(_("Gone after the mitigation: {findings}").format(
+            findings="; ".join(_finding_label(f) for f in gone))))
     before_ids, before_kinds = {_identity(f) for f in before}, {_kind(f) for f in before}
     kept = [f for f in after if _identity(f) in before_ids or _kind(f) in before_kinds]  # same, or moved
     if kept:
-        st.warning(md_escape("Still there: " + "; ".join(_finding_label(f) for f in kept)))
+        st.warning(md_escape(_("Still there: {findings}").format(findings="; ".join(_finding_label(f) for f in kept))))
     new = [f for f in after if _identity(f) not in before_ids and _kind(f) not in before_kinds]
     for f in new:
-        st.caption(md_escape(f"New after the mitigation, {_finding_label(f)}: {f.evidence}"))
+        st.caption(md_escape(_("New after the mitigation, {finding}: {evidence}").format(
+            finding=_finding_label(f), evidence=f.evidence)))
     if r.subagents:
         st.plotly_chart(subagent_figure(r.tokens_before, r.subagent_tokens, int(st.session_state.max_tokens)),
                         key="fm_subagent_bars")
@@ -332,24 +366,30 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
                                     "tools": ", ".join(x.name for x in p.tools)}
                                    for k, (p, t) in enumerate(zip(r.subagents, r.subagent_tokens))]),
                      key="fm_subagent_table", hide_index=True, width="stretch",
-                     column_config={"tokens": count_column("tokens")})
+                     column_config={"sub-agent": st.column_config.NumberColumn(_("sub-agent")),
+                                    "tokens": count_column(_("tokens")),
+                                    "messages": st.column_config.TextColumn(_("messages")),
+                                    "tools": st.column_config.TextColumn(_("tools"))})
     if r.tools_before != r.tools_after:
         left, right = st.columns(2)
-        left.caption(f"Tools sent before ({len(r.tools_before)})")
+        tool_column = {"tool": st.column_config.TextColumn(_("tool"))}
+        left.caption(_("Tools sent before ({n})").format(n=len(r.tools_before)))
         left.dataframe(pd.DataFrame({"tool": list(r.tools_before)}), key="fm_tools_before", hide_index=True,
-                       height=240, width="stretch")
-        right.caption(f"Tools sent after ({len(r.tools_after)})")
+                       height=240, width="stretch", column_config=tool_column)
+        right.caption(_("Tools sent after ({n})").format(n=len(r.tools_after)))
         right.dataframe(pd.DataFrame({"tool": list(r.tools_after)}), key="fm_tools_after", hide_index=True,
-                        width="stretch")
+                        width="stretch", column_config=tool_column)
     if r.after is not None and r.after.messages != conv.messages:
-        with st.expander("The conversation after the mitigation"):
+        with st.expander(_("The conversation after the mitigation")):
             counter = TokenCounter(st.session_state.model)
-            st.caption("# is the message's number in the conversation before (empty for an inserted summary)")
+            st.caption(_("# is the message's number in the conversation before (empty for an inserted summary)"))
             origin = after_origins(conv, r)
             st.dataframe(pd.DataFrame([{"#": message_number(o), "role": m.role, "tokens": counter.message(m),
                                         "content": _preview(m)} for o, m in zip(origin, r.after.messages)]),
                          key="fm_after_table", hide_index=True, width="stretch",
-                         column_config={"#": number_column(), "tokens": count_column("tokens")})
+                         column_config={"#": number_column(), "role": st.column_config.TextColumn(_("role")),
+                                        "tokens": count_column(_("tokens")),
+                                        "content": st.column_config.TextColumn(_("content"))})
 
 
 def _continue(base: tuple, after: Conversation, conv: Conversation, label: str) -> None:
@@ -366,11 +406,11 @@ def _continue(base: tuple, after: Conversation, conv: Conversation, label: str) 
 def _mitigation_for(lesson: Lesson, name: str, conv: Conversation, finding: Finding | None) -> Mitigation | None:
     """The selected finding's mitigation; the structural lessons offer theirs even without a finding."""
     if name == "quarantine":
-        return Mitigation("quarantine", "Split into sub-agent contexts, one per independent task")
+        return Mitigation("quarantine", _("Split into sub-agent contexts, one per independent task"))
     if finding is not None and finding.mitigation is not None:
         return finding.mitigation
     if name == "tool_loadout" and len(conv.tools) > 5:
-        return Mitigation("tool_retrieval", "Send only the tools retrieved for the query (top 5)", k=5)
+        return Mitigation("tool_retrieval", _("Send only the tools retrieved for the query (top {k})").format(k=5), k=5)
     return None
 
 
@@ -378,89 +418,96 @@ def _mitigation_for(lesson: Lesson, name: str, conv: Conversation, finding: Find
 
 st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
 input_panel()
-st.title("Failure Modes")
-st.caption("Four ways a context fails, and two ways to structure an agent so it does not. Pick a lesson, look at "
-           "the marked messages, then apply the mitigation and compare before and after.")
-name = st.radio("Lesson", list(LESSONS), key="fm_lesson", horizontal=True, format_func=lambda n: LESSONS[n].title)
+st.title(_("Failure Modes"))
+st.caption(_("Four ways a context fails, and two ways to structure an agent so it does not. Pick a lesson, look at "
+             "the marked messages, then apply the mitigation and compare before and after."))
+name = st.radio(_("Lesson"), list(LESSONS), key="fm_lesson", horizontal=True, format_func=lambda n: _(LESSONS[n].title))
 lesson = LESSONS[name]
-source = st.radio("Run it on", list(SOURCES), key="fm_source", horizontal=True, format_func=SOURCES.get,
-                  help="The lesson's bundled conversation, or the conversation chosen in the sidebar (diagnose mine)")
-st.markdown(md_escape(lesson.explanation))
+lesson_file = lesson_path(name, language())  # the Chinese interface runs the Chinese story where one is written
+source = st.radio(_("Run it on"), list(SOURCES), key="fm_source", horizontal=True, format_func=lambda s: _(SOURCES[s]),
+                  help=_("The lesson's bundled conversation, or the conversation chosen in the sidebar (diagnose mine)"))
+st.markdown(md_escape(_(lesson.explanation)))
 
 model = st.session_state.model
 if source == "mine":
     text = st.session_state.get("conversation_text")
-    label = st.session_state.get("conversation_label") or "your conversation"
+    label = st.session_state.get("conversation_label") or _("your conversation")
     if not text:
-        st.info("Pick a sample, paste, upload or generate a conversation in the sidebar.")
+        st.info(_("Pick a sample, paste, upload or generate a conversation in the sidebar."))
         st.stop()
 else:
-    text, label = _lesson_text(str(lesson.path)), f"lesson {lesson.path.name}"
+    text, label = _lesson_text(str(lesson_file)), _("lesson {file}").format(file=lesson_file.name)
 base_key = (source, name, text_hash(text))
 chain = st.session_state.get("fm_chain")
 if chain and chain["base"] == base_key:  # fixes applied one after another
     text = chain["steps"][-1][1]
-    label = f"{label} after {len(chain['steps'])} fix(es)"
-    st.info(md_escape("Fixes applied so far, in order: " + "; ".join(s[0] for s in chain["steps"])
-                      + ". The findings and the next mitigation below are those of the result."))
-    st.button("Start over from the original", key="fm_restart", on_click=lambda: st.session_state.pop("fm_chain", None))
+    label = _("{label} after {n} fix(es)").format(label=label, n=len(chain["steps"]))
+    st.info(md_escape(_("Fixes applied so far, in order: {fixes}. The findings and the next mitigation below are "
+                        "those of the result.").format(fixes="; ".join(s[0] for s in chain["steps"]))))
+    st.button(_("Start over from the original"), key="fm_restart",
+              on_click=lambda: st.session_state.pop("fm_chain", None))
 try:
     conv = parse(text)
     counter = TokenCounter(model)
     tokens = [counter.message(m) for m in conv.messages]
     conv_key = text_hash(text)
-    all_findings = _findings(conv_key, model, conv)
+    all_findings = _findings(conv_key, model, language(), conv)
 except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
 
 findings = sorted((f for f in all_findings if lesson.mode is None or f.mode == lesson.mode), key=_teaching_order)
 counts = summarize_findings(all_findings)
-st.subheader(f"What the detectors find in {md_escape(label)}")
-st.caption(md_escape(f"{len(conv):,} messages, {sum(tokens):,} tokens of messages, {len(conv.tools)} tools. "
-                     "Findings per mode: " + ", ".join(f"{m} {n}" for m, n in counts.items())))
+st.subheader(_("What the detectors find in {label}").format(label=md_escape(label)))
+st.caption(md_escape(_("{messages} messages, {tokens} tokens of messages, {tools} tools. Findings per mode: {counts}").format(
+    messages=f"{len(conv):,}", tokens=f"{sum(tokens):,}", tools=len(conv.tools),
+    counts=", ".join(f"{_(MODE_LABELS[m])} {n}" for m, n in counts.items()))))
 planted = conv.metadata.get("planted") or []
 if planted:
-    st.caption(md_escape("Planted by the generator: " + "; ".join(
-        f"{p.get('mode')} {p.get('code')} at messages {p.get('messages')}" for p in planted if isinstance(p, dict))))
+    st.caption(md_escape(_("Planted by the generator: {planted}").format(planted="; ".join(
+        _("{mode} {code} at messages {messages}").format(mode=_(MODE_LABELS.get(p.get("mode"), str(p.get("mode")))),
+                                                         code=p.get("code"), messages=p.get("messages"))
+        for p in planted if isinstance(p, dict)))))
 
 selected: Finding | None = None
 if findings:
     options = [f"{k + 1}. {_finding_label(f)}" for k, f in enumerate(findings)]  # unique, numbered
     if st.session_state.get("fm_finding") not in options:  # another lesson or conversation: its first finding
         st.session_state.fm_finding = options[0]
-    selected = findings[options.index(st.selectbox("Finding", options, key="fm_finding"))]
+    selected = findings[options.index(st.selectbox(_("Finding"), options, key="fm_finding"))]
     # a finding is what the lesson is about, not a failure of the page: no red error box
     (st.info if selected.severity == "info" else st.warning)(
-        f"**{selected.severity}**, " + md_escape(f"{selected.code}: {selected.evidence}"))
+        f"**{_(SEVERITY_LABELS[selected.severity])}**, " + md_escape(f"{selected.code}: {selected.evidence}"))
     if selected.tools:
-        st.caption(md_escape("Tools involved: " + ", ".join(selected.tools[:12])
-                             + (f" and {len(selected.tools) - 12} more" if len(selected.tools) > 12 else "")))
+        shown_tools = ", ".join(selected.tools[:12])
+        st.caption(md_escape((_("Tools involved: {tools} and {more} more") if len(selected.tools) > 12 else
+                              _("Tools involved: {tools}")).format(tools=shown_tools, more=len(selected.tools) - 12)))
 else:
-    what = f"no {lesson.mode} finding" if lesson.mode else "no finding"
-    st.success(md_escape(f"The detectors report {what} in {label}."))
+    st.success(md_escape((_("The detectors report no {mode} finding in {label}.") if lesson.mode else
+                          _("The detectors report no finding in {label}.")).format(
+        mode=_(MODE_LABELS[lesson.mode]) if lesson.mode else "", label=label)))
 
 highlight = selected.messages if selected else ()
 st.plotly_chart(timeline_figure(conv, tokens, highlight), key="fm_timeline")
 rows = timeline_table(conv, tokens, highlight, findings)
 codes = sorted({c for cs in rows["finding"] for c in cs})
 st.dataframe(rows, key="fm_table", hide_index=True, width="stretch", height=min(38 + 35 * len(rows), 420),
-             column_config={"#": count_column("#"),
+             column_config={"#": count_column("#"), "role": st.column_config.TextColumn(_("role")),
                             "finding": st.column_config.MultiselectColumn(
-                                "finding", options=codes, width=min(max([text_width(["finding"])] + [
+                                _("finding"), options=codes, width=min(max([text_width(["finding"])] + [
                                     sum(text_width([c]) for c in cs) for cs in rows["finding"]]), 480),
-                                color=[HIGHLIGHT if c == "selected" else "#F58518" for c in codes]),
-                            "tokens": count_column("tokens"),
-                            "content": st.column_config.TextColumn("content", width="large")})
+                                color=[HIGHLIGHT if c == _(SELECTED) else "#F58518" for c in codes]),
+                            "tokens": count_column(_("tokens")),
+                            "content": st.column_config.TextColumn(_("content"), width="large")})
 
-st.subheader("Mitigation")
+st.subheader(_("Mitigation"))
 mitigation = _mitigation_for(lesson, name, conv, selected)
 if mitigation is None:
-    st.info("Nothing to mitigate here: pick another finding, or another lesson.")
+    st.info(_("Nothing to mitigate here: pick another finding, or another lesson."))
     st.stop()
 limit, reserve = int(st.session_state.max_tokens), float(st.session_state.reserve)
-apply_key = (source, name, conv_key, model, limit, reserve, repr(mitigation.to_dict()))
-if st.button(f"Apply: {md_escape(mitigation.label)}", key="fm_apply", type="primary"):
+apply_key = (source, name, conv_key, model, limit, reserve, repr(mitigation.to_dict()), language())
+if st.button(_("Apply: {mitigation}").format(mitigation=md_escape(mitigation.label)), key="fm_apply", type="primary"):
     st.session_state.fm_applied = apply_key
 if st.session_state.get("fm_applied") == apply_key:
     try:
@@ -470,9 +517,9 @@ if st.session_state.get("fm_applied") == apply_key:
         st.stop()
     _before_after(applied, lesson.mode, conv)
     if applied.result.after is not None and applied.result.after.messages != conv.messages:
-        st.button("Continue from this result (apply the next fix to it)", key="fm_continue", on_click=_continue,
+        st.button(_("Continue from this result (apply the next fix to it)"), key="fm_continue", on_click=_continue,
                   args=(base_key, applied.result.after, conv, mitigation.label),
-                  help="Makes the mitigated conversation the one the lesson diagnoses, so fixes add up")
+                  help=_("Makes the mitigated conversation the one the lesson diagnoses, so fixes add up"))
 else:
-    st.caption("Applies the mitigation to this conversation and shows tokens, findings, facts retained and needed "
-               "facts served before and after.")
+    st.caption(_("Applies the mitigation to this conversation and shows tokens, findings, facts retained and needed "
+                 "facts served before and after."))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..conversation import Conversation, ToolDef
+from ..i18n import N_
 from .base import (DETECTORS, MITIGATION_KINDS, MODE_NAMES, SEVERITIES, DiagnosticsError, Finding, Inputs,
                    Mitigation, check_modes, detector)
 # the built-in detectors register themselves on import, in the order they run
@@ -25,6 +26,8 @@ from .mitigate import MitigationResult, apply_mitigation, prune
 from .quarantine import QuarantineReport, quarantine_report, split_into_subagents, threads
 
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "sample_data" / "lessons"
+LESSON_LANGUAGES: tuple[str, ...] = ("zh",)
+"""Languages with lesson conversations of their own, in ``LESSONS_DIR / <lang>`` (English is the default)."""
 
 
 @dataclass(frozen=True)
@@ -42,31 +45,40 @@ class ModeInfo:
 
 
 MODES: dict[str, ModeInfo] = {m.name: m for m in (
-    ModeInfo("poisoning", "Context poisoning",
-             "A mistake gets into the context (a mistyped order id, a failed call, a status the agent made up) and "
-             "the agent keeps building on it, because everything in the context looks equally true. A summary "
-             "can make it worse: it copies the mistake and drops the evidence against it. The cure is to find the "
-             "poisoned messages and remove them, not to add more context.", LESSONS_DIR / "poisoning.json"),
-    ModeInfo("distraction", "Context distraction",
-             "The context grows until old tool results and history outweigh the request in front of the model. "
-             "Long before the window is full, accuracy drops measurably, and the agent leans on what it already "
-             "saw instead of the task. Clearing old results, summarizing, or splitting the work keeps the current "
-             "turn in focus.", LESSONS_DIR / "distraction.json"),
-    ModeInfo("confusion", "Context confusion",
-             "Every tool definition is a choice the model must weigh, and they cost tokens before the user says a "
-             "word. With dozens of tools, or two tools that describe the same job, the model calls the wrong one "
-             "and has to try again. Sending only the few tools retrieved for the turn removes both the noise and "
-             "the look-alikes.", LESSONS_DIR / "confusion.json"),
-    ModeInfo("clash", "Context clash",
-             "Two parts of the context disagree: one tool result says an order is shipped, a later one says it "
-             "was cancelled, and nothing in between changed it. The model has to pick a side without knowing "
-             "which is current. Keeping only the newest observation of each fact resolves it.",
+    ModeInfo("poisoning", N_("Context poisoning"),
+             N_("A mistake gets into the context (a mistyped order id, a failed call, a status the agent made up) and "
+                "the agent keeps building on it, because everything in the context looks equally true. A summary "
+                "can make it worse: it copies the mistake and drops the evidence against it. The cure is to find the "
+                "poisoned messages and remove them, not to add more context."), LESSONS_DIR / "poisoning.json"),
+    ModeInfo("distraction", N_("Context distraction"),
+             N_("The context grows until old tool results and history outweigh the request in front of the model. "
+                "Long before the window is full, accuracy drops measurably, and the agent leans on what it already "
+                "saw instead of the task. Clearing old results, summarizing, or splitting the work keeps the current "
+                "turn in focus."), LESSONS_DIR / "distraction.json"),
+    ModeInfo("confusion", N_("Context confusion"),
+             N_("Every tool definition is a choice the model must weigh, and they cost tokens before the user says a "
+                "word. With dozens of tools, or two tools that describe the same job, the model calls the wrong one "
+                "and has to try again. Sending only the few tools retrieved for the turn removes both the noise and "
+                "the look-alikes."), LESSONS_DIR / "confusion.json"),
+    ModeInfo("clash", N_("Context clash"),
+             N_("Two parts of the context disagree: one tool result says an order is shipped, a later one says it "
+                "was cancelled, and nothing in between changed it. The model has to pick a side without knowing "
+                "which is current. Keeping only the newest observation of each fact resolves it."),
              LESSONS_DIR / "clash.json"),
 )}
 """Mode name -> title, explanation (written for ctxlab) and lesson path."""
 
 STRUCTURAL_LESSONS = {"quarantine": LESSONS_DIR / "quarantine.json", "tool_loadout": LESSONS_DIR / "tool_loadout.json"}
 """The two structural mitigations' lessons: sub-agent contexts, and a tool loadout under 30 tools."""
+
+
+def lesson_path(name: str, lang: str = "en") -> Path:
+    """The lesson conversation of a failure mode or structural lesson for an interface in ``lang``:
+    the one written in that language when there is one (``sample_data/lessons/zh/clash.json``), else
+    the English one."""
+    english = MODES[name].lesson if name in MODES else STRUCTURAL_LESSONS[name]
+    own = LESSONS_DIR / lang / english.name
+    return own if lang in LESSON_LANGUAGES and own.is_file() else english
 
 
 def diagnose(conv: Conversation, tools: Sequence[ToolDef] | None = None, query: str | None = None,
@@ -95,7 +107,7 @@ def summarize_findings(findings: Sequence[Finding]) -> dict[str, int]:
     return {mode: sum(f.mode == mode for f in findings) for mode in MODE_NAMES}
 
 
-__all__ = ["DETECTORS", "LESSONS_DIR", "MITIGATION_KINDS", "MODES", "MODE_NAMES", "SEVERITIES",
+__all__ = ["DETECTORS", "LESSONS_DIR", "LESSON_LANGUAGES", "MITIGATION_KINDS", "MODES", "MODE_NAMES", "SEVERITIES",
            "STRUCTURAL_LESSONS", "DiagnosticsError", "Finding", "Inputs", "Mitigation", "MitigationResult",
-           "ModeInfo", "QuarantineReport", "apply_mitigation", "detector", "diagnose", "prune",
+           "ModeInfo", "QuarantineReport", "apply_mitigation", "detector", "diagnose", "lesson_path", "prune",
            "quarantine_report", "split_into_subagents", "summarize_findings", "threads"]

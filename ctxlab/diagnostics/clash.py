@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..i18n import _
 from .base import Finding, Inputs, Mitigation, detector
 from .observations import CallInfo, Record, values_equal
 
@@ -46,14 +47,18 @@ def conflicting_values(inp: Inputs) -> list[Finding]:
     out = []
     for (entity, first, second), pairs in conflicts.items():
         prev, r = pairs[0]
-        fields = ", ".join(f"{a.field} {a.value!r} vs {b.value!r}" for a, b in pairs[:3])
-        more = f" and {len(pairs) - 3} more fields" if len(pairs) > 3 else ""
+        fields = ", ".join(_("{field} {old} vs {new}").format(field=a.field, old=repr(a.value), new=repr(b.value))
+                           for a, b in pairs[:3])
+
         tools = tuple(dict.fromkeys(x.call.name for x in (prev, r) if x.call))
         keep = sum(1 for m in inp.conv.messages[second:] if m.role == "tool")
         out.append(Finding(
             "clash", "conflicting_values", "error",
-            f"{entity}: messages {first} and {second} disagree ({fields}{more}) with no write in between.",
+            (_("{entity}: messages {first} and {second} disagree ({fields} and {more} more fields) with no write in "
+               "between.") if len(pairs) > 3 else
+             _("{entity}: messages {first} and {second} disagree ({fields}) with no write in between.")).format(
+                entity=entity, first=first, second=second, fields=fields, more=len(pairs) - 3),
             (first, second), tools,
-            Mitigation("strategy", f"Clear the older result, keep the newest {keep}", strategy="clear_tool_results",
+            Mitigation("strategy", _("Clear the older result, keep the newest {keep}").format(keep=keep), strategy="clear_tool_results",
                        params={"trigger_tokens": 0, "keep": keep})))
     return out

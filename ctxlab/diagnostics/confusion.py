@@ -17,7 +17,8 @@ from itertools import combinations
 from typing import Sequence
 
 from ..conversation import ToolDef
-from .base import Finding, Inputs, Mitigation, detector, plural
+from ..i18n import _
+from .base import Finding, Inputs, Mitigation, detector
 
 MAX_TOOLS = 30
 OVERLAP_THRESHOLD = 0.80
@@ -52,7 +53,8 @@ def similarity_matrix(inp: Inputs, tools: Sequence[ToolDef]):
 
 
 def _retrieval(label: str = "") -> Mitigation:
-    return Mitigation("tool_retrieval", label or f"Send only the tools retrieved for the query (top {RETRIEVAL_K})",
+    return Mitigation("tool_retrieval", label or _("Send only the tools retrieved for the query (top {k})").format(
+        k=RETRIEVAL_K),
                       k=RETRIEVAL_K)
 
 
@@ -63,8 +65,9 @@ def too_many_tools(inp: Inputs) -> list[Finding]:
     if n <= MAX_TOOLS:
         return []
     return [Finding("confusion", "too_many_tools", "warning",
-                    f"{n} tool definitions ({inp.tool_tokens:,} tokens) are offered, over {MAX_TOOLS}: the more "
-                    "tools, the more likely the model calls the wrong one or invents arguments.",
+                    _("{n} tool definitions ({tokens} tokens) are offered, over {max}: the more tools, the more "
+                      "likely the model calls the wrong one or invents arguments.").format(
+                        n=n, tokens=f"{inp.tool_tokens:,}", max=MAX_TOOLS),
                     tools=tuple(t.name for t in inp.catalog), mitigation=_retrieval())]
 
 
@@ -100,8 +103,9 @@ def overlap_clusters(inp: Inputs) -> list[tuple[tuple[str, ...], float]]:
 def overlapping_tools(inp: Inputs) -> list[Finding]:
     """Clusters of tools whose definitions say nearly the same thing."""
     return [Finding("confusion", "overlapping_tools", "warning",
-                    f"{', '.join(names)} have look-alike definitions (cosine similarity up to {top:.2f}, "
-                    f"threshold {OVERLAP_THRESHOLD:.2f}): the model may pick the wrong one.",
+                    _("{names} have look-alike definitions (cosine similarity up to {top}, threshold {threshold}): "
+                      "the model may pick the wrong one.").format(names=", ".join(names), top=f"{top:.2f}",
+                                                                  threshold=f"{OVERLAP_THRESHOLD:.2f}"),
                     tools=names, mitigation=_retrieval())
             for names, top in overlap_clusters(inp)]
 
@@ -123,8 +127,11 @@ def irrelevant_tools(inp: Inputs) -> list[Finding]:
     tokens = inp.counter.tools(far)
     share = len(far) / len(tools)
     return [Finding("confusion", "irrelevant_tools", "warning" if share >= 0.5 else "info",
-                    f"{plural(len(far), 'tool definition')} of {len(tools)} ({tokens:,} tokens) are unrelated to the "
-                    f"current query (similarity under {RELEVANCE_THRESHOLD}).",
+                    (_("{n} tool definition of {total} ({tokens} tokens) are unrelated to the current query "
+                       "(similarity under {threshold}).") if len(far) == 1 else
+                     _("{n} tool definitions of {total} ({tokens} tokens) are unrelated to the current query "
+                       "(similarity under {threshold}).")).format(
+                        n=f"{len(far):,}", total=len(tools), tokens=f"{tokens:,}", threshold=RELEVANCE_THRESHOLD),
                     tools=tuple(t.name for t in far), mitigation=_retrieval())]
 
 
@@ -138,8 +145,9 @@ def lookalike_switch(inp: Inputs) -> list[Finding]:
         if a.failed and a.name != b.name and b.name in clusters.get(a.name, ()):
             out.append(Finding(
                 "confusion", "lookalike_switch", "warning",
-                f"{a.name} failed in message {a.result_index} and the agent switched to its look-alike {b.name} "
-                f"in message {b.index}: it could not tell them apart.",
+                _("{tool} failed in message {at} and the agent switched to its look-alike {other} in message "
+                  "{index}: it could not tell them apart.").format(tool=a.name, at=a.result_index, other=b.name,
+                                                                  index=b.index),
                 tuple(i for i in (a.index, a.result_index, b.index) if i is not None), (a.name, b.name),
                 _retrieval()))
     return out

@@ -16,23 +16,24 @@ from __future__ import annotations
 
 from statistics import median
 
-from .base import Finding, Inputs, Mitigation, detector, plural
+from ..i18n import N_, _
+from .base import Finding, Inputs, Mitigation, detector
 
 OVERSIZED_MIN_TOKENS = 2_000
 OVERSIZED_FACTOR = 4.0
 HISTORY_MIN_TOKENS = 8_000
 WINDOW_WARN_SHARE = 0.8
 
-RULER = ("RULER (Hsieh et al., NVIDIA, 2024; github.com/NVIDIA/RULER): effective length = the longest "
+RULER = N_("RULER (Hsieh et al., NVIDIA, 2024; github.com/NVIDIA/RULER): effective length = the longest "
          "input where the model still beats Llama-2-7B's 85.6% at 4K")
 RULER_HALF = 32_000
 """RULER: of the models claiming 32K tokens or more, only half stay above its threshold at 32K."""
 
 LONG_CONTEXT_DROPS: dict[str, tuple[int, str]] = {
-    "gpt-4-turbo": (64_000, "GPT-4-1106-preview: effective 64K of a claimed 128K (81.2% at 128K)"),
-    "llama": (32_000, "Llama-3.1-8B: effective 32K of a claimed 128K (70B: 64K)"),
-    "mistral": (64_000, "Mistral-Large-2411: effective 64K of a claimed 128K (48.1% at 128K)"),
-    "qwen": (32_000, "Qwen2-72B: effective 32K of a claimed 128K (53.7% at 128K)"),
+    "gpt-4-turbo": (64_000, N_("GPT-4-1106-preview: effective 64K of a claimed 128K (81.2% at 128K)")),
+    "llama": (32_000, N_("Llama-3.1-8B: effective 32K of a claimed 128K (70B: 64K)")),
+    "mistral": (64_000, N_("Mistral-Large-2411: effective 64K of a claimed 128K (48.1% at 128K)")),
+    "qwen": (32_000, N_("Qwen2-72B: effective 32K of a claimed 128K (53.7% at 128K)")),
 }
 """Model family -> (effective length in tokens, the RULER row it comes from), from RULER's README
 table. Families it does not list (gpt-4o, Claude, Gemini 2.x, ...) get RULER's general finding."""
@@ -60,11 +61,13 @@ def oversized_results(inp: Inputs) -> list[Finding]:
     keep = sum(1 for i, _ in sizes if i > big[-1][0])
     return [Finding(
         "distraction", "oversized_results", "warning",
-        f"{plural(len(big), 'tool result')} of {total:,} tokens in all, each at least "
-        f"{OVERSIZED_FACTOR:g}x the median result ({typical:,.0f} tokens), fill the context with documents "
-        "the current step hardly needs.",
+        (_("{n} tool result of {total} tokens in all, each at least {factor}x the median result ({typical} "
+           "tokens), fill the context with documents the current step hardly needs.") if len(big) == 1 else
+         _("{n} tool results of {total} tokens in all, each at least {factor}x the median result ({typical} "
+           "tokens), fill the context with documents the current step hardly needs.")).format(
+            n=f"{len(big):,}", total=f"{total:,}", factor=f"{OVERSIZED_FACTOR:g}", typical=f"{typical:,.0f}"),
         tuple(i for i, _ in big), tuple(sorted({inp.conv.messages[i].name or "" for i, _ in big} - {""})),
-        Mitigation("strategy", f"Clear old tool results, keep the newest {max(keep, 1)}",
+        Mitigation("strategy", _("Clear old tool results, keep the newest {keep}").format(keep=max(keep, 1)),
                    strategy="clear_tool_results", params={"trigger_tokens": 0, "keep": max(keep, 1)}))]
 
 
@@ -81,8 +84,10 @@ def history_share(inp: Inputs) -> list[Finding]:
     history = sum(tokens[:current]) - old_results
     now = total - old_results - history
     share = old_results / total if total else 0.0
-    text = (f"Of {total:,} message tokens, tool results of earlier turns take {share:.0%}, the rest of the "
-            f"history {history / total:.0%} and the current turn (message {current} onward) {now / total:.0%}.")
+    text = _("Of {total} message tokens, tool results of earlier turns take {share}, the rest of the history "
+             "{history} and the current turn (message {index} onward) {now}.").format(
+        total=f"{total:,}", share=f"{share:.0%}", history=f"{history / total:.0%}", index=current,
+        now=f"{now / total:.0%}")
     warn = share >= 0.5 and total >= HISTORY_MIN_TOKENS
     mitigation = _quarantine_or_clear(inp, current)
     return [Finding("distraction", "history_share", "warning" if warn else "info", text,
@@ -94,9 +99,10 @@ def _quarantine_or_clear(inp: Inputs, current: int) -> Mitigation:
     from .quarantine import split_into_subagents
     parts = split_into_subagents(inp.conv)
     if len(parts) > 1:
-        return Mitigation("quarantine", f"Split into {len(parts)} sub-agent contexts, one per independent task")
+        return Mitigation("quarantine", _("Split into {n} sub-agent contexts, one per independent task").format(
+            n=len(parts)))
     keep = sum(1 for m in inp.conv.messages[current:] if m.role == "tool")
-    return Mitigation("strategy", "Clear tool results of earlier turns", strategy="clear_tool_results",
+    return Mitigation("strategy", _("Clear tool results of earlier turns"), strategy="clear_tool_results",
                       params={"trigger_tokens": 0, "keep": max(keep, 1)})
 
 
@@ -108,29 +114,33 @@ def context_length(inp: Inputs) -> list[Finding]:
     total = sum(inp.message_tokens) + inp.tool_tokens
     window = spec.context_window
     out = []
-    fit = Mitigation("strategy", "Summarize older turns to half the window", strategy="summarize",
+    fit = Mitigation("strategy", _("Summarize older turns to half the window"), strategy="summarize",
                      params={"trigger_ratio": 0.5, "target_ratio": 0.3})
     if total > window:
         out.append(Finding("distraction", "context_length", "error",
-                           f"The context is {total:,} tokens, over {spec.name}'s {window:,}-token window.",
+                           _("The context is {total} tokens, over {model}'s {window}-token window.").format(
+                               total=f"{total:,}", model=spec.name, window=f"{window:,}"),
                            mitigation=fit))
     elif total > WINDOW_WARN_SHARE * window:
         out.append(Finding("distraction", "context_length", "warning",
-                           f"The context is {total:,} tokens, {total / window:.0%} of {spec.name}'s "
-                           f"{window:,}-token window.", mitigation=fit))
+                           _("The context is {total} tokens, {share} of {model}'s {window}-token window.").format(
+                               total=f"{total:,}", share=f"{total / window:.0%}", model=spec.name,
+                               window=f"{window:,}"), mitigation=fit))
     drop = _effective_length(inp.model_name)
     if drop is not None and total > drop[0] and total <= window:
         out.append(Finding("distraction", "long_context", "warning",
-                           f"The context is {total:,} tokens, past {drop[0]:,}, where accuracy drops per {RULER}: "
-                           f"{drop[1]}.", mitigation=_window(drop[0])))
+                           _("The context is {total} tokens, past {limit}, where accuracy drops per {ruler}: "
+                             "{row}.").format(total=f"{total:,}", limit=f"{drop[0]:,}", ruler=_(RULER), row=_(drop[1])),
+                           mitigation=_window(drop[0])))
     elif drop is None and total > RULER_HALF and total <= window and not spec.name.startswith("gemini"):
         out.append(Finding("distraction", "long_context", "info",
-                           f"The context is {total:,} tokens; {RULER} found only half of the models that claim "
-                           f"32K or more still above that bar at 32K ({spec.name} was not measured).",
+                           _("The context is {total} tokens; {ruler} found only half of the models that claim 32K "
+                             "or more still above that bar at 32K ({model} was not measured).").format(
+                               total=f"{total:,}", ruler=_(RULER), model=spec.name),
                            mitigation=_window(RULER_HALF)))
     return out
 
 
 def _window(tokens: int) -> Mitigation:
-    return Mitigation("strategy", f"Keep a sliding window of {tokens:,} tokens", strategy="sliding_window",
+    return Mitigation("strategy", _("Keep a sliding window of {tokens} tokens").format(tokens=f"{tokens:,}"), strategy="sliding_window",
                       params={"max_tokens": tokens})

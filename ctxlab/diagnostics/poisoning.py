@@ -20,17 +20,32 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..conversation import Message
-from .base import Finding, Inputs, Mitigation, detector, plural
+from ..i18n import _, language
+from .base import Finding, Inputs, Mitigation, detector
 from .code_aware import edited_between, files_used, not_a_typo
 from .observations import (COMMON_STATUSES, MONEY_WORDS, CallInfo, Record, argument_identifiers, identifiers_in,
                            is_money_field, norm_word, values_equal, within_one_edit)
 
 _MONEY = re.compile(r"(?:[$€£]\s?|\b(?:USD|EUR|GBP)\s?)(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*\.\d{2})\s?(?:USD|EUR|GBP)\b")
-_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
 _HEDGED = re.compile(r"\b([Cc]an|[Cc]ould|[Ww]ill|[Ww]ould|[Ss]hould|may|[Mm]ight|[Ii]f|[Ww]hether|want|like|"
-                     r"[Uu]nless|[Oo]nce|[Aa]fter)\b|\?")
-"""Sentences that hedge or ask (modal verbs, conditions, questions) state no fact ("May" is a month)."""
+                     r"[Uu]nless|[Oo]nce|[Aa]fter)\b|\?|？|吗|如果|假如|是否|能否|可以|可能|应该|要不要|除非|一旦")
+"""Sentences that hedge or ask (modal verbs, conditions, questions; in English or Chinese) state no
+fact ("May" is a month)."""
 _SPELLINGS = {"canceled": "cancelled"}
+ZH_STATUSES = {"已签收": "delivered", "已送达": "delivered", "已妥投": "delivered", "运输中": "in_transit",
+               "派送中": "in_transit", "已发货": "shipped", "已取消": "cancelled", "已退款": "refunded",
+               "退款成功": "refunded", "待付款": "unpaid", "已支付": "paid", "已付款": "paid", "已完成": "completed",
+               "已出票": "confirmed", "已确认": "confirmed", "有票": "available", "可预订": "available",
+               "候补": "waitlist", "已退票": "refunded", "已拒绝": "rejected", "已丢失": "lost"}
+"""Chinese status phrases, as tool results and answers write them, and the status each one means
+(a Chinese answer saying 已签收 claims what an English one saying "delivered" does). Whole
+phrases only: 未签收 contains no phrase here."""
+
+
+def canonical_status(word: str) -> str:
+    """A status word as the detectors compare it (``canceled`` -> ``cancelled``, ``已签收`` -> ``delivered``)."""
+    return _SPELLINGS.get(word, ZH_STATUSES.get(word, word))
 
 
 def _failure_runs(inp: Inputs) -> list[tuple[str, str, list[CallInfo]]]:
@@ -67,10 +82,13 @@ def repeated_failing_calls(inp: Inputs) -> list[Finding]:
         earlier = tuple(sorted({c.index for c in calls[:-1]}))
         out.append(Finding(
             "poisoning", "repeated_failing_call", "error",
-            f"{name} failed {len(calls)} times with the same arguments {shown} (messages "
-            f"{', '.join(str(c.index) for c in calls)}): each retry puts the same error back in the context.",
+            _("{tool} failed {n} times with the same arguments {args} (messages {where}): each retry puts the "
+              "same error back in the context.").format(tool=name, n=len(calls), args=shown,
+                                                        where=", ".join(str(c.index) for c in calls)),
             indexes, (name,),
-            Mitigation("prune", f"Drop the {plural(len(earlier), 'earlier failed attempt')}", messages=earlier)))
+            Mitigation("prune", (_("Drop the {n} earlier failed attempt") if len(earlier) == 1 else
+                                 _("Drop the {n} earlier failed attempts")).format(n=f"{len(earlier):,}"),
+                       messages=earlier)))
     return out
 
 
@@ -109,12 +127,18 @@ def mistyped_ids(inp: Inputs) -> list[Finding]:
         later = [j for j in range(i + 1, len(messages)) if any(token in s for s in _message_strings(messages[j]))]
         reused = [j for j in later if messages[j].role != "tool" or j > i + len(messages[i].tool_calls)]
         calls = tuple(j for j in [i, *later] if any(token in c.arguments for c in messages[j].tool_calls))
+        evidence = ((_("{tool} in message {index} uses {token}, which never appeared before but is one typo "
+                       "away from {near}; the wrong id is reused in {n} later message.") if len(later) == 1 else
+                     _("{tool} in message {index} uses {token}, which never appeared before but is one typo "
+                       "away from {near}; the wrong id is reused in {n} later messages."))
+                    if reused else _("{tool} in message {index} uses {token}, which never appeared before but is "
+                                     "one typo away from {near}."))
         out.append(Finding(
             "poisoning", "mistyped_id", "error" if reused else "warning",
-            f"{tool} in message {i} uses {token}, which never appeared before but is one typo away from "
-            f"{near}" + (f"; the wrong id is reused in {plural(len(later), 'later message')}." if reused else "."),
+            evidence.format(tool=tool, index=i, token=token, near=near, n=f"{len(later):,}"),
             (i, *later), (tool,),
-            Mitigation("prune", f"Drop the tool rounds using {token} ({len(calls)})", messages=calls)))
+            Mitigation("prune", _("Drop the tool rounds using {token} ({n})").format(token=token, n=len(calls)),
+                       messages=calls)))
     return out
 
 
@@ -130,6 +154,13 @@ class Claim:
     sentence: str
 
 
+def status_label(status: str) -> str:
+    """A canonical status as the interface's language writes it (``delivered`` -> 已签收 in Chinese)."""
+    if language() == "zh":
+        return next((zh for zh, s in ZH_STATUSES.items() if s == status), status)
+    return status
+
+
 def status_vocabulary(records: list[Record]) -> set[str]:
     """Status words: those the tool results use, and common ones."""
     words = {norm_word(r.value) for r in records if _is_status(r) and isinstance(r.value, str)}
@@ -139,8 +170,7 @@ def status_vocabulary(records: list[Record]) -> set[str]:
 def _status_of(r: Record) -> str | None:
     if not _is_status(r) or not isinstance(r.value, str):
         return None
-    word = norm_word(r.value)
-    return _SPELLINGS.get(word, word)
+    return canonical_status(norm_word(r.value))
 
 
 def _is_status(r: Record) -> bool:
@@ -155,7 +185,9 @@ def claims_in(index: int, text: str, entities: set[str], vocabulary: set[str]) -
         if len(ids) != 1 or _HEDGED.search(sentence):
             continue
         low = " " + re.sub(r"[\s_\-]+", " ", sentence.lower()) + " "
-        statuses = frozenset(_SPELLINGS.get(w, w) for w in vocabulary if re.search(r"\b" + re.escape(w.replace("_", " ")) + r"\b", low))
+        statuses = frozenset({canonical_status(w) for w in vocabulary
+                              if re.search(r"\b" + re.escape(w.replace("_", " ")) + r"\b", low)}
+                             | {s for zh, s in ZH_STATUSES.items() if zh in sentence})
         amounts = tuple(float((a or b).replace(",", "")) for a, b in _MONEY.findall(sentence))
         words = frozenset(w for w in MONEY_WORDS if w in low)
         if statuses or (amounts and words):
@@ -171,7 +203,7 @@ def _contradiction(claim: Claim, records: list[Record], calls: list[CallInfo]) -
     later = [r for r in records if r.index > claim.index
              and not any(claim.index < c.index <= r.index and not c.reads and not c.failed for c in calls)]
     if claim.statuses:
-        said = "/".join(sorted(claim.statuses))
+        said = "/".join(status_label(s) for s in sorted(claim.statuses))
         if not any(_status_of(r) in claim.statuses for r in earlier):
             for r in later:
                 if _status_of(r) is not None and _status_of(r) not in claim.statuses:
@@ -212,20 +244,24 @@ def contradicted_claims(inp: Inputs) -> list[Finding]:
             rec, said = _contradiction(claim, by_entity[claim.entity], inp.observations.calls)
             if rec is None or any(c.index == i and c.entity == claim.entity for c, _ in made):
                 continue
-            tool = rec.call.name if rec.call else "a tool"
-            where = f"the {tool} result in message {rec.index} says {rec.field} = {rec.value!r}"
+            tool = rec.call.name if rec.call else _("a tool")
+            said_where = dict(index=i, entity=claim.entity, said=said, tool=tool, at=rec.index, field=rec.field,
+                              value=repr(rec.value))
             if summary:
-                origins = [c.index for c, _ in made if c.entity == claim.entity and c.index < i]
+                origins = [c.index for c, _m in made if c.entity == claim.entity and c.index < i]
                 out.append(Finding(
                     "poisoning", "summary_carries_claim", "error",
-                    f"The summary in message {i} carries forward that {claim.entity} is {said}, but {where}.",
+                    _("The summary in message {index} carries forward that {entity} is {said}, but the {tool} result "
+                      "in message {at} says {field} = {value}.").format(**said_where),
                     tuple(sorted({*origins, i, rec.index})), (tool,) if rec.call else (),
-                    Mitigation("prune", "Remove the false claim from the summary", messages=(i,))))
+                    Mitigation("prune", _("Remove the false claim from the summary"), messages=(i,))))
             else:
                 out.append(Finding(
                     "poisoning", "contradicted_claim", "error",
-                    f"Message {i} says {claim.entity} is {said}, which no earlier result supports, but {where}.",
+                    _("Message {index} says {entity} is {said}, which no earlier result supports, but the {tool} "
+                      "result in message {at} says {field} = {value}.").format(**said_where),
                     (i, rec.index), (tool,) if rec.call else (),
-                    Mitigation("prune", f"Remove the false claim in message {i}", messages=(i,))))
+                    Mitigation("prune", _("Remove the false claim in message {index}").format(index=i),
+                               messages=(i,))))
             made.append((claim, rec))
     return out
