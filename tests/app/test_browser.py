@@ -35,7 +35,12 @@ KNOWN_TEXT = {"Strategy Lab": "Tokens after", "Compare": "Verdict", "Token count
 def nav_pages() -> list[tuple[str, str]]:
     """(title, URL path) of each page app.py puts in the navigation, read from its PAGES list."""
     tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
-    pages = next(ast.literal_eval(n.value) for n in tree.body
+
+    class Unmark(ast.NodeTransformer):  # N_("Title") marks a title for the catalogs: read its text
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            return node.args[0] if getattr(node.func, "id", "") == "N_" else node
+
+    pages = next(ast.literal_eval(Unmark().visit(n.value)) for n in tree.body
                  if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES")
     present = [(path, title) for path, title, _icon in pages if (ROOT / path).exists()]
     return [(title, "/" if k == 0 else "/" + Path(path).stem) for k, (path, title) in enumerate(present)]
