@@ -130,7 +130,7 @@ class Replay:
     removed_at: tuple[int | None, ...]
     events: tuple[tuple[int, int, str], ...]
     history: tuple[Compression, ...]
-    _prompts: dict[int, Prompt] = field(repr=False)
+    _prompts: dict[int, "Prompt | _Kept"] = field(repr=False)
     _rerun: Callable[[int], Prompt] = field(repr=False)
     _walk: Callable[[Observer], None] = field(repr=False)
 
@@ -236,13 +236,17 @@ class Replay:
     def prompt(self, c: int) -> Prompt:
         """The prompt of call ``c`` (kept, or recomputed by replaying up to it)."""
         c = self._call(c)
-        if c not in self._prompts:
-            self._prompts[c] = self._rerun(c)
-        return self._prompts[c]
+        found = self._prompts.get(c)
+        if not isinstance(found, Prompt):
+            found = self._prompts[c] = self._rerun(c) if found is None else found.prompt()
+        return found
 
     def kept_prompt(self, c: int) -> Prompt | None:
         """The prompt of call ``c`` if the replay kept it (None past ``DETAIL_LIMIT``: see ``prompt``)."""
-        return self._prompts.get(c)
+        found = self._prompts.get(c)
+        if isinstance(found, _Kept):
+            found = self._prompts[c] = found.prompt()
+        return found
 
     def walk(self, observe: Observer) -> None:
         """Replay again, calling ``observe(call, prompt_view)`` at every call (one pass, nothing kept)."""
@@ -333,6 +337,28 @@ def _shared(prev: Sequence[Message] | None, cur: Sequence[Message], tokens: Sequ
     return shared, k == len(prev)
 
 
+def _snapshot(view: View) -> View:
+    """A view of the same messages that holds none of what ``view`` derived (its tuples, memo):
+    kept per call, it costs a few references while its log is shared."""
+    log = view._log
+    if log is None:
+        return view
+    return View._over(log, len(view), view.counter, view.facts, view.pins, view.state)
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What a replay keeps of a call: the prompt sent, the plan made, the view it was made on."""
+
+    sent: View
+    plan: Plan | None
+    given: View
+
+    def prompt(self) -> Prompt:
+        """The Prompt (its tuples built now)."""
+        return Prompt(self.sent.messages, self.sent.origin, self.sent.tokens, self.plan, self.given.origin)
+
+
 class _Walk:
     """The state of one replay as it steps call by call."""
 
@@ -345,7 +371,7 @@ class _Walk:
         self.head = budget.tools_tokens + budget.reply_priming
 
     def run(self, observe: Observer | None = None, stop: int | None = None,
-            keep: bool = True) -> tuple[list[Call], list[Compression], dict[int, Prompt], Prompt | None,
+            keep: bool = True) -> tuple[list[Call], list[Compression], dict[int, "_Kept"], Prompt | None,
                                         list[int | None], list[int | None], list[tuple[int, int, str]]]:
         """Step through every call (up to ``stop``); returns what a Replay holds."""
         messages, n = self.messages, len(self.messages)
@@ -355,12 +381,11 @@ class _Walk:
         events: list[tuple[int, int, str]] = []
         calls: list[Call] = []
         records: list[Compression] = []
-        prompts: dict[int, Prompt] = {}
+        prompts: dict[int, _Kept] = {}
         kept_entries = 0
         view: View | None = None
         upto = 0
-        prev_msgs: tuple[Message, ...] | None = None
-        prev_total = 0
+        prev: View | None = None  # the previous call's prompt
         user_since = True  # a run starts a turn, even before its first user message
         for c, point in enumerate(call_points(messages)):
             new = messages[upto:point]
@@ -377,7 +402,7 @@ class _Walk:
             apply = self.apply_at == "every_call" or user_since
             before = view.total + self.head
             plan: Plan | None = None
-            inputs = view.origin
+            given = view
             removed = 0
             triggered = False
             quick = apply and len(view) and self.strategy.quick_idle(view, self.budget)
@@ -396,31 +421,28 @@ class _Walk:
                     state_now[o] = a
                     events.append((c, o, a))
                 if triggered:
-                    left = result_view(view, plan)
-                    view = dataclasses.replace(left, state=dict(plan.state))
+                    view = result_view(view, plan).with_state(dict(plan.state))
                 elif plan.state != view.state:
-                    view = dataclasses.replace(view, state=dict(plan.state))
+                    view = view.with_state(dict(plan.state))
                 records.append(Compression(c, triggered, plan.tokens_before, plan.tokens_after, plan.saved, removed))
             after = view.total + self.head
-            if triggered or prev_msgs is None:
-                shared, extends = _shared(prev_msgs, view.messages, view.tokens)
+            if triggered or prev is None:
+                shared, extends = (0, False) if prev is None else _shared(prev.messages, view.messages, view.tokens)
             else:  # nothing changed: the previous prompt is a prefix of this one
-                shared, extends = prev_total, True
+                shared, extends = prev.total, True
             call = Call(c, point, self.turn_of(point), bool(apply and len(view)), triggered, before, after,
                         after > self.budget.prompt_limit, len(view), removed, shared, extends,
                         point == n)
             calls.append(call)
             if observe is not None:
                 observe(call, view)
-            prompt = None
-            if keep and kept_entries + len(view) <= DETAIL_LIMIT or stop == c:
-                prompt = Prompt(view.messages, view.origin, view.tokens, plan, inputs)
-                if keep and stop is None:
-                    prompts[c] = prompt
-                    kept_entries += len(view)
             if stop == c:
-                return calls, records, prompts, prompt, arrived, removed_at, events
-            prev_msgs, prev_total = view.messages, view.total
+                return calls, records, prompts, _Kept(view, plan, given).prompt(), arrived, removed_at, events
+            cost = 1 if plan is None else len(view) + len(given)  # a plan holds tuples as long as its input
+            if keep and stop is None and kept_entries + cost <= DETAIL_LIMIT:
+                prompts[c] = _Kept(_snapshot(view), plan, _snapshot(given))
+                kept_entries += cost
+            prev = view
         return calls, records, prompts, None, arrived, removed_at, events
 
 
