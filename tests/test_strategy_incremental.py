@@ -132,3 +132,21 @@ def test_a_branch_keeps_both_children_right():
     _same_view(third, make_view(messages[:17], counter=COUNTER, facts=facts))
     _same_view(parent, make_view(messages[:15], counter=COUNTER, facts=facts))
     assert third._log is first._log and second._log is not first._log
+
+
+def test_a_run_of_lone_user_messages_merges_into_one_counted_once_and_searched():
+    """Four user messages left alone in a row become one message whose tokens are counted as sent
+    and whose facts are found (the intermediate merges are not counted: only the final one is sent)."""
+    from ctxlab.conversation import Message
+    from ctxlab.strategies.plan import merge_lone_users
+    msgs = [Message("user", "Refund KC-1001"), Message("assistant", "x"), Message("user", "and R-3"),
+            Message("assistant", "y"), Message("user", ""), Message("assistant", "z"), Message("user", "thanks")]
+    view = make_view(msgs, counter=COUNTER, facts=("KC-1001", "R-3", "thanks"))
+    kept = [0, 2, 4, 6]
+    out = merge_lone_users(view, [msgs[i] for i in kept], kept, [view.tokens[i] for i in kept],
+                           {"user": sum(view.tokens[i] for i in kept)}, [""] * len(msgs))
+    messages, origin, tokens, sums, reasons, note, mask = out
+    assert [m.content for m in messages] == ["Refund KC-1001\n\nand R-3\n\nthanks"] and origin == [6]
+    assert tokens == [COUNTER.message(messages[0])] and sums["user"] == tokens[0]
+    assert mask == 0b111 and all("merged into user message 6" in reasons[i] for i in (0, 2, 4))
+    assert note.startswith("3 user message(s)")

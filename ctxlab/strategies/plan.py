@@ -316,13 +316,16 @@ def merge_lone_users(view: View, messages: Sequence[Message], origin: Sequence[i
     messages, origin, out_tokens = list(messages), list(origin), list(out_tokens)
     sums, reasons = dict(sums), list(reasons)
     extra_mask, joined = 0, []
+    inside = set(pairs)
     for k in reversed(pairs):  # from the end, so a run of three merges into one
         first, second = origin[k - 1], origin[k]
         m = _joined(messages[k - 1], messages[k])
-        n = view.counter.message(m)
+        last = k - 1 not in inside  # the run's final message: counted and searched once (each step's
+        n = view.counter.message(m) if last else 0  # text is inside the next, so its facts are too)
         sums["user"] = sums.get("user", 0) - out_tokens[k - 1] - out_tokens[k] + n
         messages[k - 1:k + 1], origin[k - 1:k + 1], out_tokens[k - 1:k + 1] = [m], [second], [n]
-        extra_mask |= fact_mask(m, view.facts)
+        if last:
+            extra_mask |= fact_mask(m, view.facts)
         reasons[first] = (f"{reasons[first]}; merged into user message {second}: nothing else of its turn is "
                           f"kept, and some providers reject two user messages in a row")
         joined.append((first, second))
