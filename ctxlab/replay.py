@@ -25,6 +25,7 @@ of every message at every call (``cell``, ``matrix``, ``codes``), the prompt of 
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -337,6 +338,27 @@ def _shared(prev: Sequence[Message] | None, cur: Sequence[Message], tokens: Sequ
     return shared, k == len(prev)
 
 
+_WHOLE: "OrderedDict[tuple[int, str | None, tuple[str, ...]], tuple[tuple[Message, ...], View]]" = OrderedDict()
+WHOLE_CACHE = 8
+"""Conversations whose whole view (counts, categories, fact masks) replays reuse: a sweep replays each
+conversation once per grid point, and finds its facts once."""
+
+
+def whole_view(messages: tuple[Message, ...], counter: TokenCounter, facts: tuple[str, ...]) -> View:
+    """The view of all of ``messages`` (no pins), kept for the last few conversations replayed: the
+    per-call replay reads each message's counts and facts from it instead of finding them again."""
+    key = (id(messages), counter.model, facts)
+    hit = _WHOLE.get(key)
+    if hit is not None and hit[0] is messages:
+        _WHOLE.move_to_end(key)
+        return hit[1]
+    view = make_view(messages, counter=counter, facts=facts)
+    _WHOLE[key] = (messages, view)
+    while len(_WHOLE) > WHOLE_CACHE:
+        _WHOLE.popitem(last=False)
+    return view
+
+
 def _snapshot(view: View) -> View:
     """A view of the same messages that holds none of what ``view`` derived (its tuples, memo):
     kept per call, it costs a few references while its log is shared."""
@@ -363,12 +385,14 @@ class _Walk:
     """The state of one replay as it steps call by call."""
 
     def __init__(self, messages: tuple[Message, ...], counter: TokenCounter, facts: tuple[str, ...],
-                 pins: frozenset[int], strategy: Strategy, budget: Budget, apply_at: str) -> None:
+                 pins: frozenset[int], strategy: Strategy, budget: Budget, apply_at: str,
+                 whole: View | None = None) -> None:
         self.messages, self.counter, self.facts, self.pins = messages, counter, facts, pins
         self.strategy, self.budget, self.apply_at = strategy, budget, apply_at
         self.starts = tuple(s for s, _ in segment(messages).turns)
         self.turn_of = _turn_index(self.starts)
         self.head = budget.tools_tokens + budget.reply_priming
+        self.whole = whole if whole is not None else whole_view(messages, counter, facts)
 
     def run(self, observe: Observer | None = None, stop: int | None = None,
             keep: bool = True) -> tuple[list[Call], list[Compression], dict[int, "_Kept"], Prompt | None,
@@ -391,11 +415,15 @@ class _Walk:
             new = messages[upto:point]
             user_since = user_since or any(m.role == "user" for m in new)
             if view is None:
-                view = make_view(new, counter=self.counter, facts=self.facts, origin=range(upto, point),
-                                 pins=[i for i in range(upto, point) if i in self.pins])
+                at = slice(upto, point)
+                view = View(new, self.whole.tokens[at], self.whole.categories[at], segment(new), self.counter,
+                            self.facts, self.whole.fact_masks[at], frozenset(i for i in range(upto, point)
+                                                                              if i in self.pins),
+                            tuple(range(upto, point)))
             elif new:
-                view = view.append(*new, pins=[len(view) + k for k, i in enumerate(range(upto, point))
-                                                if i in self.pins], origin=range(upto, point))
+                view = view._grow(new, tuple(range(upto, point)),
+                                  frozenset(len(view) + k for k, i in enumerate(range(upto, point)) if i in self.pins),
+                                  self.whole)
             for i in range(upto, point):
                 arrived[i] = c
             upto = point
@@ -466,7 +494,8 @@ def replay(source: Conversation | View | Sequence[Message], strategy: Strategy |
     if bad:
         raise CtxlabError(f"pinned index {bad[0]} is not a message of this conversation", where="pins",
                           hint=f"Pin indexes from 0 to {len(messages) - 1}")
-    walk = _Walk(messages, counter, facts, pins, strategy, budget, where)
+    walk = _Walk(messages, counter, facts, pins, strategy, budget, where,
+                 source if isinstance(source, View) else None)
     calls, records, prompts, _, arrived, removed_at, events = walk.run(observe)
 
     def rerun(c: int) -> Prompt:

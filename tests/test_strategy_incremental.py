@@ -150,3 +150,34 @@ def test_a_run_of_lone_user_messages_merges_into_one_counted_once_and_searched()
     assert tokens == [COUNTER.message(messages[0])] and sums["user"] == tokens[0]
     assert mask == 0b111 and all("merged into user message 6" in reasons[i] for i in (0, 2, 4))
     assert note.startswith("3 user message(s)")
+
+
+@needs_shared
+def test_a_replay_reads_counts_and_facts_from_the_conversation_once_and_gives_the_same_calls():
+    """The per-call replay takes each message's counts and fact masks from the view of the whole
+    conversation (kept for the last few conversations): a second replay, a replay of a View, and a
+    replay with that cache emptied give the same calls, events and prompts."""
+    import ctxlab.replay as module
+    conv = ctxlab.loads(json.dumps({"model": "gpt-4o", "messages": [m for run in _tau_raw(3) for m in run]}))
+    budget = Budget(5_000, reserve=0)
+
+    def key(r):
+        return (r.calls, r.events, r.removed_at, [r.context_at(c.number) for c in r.calls],
+                [r.origins_at(c.number) for c in r.calls])
+
+    module._WHOLE.clear()
+    first = module.replay(conv, "summarize", budget)
+    assert len(module._WHOLE) == 1
+    whole = next(iter(module._WHOLE.values()))[1]
+    again = module.replay(conv, "summarize", budget)
+    assert next(iter(module._WHOLE.values()))[1] is whole  # found once, reused
+    module._WHOLE.clear()
+    fresh = module.replay(conv, "summarize", budget)
+    of_view = module.replay(make_view(conv), "summarize", budget)
+    assert first.times_triggered > 0
+    assert key(first) == key(again) == key(fresh) == key(of_view)
+
+
+def _tau_raw(k: int):
+    runs = json.loads((SHARED / "tau-bench" / "airline_trajectories_trials01.json").read_text())
+    return [r["traj"] for r in runs[:k]]

@@ -327,10 +327,21 @@ class View:
             raise CtxlabError(f"pinned index {bad[0]} is not a message of this conversation", where="pins",
                               hint=f"Pin indexes from 0 to {n + k - 1}")
         origin = tuple(origin) if origin is not None else self._next_origin(k)
+        return self._grow(messages, origin, pins, None)
+
+    def _grow(self, messages: Sequence[Message], origin: tuple[int | None, ...], pins: frozenset[int],
+              known: "View | None") -> "View":
+        """``append`` once its arguments are checked. ``known``, a view whose entries ``origin``
+        hold the same messages with the same counter and facts (the whole conversation, in a
+        replay), gives their counts and fact masks, so they are not found again."""
+        n, k = self._n, len(messages)
         log = self._own_log()
         if len(log) != n and not log.holds(n, messages, origin):
             log = log.branch(n)  # another view was grown from this one: keep its entries, start anew
-        if len(log) == n:
+        if len(log) == n and known is not None:
+            at = slice(origin[0], origin[-1] + 1)
+            log.extend(messages, known.tokens[at], known.categories[at], known.fact_masks[at], origin)
+        elif len(log) == n:
             split = [self.counter.message_split(m) for m in messages]
             log.extend(messages, [t + c for _, t, c in split], [cat for cat, _, _ in split],
                        [fact_mask(m, self.facts) for m in messages], origin)
