@@ -152,7 +152,7 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
             actions[i], reasons[i] = "keep", ("always kept: the task of the run" if view.messages[i].extra.get("ctxlab_task")
                                               else "always kept: a compaction summary (the agent's summary of earlier work)")
     _whole_groups(view, actions, reasons)
-    for start, end in view.seg.turns:
+    for start, end in _turns_to_check(view, actions):
         gone = actions[start]
         if gone not in _REMOVED or _removed_in(actions, start + 1, end) == end - start - 1:
             continue
@@ -160,6 +160,24 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
         for i in range(start + 1, end):
             if actions[i] not in _REMOVED and i not in protected:
                 actions[i], reasons[i] = gone, why
+
+
+def _turns_to_check(view: View, actions: list[str]) -> Sequence[tuple[int, int]]:
+    """The turns rule 3 may change: all of them, or, when fewer messages are kept than there are
+    turns (a window over a long history), only the turns of a kept message whose user message is
+    removed."""
+    turns = view.seg.turns
+    if actions.count("keep") >= len(turns):  # cheap bound first: keep is most kept messages
+        return turns
+    kept, _ = _kept_indexes(actions)
+    if len(kept) >= len(turns):
+        return turns
+    turn_of, hit = view.seg.turn_of, set()
+    for i in kept:
+        t = turn_of[i]
+        if t >= 0 and turns[t][0] != i and actions[turns[t][0]] in _REMOVED:
+            hit.add(t)
+    return [turns[t] for t in sorted(hit)]
 
 
 def _removed_in(actions: list[str], start: int, end: int) -> int:
