@@ -40,8 +40,10 @@ from .tokens import TokenCounter
 FUTURE = "future"
 HISTORY_LIMIT = 10
 DETAIL_LIMIT = 400_000
-"""Prompts are kept (for ``context_at``) while the messages of all calls' prompts add up to at most
-this many entries; past it a call's prompt is recomputed when asked for."""
+"""Prompts are kept (for ``context_at``) while what they hold adds up to at most this many entries:
+one per call whose prompt is a snapshot of a grown view (a log and a length), the messages of the
+plan's input and output for a call the strategy planned; past it a call's prompt is recomputed when
+asked for."""
 
 Observer = Callable[["Call", View], None]
 
