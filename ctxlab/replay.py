@@ -341,9 +341,10 @@ def _shared(prev: Sequence[Message] | None, cur: Sequence[Message], tokens: Sequ
 
 
 _WHOLE: "OrderedDict[tuple[int, str | None, tuple[str, ...]], tuple[tuple[Message, ...], View]]" = OrderedDict()
-WHOLE_CACHE = 8
-"""Conversations whose whole view (counts, categories, fact masks) replays reuse: a sweep replays each
-conversation once per grid point, and finds its facts once."""
+WHOLE_CACHE = 2
+"""Conversations whose whole view (counts, categories, fact masks) replays reuse: a sweep or a
+comparison replays one conversation once per strategy or grid point before the next, and finds its
+facts once. Kept small: each holds a view as long as its conversation."""
 
 
 def whole_view(messages: tuple[Message, ...], counter: TokenCounter, facts: tuple[str, ...]) -> View:

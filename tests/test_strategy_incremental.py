@@ -155,7 +155,7 @@ def test_a_run_of_lone_user_messages_merges_into_one_counted_once_and_searched()
 @needs_shared
 def test_a_replay_reads_counts_and_facts_from_the_conversation_once_and_gives_the_same_calls():
     """The per-call replay takes each message's counts and fact masks from the view of the whole
-    conversation (kept for the last few conversations): a second replay, a replay of a View, and a
+    conversation (kept for the last two conversations): a second replay, a replay of a View, and a
     replay with that cache emptied give the same calls, events and prompts."""
     import ctxlab.replay as module
     conv = ctxlab.loads(json.dumps({"model": "gpt-4o", "messages": [m for run in _tau_raw(3) for m in run]}))
