@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 import tracemalloc
@@ -102,21 +103,35 @@ def short_run(n: int) -> list[Message]:
 
 
 def part_c() -> None:
-    print("## c. one replay, short messages, everything fits (1,000,000-token limit)")
+    limit = 4_000_000  # every prompt fits at every size: the figures measure the replay, not plans
+    print(f"## c. one replay, short messages, everything fits ({limit:,}-token limit)")
     print("| messages | strategy | calls | seconds | peak MB | s per 1k calls |")
     print("| --- | --- | --- | --- | --- | --- |")
-    replay(short_run(20), "none", Budget(1_000_000), model="gpt-4o")  # the tokenizer loaded once, outside the figures
+    replay(short_run(20), "none", Budget(limit), model="gpt-4o")  # the tokenizer loaded once, outside the figures
+    seconds: dict[str, list[tuple[int, float]]] = {}
     for n in (1_000, 10_000, 60_000):
         msgs = short_run(n)
         for name in ("none", "sliding_window"):
             t0 = time.perf_counter()
-            r = replay(msgs, name, Budget(1_000_000), model="gpt-4o")
+            r = replay(msgs, name, Budget(limit), model="gpt-4o")
             dt = time.perf_counter() - t0
             tracemalloc.start()  # a second run for memory: tracing slows Python several times
-            replay(msgs, name, Budget(1_000_000), model="gpt-4o")
+            replay(msgs, name, Budget(limit), model="gpt-4o")
             peak = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
+            assert r.applications == 0 or r.times_triggered == 0, "the limit was meant to hold everything"
+            seconds.setdefault(name, []).append((len(msgs), dt))
             print(f"| {len(msgs):,} | {name} | {len(r.calls):,} | {dt:.2f} | {peak:.0f} | {1000 * dt / len(r.calls):.2f} |")
+    print("\nscaling (linear: the time ratio equals the size ratio; per 10x: the time ratio scaled to 10x more "
+          "messages, 10.0 when linear):")
+    for name, rows in seconds.items():
+        steps = []
+        for (n0, t0), (n1, t1) in zip(rows, rows[1:]):
+            per10 = (t1 / t0) ** (1 / math.log10(n1 / n0))
+            steps.append(f"{n0:,} -> {n1:,} messages: x{t1 / t0:.1f} for x{n1 / n0:.0f} (per 10x: x{per10:.1f})")
+        print(f"- {name}: " + "; ".join(steps))
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
 
 
 def part_d() -> None:

@@ -25,6 +25,7 @@ of every message at every call (``cell``, ``matrix``, ``codes``), the prompt of 
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -39,8 +40,10 @@ from .tokens import TokenCounter
 FUTURE = "future"
 HISTORY_LIMIT = 10
 DETAIL_LIMIT = 400_000
-"""Prompts are kept (for ``context_at``) while the messages of all calls' prompts add up to at most
-this many entries; past it a call's prompt is recomputed when asked for."""
+"""Prompts are kept (for ``context_at``) while what they hold adds up to at most this many entries:
+one per call whose prompt is a snapshot of a grown view (a log and a length), the messages of the
+plan's input and output for a call the strategy planned; past it a call's prompt is recomputed when
+asked for."""
 
 Observer = Callable[["Call", View], None]
 
@@ -135,7 +138,7 @@ class Replay:
     removed_at: tuple[int | None, ...]
     events: tuple[tuple[int, int, str], ...]
     history: tuple[Compression, ...]
-    _prompts: dict[int, Prompt] = field(repr=False)
+    _prompts: dict[int, "Prompt | _Kept"] = field(repr=False)
     _rerun: Callable[[int], Prompt] = field(repr=False)
     _walk: Callable[[Observer], None] = field(repr=False)
 
@@ -241,13 +244,17 @@ class Replay:
     def prompt(self, c: int) -> Prompt:
         """The prompt of call ``c`` (kept, or recomputed by replaying up to it)."""
         c = self._call(c)
-        if c not in self._prompts:
-            self._prompts[c] = self._rerun(c)
-        return self._prompts[c]
+        found = self._prompts.get(c)
+        if not isinstance(found, Prompt):
+            found = self._prompts[c] = self._rerun(c) if found is None else found.prompt()
+        return found
 
     def kept_prompt(self, c: int) -> Prompt | None:
         """The prompt of call ``c`` if the replay kept it (None past ``DETAIL_LIMIT``: see ``prompt``)."""
-        return self._prompts.get(c)
+        found = self._prompts.get(c)
+        if isinstance(found, _Kept):
+            found = self._prompts[c] = found.prompt()
+        return found
 
     def walk(self, observe: Observer) -> None:
         """Replay again, calling ``observe(call, prompt_view)`` at every call (one pass, nothing kept)."""
@@ -338,19 +345,65 @@ def _shared(prev: Sequence[Message] | None, cur: Sequence[Message], tokens: Sequ
     return shared, k == len(prev)
 
 
+_WHOLE: "OrderedDict[tuple[int, str | None, tuple[str, ...]], tuple[tuple[Message, ...], View]]" = OrderedDict()
+WHOLE_CACHE = 2
+"""Conversations whose whole view (counts, categories, fact masks) replays reuse: a sweep or a
+comparison replays one conversation once per strategy or grid point before the next, and finds its
+facts once. Kept small: each holds a view as long as its conversation."""
+
+
+def whole_view(messages: tuple[Message, ...], counter: TokenCounter, facts: tuple[str, ...]) -> View:
+    """The view of all of ``messages`` (no pins), kept for the last few conversations replayed: the
+    per-call replay reads each message's counts and facts from it instead of finding them again."""
+    key = (id(messages), counter.model, facts)
+    hit = _WHOLE.get(key)
+    if hit is not None and hit[0] is messages:
+        _WHOLE.move_to_end(key)
+        return hit[1]
+    view = make_view(messages, counter=counter, facts=facts)
+    _WHOLE[key] = (messages, view)
+    while len(_WHOLE) > WHOLE_CACHE:
+        _WHOLE.popitem(last=False)
+    return view
+
+
+def _snapshot(view: View) -> View:
+    """A view of the same messages that holds none of what ``view`` derived (its tuples, memo):
+    kept per call, it costs a few references while its log is shared."""
+    log = view._log
+    if log is None:
+        return view
+    return View._over(log, len(view), view.counter, view.facts, view.pins, view.state)
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What a replay keeps of a call: the prompt sent, the plan made, the view it was made on."""
+
+    sent: View
+    plan: Plan | None
+    given: View
+
+    def prompt(self) -> Prompt:
+        """The Prompt (its tuples built now)."""
+        return Prompt(self.sent.messages, self.sent.origin, self.sent.tokens, self.plan, self.given.origin)
+
+
 class _Walk:
     """The state of one replay as it steps call by call."""
 
     def __init__(self, messages: tuple[Message, ...], counter: TokenCounter, facts: tuple[str, ...],
-                 pins: frozenset[int], strategy: Strategy, budget: Budget, apply_at: str) -> None:
+                 pins: frozenset[int], strategy: Strategy, budget: Budget, apply_at: str,
+                 whole: View | None = None) -> None:
         self.messages, self.counter, self.facts, self.pins = messages, counter, facts, pins
         self.strategy, self.budget, self.apply_at = strategy, budget, apply_at
         self.starts = tuple(s for s, _ in segment(messages).turns)
         self.turn_of = _turn_index(self.starts)
         self.head = budget.tools_tokens + budget.reply_priming
+        self.whole = whole if whole is not None else whole_view(messages, counter, facts)
 
     def run(self, observe: Observer | None = None, stop: int | None = None,
-            keep: bool = True) -> tuple[list[Call], list[Compression], dict[int, Prompt], Prompt | None,
+            keep: bool = True) -> tuple[list[Call], list[Compression], dict[int, "_Kept"], Prompt | None,
                                         list[int | None], list[int | None], list[tuple[int, int, str]]]:
         """Step through every call (up to ``stop``); returns what a Replay holds."""
         messages, n = self.messages, len(self.messages)
@@ -360,29 +413,32 @@ class _Walk:
         events: list[tuple[int, int, str]] = []
         calls: list[Call] = []
         records: list[Compression] = []
-        prompts: dict[int, Prompt] = {}
+        prompts: dict[int, _Kept] = {}
         kept_entries = 0
         view: View | None = None
         upto = 0
-        prev_msgs: tuple[Message, ...] | None = None
-        prev_total = 0
+        prev: View | None = None  # the previous call's prompt
         user_since = True  # a run starts a turn, even before its first user message
         for c, point in enumerate(call_points(messages)):
             new = messages[upto:point]
             user_since = user_since or any(m.role == "user" for m in new)
             if view is None:
-                view = make_view(new, counter=self.counter, facts=self.facts, origin=range(upto, point),
-                                 pins=[i for i in range(upto, point) if i in self.pins])
+                at = slice(upto, point)
+                view = View(new, self.whole.tokens[at], self.whole.categories[at], segment(new), self.counter,
+                            self.facts, self.whole.fact_masks[at], frozenset(i for i in range(upto, point)
+                                                                              if i in self.pins),
+                            tuple(range(upto, point)))
             elif new:
-                view = view.append(*new, pins=[len(view) + k for k, i in enumerate(range(upto, point))
-                                                if i in self.pins], origin=range(upto, point))
+                view = view._grow(new, tuple(range(upto, point)),
+                                  frozenset(len(view) + k for k, i in enumerate(range(upto, point)) if i in self.pins),
+                                  self.whole)
             for i in range(upto, point):
                 arrived[i] = c
             upto = point
             apply = self.apply_at == "every_call" or user_since
             before = view.total + self.head
             plan: Plan | None = None
-            inputs = view.origin
+            given = view
             removed = 0
             triggered = False
             quick = apply and len(view) and self.strategy.quick_idle(view, self.budget)
@@ -401,31 +457,28 @@ class _Walk:
                     state_now[o] = a
                     events.append((c, o, a))
                 if triggered:
-                    left = result_view(view, plan)
-                    view = dataclasses.replace(left, state=dict(plan.state))
+                    view = result_view(view, plan).with_state(dict(plan.state))
                 elif plan.state != view.state:
-                    view = dataclasses.replace(view, state=dict(plan.state))
+                    view = view.with_state(dict(plan.state))
                 records.append(Compression(c, triggered, plan.tokens_before, plan.tokens_after, plan.saved, removed))
             after = view.total + self.head
-            if triggered or prev_msgs is None:
-                shared, extends = _shared(prev_msgs, view.messages, view.tokens)
+            if triggered or prev is None:
+                shared, extends = (0, False) if prev is None else _shared(prev.messages, view.messages, view.tokens)
             else:  # nothing changed: the previous prompt is a prefix of this one
-                shared, extends = prev_total, True
+                shared, extends = prev.total, True
             call = Call(c, point, self.turn_of(point), bool(apply and len(view)), triggered, before, after,
                         after > self.budget.prompt_limit, len(view), removed, shared, extends,
                         point == n, messages[point].usage if point < n else None)
             calls.append(call)
             if observe is not None:
                 observe(call, view)
-            prompt = None
-            if keep and kept_entries + len(view) <= DETAIL_LIMIT or stop == c:
-                prompt = Prompt(view.messages, view.origin, view.tokens, plan, inputs)
-                if keep and stop is None:
-                    prompts[c] = prompt
-                    kept_entries += len(view)
             if stop == c:
-                return calls, records, prompts, prompt, arrived, removed_at, events
-            prev_msgs, prev_total = view.messages, view.total
+                return calls, records, prompts, _Kept(view, plan, given).prompt(), arrived, removed_at, events
+            cost = 1 if plan is None else len(view) + len(given)  # a plan holds tuples as long as its input
+            if keep and stop is None and kept_entries + cost <= DETAIL_LIMIT:
+                prompts[c] = _Kept(_snapshot(view), plan, _snapshot(given))
+                kept_entries += cost
+            prev = view
         return calls, records, prompts, None, arrived, removed_at, events
 
 
@@ -449,7 +502,8 @@ def replay(source: Conversation | View | Sequence[Message], strategy: Strategy |
     if bad:
         raise CtxlabError(f"pinned index {bad[0]} is not a message of this conversation", where="pins",
                           hint=f"Pin indexes from 0 to {len(messages) - 1}")
-    walk = _Walk(messages, counter, facts, pins, strategy, budget, where)
+    walk = _Walk(messages, counter, facts, pins, strategy, budget, where,
+                 source if isinstance(source, View) else None)
     calls, records, prompts, _, arrived, removed_at, events = walk.run(observe)
 
     def rerun(c: int) -> Prompt:

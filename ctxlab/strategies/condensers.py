@@ -17,7 +17,7 @@ from ..i18n import N_
 from ..conversation import Message
 from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan
-from .view import Budget, View, message_text
+from .view import MEMO_EXTENDERS, Budget, View, message_text
 from .rounds import answer_lone_users
 from .windows import preamble_systems
 from . import structured_summary  # noqa: F401  (registers the structured and llm_structured summarizers)
@@ -30,6 +30,9 @@ def _body(view: View) -> list[int]:
     """Indexes of the messages a condenser counts: all but the system prompt before the first user."""
     skip = set(preamble_systems(view))
     return [i for i in range(len(view)) if i not in skip]
+
+
+MEMO_EXTENDERS["observation_masking"] = lambda old, new, masked: dict(masked)  # by index: the same results
 
 
 @register

@@ -152,7 +152,7 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
             actions[i], reasons[i] = "keep", ("always kept: the task of the run" if view.messages[i].extra.get("ctxlab_task")
                                               else "always kept: a compaction summary (the agent's summary of earlier work)")
     _whole_groups(view, actions, reasons)
-    for start, end in view.seg.turns:
+    for start, end in _turns_to_check(view, actions):
         gone = actions[start]
         if gone not in _REMOVED or _removed_in(actions, start + 1, end) == end - start - 1:
             continue
@@ -160,6 +160,24 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
         for i in range(start + 1, end):
             if actions[i] not in _REMOVED and i not in protected:
                 actions[i], reasons[i] = gone, why
+
+
+def _turns_to_check(view: View, actions: list[str]) -> Sequence[tuple[int, int]]:
+    """The turns rule 3 may change: all of them, or, when fewer messages are kept than there are
+    turns (a window over a long history), only the turns of a kept message whose user message is
+    removed."""
+    turns = view.seg.turns
+    if actions.count("keep") >= len(turns):  # cheap bound first: keep is most kept messages
+        return turns
+    kept, _ = _kept_indexes(actions)
+    if len(kept) >= len(turns):
+        return turns
+    turn_of, hit = view.seg.turn_of, set()
+    for i in kept:
+        t = turn_of[i]
+        if t >= 0 and turns[t][0] != i and actions[turns[t][0]] in _REMOVED:
+            hit.add(t)
+    return [turns[t] for t in sorted(hit)]
 
 
 def _removed_in(actions: list[str], start: int, end: int) -> int:
@@ -313,23 +331,57 @@ def merge_lone_users(view: View, messages: Sequence[Message], origin: Sequence[i
              and origin[k - 1] is not None and origin[k] - origin[k - 1] > 1]
     if not pairs:
         return None
-    messages, origin, out_tokens = list(messages), list(origin), list(out_tokens)
     sums, reasons = dict(sums), list(reasons)
     extra_mask, joined = 0, []
-    for k in reversed(pairs):  # from the end, so a run of three merges into one
-        first, second = origin[k - 1], origin[k]
-        m = _joined(messages[k - 1], messages[k])
-        n = view.counter.message(m)
-        sums["user"] = sums.get("user", 0) - out_tokens[k - 1] - out_tokens[k] + n
-        messages[k - 1:k + 1], origin[k - 1:k + 1], out_tokens[k - 1:k + 1] = [m], [second], [n]
-        extra_mask |= fact_mask(m, view.facts)
-        reasons[first] = (f"{reasons[first]}; merged into user message {second}: nothing else of its turn is "
-                          f"kept, and some providers reject two user messages in a row")
-        joined.append((first, second))
+    runs: list[list[int]] = []  # [first, last] output positions of each run of user messages to merge
+    for k in pairs:
+        if runs and runs[-1][1] == k - 1:
+            runs[-1][1] = k
+        else:
+            runs.append([k - 1, k])
+    # a fact can span the separator of two merged texts only if it holds a line break
+    spanning = any("\n" in f for f in view.facts)
+    merged: list[tuple[int, int, Message, int]] = []
+    for start, end in reversed(runs):  # from the end, so a run of three merges into one
+        second, m = origin[end], messages[end]
+        for k in range(end, start, -1):
+            first = origin[k - 1]
+            m = _joined(messages[k - 1], m)
+            reasons[first] = (f"{reasons[first]}; merged into user message {second}: nothing else of its turn "
+                              f"is kept, and some providers reject two user messages in a row")
+            joined.append((first, second))
+        n = view.counter.message(m)  # the run's final message only: the steps before it are not sent
+        sums["user"] = sums.get("user", 0) - sum(out_tokens[start:end + 1]) + n
+        for k in range(start, end + 1):  # its facts: those of its parts (and any across a separator)
+            o = origin[k]
+            extra_mask |= view.fact_masks[o] if messages[k] is view.messages[o] else fact_mask(messages[k], view.facts)
+        if spanning:
+            extra_mask |= fact_mask(m, view.facts)
+        merged.append((start, end, m, n))
+    messages, origin, out_tokens = _splice(merged[::-1], messages, origin, out_tokens)
     shown = ", ".join(f"{a}+{b}" for a, b in reversed(joined[-5:]))
     note = (f"{len(joined)} user message(s) kept by merging into the next user message ({shown}): nothing of "
             f"their turn is left, and some providers and chat templates need user and assistant to alternate")
     return messages, origin, out_tokens, sums, reasons, note, extra_mask
+
+
+def _splice(merged: Sequence[tuple[int, int, Message, int]], messages: Sequence[Message],
+            origin: Sequence[int | None], out_tokens: Sequence[int]) -> tuple[list, list, list]:
+    """The output with each run ``(start, end, message, tokens)`` (in order) replaced by its merged
+    message, which takes the origin of the run's last message; in one pass."""
+    out_m: list[Message] = []
+    out_o: list[int | None] = []
+    out_t: list[int] = []
+    prev = 0
+    for start, end, m, n in merged:
+        out_m += messages[prev:start]
+        out_o += origin[prev:start]
+        out_t += out_tokens[prev:start]
+        out_m.append(m)
+        out_o.append(origin[end])
+        out_t.append(n)
+        prev = end + 1
+    return out_m + list(messages[prev:]), out_o + list(origin[prev:]), out_t + list(out_tokens[prev:])
 
 
 def idle_reason(strategy: str, actions: Sequence[str], messages: Sequence[Message],

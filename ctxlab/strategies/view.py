@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import re
 import weakref
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import FrozenInstanceError, dataclass
+from functools import cached_property, lru_cache
+from itertools import compress
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import CtxlabError
 from ..conversation import Conversation, Message
 from ..model_specs import resolve_model
 from ..segments import Segments, segment
+from ._log import Log
 from ..tokens import TokenCounter
 
 DEFAULT_RESERVE = 0.15
@@ -100,15 +102,18 @@ def message_text(m: Message) -> str:
     return text
 
 
+@lru_cache(maxsize=16)
+def _bits(n: int) -> tuple[int, ...]:
+    """``(1, 2, 4, ...)``: the bit of each of ``n`` facts."""
+    return tuple(1 << k for k in range(n))
+
+
 def fact_mask(m: Message, facts: Sequence[str], only: int = -1) -> int:
     """Bit k set when fact k appears in the message (checking only the bits set in ``only``)."""
     text = message_text(m)
     mask = 0
     if only < 0:
-        for k, f in enumerate(facts):
-            if f in text:
-                mask |= 1 << k
-        return mask
+        return sum(compress(_bits(len(facts)), map(text.__contains__, facts)))  # at C speed
     while only:  # only the facts asked about
         low = only & -only
         if facts[low.bit_length() - 1] in text:
@@ -123,29 +128,81 @@ from the old one (None: derive it again). ``View.append`` calls these, so a re-p
 append does not derive per-view tables from the whole history again."""
 
 
-@dataclass(frozen=True, eq=False)
+class _FromLog:
+    """A view attribute built from the view's log on first use, then kept (a non-data descriptor,
+    so a view built directly holds its own value and never calls it)."""
+
+    def __init__(self, build: Callable[["View"], Any], doc: str) -> None:
+        self.build, self.__doc__ = build, doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, view: "View | None", owner: type | None = None) -> Any:
+        if view is None:
+            return self
+        value = view.__dict__[self.name] = self.build(view)
+        return value
+
+
+def _column(name: str) -> Callable[["View"], tuple]:
+    return lambda view: view._log.column(name, view._n)
+
+
 class View:
     """What a strategy reads: messages (never copied), their token counts and categories, the
     segments, pinned indexes, facts found per message, where each entry came from, and state
-    carried over from the previous application (replay)."""
+    carried over from the previous application (replay).
 
-    messages: tuple[Message, ...]
-    tokens: tuple[int, ...]
-    categories: tuple[str, ...]
-    seg: Segments
-    counter: TokenCounter
-    facts: tuple[str, ...] = ()
-    fact_masks: tuple[int, ...] = ()
-    pins: frozenset[int] = frozenset()
-    origin: tuple[int | None, ...] = ()
-    state: Mapping[str, Any] = field(default_factory=dict)
+    Built directly (``make_view``) a view holds tuples; grown by ``append`` it is a length over a
+    log of growable columns shared with the view it was grown from (``_log``), and builds each
+    tuple on first use. Either way it is immutable as its readers see it."""
+
+    messages = _FromLog(_column("messages"), "The messages (never copied).")
+    tokens = _FromLog(_column("tokens"), "Token count per message.")
+    categories = _FromLog(_column("categories"), "Category per message (system, user, tool_results, ...).")
+    fact_masks = _FromLog(_column("fact_masks"), "Per message, bit k set when it holds fact k.")
+    origin = _FromLog(_column("origin"), "Per message, its index in the conversation (None: a summary).")
+    seg = _FromLog(lambda view: view._log.segments(view._n), "Turns, tool rounds and atomic groups.")
+
+    def __init__(self, messages: tuple[Message, ...], tokens: tuple[int, ...], categories: tuple[str, ...],
+                 seg: Segments, counter: TokenCounter, facts: tuple[str, ...] = (), fact_masks: tuple[int, ...] = (),
+                 pins: frozenset[int] = frozenset(), origin: tuple[int | None, ...] = (),
+                 state: Mapping[str, Any] | None = None) -> None:
+        self.__dict__.update(messages=messages, tokens=tokens, categories=categories, seg=seg, counter=counter,
+                             facts=facts, fact_masks=fact_masks, pins=pins, origin=origin,
+                             state={} if state is None else state, _n=len(messages), _log=None)
+
+    @classmethod
+    def _over(cls, log: Log, n: int, counter: TokenCounter, facts: tuple[str, ...], pins: frozenset[int],
+              state: Mapping[str, Any]) -> "View":
+        """The view of the first ``n`` messages of ``log``."""
+        view = cls.__new__(cls)
+        view.__dict__.update(counter=counter, facts=facts, pins=pins, state=state, _n=n, _log=log,
+                             total=log.total(n))
+        return view
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __repr__(self) -> str:
+        return f"View({self._n:,} messages, {self.total:,} tokens)"
 
     def __len__(self) -> int:
-        return len(self.messages)
+        return self._n
+
+    def with_state(self, state: Mapping[str, Any]) -> "View":
+        """This view with another carried-over ``state`` (same messages, same derived tables)."""
+        view = View.__new__(View)
+        view.__dict__.update(self.__dict__)
+        view.__dict__["state"] = state
+        return view
 
     @cached_property
     def roles(self) -> tuple[str, ...]:
         """Role per message."""
+        if self._log is not None:
+            return self._log.column("roles", self._n)
         return tuple(m.role for m in self.messages)
 
     @cached_property
@@ -199,11 +256,23 @@ class View:
         """Indexes of the user messages every strategy keeps: compaction summaries a trace carries
         (a coding agent's ``/compact``, marked ``extra["ctxlab_compaction"]`` by its reader) and
         the task of a coding agent's run (its first user message, marked ``extra["ctxlab_task"]``)."""
-        return tuple(i for i in _positions(self.roles, "user")
-                     if self.messages[i].extra.get("ctxlab_compaction") or self.messages[i].extra.get("ctxlab_task"))
+        users = self._log.turn_starts(self._n) if self._log is not None else _positions(self.roles, "user")
+        return _kept_users(self.messages if self._log is None else self._log.messages, users)
+
+    @property
+    def preamble(self) -> tuple[int, int]:
+        """The messages before the first user message (``seg.preamble``, without building ``seg``)."""
+        return self._log.preamble(self._n) if self._log is not None else self.seg.preamble
+
+    def role_of(self, i: int) -> str:
+        """The role of message ``i`` (without building ``roles``)."""
+        return self._log.roles[i] if self._log is not None else self.messages[i].role
 
     def first_system(self) -> int | None:
         """Index of the first system message, if there is one."""
+        if self._log is not None:
+            i = self._log.first_system
+            return i if i is not None and i < self._n else None
         try:
             return self.roles.index("system")
         except ValueError:
@@ -211,6 +280,8 @@ class View:
 
     def newest_user(self) -> int | None:
         """Index of the newest user message."""
+        if self._log is not None:
+            return self._log.newest_user(self._n)
         turns = self.seg.turns
         return turns[-1][0] if turns else None
 
@@ -219,100 +290,95 @@ class View:
         ref = self.__dict__.get("grown_from")
         return ref() if ref is not None else None
 
+    def _own_log(self) -> Log:
+        """The log this view reads, made from its tuples the first time it is appended to."""
+        log = self._log
+        if log is None:
+            log = Log.of(self.messages, self.tokens, self.categories, self.fact_masks,
+                         self.origin or range(self._n))
+            self.__dict__["_log"] = log
+        return log
+
+    def _next_origin(self, count: int) -> tuple[int | None, ...]:
+        """Origins of ``count`` appended messages that continue this view's numbering."""
+        origin = self._log.origin if self._log is not None else self.origin
+        if self._log is None and not origin:
+            last = self._n - 1
+        else:  # origins only grow: the newest one that is not an inserted summary is the highest
+            k = self._n - 1
+            while k >= 0 and origin[k] is None:
+                k -= 1
+            last = origin[k] if k >= 0 else -1
+        return tuple(range(last + 1, last + 1 + count))
+
     def append(self, *messages: Message, pins: Iterable[int] = (), origin: Sequence[int] | None = None) -> "View":
         """This view with ``messages`` added at the end: what a live agent calls each turn. Only the
-        new messages are counted and searched for facts; segments are extended, not rebuilt, so the
-        cost does not grow with the history (beyond copying its tuples). ``pins`` adds pinned
-        indexes; the new messages' ``origin`` continues this view's numbering, or is ``origin`` when
-        given (a replay whose strategy dropped the newest messages numbers the next ones itself)."""
+        new messages are counted, segmented and searched for facts, and nothing of the history is
+        copied (the new view shares this one's log, see ``_log``), so the cost does not grow with the
+        history. ``pins`` adds pinned indexes; the new messages' ``origin`` continues this view's
+        numbering, or is ``origin`` when given (a replay whose strategy dropped the newest messages
+        numbers the next ones itself)."""
         if not messages:
             return self
-        n = len(self.messages)
-        split = [self.counter.message_split(m) for m in messages]
-        tokens = tuple(t + c for _, t, c in split)
-        cats = tuple(cat for cat, _, _ in split)
-        masks = tuple(fact_mask(m, self.facts) for m in messages)
-        # origins only grow: the newest one that is not an inserted summary is the highest
-        last = next((o for o in reversed(self.origin) if o is not None), -1) if self.origin else n - 1
+        n, k = self._n, len(messages)
         pins = frozenset(pins)
-        bad = sorted(p for p in pins if not 0 <= p < n + len(messages))
+        bad = sorted(p for p in pins if not 0 <= p < n + k)
         if bad:
             raise CtxlabError(f"pinned index {bad[0]} is not a message of this conversation", where="pins",
-                              hint=f"Pin indexes from 0 to {n + len(messages) - 1}")
-        new = View(self.messages + messages, self.tokens + tokens, self.categories + cats,
-                   extend_segments(self.seg, self.messages, messages), self.counter, self.facts,
-                   self.fact_masks + masks, self.pins | pins,
-                   self.origin + (tuple(origin) if origin is not None
-                                  else tuple(range(last + 1, last + 1 + len(messages)))), self.state)
-        known = self.__dict__
+                              hint=f"Pin indexes from 0 to {n + k - 1}")
+        origin = tuple(origin) if origin is not None else self._next_origin(k)
+        return self._grow(messages, origin, pins, None)
+
+    def _grow(self, messages: Sequence[Message], origin: tuple[int | None, ...], pins: frozenset[int],
+              known: "View | None") -> "View":
+        """``append`` once its arguments are checked. ``known``, a view whose entries ``origin``
+        hold the same messages with the same counter and facts (the whole conversation, in a
+        replay), gives their counts and fact masks, so they are not found again."""
+        n, k = self._n, len(messages)
+        log = self._own_log()
+        if len(log) != n and not log.holds(n, messages, origin):
+            log = log.branch(n)  # another view was grown from this one: keep its entries, start anew
+        if len(log) == n and known is not None:
+            at = slice(origin[0], origin[-1] + 1)
+            log.extend(messages, known.tokens[at], known.categories[at], known.fact_masks[at], origin)
+        elif len(log) == n:
+            split = [self.counter.message_split(m) for m in messages]
+            log.extend(messages, [t + c for _, t, c in split], [cat for cat, _, _ in split],
+                       [fact_mask(m, self.facts) for m in messages], origin)
+        new = View._over(log, n + k, self.counter, self.facts, self.pins | pins, self.state)
         new.__dict__["grown_from"] = weakref.ref(self)  # lets per-view caches extend the parent's
+        self._carry(new, log, n)
+        return new
+
+    def _carry(self, new: "View", log: Log, n: int) -> None:
+        """Give ``new`` (this view grown) what this one derived, extended by the new messages."""
+        known = self.__dict__
         for key, value in known.get("memo", {}).items():
             extend = MEMO_EXTENDERS.get(key)
             if extend is not None and (grown := extend(self, new, value)) is not None:
                 new.memo[key] = grown
-        if "roles" in known:
-            new.__dict__["roles"] = known["roles"] + tuple(m.role for m in messages)
-        if "total" in known:
-            new.__dict__["total"] = known["total"] + sum(tokens)
+        end = len(new)
         if "fact_counts" in known:
             counts = list(known["fact_counts"])
-            for mask in masks:
-                for k in range(len(counts)):
-                    counts[k] += mask >> k & 1
+            for mask in log.fact_masks[n:end]:
+                while mask:
+                    low = mask & -mask
+                    counts[low.bit_length() - 1] += 1
+                    mask ^= low
             new.__dict__["fact_counts"] = tuple(counts)
         if "category_sums" in known:
             sums = dict(known["category_sums"])
-            for c, t in zip(cats, tokens):
+            for c, t in zip(log.categories[n:end], log.tokens[n:end]):
                 sums[c] = sums.get(c, 0) + t
             new.__dict__["category_sums"] = sums
-        return new
+        if "compactions" in known:
+            users = [i for i in range(n, end) if log.roles[i] == "user"]
+            new.__dict__["compactions"] = known["compactions"] + _kept_users(log.messages, users)
 
 
-def extend_segments(seg: Segments, old: Sequence[Message], new: Sequence[Message]) -> Segments:
-    """The segments of ``old + new`` from those of ``old``, in time proportional to ``new`` (plus
-    tuple copies): the same result as ``segment(old + new)``."""
-    turn_of, group_of, round_of = list(seg.turn_of), list(seg.group_of), list(seg.round_of)
-    preamble, turns = seg.preamble, list(seg.turns)
-    groups, rounds, orphans = list(seg.groups), list(seg.rounds), list(seg.orphans)
-    messages = list(old)
-    for m in new:
-        i = len(messages)
-        messages.append(m)
-        if m.role == "user":
-            turns.append((i, i + 1))
-        elif turns:
-            turns[-1] = (turns[-1][0], i + 1)
-        else:
-            preamble = (0, i + 1)
-        turn_of.append(len(turns) - 1)
-        r = _caller_round(rounds, messages, m) if m.role == "tool" and m.tool_call_id is not None else None
-        if r is not None:
-            g = group_of[rounds[r][0]]
-            groups[g] += (i,)
-            rounds[r] += (i,)
-            group_of.append(g)
-            round_of.append(r)
-            continue
-        if m.role == "tool":
-            orphans.append(i)
-        group_of.append(len(groups))
-        groups.append((i,))
-        if m.role == "assistant" and m.tool_calls:
-            round_of.append(len(rounds))
-            rounds.append((i,))
-        else:
-            round_of.append(-1)
-    return Segments(tuple(turn_of), tuple(group_of), tuple(round_of), preamble, tuple(turns), tuple(groups),
-                    tuple(rounds), tuple(orphans))
-
-
-def _caller_round(rounds: Sequence[tuple[int, ...]], messages: Sequence[Message], m: Message) -> int | None:
-    """The round of the latest call with ``m.tool_call_id`` (searched from the newest round back)."""
-    for r in range(len(rounds) - 1, -1, -1):
-        if any(c.id == m.tool_call_id for c in messages[rounds[r][0]].tool_calls):
-            return r
-    return None
-
+def _kept_users(messages: Sequence[Message], users: Iterable[int]) -> tuple[int, ...]:
+    """Those of ``users`` (indexes) that are compaction summaries or the task of a run."""
+    return tuple(i for i in users if messages[i].extra.get("ctxlab_compaction") or messages[i].extra.get("ctxlab_task"))
 
 def _positions(items: tuple[str, ...], value: str) -> list[int]:
     """Indexes where ``value`` occurs, by C-speed scans (fast when it is rare)."""

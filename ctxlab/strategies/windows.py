@@ -95,8 +95,8 @@ class SlidingWindow(Strategy):
         limit = min(self.max_tokens or budget.available, budget.available)
         if view.total > int(limit * (1 - self.buffer_ratio)):
             return False
-        start, end = view.seg.preamble
-        return view.newest_user() is None or all(view.roles[i] == "system" for i in range(start, end))
+        start, end = view.preamble
+        return view.newest_user() is None or all(view.role_of(i) == "system" for i in range(start, end))
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Fill the window from the newest group backwards; stop at the first that does not fit."""
