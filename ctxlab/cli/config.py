@@ -1,7 +1,10 @@
-"""CLI commands of configs: ``ctxlab config export CONFIG --to anthropic|langchain|openai-agents``.
+"""CLI commands of configs: ``ctxlab config export CONFIG --to TARGET``, a target of
+``ctxlab.exports.TARGETS`` (anthropic, langchain, openai-agents, openai-responses, adk, claude-code,
+codex, swe_agent, openhands).
 
-``export`` prints the native form on stdout (JSON with a ``not_carried`` list, or Python code with
-the same list as comments) and each thing that does not carry over on stderr as ``note: ...``.
+``export`` prints the native form on stdout (JSON with a ``not_carried`` list, or with ``--format
+python`` the target's own text: Python code with the same list as comments, Codex's TOML, Claude
+Code's shell lines) and each thing that does not carry over on stderr as ``note: ...``.
 An unknown target or a strategy with no native form exits 2 naming the strategies that map.
 """
 from __future__ import annotations
