@@ -55,7 +55,6 @@ def open_store(url: str) -> SessionStore:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-@st.cache_resource(show_spinner=False, max_entries=16)
 def script_conversation(name: str) -> ctxlab.Conversation:
     """The conversation a script replays: a bundled sample, or the generated 30-ticket session."""
     if name == LONG_SCRIPT:
@@ -63,8 +62,10 @@ def script_conversation(name: str) -> ctxlab.Conversation:
     return ctxlab.load(SAMPLES_DIR / name)
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
 def script_for(name: str) -> tuple[ScriptedResponder, CannedTools]:
-    """The scripted responder and canned tool results of a script."""
+    """The scripted responder and canned tool results of a script (read-only after they are built, so
+    one pair serves every rerun: the page lists every script on each one)."""
     conv = script_conversation(name)
     return ScriptedResponder(conv, label=name), CannedTools(conv)
 

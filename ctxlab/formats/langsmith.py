@@ -125,42 +125,35 @@ def _prompt(run: dict, where: str, trace: Trace) -> list | None:
     return ([{"role": "system", "content": system}] if isinstance(system, (str, list)) else []) + items
 
 
-def _usage_dict(u: Any, where: str, model: str | None):
-    if not isinstance(u, dict) or "input_tokens" not in u:
+_SHAPES = (  # (prompt, output, details, cache read, cache write) keys of each usage shape LangSmith stores
+    ("input_tokens", "output_tokens", "input_token_details", "cache_read", "cache_creation"),  # usage_metadata
+    ("prompt_tokens", "completion_tokens", "prompt_token_details", "cache_read", "cache_creation"),  # a run's own
+    ("prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens", None),  # an OpenAI completion
+)
+
+
+def _counts(u: Any, where: str, shape: tuple[str, str, str, str, str | None], model: str | None):
+    """The usage in ``u`` written with the keys of ``shape``; None when ``u`` has no prompt count (a
+    run's own ``prompt_tokens`` of 0 or null, as non-model runs carry, counts as none)."""
+    prompt, output, details_key, read, write = shape
+    if not isinstance(u, dict) or not (u.get(prompt) if shape is _SHAPES[1] else prompt in u):
         return None
-    details = u.get("input_token_details") if isinstance(u.get("input_token_details"), dict) else {}
-    return usage_of(whole(u["input_tokens"], f"{where}.input_tokens", "input_tokens"),
-                    whole(u.get("output_tokens"), f"{where}.output_tokens", "output_tokens"),
-                    whole(details.get("cache_read"), f"{where}.input_token_details.cache_read", "cache_read"),
-                    whole(details.get("cache_creation"), f"{where}.input_token_details.cache_creation",
-                          "cache_creation"), model)
+    details = u.get(details_key) if isinstance(u.get(details_key), dict) else {}
+    return usage_of(whole(u[prompt], f"{where}.{prompt}", prompt),
+                    whole(u.get(output), f"{where}.{output}", output),
+                    whole(details.get(read), f"{where}.{details_key}.{read}", read),
+                    whole(details.get(write), f"{where}.{details_key}.{write}", write) if write else None, model)
 
 
 def _usage(run: dict, reply: list, where: str, model: str | None):
     outputs = run.get("outputs") if isinstance(run.get("outputs"), dict) else {}
     for item in reply:
         kw = item.get("kwargs") if isinstance(item.get("kwargs"), dict) else item
-        found = _usage_dict(kw.get("usage_metadata"), f"{where}.outputs (usage_metadata)", model)
-        if found:
+        if found := _counts(kw.get("usage_metadata"), f"{where}.outputs (usage_metadata)", _SHAPES[0], model):
             return found
-    found = _usage_dict(outputs.get("usage_metadata"), f"{where}.outputs.usage_metadata", model)
-    if found:
-        return found
-    if run.get("prompt_tokens"):
-        details = run.get("prompt_token_details") if isinstance(run.get("prompt_token_details"), dict) else {}
-        return usage_of(whole(run["prompt_tokens"], f"{where}.prompt_tokens", "prompt_tokens"),
-                        whole(run.get("completion_tokens"), f"{where}.completion_tokens", "completion_tokens"),
-                        whole(details.get("cache_read"), f"{where}.prompt_token_details.cache_read", "cache_read"),
-                        whole(details.get("cache_creation"), f"{where}.prompt_token_details.cache_creation",
-                              "cache_creation"), model)
-    usage = outputs.get("usage") if isinstance(outputs.get("usage"), dict) else None
-    if usage and "prompt_tokens" in usage:  # an OpenAI completion logged as it came
-        details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
-        return usage_of(whole(usage["prompt_tokens"], f"{where}.outputs.usage.prompt_tokens", "prompt_tokens"),
-                        whole(usage.get("completion_tokens"), f"{where}.outputs.usage.completion_tokens", "tokens"),
-                        whole(details.get("cached_tokens"), f"{where}.outputs.usage.prompt_tokens_details", "cached"),
-                        None, model)
-    return None
+    return (_counts(outputs.get("usage_metadata"), f"{where}.outputs.usage_metadata", _SHAPES[0], model)
+            or _counts(run, where, _SHAPES[1], model)
+            or _counts(outputs.get("usage"), f"{where}.outputs.usage", _SHAPES[2], model))
 
 
 def _model(run: dict) -> str | None:

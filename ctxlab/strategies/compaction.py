@@ -34,7 +34,7 @@ from ..conversation import Message
 from .base import Strategy, StrategyError, budget_trigger, param, register
 from .llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
 from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, settle
-from .summarize import is_summary, summary_body, summary_message
+from .summarize import check_summarizer, is_summary, summary_body, summary_message
 from .summarizers import SUMMARIZERS, trim_summary
 from .view import Budget, View
 from .windows import preamble_systems
@@ -82,9 +82,8 @@ class ServerCompaction(Strategy):
 
     def _check(self, f: Any, value: Any) -> None:
         super()._check(f, value)
-        if f.name == "summarizer" and value not in SUMMARIZERS:
-            raise StrategyError(f"summarizer must be one of {', '.join(SUMMARIZERS)}, got {value!r}",
-                                where=f"{self.name}.summarizer")
+        if f.name == "summarizer":
+            check_summarizer(self.name, value)
 
     @classmethod
     def schema(cls) -> list[dict[str, Any]]:

@@ -92,6 +92,13 @@ def _previous(view: View, old: Sequence[int]) -> tuple[str | None, frozenset[int
     return (text or None), frozenset(view.state.get("summarized", ()))
 
 
+def check_summarizer(strategy: str, value: Any) -> None:
+    """A strategy's ``summarizer`` parameter names a registered summarizer, or it is an error."""
+    if value not in SUMMARIZERS:
+        raise StrategyError(f"summarizer must be one of {', '.join(SUMMARIZERS)}, got {value!r}",
+                            where=f"{strategy}.summarizer")
+
+
 @register
 @dataclass(frozen=True)
 class Summarize(Strategy):
@@ -127,9 +134,8 @@ class Summarize(Strategy):
 
     def _check(self, f: Any, value: Any) -> None:
         super()._check(f, value)
-        if f.name == "summarizer" and value not in SUMMARIZERS:
-            raise StrategyError(f"summarizer must be one of {', '.join(SUMMARIZERS)}, got {value!r}",
-                                where=f"{self.name}.summarizer")
+        if f.name == "summarizer":
+            check_summarizer(self.name, value)
         if f.name in ("summary_prompt", "merge_prompt") and (problem := check_prompt(f.name, value)):
             raise StrategyError(problem, where=f"{self.name}.{f.name}", hint="Or leave it empty for the built-in prompt")
 
