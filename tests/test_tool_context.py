@@ -100,6 +100,12 @@ def test_context_must_be_a_list_not_one_string(index):
         index.select("ok", context_rule="sometimes")
 
 
+def test_rank_needs_one_context_per_query(index):
+    with pytest.raises(SelectionError, match="2 contexts for 1 queries"):
+        rank(index, ["ok"], contexts=[(), ()])
+    assert rank(index, [], contexts=[]) == []
+
+
 def test_conversation_query_gives_the_newest_user_message_and_the_earlier_ones():
     conv = Conversation((Message("system", "Be brief."), Message("user", "List my files"),
                          Message("assistant", "Done."), Message("user", "  "), Message("user", "Now read notes.txt"),

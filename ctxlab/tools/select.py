@@ -206,6 +206,8 @@ def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: in
     import numpy as np
     if contexts is not None and len(contexts) != len(queries):
         raise SelectionError(f"{len(contexts)} contexts for {len(queries)} queries", where="contexts")
+    if not queries:
+        return []
     vectors, folds = _folded(index, queries, contexts, context_rule_for(context_rule))
     table = index.table
     warnings: tuple[str, ...] = ()
