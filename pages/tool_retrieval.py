@@ -228,7 +228,7 @@ with query_col:
                                                            "for follow-ups such as 'yes, do that'"))
         fold = st.checkbox(_("Read a short message with the earlier ones"), key="tr_context", disabled=int(prev) > 0,
                            help=_("A newest message of at most {n} words is ranked with the earlier user messages "
-                                  "folded in (weight {w}, then {w2}, ...), as select() does by default: a follow-up "
+                                  "folded in (weight {w}, then {w2}, ...), as retrieval does by default: a follow-up "
                                   "such as 'the ID is 42' then finds the tool the turn before asked for").format(
                                n=TUNED_CONTEXT.max_words, w=TUNED_CONTEXT.weight,
                                w2=round(TUNED_CONTEXT.weight ** 2, 4))) and int(prev) == 0

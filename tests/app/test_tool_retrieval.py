@@ -572,3 +572,27 @@ def test_a_key_from_the_environment_is_used_and_never_shown(store, monkeypatch):
     assert not at.exception, at.exception
     assert "the embeddings request failed" in at.error[0].value
     _assert_secret_hidden(at, SECRET, widget_may_hold=False)
+
+
+def test_the_follow_up_controls_and_captions_in_chinese(monkeypatch, store):
+    """The conversation query's fold checkbox and its caption speak Chinese on the Chinese page
+    (the default Chinese sample conversation; the hash provider, instant)."""
+    from ctxlab import i18n
+    from ctxlab.pricing import load_prices
+    from .english_left import english_left, report
+    from .test_chinese_pages import UNSURE  # select.py's unsure reason: English for now (h-etext's part)
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.query_params["lang"] = "zh"
+    at.session_state["tr_provider"] = "hash"
+    at.run()
+    try:
+        i18n.use("zh")  # AppTest formats the radio's options in this thread
+        at.radio(key="tr_query_source").set_value("conversation").run()
+        assert not at.exception, at.exception
+        assert at.checkbox(key="tr_context").label == "结合之前的消息理解简短消息"
+        assert any(c.value.startswith(("排序时并入了", "单独排序")) for c in at.caption)
+        left = english_left(at, allow=("local", "use", "multilingual", "hash", "openai"),
+                            engine_text={load_prices().get("gpt-4o").source, UNSURE})
+        assert not left, report(left)
+    finally:
+        i18n.use("en")
