@@ -13,6 +13,8 @@ benchmarks/data/junk_queries_zh.jsonl and ACEBench's special_irrelevant for the 
 
     python benchmarks/bench_tools_zh.py --acebench ACEBENCH_CHECKOUT_OR_GIT_DIR \\
         [--providers local,multilingual,use] [--metatool-queries 600] [--timing-queries 30]
+        [--context auto|off]   # earlier turns folded into short queries (select()'s default) or not
+    python benchmarks/bench_tools_zh.py --acebench DIR --providers use,local --tune-context
 
 Vectors are remembered on disk between runs ($CTXLAB_BENCH_CACHE, default a folder in /tmp) so a
 re-run embeds nothing it embedded before; timings always use the model itself. Asserts nothing.
@@ -34,6 +36,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import acebench  # noqa: E402
+import tools_context  # noqa: E402
 from bench_tools import BFCL, META, ROOT, JUNK, half, synthetic_catalog  # noqa: E402
 
 from ctxlab.conversation import ToolDef  # noqa: E402
@@ -133,8 +136,10 @@ def _gold(name: str, catalog: ToolCatalog, gold: Sequence[str]) -> set[str]:
     return names
 
 
-def score_sets(sets: dict, provider: Any, store: Path) -> dict[str, dict[str, Any]]:
-    """Per set: its index, the rankings of its real queries (half, gold, ranking) and of its junk."""
+def score_sets(sets: dict, provider: Any, store: Path, context_rule: Any = "auto") -> dict[str, dict[str, Any]]:
+    """Per set: its index, the rankings of its real queries (half, gold, ranking) and of its junk.
+    Real queries are ranked as select() ranks them: the newest user turn, with the earlier ones
+    folded in by ``context_rule`` (the library's by default; "off": the newest turn alone)."""
     out = {}
     for name, d in sets.items():
         index = ToolIndex(d["catalog"], provider, path=store)
@@ -143,7 +148,8 @@ def score_sets(sets: dict, provider: Any, store: Path) -> dict[str, dict[str, An
         fresh = len(provider.memo) - before
         print(f"  {name}: indexed {report.total} tools in {report.seconds:.1f} s ({fresh} embedded by the model,"
               f" the rest from the vector cache; load {os.getloadavg()[0]:.1f})", flush=True)
-        real = rank(index, [q.query for q in d["queries"]])
+        real = rank(index, [q.query for q in d["queries"]], contexts=[q.previous_user_turns for q in d["queries"]],
+                    context_rule=context_rule)
         junk = rank(index, [j["query"] for j in d["junk"]])
         tuned = name in TUNED_SETS
         out[name] = {"index": index,
@@ -233,7 +239,7 @@ def _rerank(d: dict, key: str) -> list:
 
 def held_out(scored: dict, threshold: float, rule: NoMatchRule) -> None:
     print("  held out (k=5, expansion on, on_no_match=all):"
-          "   R@1    R@5   sel-recall  sent  unsure-real  unsure-junk")
+          "   R@1    R@5   sel-recall  sent  unsure-real  unsure-junk  folded")
     for n, d in scored.items():
         rows = [r for r in d["real"] if r[0] == "held"]
         junk = [rk for h, rk in d["junk"] if h == "held"]
@@ -245,7 +251,7 @@ def held_out(scored: dict, threshold: float, rule: NoMatchRule) -> None:
         print(f"    {n:<10} ({len(rows):4d} real, {len(junk):3d} junk)"
               f"  {_recall(rows, 1, dup=dup):.3f}  {_recall(rows, 5, dup=dup):.3f}  {rec:9.3f}"
               f"  {statistics.mean(len(s.tools) for s in sels):5.1f}  {statistics.mean(not s.confident for s in sels):10.1%}"
-              f"  {statistics.mean(not s.confident for s in jsel):10.1%}")
+              f"  {statistics.mean(not s.confident for s in jsel):10.1%}  {sum(bool(rk.context) for _, _, rk in rows):4d}")
         if dup:
             flat = statistics.mean(rule.judge([r.score for r in rk.items]) is not None for _, _, rk in rows)
             print(f"    {'':<10} the same rule judging every ranked tool (copies counted): {flat:.1%} of real queries unsure")
@@ -271,6 +277,8 @@ def query_times(sets: dict, name: str, store: Path, n: int) -> None:
         s, e = statistics.median(sel), statistics.median(emb)
         print(f"    {set_name:<10} {len(index.catalog):5d} tools  select {1000 * s:7.1f} ms   embedding alone"
               f" {1000 * e:7.1f} ms   ratio {s / e:.2f}x")
+        if any(q.previous_user_turns for q in d["queries"]):
+            print(f"    {'':<10} follow-ups: {tools_context.conversation_times(d, provider, store, n, half)}")
 
 
 def index_n(sets: dict, lang: str, n: int) -> None:
@@ -311,6 +319,10 @@ def main() -> None:
     ap.add_argument("--timing-queries", type=int, default=30)
     ap.add_argument("--skip-timing", action="store_true")
     ap.add_argument("--sets", default="", help="comma-separated subset of the sets (default: all)")
+    ap.add_argument("--context", default="auto", choices=("auto", "off"),
+                    help="earlier user turns folded into short queries as select() does (auto), or the newest turn alone")
+    ap.add_argument("--tune-context", action="store_true",
+                    help="only tune the context rule on the tuning halves (each provider's default sets) and report it")
     ap.add_argument("--index", default="", metavar="LANG:N", help="only time indexing N tools of LANG (zh or en)"
                     " with the default provider and answering queries, e.g. en:1000")
     a = ap.parse_args()
@@ -322,6 +334,11 @@ def main() -> None:
     if a.sets:
         sets = {n: d for n, d in sets.items() if n in a.sets.split(",")}
     cache = Path(os.environ.get("CTXLAB_BENCH_CACHE") or Path(tempfile.gettempdir()) / "ctxlab-bench-cache")
+    if a.tune_context:
+        with tempfile.TemporaryDirectory() as tmp:
+            print("context rule (ctxlab/tools/context.py), tuned on the tuning halves:")
+            tools_context.tune_context(sets, a.providers.split(","), Path(tmp), lambda p: DiskMemo(p, cache), _gold, half)
+        return
     print("sets: " + "; ".join(f"{n} {len(d['catalog'])} tools / {len(d['queries'])} queries / {len(d['junk'])} junk"
                                for n, d in sets.items()))
     with tempfile.TemporaryDirectory() as tmp:
@@ -329,7 +346,7 @@ def main() -> None:
             provider = DiskMemo(get_provider(name), cache)
             t = time.perf_counter()
             print(f"\n{name} ({provider.model_id}):", flush=True)
-            scored = score_sets(sets, provider, Path(tmp))
+            scored = score_sets(sets, provider, Path(tmp), a.context)
             print(f"  scored in {time.perf_counter() - t:.0f} s (cached vectors reused)")
             threshold, rule, fit = tune(scored)
             print(f"  tuned on the tuning halves: threshold {threshold:.2f}; rule floor {rule.floor} gap {rule.gap}"

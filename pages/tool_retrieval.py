@@ -23,8 +23,9 @@ from ctxlab.formats import load_json_documents
 from ctxlab.i18n import N_, _
 from ui import translated_columns
 from ctxlab.tokens import TokenCounter
-from ctxlab.tools import (OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, data_dir, get_provider,
-                          query_from_conversation, sweep)
+from ctxlab.tools import (TUNED_CONTEXT, OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, conversation_query,
+                          data_dir, get_provider, query_from_conversation, sweep)
+from ctxlab.tools.lexical import tokenize
 from ctxlab.tools.confidence import DEFAULT_ON_NO_MATCH
 from ctxlab.tools.select import DEFAULT_THRESHOLD, Selection
 
@@ -53,7 +54,7 @@ KEY_FIELD = "tr_openai_key"   # the password widget: its value lives only in the
 SWEEP_RESULT = "tr_sweep_result"  # the last sweep computed on this page (not a widget)
 CHOSEN = "tr_catalog_chosen"  # True once the user picks a catalog; until then it follows the conversation
 DEFAULTS: dict[str, Any] = {  # this page's widget keys and their first values (tr_catalog: see _default_catalog)
-    "tr_query_source": "text", "tr_query": DEFAULT_QUERY, "tr_prev_turns": 0,
+    "tr_query_source": "text", "tr_query": DEFAULT_QUERY, "tr_prev_turns": 0, "tr_context": True,
     "tr_provider": "local", "tr_top_k": 5, "tr_threshold": DEFAULT_THRESHOLD, "tr_expand": True, "tr_hybrid": True,
     "tr_always": [], "tool_use_selection": False, "tr_queries": "bundled", "tr_on_no_match": DEFAULT_ON_NO_MATCH,
     "tr_max_expansion": None,
@@ -211,6 +212,8 @@ with cat_col:
                           else _("Retrieving from {label}: {n} categories")).format(
         label=label, n=len(catalog.categories()), rules=len(catalog.expansions))))
 
+context: tuple[str, ...] = ()  # earlier user messages folded into a short query (the conversation source)
+fold = False
 with query_col:
     query_source = st.radio(_("Query"), list(QUERY_SOURCES), key="tr_query_source",
                             format_func=lambda k: _(QUERY_SOURCES[k]), horizontal=True)
@@ -223,10 +226,18 @@ with query_col:
         prev = st.number_input(_("Earlier user turns to include"), min_value=0, max_value=20, step=1,
                                key="tr_prev_turns", help=_("Older user messages joined before the newest one, "
                                                            "for follow-ups such as 'yes, do that'"))
+        fold = st.checkbox(_("Read a short message with the earlier ones"), key="tr_context", disabled=int(prev) > 0,
+                           help=_("A newest message of at most {n} words is ranked with the earlier user messages "
+                                  "folded in (weight {w}, then {w2}, ...), as retrieval does by default: a follow-up "
+                                  "such as 'the ID is 42' then finds the tool the turn before asked for").format(
+                               n=TUNED_CONTEXT.max_words, w=TUNED_CONTEXT.weight,
+                               w2=round(TUNED_CONTEXT.weight ** 2, 4))) and int(prev) == 0
         if conv is None:
             st.info(_("Pick a sample, paste or upload a conversation in the sidebar, or type a query."))
             st.stop()
         query = query_from_conversation(conv, int(prev))
+        if fold:
+            query, context = conversation_query(conv)
         st.caption(_("The query sent to the index:"))
         st.code(query or _("(the conversation has no user message)"), language=None, wrap_lines=True)
 
@@ -308,7 +319,8 @@ if index is not None:
     try:
         selection = index.select(query, top_k=int(top_k), threshold=float(threshold), expand_categories=expand,
                                  always_include=always, hybrid=hybrid, model=model, on_no_match=on_no_match,
-                                 max_expansion=None if max_expansion is None else int(max_expansion))
+                                 max_expansion=None if max_expansion is None else int(max_expansion),
+                                 context=context, context_rule="auto" if fold else "off")
     except CtxlabError as e:
         st.error(md_escape(str(e)))
 
@@ -335,6 +347,15 @@ with right:
             _("no tools except the always-included ones") if always else _("no tools"))
         st.warning(md_escape(_("Unsure: {why}. Sending {what} (your choice for a query that matches nothing "
                                "well).").format(why=_(selection.unsure_reason), what=sent_what)))
+    if selection.context:
+        st.caption(md_escape(_("Ranked with {n} earlier user message(s) folded in (weights {weights}): the newest "
+                               "message has {words} words, at most {limit}.").format(
+            n=len(selection.context), weights=", ".join(f"{w:g}" for _t, w in selection.context),
+            words=len(tokenize(query)), limit=TUNED_CONTEXT.max_words)))
+    elif fold and context:
+        st.caption(md_escape(_("Ranked alone: the newest message has {words} words, more than {limit}, so the "
+                               "earlier user messages are not folded in.").format(
+            words=len(tokenize(query)), limit=TUNED_CONTEXT.max_words)))
     for w in selection.warnings:
         if not w.startswith("unsure"):  # said just above, in full
             st.warning(md_escape(_(w)))

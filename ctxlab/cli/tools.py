@@ -87,6 +87,8 @@ def _selection_args(p: argparse.ArgumentParser, threshold: str | None) -> None:
 
 def _tools_args(p: argparse.ArgumentParser) -> None:
     from ..tools.confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH
+    from ..tools.context import TUNED_CONTEXT
+    words = TUNED_CONTEXT.max_words
     subs = p.add_subparsers(dest="tools_command", required=True, metavar="{index,status,query,eval}")
     sp = subs.add_parser("index", help="build or refresh the index of a catalog (incremental)")
     _common(sp)
@@ -97,7 +99,17 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
     sp.set_defaults(tools_run=_status)
     sp = subs.add_parser("query", help="print the tools that would be sent for a query")
     _common(sp)
-    sp.add_argument("text", help="the user's message")
+    sp.add_argument("text", nargs="?", help="the user's message (default: the newest user message of --conversation)")
+    sp.add_argument("--previous", action="append", default=[], metavar="TEXT",
+                    help="an earlier user message of the conversation, oldest first (repeatable): a short message "
+                         "is ranked with them folded in (see --context)")
+    sp.add_argument("--conversation", metavar="FILE",
+                    help="a conversation file: its newest user message is the query (unless TEXT is given) and "
+                         "the user messages before it are the earlier ones")
+    sp.add_argument("--context", choices=("auto", "off"), default="auto",
+                    help=f"auto: a message of at most {words} words is ranked with the earlier user messages folded "
+                         f"in (weight {TUNED_CONTEXT.weight}, the rule tuned for retrieval); off: the message alone "
+                         "(default auto)")
     sp.add_argument("--k", type=_positive, default=5, help="similarity picks (default 5)")
     _selection_args(sp, "auto")
     sp.add_argument("--no-expand", action="store_true", help="do not pull in the picks' categories")
@@ -120,7 +132,12 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
     sp.add_argument("--top-k", type=_positive, default=5, help="similarity picks of the selection figures (default 5)")
     _selection_args(sp, None)
     sp.add_argument("--expand", action="store_true", help="count category expansions in the selection figures")
-    sp.add_argument("--previous-turns", type=int, default=0, help="earlier user turns joined to each query (default 0)")
+    sp.add_argument("--previous-turns", type=int, default=0,
+                    help="earlier user turns joined to each query's text (default 0: none joined; short queries "
+                         "are still folded with them, see --context)")
+    sp.add_argument("--context", choices=("auto", "off"), default="auto",
+                    help=f"auto: a query of at most {words} words is ranked with its previous_user_turns folded in, "
+                         "as tools query does; off: each query alone (default auto)")
     sp.set_defaults(tools_run=_eval)
 
 
@@ -166,18 +183,43 @@ def _status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _turn(args: argparse.Namespace) -> tuple[str, list[str]]:
+    """(the query, the earlier user messages) from TEXT, --conversation and --previous."""
+    earlier: list[str] = []
+    text = args.text
+    if args.conversation:
+        from ..formats import load
+        from ..tools.select import conversation_query
+        if not Path(args.conversation).is_file():
+            raise CtxlabError(f"no such file: {args.conversation}", where="--conversation",
+                              hint="Give the path of a conversation JSON or JSONL file")
+        newest, before = conversation_query(load(args.conversation))
+        if text is None:
+            if not newest:
+                raise CtxlabError("the conversation has no user message to use as the query", where="--conversation",
+                                  hint="Give the query as TEXT")
+            text, earlier = newest, list(before)
+        else:
+            earlier = list(before) + ([newest] if newest else [])
+    if text is None:
+        raise CtxlabError("no query: give TEXT or --conversation FILE", where="tools query",
+                          hint='e.g. ctxlab tools query --catalog tools.json "refund order 1234"')
+    return text, earlier + list(args.previous)
+
+
 def _query(args: argparse.Namespace) -> int:
     from ..tools.confidence import threshold_for
     from ..tools.select import _check, select
+    text, earlier = _turn(args)
     index = _open(args)
     _check(args.k, threshold_for(args.threshold, index.provider.model_id), args.always, {n: None for n in index.catalog.names},  # bad input before work
            args.max_expansion, args.on_no_match)
     if not args.no_build and index.pending():
         index.build(progress=_progress)  # incremental: a built, unchanged index costs one check
-    selection = select(index, args.text, top_k=args.k, threshold=args.threshold,
+    selection = select(index, text, top_k=args.k, threshold=args.threshold,
                        expand_categories=not args.no_expand, always_include=args.always, hybrid=args.hybrid,
                        model=args.model, max_expansion=args.max_expansion, on_no_match=args.on_no_match,
-                       no_match=args.no_match_rule)
+                       no_match=args.no_match_rule, context=earlier, context_rule=args.context)
     for w in selection.warnings:
         print(f"ctxlab: warning: {w}", file=sys.stderr)
     _print(selection.to_dict())
@@ -193,7 +235,7 @@ def _eval(args: argparse.Namespace) -> int:
     index.build(progress=_progress)
     _print(evaluate(index, queries, ks=args.k, threshold=args.threshold, hybrid=args.hybrid,
                     previous_turns=args.previous_turns, top_k=args.top_k, expand_categories=args.expand,
-                    model=args.model))
+                    model=args.model, context_rule=args.context))
     return EXIT_OK
 
 

@@ -16,14 +16,15 @@ from .embeddings import (DEFAULT_PROVIDER, PROVIDER_NAMES, PROVIDERS, ChromaEmbe
 from .evaluate import EvalQuery, QueriesError, evaluate, gold_aliases, load_queries, sweep
 from .index import (BuildReport, IndexMismatchError, IndexStatus, ToolIndex, ToolIndexError, collection_name,
                     data_dir)
+from .context import TUNED_CONTEXT, ContextError, ContextRule
 from .confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH, TUNED_RULES, ConfidenceError, NoMatchRule
 from .select import (REASONS, LexicalIndex, Ranked, Ranking, SelectedTool, Selection, SelectionError,
-                     query_from_conversation, rank, select)
+                     conversation_query, query_from_conversation, rank, select)
 
 __all__ = [
     "DEFAULT_ON_NO_MATCH", "DEFAULT_PROVIDER", "ON_NO_MATCH", "PROVIDERS", "PROVIDER_NAMES",
     "MultilingualEmbeddings", "UseEmbeddings", "default_provider_for", "REASONS", "TUNED_RULES",
-    "ConfidenceError", "NoMatchRule", "BuildReport", "ChromaEmbeddingFunction", "EmbeddingError",
+    "ConfidenceError", "NoMatchRule", "TUNED_CONTEXT", "ContextError", "ContextRule", "conversation_query", "BuildReport", "ChromaEmbeddingFunction", "EmbeddingError",
     "EmbeddingProvider", "EvalQuery", "HashEmbeddings", "IndexMismatchError", "IndexStatus", "LexicalIndex",
     "LocalEmbeddings", "OpenAIEmbeddings", "QueriesError", "Ranked", "Ranking", "SelectedTool", "Selection",
     "SelectionError", "ToolCatalog", "ToolIndex", "ToolIndexError", "collection_name", "content_hash", "data_dir",

@@ -17,6 +17,8 @@ queries. all-MiniLM-L6-v2 (English catalogs): BFCL multi-turn, MetaTool, two nea
 catalogs (BFCL's tools offered by three servers; BFCL + MetaTool numbered copies) and ACEBench
 English. USE multilingual (Chinese catalogs) and multilingual-e5-small: this project's Chinese /
 mixed catalog and ACEBench Chinese (USE: ACEBench English too). The held-out halves, and the bundled e-commerce queries, report how they do.
+Real queries are ranked as ``select()`` ranks them by default: a short follow-up with the earlier
+user turns folded in (:mod:`ctxlab.tools.context`); the values were re-tuned with that.
 """
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ class NoMatchRule:
 TUNED_RULES: dict[tuple[str, bool], NoMatchRule] = {
     (LOCAL_MODEL_ID, True): NoMatchRule(0.31, 0.075, 10, f"{LOCAL_MODEL_ID}, hybrid"),
     (E5_MODEL_ID, True): NoMatchRule(0.0, 0.015, 10, f"{E5_MODEL_ID}, hybrid"),
-    (USE_MODEL_ID, True): NoMatchRule(0.0, 0.075, 10, f"{USE_MODEL_ID}, hybrid"),
+    (USE_MODEL_ID, True): NoMatchRule(0.0, 0.08, 10, f"{USE_MODEL_ID}, hybrid"),  # with short follow-ups folded
     (LOCAL_MODEL_ID, False): NoMatchRule(0.10, 0.05, 10, f"{LOCAL_MODEL_ID}, dense"),
 }
 

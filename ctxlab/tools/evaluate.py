@@ -13,6 +13,11 @@ Two kinds of figures, kept apart:
   selection, expansions included), tool-definition tokens of all tools vs the selection (mean),
   and ``unsure``: how many queries the no-match rule (or the threshold) judged unsure.
 
+Each query is ranked as :func:`~ctxlab.tools.select.select` ranks it by default: a short query
+with its ``previous_user_turns`` folded in (``context_rule="auto"``, :mod:`ctxlab.tools.context`);
+``previous_turns=N`` instead joins the N earlier turns to the text, and ``context_rule="off"``
+ranks the newest message alone.
+
 Gold names that are not tool names are looked up in the tools' ``x_*_name`` fields (MetaTool's
 ``x_metatool_name`` keeps names such as ``PDF&URLTool``); the rest count as misses and are
 reported as ``unknown_gold``.
@@ -27,6 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import CtxlabError
 from .catalog import ToolCatalog
+from .context import context_rule_for as context_for
 from .select import Ranking, from_ranking, rank
 
 
@@ -97,14 +103,15 @@ def _as_queries(queries: Iterable[EvalQuery | Mapping[str, Any]]) -> list[EvalQu
 
 
 def _rankings(index: Any, queries: Sequence[EvalQuery], hybrid: bool, previous_turns: int,
-              depth: int) -> tuple[list[Ranking], list[set[str]], int]:
+              depth: int, context_rule: Any = "auto") -> tuple[list[Ranking], list[set[str]], int]:
     if index.count == 0:
         raise QueriesError("the tool index is empty", where=index.name, hint="Build it first (ctxlab tools index)")
     aliases = gold_aliases(index.catalog)
     known = set(index.catalog.names)
     golds = [{aliases.get(g, g) for g in q.gold_tools} for q in queries]
     unknown = sum(g not in known for gs in golds for g in gs)
-    rankings = rank(index, [q.text(previous_turns) for q in queries], hybrid, max(depth, 50))
+    contexts = None if previous_turns > 0 else [q.previous_user_turns for q in queries]  # joined: no folding
+    rankings = rank(index, [q.text(previous_turns) for q in queries], hybrid, max(depth, 50), contexts, context_rule)
     return rankings, golds, unknown
 
 
@@ -119,13 +126,14 @@ def _mean(xs: Sequence[float]) -> float:
 def evaluate(index: Any, queries: Iterable[EvalQuery | Mapping[str, Any]], ks: Sequence[int] = (1, 5, 10),
              threshold: float | None = None, hybrid: bool = True, previous_turns: int = 0, top_k: int = 5,
              expand_categories: bool = False, model: str = "gpt-4o", *, max_expansion: int | None = None,
-             on_no_match: str = "all", no_match: Any = "off") -> dict[str, Any]:
+             on_no_match: str = "all", no_match: Any = "off", context_rule: Any = "auto") -> dict[str, Any]:
     """Ranking figures (``recall@K``, ``mrr``) and selection figures (see the module docstring).
     ``no_match`` is off by default (the figures of the ranking itself); ``"auto"`` applies the
-    tuned no-match rule, and ``on_no_match`` then says what the unsure queries send."""
+    tuned no-match rule, and ``on_no_match`` then says what the unsure queries send.
+    ``context_rule``: how earlier turns fold into short queries (``"off"``: the newest alone)."""
     qs = _as_queries(queries)
     start = time.perf_counter()
-    rankings, golds, unknown = _rankings(index, qs, hybrid, previous_turns, max(ks))
+    rankings, golds, unknown = _rankings(index, qs, hybrid, previous_turns, max(ks), context_rule)
     out: dict[str, Any] = {"queries": len(qs)}
     for k in ks:
         out[f"recall@{k}"] = round(_mean([_recall([r.name for r in rk.items[:k]], g)
@@ -139,6 +147,8 @@ def evaluate(index: Any, queries: Iterable[EvalQuery | Mapping[str, Any]], ks: S
                expand_categories=expand_categories, max_expansion=max_expansion, on_no_match=on_no_match,
                no_match=no_match if isinstance(no_match, (str, type(None))) else no_match.to_dict(),
                previous_turns=previous_turns, model_id=index.provider.model_id,
+               context_rule=getattr(context_for(context_rule), "to_dict", lambda: None)(),
+               folded=sum(bool(rk.context) for rk in rankings),
                seconds=round(seconds, 2), ms_per_query=round(1000 * seconds / len(qs), 2))
     return out
 
@@ -163,12 +173,13 @@ def _selection_figures(sels: Sequence[Any], golds: Sequence[set[str]]) -> dict[s
 def sweep(index: Any, queries: Iterable[EvalQuery | Mapping[str, Any]], ks: Sequence[int] = (1, 2, 3, 5, 8, 10, 15, 20),
           thresholds: Sequence[float | None] = (None, 0.2, 0.3, 0.4, 0.5), hybrid: bool = True,
           previous_turns: int = 0, expand_categories: bool = False, model: str = "gpt-4o", *,
-          max_expansion: int | None = None, on_no_match: str = "all", no_match: Any = "off") -> list[dict[str, Any]]:
+          max_expansion: int | None = None, on_no_match: str = "all", no_match: Any = "off",
+          context_rule: Any = "auto") -> list[dict[str, Any]]:
     """Selection recall and tokens for every (k, threshold): one row each, for a chart.
     The queries are embedded and ranked once."""
     opts = dict(max_expansion=max_expansion, on_no_match=on_no_match, no_match=no_match)
     qs = _as_queries(queries)
-    rankings, golds, _ = _rankings(index, qs, hybrid, previous_turns, max(ks))
+    rankings, golds, _ = _rankings(index, qs, hybrid, previous_turns, max(ks), context_rule)
     rows = []
     for threshold in thresholds:
         for k in ks:

@@ -27,6 +27,10 @@ Rules, in order:
 * ``fallback``: when the index is empty, the query is empty, or retrieval fails (embedding
   provider or Chroma), every tool is sent, with a warning saying why (also marked unsure).
 
+``context``: the earlier user messages of the conversation (oldest first). By default
+(``context_rule="auto"``) a short newest message is ranked with them folded in
+(:mod:`ctxlab.tools.context`); :func:`conversation_query` gives both from a conversation.
+
 A tool's reason is the first rule that picked it.
 """
 from __future__ import annotations
@@ -40,6 +44,7 @@ from ..conversation import Conversation, Message, ToolDef
 from ..tokens import TokenCounter
 from .confidence import (DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, duplicate_cosine, rule_for,
                          threshold_for)
+from .context import ContextRule, context_rule_for
 from .lexical import CANDIDATES, LexicalIndex
 
 REASONS = ("similarity", "expansion", "always", "fallback")
@@ -65,12 +70,14 @@ class Ranked:
 
 @dataclass(frozen=True)
 class Ranking:
-    """The candidates for one query, best first, with the query vector."""
+    """The candidates for one query, best first, with the query vector; ``context``: the earlier
+    user messages folded into it with their weights, most recent first (empty: the query alone)."""
 
     query: str
     items: tuple[Ranked, ...]
     vector: tuple[float, ...]
     warnings: tuple[str, ...] = ()
+    context: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,7 @@ class Selection:
     best_score: float | None = None
     expansion_cap: int | None = None
     expansion_left_out: int = 0
+    context: tuple[tuple[str, float], ...] = ()
 
     @property
     def status(self) -> str:
@@ -147,6 +155,7 @@ class Selection:
                            "similarity": None if t.similarity is None else round(t.similarity, 4),
                            "score": None if t.score is None else round(t.score, 4),
                            "tokens": t.tokens} for t in self.tools],
+                "context": [{"text": t, "weight": round(w, 4)} for t, w in self.context],
                 "expansion_cap": self.expansion_cap, "expansion_left_out": self.expansion_left_out,
                 "tokens_all": self.tokens_all, "tokens_selected": self.tokens_selected,
                 "saved_ratio": round(self.saved_ratio, 4), "warnings": list(self.warnings)}
@@ -160,12 +169,46 @@ def query_from_conversation(conv: Conversation | Sequence[Message], previous_tur
     return "\n".join(users[-(max(0, previous_turns) + 1):]) if users else ""
 
 
-def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: int = CANDIDATES) -> list[Ranking]:
+def conversation_query(conv: Conversation | Sequence[Message]) -> tuple[str, tuple[str, ...]]:
+    """(the newest user message's text, the earlier user messages oldest first): the query and
+    the ``context`` of :func:`select` for the conversation's next call. ("", ()) without a user message."""
+    messages = conv.messages if isinstance(conv, Conversation) else tuple(conv)
+    users = [m.text.strip() for m in messages if m.role == "user" and m.text.strip()]
+    return (users[-1], tuple(users[:-1])) if users else ("", ())
+
+
+def _folded(index: Any, queries: Sequence[str], contexts: Sequence[Sequence[str]] | None,
+            rule: ContextRule | None) -> tuple[Any, list[list[tuple[str, float]]]]:
+    """The query vectors, each with its earlier messages folded in where the rule says so, and
+    the (message, weight) pairs folded per query. One embedding call: every text is embedded on
+    its own, so an earlier message the index saw as a query comes from its cache."""
+    import numpy as np
+    folds = [rule.weights(q, c) if rule is not None else [] for q, c in zip(queries, contexts)] \
+        if contexts is not None else [[] for _ in queries]
+    extra = list(dict.fromkeys(t for f in folds for t, _ in f))
+    got = index.embed_queries(list(queries) + extra)
+    vectors = np.asarray(got[:len(queries)], dtype=np.float32).reshape(len(queries), -1)
+    earlier = dict(zip(extra, got[len(queries):]))
+    for i, fold in enumerate(folds):
+        if fold:
+            v = vectors[i] + sum(w * np.asarray(earlier[t], dtype=np.float32) for t, w in fold)
+            vectors[i] = v / (np.linalg.norm(v) or 1.0)
+    return vectors, folds
+
+
+def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: int = CANDIDATES,
+         contexts: Sequence[Sequence[str]] | None = None,
+         context_rule: ContextRule | str | None = "auto") -> list[Ranking]:
     """Rank every indexed tool for each query by cosine (one matrix product over the index's
     vectors) plus, when hybrid, the lexical bonus; keep the best ``candidates``, each marked
-    when it nearly duplicates a better-ranked one."""
+    when it nearly duplicates a better-ranked one. ``contexts``: per query, the earlier user
+    messages (oldest first), folded in as ``context_rule`` says (:mod:`ctxlab.tools.context`)."""
     import numpy as np
-    vectors = index.embed_queries(list(queries))
+    if contexts is not None and len(contexts) != len(queries):
+        raise SelectionError(f"{len(contexts)} contexts for {len(queries)} queries", where="contexts")
+    if not queries:
+        return []
+    vectors, folds = _folded(index, queries, contexts, context_rule_for(context_rule))
     table = index.table
     warnings: tuple[str, ...] = ()
     lexical = rows = None
@@ -178,10 +221,12 @@ def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: in
     live = index.live_rows()
     dup = duplicate_cosine(index.provider.model_id)
     out = []
-    for query, vec, sims in zip(queries, vectors, dense):
+    for query, vec, sims, fold in zip(queries, vectors, dense, folds):
         score = sims.copy()
         if lexical is not None and len(score):
             raw = lexical.raw_scores(query)
+            for text, w in fold:
+                raw = raw + w * lexical.raw_scores(text)
             best = float(raw.max()) if len(raw) else 0.0
             if best > 0:
                 score += np.where(rows >= 0, raw[np.maximum(rows, 0)], 0.0).astype(np.float32) * (LEXICAL_WEIGHT / best)
@@ -192,7 +237,7 @@ def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: in
         marks = copies(table.matrix[top], dup) if top else []
         items = tuple(Ranked(table.names[i], float(score[i]), float(sims[i]),
                              None if c < 0 else table.names[top[c]]) for i, c in zip(top, marks))
-        out.append(Ranking(query, items, tuple(vec), warnings))
+        out.append(Ranking(query, items, tuple(float(x) for x in vec), warnings, tuple(fold)))
     return out
 
 
@@ -236,12 +281,19 @@ def _check(top_k: int, threshold: float | None, always: Iterable[str], known: Ma
 def select(index: Any, query: str, top_k: int = 5, threshold: float | str | None = "auto",
            expand_categories: bool = True, always_include: Sequence[str] = (), hybrid: bool = True,
            model: str = "gpt-4o", *, max_expansion: int | None = None, on_no_match: str = DEFAULT_ON_NO_MATCH,
-           no_match: NoMatchRule | str | None = "auto") -> Selection:
+           no_match: NoMatchRule | str | None = "auto", context: Sequence[str] = (),
+           context_rule: ContextRule | str | None = "auto") -> Selection:
     """Choose the tools to send for ``query`` (see the module docstring for the rules).
 
     ``max_expansion``: at most this many tools added by category expansion (None: ``top_k``).
     ``on_no_match``: ``"all"`` or ``"none"``, what an unsure selection sends. ``no_match``: the
-    rule that judges a query unsure (``"auto"``: the one tuned for the index's model, if any)."""
+    rule that judges a query unsure (``"auto"``: the one tuned for the index's model, if any).
+    ``context``: the earlier user messages, oldest first (:func:`conversation_query`), folded into
+    a short query as ``context_rule`` says (``"auto"``: the tuned rule; ``"off"``: the query alone)."""
+    if isinstance(context, str):
+        raise SelectionError("context must be a list of earlier user messages, not one string", where="context",
+                             hint="Pass [message, ...] (oldest first), or use conversation_query(conv)")
+    context_rule = context_rule_for(context_rule)
     threshold = threshold_for(threshold, index.provider.model_id)
     always = _check(top_k, threshold, always_include, index.tools_by_name, max_expansion, on_no_match)
     rule = rule_for(no_match, index.provider.model_id, hybrid)
@@ -252,7 +304,7 @@ def select(index: Any, query: str, top_k: int = 5, threshold: float | str | None
         reason = "the tool index is empty (not built yet); build it with `ctxlab tools index` or ToolIndex.build()"
     if reason is None:
         try:
-            ranking = rank(index, [query], hybrid)[0]
+            ranking = rank(index, [query], hybrid, contexts=[tuple(context)], context_rule=context_rule)[0]
             return from_ranking(index, ranking, top_k, threshold, expand_categories, always, hybrid, model,
                                 max_expansion=max_expansion, on_no_match=on_no_match, no_match=rule)
         except Exception as e:  # a provider or store failure must not leave the agent without tools
@@ -285,7 +337,7 @@ def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float 
                   else "no tool was ranked")
     sims = {r.name: r.similarity for r in items}
     scores = {r.name: r.score for r in items}
-    meta = dict(hybrid=hybrid, on_no_match=on_no_match, no_match_rule=rule, best_score=best)
+    meta = dict(hybrid=hybrid, on_no_match=on_no_match, no_match_rule=rule, best_score=best, context=ranking.context)
     if unsure:
         return _no_match(index, ranking, always, model, warnings, unsure, sims, scores, meta)
     chosen = [(r.name, "similarity", r.similarity, r.score, _pick_detail(i, r, threshold, hybrid))
