@@ -160,8 +160,11 @@ def loadout(index: Any, conv: Conversation, catalog: Sequence[ToolDef], findings
     expansion: ``k`` tools, as the mitigation's label says), taking only the best-ranked tool of
     each look-alike cluster the diagnosis found (``overlapping_tools``), so neither the noise nor
     the look-alikes reach the model."""
-    from .base import Inputs
-    ranking = index.select(Inputs(conv, query=query).current_query, top_k=len(catalog), threshold=None,
+    from ..tools import conversation_query
+    # a query passed in is ranked as given; the conversation's own is read like select() reads a
+    # turn: a short follow-up with the earlier user messages folded in
+    text, earlier = (query, ()) if query is not None else conversation_query(conv)
+    ranking = index.select(text, context=earlier, top_k=len(catalog), threshold=None,
                            expand_categories=False, model=model, no_match="off").tool_defs
     cluster = {name: f.tools for f in findings if f.code == "overlapping_tools" for name in f.tools}
     sent: list[ToolDef] = []
