@@ -73,6 +73,13 @@ def int_dtick(n: int, max_ticks: int = 12) -> int:
     return step
 
 
+def _figure(spec: dict[str, Any]) -> go.Figure:
+    """A figure from a spec this module wrote, without plotly checking every value of it again
+    (plotly's own switch; checking took 5-8x the building). tests/test_figures.py checks that each
+    figure built this way equals the same spec checked by plotly."""
+    return go.Figure(spec, _validate=False)
+
+
 def _short(n: float) -> str:
     """1234 -> 1.2k, 2_071_621 -> 2.07M (labels that stay short at any size)."""
     for size, unit in ((1e6, "M"), (1e3, "k")):
@@ -124,8 +131,10 @@ def category_bars(rows: Sequence[tuple[str, Mapping[str, int]]], budget: Budget 
                   margin=dict(l=10, r=10, t=56, b=60 + 22 * legend_rows), legend=_LEGEND_BELOW,
                   xaxis=dict(title=dict(text=_("tokens")), range=[0, top * 1.3], rangemode="nonnegative",
                              tickformat="~s", fixedrange=False),
-                  yaxis=dict(autorange="reversed", automargin=True), annotations=annotations, shapes=shapes)
-    return go.Figure(dict(data=data, layout=layout))
+                  yaxis=dict(autorange="reversed", automargin=True), annotations=annotations)
+    if shapes:
+        layout["shapes"] = shapes
+    return _figure(dict(data=data, layout=layout))
 
 
 def _limit_lines(shapes: list[dict], annotations: list[dict], budget: Budget, axis_end: float) -> None:
@@ -169,7 +178,7 @@ def timeline(plan: Plan, roles: Sequence[str], tokens: Sequence[int]) -> go.Figu
                          customdata=[[roles[i], plan.reasons[i]] for i in ks],
                          hovertemplate=_("#%{x} %{customdata[0]}: %{y:,} tokens") + "<br>%{customdata[1]}<extra>"
                                        + _aw[action] + "</extra>"))
-    return go.Figure(dict(data=data, layout=_timeline_layout(n, _("message"), "overlay")))
+    return _figure(dict(data=data, layout=_timeline_layout(n, _("message"), "overlay")))
 
 
 _TIMELINE_ACTIONS = ("keep", "summarize", "clear", "truncate", "drop")
@@ -199,7 +208,7 @@ def _grouped_timeline(plan: Plan, tokens: Sequence[int]) -> go.Figure:
                          hovertemplate=_("messages %{customdata[0]}–%{customdata[1]}: %{y:,} tokens") + "<extra>"
                                        + _aw[action] + "</extra>"))
     title = _("message (bars of {size} messages)").format(size=size)
-    return go.Figure(dict(data=data, layout=_timeline_layout(n, title, "stack")))
+    return _figure(dict(data=data, layout=_timeline_layout(n, title, "stack")))
 
 
 def _timeline_layout(n: int, title: str, barmode: str) -> dict[str, Any]:
