@@ -15,10 +15,10 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
 
 import labcache
 import labtable
-from appstate import (current_budget, current_llm, current_price, current_view, input_panel, md_escape,
+from appstate import (LANG_KEY, current_budget, current_llm, current_price, current_view, input_panel, md_escape,
                       price_panel, require_conversation, text_hash, tool_budget)
 from ctxlab.errors import CtxlabError
-from ctxlab.conversation import Message
+from ctxlab.conversation import Conversation, Message
 from ctxlab.llm import use_llm
 from ctxlab.compare import ACTION_WORDS, cost_sentence, outcome_notes
 from ctxlab.fidelity import ReplayMeasures
@@ -28,10 +28,10 @@ from ctxlab.pricing import Price
 from ctxlab.replay import Replay
 from ctxlab.usage import UsageComparison, has_usage
 from ctxlab.snippets import python_snippet, strategy_config
-from ctxlab.strategies import STRATEGIES
+from ctxlab.strategies import STRATEGIES, Plan, View
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
-from ctxlab.i18n import N_, _, language
+from ctxlab.i18n import N_, _, language, use
 from ui import (TABLE_ACTIONS, action_column, action_words, config_downloads, count_column, message_number,
                 native_downloads, number_column, role_name, strategy_picker, strategy_title, summary_note, text_width,
                 translated_columns)
@@ -118,6 +118,7 @@ def _pin_number() -> None:
 def _toggle_pin(i: int) -> None:
     pins = list(st.session_state.pins)
     st.session_state.pins = sorted(set(pins) ^ {i})
+    st.session_state.lab_replan = True  # the viewer is a fragment: its rerun asks for the whole page's
 
 
 def _cost_section(m: ReplayMeasures) -> None:
@@ -340,58 +341,71 @@ if measures is not None and measures.fidelity.misses:
                      width="stretch", column_config=translated_columns(
                          ["fact", "came from message", "needed by message", "call", "turn"]))
 
+@st.fragment
+def _message_table(table: labtable.PlanTable, plan: Plan, conv: Conversation, view: View) -> None:
+    """Filters, one page of the message table and the message viewer. A fragment: in the browser a filter,
+    the page box or the opened message reruns this part only, not the sidebar, the plan and the figures
+    (a pin from the viewer changes the plan: the whole page then reruns)."""
+    use(st.session_state.get(LANG_KEY))  # a fragment's rerun runs nothing above it: this session's language
+    if st.session_state.pop("lab_replan", False):
+        st.rerun()  # a pin changed here: re-plan the whole page
+    f1, f2 = st.columns(2)
+    acts = f1.multiselect(_("Action"), list(LABELS), key="lab_filter_actions", format_func=lambda a: _(LABELS[a]),
+                          placeholder=_("all actions"))
+    roles = f2.multiselect(_("Role"), [*ROLES, "summary"], key="lab_filter_roles", placeholder=_("all roles"),
+                           format_func=role_name)
+    picked_rows = table.select(acts, roles)
+    on_page, which_rows = labtable.page_of(len(picked_rows), "lab_table_page")
+    on_page = picked_rows[on_page]  # one page of rows is built and sent, not 10,000
+    shown = table.frame(on_page, action_words(), _preview)
+    st.caption(_("{rows} ({n:,} in all)").format(rows=which_rows, n=len(table)))
+    st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
+                 column_order=["#", "role", "tokens", "action", "reason", "content"],
+                 column_config={
+                     "#": number_column(),
+                     "role": st.column_config.TextColumn(_("role"), width=text_width(["assistant"])),
+                     "tokens": st.column_config.ProgressColumn(_("tokens"), format="localized", min_value=0,
+                                                               max_value=table.max_tokens),
+                     "action": action_column(),
+                     "reason": st.column_config.TextColumn(_("reason"), width="large"),
+                     "content": st.column_config.TextColumn(_("content"), width="large")})
+    # Assigned on every run: the box then shows the current label (the role and the action change with
+    # the conversation and the strategy, and the browser would otherwise keep showing the old one).
+    current = st.session_state.get("lab_open")
+    choices = labtable.open_options(table, on_page, current)  # the page's rows
+    st.session_state.lab_open = current if current in choices else choices[0]
+    picked = st.selectbox(_("Open a message"), choices, key="lab_open",
+                          format_func=lambda o: _("#{i} {role}: {action}").format(
+                              i=o, role=role_name(conv.messages[o].role), action=_(LABELS[plan.actions[o]]))
+                          if isinstance(o, int) else _("summary {k} (inserted)").format(k=o.split()[1]))
+    if isinstance(picked, int):
+        m = conv.messages[picked]
+        word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
+        st.text(_("#{i} {role}, {n:,} tokens, {why}").format(
+            i=picked, role=role_name(m.role), n=view.tokens[picked],
+            why=_(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=_(why))))
+        _show_message(m)
+        if plan.actions[picked] in ("clear", "truncate"):
+            k = plan.origin.index(picked)
+            st.text(_("What the model gets instead ({n:,} tokens):").format(n=plan.output_tokens[k]))
+            _show_message(plan.messages[k])
+        pinned = picked in st.session_state.pins
+        st.button(_("Unpin this message") if pinned else _("Pin this message"), key="lab_pin_toggle",
+                  on_click=_toggle_pin, args=(picked,),
+                  help=_("A pinned message is never removed by the strategies that honour pins"))
+    else:
+        k = int(picked.split()[1])
+        st.text(_("Summary inserted by {strategy}, {n:,} tokens").format(strategy=plan.strategy,
+                                                                         n=plan.output_tokens[k]))
+        _show_message(plan.messages[k])
+
+
 if tab_timeline.open:
     with tab_timeline:
         st.plotly_chart(timeline_fig, key="lab_timeline")
-        f1, f2 = st.columns(2)
-        acts = f1.multiselect(_("Action"), list(LABELS), key="lab_filter_actions", format_func=lambda a: _(LABELS[a]),
-                              placeholder=_("all actions"))
-        roles = f2.multiselect(_("Role"), [*ROLES, "summary"], key="lab_filter_roles", placeholder=_("all roles"),
-                               format_func=role_name)
-        picked_rows = table.select(acts, roles)
-        on_page, which_rows = labtable.page_of(len(picked_rows), "lab_table_page")
-        on_page = picked_rows[on_page]  # one page of rows is built and sent, not 10,000
-        shown = table.frame(on_page, action_words(), _preview)
-        st.caption(_("{rows} ({n:,} in all)").format(rows=which_rows, n=len(table)))
-        st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
-                     column_order=["#", "role", "tokens", "action", "reason", "content"],
-                     column_config={
-                         "#": number_column(),
-                         "role": st.column_config.TextColumn(_("role"), width=text_width(["assistant"])),
-                         "tokens": st.column_config.ProgressColumn(_("tokens"), format="localized", min_value=0,
-                                                                   max_value=table.max_tokens),
-                         "action": action_column(),
-                         "reason": st.column_config.TextColumn(_("reason"), width="large"),
-                         "content": st.column_config.TextColumn(_("content"), width="large")})
-        # Assigned on every run: the box then shows the current label (the role and the action change with
-        # the conversation and the strategy, and the browser would otherwise keep showing the old one).
-        current = st.session_state.get("lab_open")
-        choices = labtable.open_options(table, on_page, current)  # the page's rows
-        st.session_state.lab_open = current if current in choices else choices[0]
-        picked = st.selectbox(_("Open a message"), choices, key="lab_open",
-                              format_func=lambda o: _("#{i} {role}: {action}").format(
-                                  i=o, role=role_name(conv.messages[o].role), action=_(LABELS[plan.actions[o]]))
-                              if isinstance(o, int) else _("summary {k} (inserted)").format(k=o.split()[1]))
-        if isinstance(picked, int):
-            m = conv.messages[picked]
-            word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
-            st.text(_("#{i} {role}, {n:,} tokens, {why}").format(
-                i=picked, role=role_name(m.role), n=view.tokens[picked],
-                why=_(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=_(why))))
-            _show_message(m)
-            if plan.actions[picked] in ("clear", "truncate"):
-                k = plan.origin.index(picked)
-                st.text(_("What the model gets instead ({n:,} tokens):").format(n=plan.output_tokens[k]))
-                _show_message(plan.messages[k])
-            pinned = picked in st.session_state.pins
-            st.button(_("Unpin this message") if pinned else _("Pin this message"), key="lab_pin_toggle",
-                      on_click=_toggle_pin, args=(picked,),
-                      help=_("A pinned message is never removed by the strategies that honour pins"))
-        else:
-            k = int(picked.split()[1])
-            st.text(_("Summary inserted by {strategy}, {n:,} tokens").format(strategy=plan.strategy,
-                                                                             n=plan.output_tokens[k]))
-            _show_message(plan.messages[k])
+        st.session_state.pop("lab_replan", None)  # this run plans with the pins as they are
+        _message_table(table, plan, conv, view)
+
 
 if tab_replay.open:
     with tab_replay:
