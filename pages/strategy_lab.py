@@ -196,7 +196,7 @@ with left:
     if not every:
         st.session_state.setdefault("lab_pin_number", None)
         st.number_input(_("Pin message #"), min_value=0, max_value=n - 1, step=1, key="lab_pin_number",
-                        on_change=_pin_number, placeholder=_("a message's number"),
+                        on_change=_pin_number, placeholder=_("number"),
                         help=_("{n:,} messages: type a message's number to pin it, or open it in the table below and "
                                "press Pin this message.").format(n=n))
 if strategy is None:
