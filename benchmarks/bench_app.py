@@ -10,11 +10,13 @@ count, plan) is timed once, then every rerun after moving one strategy control (
 the default strategy, a new value each time, so each rerun plans afresh) and, for comparison,
 reruns after changing a table filter (the plan comes from the cache). A rerun's time is the wall
 time of ``AppTest.run()``: the whole script plus AppTest reading its output, an upper bound on the
-server's time.
+server's time. Beside it, the page script's own run (Streamlit executing the page, which is what a
+server does on a rerun; AppTest also recompiles the page file on every run, a server compiles it once).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -22,20 +24,44 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+os.chdir(ROOT)  # Streamlit reads the app's settings (.streamlit/config.toml) from the folder it starts in
 
+from streamlit import config
+
+from streamlit.runtime.scriptrunner import script_runner
 from streamlit.testing.v1 import AppTest
+
+import ctxlab
 
 PAGE = ROOT / "pages" / "strategy_lab.py"
 TARGET_MS = 100.0
+SCRIPT_MS: list[float] = []
+"""The page script's own time of each run (appended by the wrapper below)."""
+_exec = script_runner.exec_func_with_error_handling
 
 
-def timed_run(at: AppTest) -> float:
-    """One rerun, in ms; stops on an exception in the page."""
+def _timed_exec(func, ctx):  # the script runner's call that executes the page (its thread)
+    t = time.perf_counter()
+    try:
+        return _exec(func, ctx)
+    finally:
+        SCRIPT_MS.append((time.perf_counter() - t) * 1000)
+
+
+script_runner.exec_func_with_error_handling = _timed_exec
+
+
+def timed_run(at: AppTest, script: list[float] | None = None) -> float:
+    """One rerun, in ms (the page script's own time appended to ``script``); stops on an
+    exception in the page."""
+    SCRIPT_MS.clear()
     t = time.perf_counter()
     at.run()
     ms = (time.perf_counter() - t) * 1000
     if at.exception:
         raise SystemExit(f"the page raised: {at.exception[0].value}")
+    if script is not None:
+        script.append(sum(SCRIPT_MS))
     return ms
 
 
@@ -59,6 +85,8 @@ def main() -> None:
     ap.add_argument("--reruns", type=int, default=15)
     args = ap.parse_args()
 
+    print(f"settings: runner.magicEnabled={config.get_option('runner.magicEnabled')}, "
+          f"browser.gatherUsageStats={config.get_option('browser.gatherUsageStats')} (.streamlit/config.toml)")
     at = AppTest.from_file(str(PAGE), default_timeout=300)
     at.session_state["source"] = "generate"
     at.session_state["gen_turns"] = args.turns
@@ -72,23 +100,25 @@ def main() -> None:
         raise SystemExit(f"the page raised: {at.exception[0].value}")
     n = next(m.value for m in at.metric if m.label == "Messages removed")
     print(f"conversation: {at.session_state['conversation_label']}; "
-          f"{len(at.multiselect(key='pins').options):,} messages; tokens before "
+          f"{len(ctxlab.loads(at.session_state['conversation_text'])):,} messages; tokens before "
           f"{next(m.value for m in at.metric if m.label == 'Tokens before')}, messages removed {n}")
     print(f"first load (generate, count, plan, draw):     {first:7.1f} ms")
 
     control = at.number_input(key="lab_tool_rounds_keep_rounds")
-    moved = []
+    moved, moved_script = [], []
     for k in range(args.reruns):
         control.set_value(2 + k)
-        moved.append(timed_run(at))
+        moved.append(timed_run(at, moved_script))
         control = at.number_input(key="lab_tool_rounds_keep_rounds")
     report("rerun after moving keep_rounds (new plan)", moved)
+    report("  of which the page script", moved_script)
 
-    filtered = []
+    filtered, filtered_script = [], []
     for k in range(args.reruns):
         at.multiselect(key="lab_filter_actions").set_value(["drop"] if k % 2 == 0 else ["keep"])
-        filtered.append(timed_run(at))
+        filtered.append(timed_run(at, filtered_script))
     report("rerun after changing a filter (cached plan)", filtered)
+    report("  of which the page script", filtered_script)
 
 
 if __name__ == "__main__":

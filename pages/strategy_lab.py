@@ -4,10 +4,8 @@ accept the result, how it plays out call by call, and how to take it to producti
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -15,35 +13,32 @@ import streamlit as st
 if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/strategy_lab.py`
     sys.path.insert(0, str(ROOT))
 
-import ctxlab
+import labcache
 import labtable
-from appstate import (current_budget, current_llm, current_price, current_view, input_panel, md_escape,
+from appstate import (LANG_KEY, current_budget, current_llm, current_price, current_view, input_panel, md_escape,
                       price_panel, require_conversation, text_hash, tool_budget)
-from ctxlab import figures
 from ctxlab.errors import CtxlabError
-from ctxlab.conversation import Message
+from ctxlab.conversation import Conversation, Message
 from ctxlab.llm import use_llm
-from ctxlab.compare import ACTION_WORDS, RULE_NAMES, cost_sentence, measure_on_replay, outcome_notes
-from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
+from ctxlab.compare import ACTION_WORDS, cost_sentence, outcome_notes
+from ctxlab.fidelity import ReplayMeasures
 from ctxlab.i18n import _
 from ctxlab.figures_tune import cost_per_turn_figure
 from ctxlab.pricing import Price
-from ctxlab.replay import Replay, replay
-from ctxlab.usage import UsageComparison, compare_usage, has_usage
+from ctxlab.replay import Replay
+from ctxlab.usage import UsageComparison, has_usage
 from ctxlab.snippets import python_snippet, strategy_config
-from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_strategy
+from ctxlab.strategies import STRATEGIES, Plan, View
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
-from ctxlab.validate import Finding, validate
-from ctxlab.i18n import N_, _, language
+from ctxlab.i18n import N_, _, language, use
 from ui import (TABLE_ACTIONS, action_column, action_words, config_downloads, count_column, message_number,
                 native_downloads, number_column, role_name, strategy_picker, strategy_title, summary_note, text_width,
                 translated_columns)
 
-RULES = RULE_NAMES
+RULES, EXPORTS = labcache.RULES, labcache.EXPORTS
 LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}  # English; shown through _()
 ROLES = ("system", "user", "assistant", "tool")
-EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
 PREVIEW = 160
 APPLY_AT_WORDS = {"every_call": N_("before every model call"), "turn_start": N_("when a user message arrives")}
 TABLE_HEADERS = (N_("role"), N_("tokens"), N_("action"), N_("reason"), N_("content"), N_("runs"),
@@ -60,6 +55,10 @@ MAX_FINDINGS = 5
 # button press beyond (results cached while nothing changes).
 LIVE_MEASURE_MAX = 300
 REPLAY_MEASURE_MAX = 1_000
+PIN_CHOICES_MAX = 1_000
+# Up to this many messages the pins box offers every message; past it, it lists the pinned ones and a
+# number box pins more (a box of 10,000 choices cost 25 ms on every rerun, and its choices were sent
+# to the browser each time).
 
 
 def _preview(m: Message) -> str:
@@ -69,77 +68,6 @@ def _preview(m: Message) -> str:
     elif m.extra.get("ctxlab_task"):
         text = _("[the run's task, kept] {text}").format(text=text)
     return text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
-
-
-def _rows(view_key: tuple, view: View, plan: Plan) -> pd.DataFrame:
-    """One row per input message, with the inserted summaries where they go (labtable.py)."""
-    return labtable.plan_rows(labtable.base_columns(view_key, view, _preview), plan, action_words(), _preview)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _outcome(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _view: View, _strategy: Strategy,
-             _budget: Budget) -> tuple[Plan, dict[str, list[Finding]], pd.DataFrame, list[int | str]]:
-    """The plan, the validator's findings on its result, the timeline rows and what each row
-    opens (a message index, or "summary k" for output message k), cached."""
-    plan = _strategy.apply(_view, _budget)
-    findings = {r: validate(list(plan.messages), r) for r in RULES}  # the result's
-    rows = _rows(view_key, _view, plan)
-    return plan, findings, rows.drop(columns=["open"]), list(rows["open"])
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _input_findings(text_key: str, _conv: ctxlab.Conversation) -> dict[str, list[Finding]]:
-    """The providers' findings on the conversation as it came in, before any strategy."""
-    return {r: validate(list(_conv.messages), r) for r in RULES}
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
-            _budget: Budget) -> Replay:
-    return replay(_view, _strategy, _budget)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
-    """The facts each assistant message needed from earlier messages, found once per conversation."""
-    return needed_facts(_conv)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _baseline(view_key: tuple, budget_key: str, _view: View, _budget: Budget) -> Replay:
-    return replay(_view, get_strategy("none"), _budget)
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
-              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None) -> ReplayMeasures:
-    """Needed recall and cost of the strategy's replay (shared with the Replay tab) and of keeping everything."""
-    return measure_on_replay(_conv, _replay(view_key, strategy_key, budget_key, _view, _strategy, _budget),
-                             _baseline(view_key, budget_key, _view, _budget), model=_model, price=_price,
-                             facts=_needed(view_key[0], _conv))
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _figures(view_key: tuple, strategy_key: str, budget_key: str, title: str, lang: str, _view: View,
-             _plan: Plan) -> tuple:
-    return (figures.token_bars([_plan], names=[title]), figures.timeline(_plan, _view.roles, _view.tokens))
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _exports(view_key: tuple, strategy_key: str, budget_key: str, _conv: ctxlab.Conversation,
-             _plan: Plan) -> dict[str, tuple[str | None, tuple[str, ...]]]:
-    """Per format: the resulting conversation as JSON text and the export's notes, or None and
-    the engine's error."""
-    result = _conv.with_messages(_plan.messages)
-    out: dict[str, tuple[str | None, tuple[str, ...]]] = {}
-    for fmt in EXPORTS:
-        try:
-            exported = ctxlab.export(result, fmt)
-        except CtxlabError as e:
-            out[fmt] = (None, (str(e),))
-            continue
-        out[fmt] = (json.dumps(exported.data, indent=2, ensure_ascii=False), exported.notes)
-    return out
 
 
 def _show_message(m: Message) -> None:
@@ -155,24 +83,13 @@ def _show_message(m: Message) -> None:
         st.text(_("answers tool call {id}").format(id=m.tool_call_id))
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _heatmap(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _rp: Replay) -> Any:
-    """The replay heatmap, drawn once per replay (grouping a large one takes a moment)."""
-    return figures.call_heatmap(_rp)
-
-
-def _strategy_key(s: Strategy, model_llm: Any) -> str:
-    """The cache key of a strategy's results: its parameters and the model its summaries use."""
-    return f"{s!r}|{model_llm.config.fingerprint()}"
-
-
 def _where_it_runs(keys: tuple, price: Price | None) -> None:
     """The same trace under both places a strategy can run, side by side (the LangGraph question:
     a trim node after START, or before every model call)."""
     rows = []
     for where in APPLY_AT:
         variant = dataclasses.replace(strategy, apply_at=where)
-        m = _measures(keys[0], _strategy_key(variant, llm), keys[2], repr(price), conv, view,
+        m = labcache.measures(keys[0], labcache.strategy_key(variant, llm), keys[2], repr(price), conv, view,
                       variant, budget, model, price)
         r = m.replay
         rows.append({"runs": _(APPLY_AT_WORDS[where]),
@@ -190,9 +107,18 @@ def _where_it_runs(keys: tuple, price: Price | None) -> None:
                      "cost": st.column_config.NumberColumn(format="$%.4f")}))
 
 
+def _pin_number() -> None:
+    """Pin the message whose number was typed, and empty the box for the next one."""
+    i = st.session_state.get("lab_pin_number")
+    if i is not None:
+        st.session_state.pins = sorted(set(st.session_state.pins) | {int(i)})
+        st.session_state.lab_pin_number = None
+
+
 def _toggle_pin(i: int) -> None:
     pins = list(st.session_state.pins)
     st.session_state.pins = sorted(set(pins) ^ {i})
+    st.session_state.lab_replan = True  # the viewer is a fragment: its rerun asks for the whole page's
 
 
 def _cost_section(m: ReplayMeasures) -> None:
@@ -215,12 +141,6 @@ def _cost_section(m: ReplayMeasures) -> None:
     fig = cost_per_turn_figure(c, none)
     fig.update_xaxes(dtick=max(1, -(-len(c.per_turn()) // 20)))  # whole turns, at most ~20 ticks
     st.plotly_chart(fig, key="lab_cost_chart")
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _usage(text_key: str, model_key: str, price_key: str, budget_key: str, _conv: ctxlab.Conversation,
-           _price: Price | None, _budget: Budget) -> UsageComparison:
-    return compare_usage(_conv, model=model_key, price=_price, budget=_budget)
 
 
 def _billed_section(u: UsageComparison) -> None:
@@ -267,11 +187,18 @@ with left:
     strategy = strategy_picker("lab", left, budget=budget)
     if [p for p in st.session_state.pins if not 0 <= p < n]:
         st.session_state.pins = [p for p in st.session_state.pins if 0 <= p < n]
-    st.multiselect(_("Pinned messages"), list(range(n)), key="pins",
+    every = n <= PIN_CHOICES_MAX
+    st.multiselect(_("Pinned messages"), list(range(n)) if every else sorted(st.session_state.pins), key="pins",
                    format_func=lambda i: f"#{i} {role_name(conv.messages[i].role)}",
                    help=_("Strategies that honour pins (newest tool rounds, recent window + key messages, running "
                           "summary, clear old tool results, middle out, oldest first, hybrid) never remove or clear "
-                          "a pinned message."), placeholder=_("Choose options"))
+                          "a pinned message."), placeholder=_("Choose options") if every else _("none pinned"))
+    if not every:
+        st.session_state.setdefault("lab_pin_number", None)
+        st.number_input(_("Pin message #"), min_value=0, max_value=n - 1, step=1, key="lab_pin_number",
+                        on_change=_pin_number, placeholder=_("number"),
+                        help=_("{n:,} messages: type a message's number to pin it, or open it in the table below and "
+                               "press Pin this message.").format(n=n))
 if strategy is None:
     st.stop()
 
@@ -279,10 +206,10 @@ pins = tuple(sorted(st.session_state.pins))
 try:
     view = current_view(text, model, pins)
     llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings); part of the cache key
-    keys = ((text_hash(text), model, pins), _strategy_key(strategy, llm), repr(budget))
+    keys = ((text_hash(text), model, pins), labcache.strategy_key(strategy, llm), repr(budget))
     with use_llm(llm):
-        plan, findings, rows, options = _outcome(*keys, language(), view, strategy, budget)
-    input_findings = _input_findings(text_hash(text), conv)
+        plan, findings, table = labcache.outcome(*keys, view, strategy, budget)
+    input_findings = labcache.input_findings(text_hash(text), conv)
 except CtxlabError as e:
     main.error(md_escape(str(e)))
     st.stop()
@@ -365,7 +292,7 @@ with main:
         with st.expander(_("Facts lost ({n})").format(n=len(plan.facts_lost))):
             for fact in plan.facts_lost:
                 st.text(fact)
-    token_fig, timeline_fig = _figures(*keys, title, language(), view, plan)
+    token_fig, timeline_fig = labcache.plan_figures(*keys, title, language(), view, plan)
     st.plotly_chart(token_fig, key="lab_token_bars")
 
 tab_timeline, tab_replay, tab_export = main.tabs([_("Message timeline"), _("Replay call by call"), _("Export")],
@@ -389,7 +316,7 @@ if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
         or st.session_state.get("lab_measured") == measure_key:
     try:
         with st.spinner(_("Measuring needed facts and cost…")):
-            measures = _measures(*keys, repr(price), conv, view, strategy, budget, model, price)
+            measures = labcache.measures(*keys, repr(price), conv, view, strategy, budget, model, price)
     except CtxlabError as e:
         main.error(md_escape(str(e)))
 with metrics_row:
@@ -414,60 +341,71 @@ if measures is not None and measures.fidelity.misses:
                      width="stretch", column_config=translated_columns(
                          ["fact", "came from message", "needed by message", "call", "turn"]))
 
+@st.fragment
+def _message_table(table: labtable.PlanTable, plan: Plan, conv: Conversation, view: View) -> None:
+    """Filters, one page of the message table and the message viewer. A fragment: in the browser a filter,
+    the page box or the opened message reruns this part only, not the sidebar, the plan and the figures
+    (a pin from the viewer changes the plan: the whole page then reruns)."""
+    use(st.session_state.get(LANG_KEY))  # a fragment's rerun runs nothing above it: this session's language
+    if st.session_state.pop("lab_replan", False):
+        st.rerun()  # a pin changed here: re-plan the whole page
+    f1, f2 = st.columns(2)
+    acts = f1.multiselect(_("Action"), list(LABELS), key="lab_filter_actions", format_func=lambda a: _(LABELS[a]),
+                          placeholder=_("all actions"))
+    roles = f2.multiselect(_("Role"), [*ROLES, "summary"], key="lab_filter_roles", placeholder=_("all roles"),
+                           format_func=role_name)
+    picked_rows = table.select(acts, roles)
+    on_page, which_rows = labtable.page_of(len(picked_rows), "lab_table_page")
+    on_page = picked_rows[on_page]  # one page of rows is built and sent, not 10,000
+    shown = table.frame(on_page, action_words(), _preview)
+    st.caption(_("{rows} ({n:,} in all)").format(rows=which_rows, n=len(table)))
+    st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
+                 column_order=["#", "role", "tokens", "action", "reason", "content"],
+                 column_config={
+                     "#": number_column(),
+                     "role": st.column_config.TextColumn(_("role"), width=text_width(["assistant"])),
+                     "tokens": st.column_config.ProgressColumn(_("tokens"), format="localized", min_value=0,
+                                                               max_value=table.max_tokens),
+                     "action": action_column(),
+                     "reason": st.column_config.TextColumn(_("reason"), width="large"),
+                     "content": st.column_config.TextColumn(_("content"), width="large")})
+    # Assigned on every run: the box then shows the current label (the role and the action change with
+    # the conversation and the strategy, and the browser would otherwise keep showing the old one).
+    current = st.session_state.get("lab_open")
+    choices = labtable.open_options(table, on_page, current)  # the page's rows
+    st.session_state.lab_open = current if current in choices else choices[0]
+    picked = st.selectbox(_("Open a message"), choices, key="lab_open",
+                          format_func=lambda o: _("#{i} {role}: {action}").format(
+                              i=o, role=role_name(conv.messages[o].role), action=_(LABELS[plan.actions[o]]))
+                          if isinstance(o, int) else _("summary {k} (inserted)").format(k=o.split()[1]))
+    if isinstance(picked, int):
+        m = conv.messages[picked]
+        word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
+        st.text(_("#{i} {role}, {n:,} tokens, {why}").format(
+            i=picked, role=role_name(m.role), n=view.tokens[picked],
+            why=_(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=_(why))))
+        _show_message(m)
+        if plan.actions[picked] in ("clear", "truncate"):
+            k = plan.origin.index(picked)
+            st.text(_("What the model gets instead ({n:,} tokens):").format(n=plan.output_tokens[k]))
+            _show_message(plan.messages[k])
+        pinned = picked in st.session_state.pins
+        st.button(_("Unpin this message") if pinned else _("Pin this message"), key="lab_pin_toggle",
+                  on_click=_toggle_pin, args=(picked,),
+                  help=_("A pinned message is never removed by the strategies that honour pins"))
+    else:
+        k = int(picked.split()[1])
+        st.text(_("Summary inserted by {strategy}, {n:,} tokens").format(strategy=plan.strategy,
+                                                                         n=plan.output_tokens[k]))
+        _show_message(plan.messages[k])
+
+
 if tab_timeline.open:
     with tab_timeline:
         st.plotly_chart(timeline_fig, key="lab_timeline")
-        f1, f2 = st.columns(2)
-        acts = f1.multiselect(_("Action"), list(LABELS), key="lab_filter_actions", format_func=lambda a: _(LABELS[a]),
-                              placeholder=_("all actions"))
-        roles = f2.multiselect(_("Role"), [*ROLES, "summary"], key="lab_filter_roles", placeholder=_("all roles"),
-                               format_func=role_name)
-        shown = rows
-        if acts:
-            shown = shown[shown["code"].isin(acts)]
-        if roles:
-            shown = shown[shown["role"].isin(roles)]
-        shown, which_rows = labtable.page_of(shown, "lab_table_page")  # one page of rows is sent, not 10,000
-        st.caption(_("{rows} ({n:,} in all)").format(rows=which_rows, n=len(rows)))
-        st.dataframe(shown, key="lab_table", hide_index=True, width="stretch",
-                     column_order=["#", "role", "tokens", "action", "reason", "content"],
-                     column_config={
-                         "#": number_column(),
-                         "role": st.column_config.TextColumn(_("role"), width=text_width(["assistant"])),
-                         "tokens": st.column_config.ProgressColumn(_("tokens"), format="localized", min_value=0,
-                                                                   max_value=max(int(rows["tokens"].max()), 1)),
-                         "action": action_column(),
-                         "reason": st.column_config.TextColumn(_("reason"), width="large"),
-                         "content": st.column_config.TextColumn(_("content"), width="large")})
-        # Assigned on every run: the box then shows the current label (the role and the action change with
-        # the conversation and the strategy, and the browser would otherwise keep showing the old one).
-        current = st.session_state.get("lab_open")
-        choices = labtable.open_options(options, shown, current)  # the page's rows
-        st.session_state.lab_open = current if current in choices else choices[0]
-        picked = st.selectbox(_("Open a message"), choices, key="lab_open",
-                              format_func=lambda o: _("#{i} {role}: {action}").format(
-                                  i=o, role=role_name(conv.messages[o].role), action=_(LABELS[plan.actions[o]]))
-                              if isinstance(o, int) else _("summary {k} (inserted)").format(k=o.split()[1]))
-        if isinstance(picked, int):
-            m = conv.messages[picked]
-            word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
-            st.text(_("#{i} {role}, {n:,} tokens, {why}").format(
-                i=picked, role=role_name(m.role), n=view.tokens[picked],
-                why=_(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=_(why))))
-            _show_message(m)
-            if plan.actions[picked] in ("clear", "truncate"):
-                k = plan.origin.index(picked)
-                st.text(_("What the model gets instead ({n:,} tokens):").format(n=plan.output_tokens[k]))
-                _show_message(plan.messages[k])
-            pinned = picked in st.session_state.pins
-            st.button(_("Unpin this message") if pinned else _("Pin this message"), key="lab_pin_toggle",
-                      on_click=_toggle_pin, args=(picked,),
-                      help=_("A pinned message is never removed by the strategies that honour pins"))
-        else:
-            k = int(picked.split()[1])
-            st.text(_("Summary inserted by {strategy}, {n:,} tokens").format(strategy=plan.strategy,
-                                                                             n=plan.output_tokens[k]))
-            _show_message(plan.messages[k])
+        st.session_state.pop("lab_replan", None)  # this run plans with the pins as they are
+        _message_table(table, plan, conv, view)
+
 
 if tab_replay.open:
     with tab_replay:
@@ -478,20 +416,20 @@ if tab_replay.open:
                      "limit.").format(where=where))
         try:
             with use_llm(llm), st.spinner(_("Replaying call by call…")):
-                rp: Replay | None = _replay(*keys, view, strategy, budget)
+                rp: Replay | None = labcache.lab_replay(*keys, view, strategy, budget)
         except CtxlabError as e:
             st.error(md_escape(str(e)))
             rp = None
         if rp is not None and not rp.calls:
             st.info(_("This conversation has no message, so there is no model call to replay."))
         elif rp is not None:
-            st.plotly_chart(_heatmap(*keys, language(), rp), key="lab_replay_heatmap")
+            st.plotly_chart(labcache.heatmap(*keys, language(), rp), key="lab_replay_heatmap")
             if measures is not None:
                 _where_it_runs(keys, price)
                 _cost_section(measures)
             if has_usage(conv):  # a production trace: the billed figures beside the modelled ones
                 try:
-                    _billed_section(_usage(keys[0][0], model, repr(price), keys[2], conv, price, budget))
+                    _billed_section(labcache.usage(keys[0][0], model, repr(price), keys[2], conv, price, budget))
                 except CtxlabError as e:
                     st.error(md_escape(str(e)))
             calls = len(rp.calls)
@@ -532,7 +470,7 @@ if tab_replay.open:
 if tab_export.open:
     with tab_export:
         st.caption(_("The resulting conversation, ready to send:"))
-        exports = _exports(*keys, conv, plan)
+        exports = labcache.exports(*keys, conv, plan)
         for col, (fmt, name) in zip(st.columns(len(EXPORTS)), EXPORTS.items()):
             data, notes = exports[fmt]
             if data is None:

@@ -162,3 +162,13 @@ def test_a_message_removed_earlier_is_greyed_after_its_turn():
     heat = figures.replay_heatmap(matrix, removed_at=[None, 1, None]).data[0]
     words = list(heat.colorbar.ticktext)
     assert [words[c] for c in np.asarray(heat.z)[:, 1]] == ["kept", "dropped", "removed earlier"]
+
+
+def test_figures_built_without_plotlys_checks_equal_the_checked_ones(case):
+    """token_bars and timeline skip plotly's per-value checks (ctxlab.figures._figure): the same
+    spec checked by plotly raises nothing and gives the same figure."""
+    import plotly.graph_objects as go
+    view, plan = case
+    for fig in (figures.token_bars([plan], ["Newest tool rounds"]), figures.timeline(plan, view.roles, view.tokens),
+                figures.prompt_bar(plan.before, plan.budget)):
+        assert json.loads(go.Figure(fig.to_dict()).to_json()) == json.loads(fig.to_json())

@@ -30,7 +30,7 @@ def test_a_long_conversation_is_shown_one_page_at_a_time():
     at.run()
     at.button(key="gen_go").click().run()
     assert not at.exception
-    n = len(at.multiselect(key="pins").options)
+    n = len(ctxlab.loads(at.session_state["conversation_text"]))
     assert n > labtable.PAGE_ROWS  # 661 messages
     first = _table(at)
     assert len(first) == labtable.PAGE_ROWS and list(first["#"][:3]) == ["0", "1", "2"]
@@ -48,10 +48,7 @@ def test_rows_put_each_summary_where_the_plan_inserts_it():
     view, budget = prepare(conv, "gpt-4o", context_limit=1_500, reserve=0.15)
     plan = get_strategy("summarize").apply(view, budget)
     assert any(o is None for o in plan.origin), "the strategy inserted no summary"
-    n = len(view.messages)
-    base = {"#": [f"{i:,}" for i in range(n)], "open": list(range(n)), "role": list(view.roles),
-            "tokens": list(view.tokens), "content": [m.text[:20] for m in view.messages]}
-    rows = labtable.plan_rows(base, plan, {"insert": "inserted summary", "keep": "kept", "summarize": "summarized"},
+    rows = labtable.plan_rows(view, plan, {"insert": "inserted summary", "keep": "kept", "summarize": "summarized"},
                               lambda m: m.text[:20])
     assert len(rows) == len(plan.actions) + sum(o is None for o in plan.origin)
     summaries = rows[rows["code"] == "insert"]
@@ -63,3 +60,33 @@ def test_rows_put_each_summary_where_the_plan_inserts_it():
     assert list(messages["open"]) == list(range(len(plan.actions)))
     assert list(messages["#"]) == [f"{i:,}" for i in range(len(plan.actions))]
     assert list(messages["code"]) == list(plan.actions) and list(messages["reason"]) == list(plan.reasons)
+
+
+def test_past_a_thousand_messages_the_pins_box_lists_the_pinned_and_a_number_pins_more():
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["source"] = "generate"
+    at.session_state["gen_turns"] = 70
+    at.session_state["gen_rounds_per_turn"] = 4
+    at.session_state["gen_parallel_calls"] = 4
+    at.run()
+    at.button(key="gen_go").click().run()
+    assert not at.exception
+    messages = ctxlab.loads(at.session_state["conversation_text"]).messages
+    assert len(messages) > 1_000
+    assert at.multiselect(key="pins").options == []  # not 1,500 choices sent on every rerun
+    first_tool = next(i for i, m in enumerate(messages) if m.role == "tool")
+
+    def code_of(i: int) -> str:
+        rows = _table(at)
+        return rows[rows["#"] == f"{i:,}"]["code"].iloc[0]
+
+    assert code_of(first_tool) != "keep"  # newest tool rounds removes the oldest tool result...
+    at.number_input(key="lab_pin_number").set_value(first_tool).run()
+    assert not at.exception
+    assert at.multiselect(key="pins").value == [first_tool]
+    assert at.multiselect(key="pins").options == [f"#{first_tool} tool"]
+    assert at.number_input(key="lab_pin_number").value is None  # emptied for the next one
+    assert code_of(first_tool) == "keep"  # ...unless it is pinned
+    at.multiselect(key="pins").set_value([]).run()
+    assert not at.exception and at.multiselect(key="pins").value == []
+    assert code_of(first_tool) != "keep"

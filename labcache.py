@@ -1,0 +1,115 @@
+"""The Strategy Lab's cached computations: the plan with its validator findings and table, the
+figures, the replay and its measures, the exports. Defined here, once per process, and not in the
+page script: Streamlit runs a page's whole file on every rerun, so each cache decorator there was
+re-created on every rerun (it reads the function's source to key its cache).
+
+Every function is keyed by strings (``view_key``: conversation hash, model, pins;
+``strategy_key``; ``budget_key``; the language where the result holds translated text); the
+underscored arguments are the objects those strings name, which Streamlit does not hash."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import streamlit as st
+
+import ctxlab
+import labtable
+from ctxlab import figures
+from ctxlab.compare import RULE_NAMES, measure_on_replay
+from ctxlab.errors import CtxlabError
+from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
+from ctxlab.pricing import Price
+from ctxlab.replay import Replay, replay
+from ctxlab.strategies import Budget, Plan, Strategy, View, get_strategy
+from ctxlab.usage import UsageComparison, compare_usage
+from ctxlab.validate import Finding, validate
+
+RULES = RULE_NAMES
+EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
+
+
+def strategy_key(s: Strategy, model_llm: Any) -> str:
+    """The cache key of a strategy's results: its parameters and the model its summaries use."""
+    return f"{s!r}|{model_llm.config.fingerprint()}"
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def outcome(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
+            _budget: Budget) -> tuple[Plan, dict[str, list[Finding]], labtable.PlanTable]:
+    """The plan, the validator's findings on its result, and its message table (arrays; the
+    page builds a frame of the rows it shows), cached."""
+    plan = _strategy.apply(_view, _budget)
+    findings = {r: validate(list(plan.messages), r) for r in RULES}  # the result's
+    return plan, findings, labtable.PlanTable(_view, plan)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def input_findings(text_key: str, _conv: ctxlab.Conversation) -> dict[str, list[Finding]]:
+    """The providers' findings on the conversation as it came in, before any strategy."""
+    return {r: validate(list(_conv.messages), r) for r in RULES}
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def lab_replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
+               _budget: Budget) -> Replay:
+    """The strategy replayed call by call."""
+    return replay(_view, _strategy, _budget)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
+    """The facts each assistant message needed from earlier messages, found once per conversation."""
+    return needed_facts(_conv)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def baseline(view_key: tuple, budget_key: str, _view: View, _budget: Budget) -> Replay:
+    """Keeping everything, replayed call by call (what the measures compare with)."""
+    return replay(_view, get_strategy("none"), _budget)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
+             _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None) -> ReplayMeasures:
+    """Needed recall and cost of the strategy's replay (shared with the Replay tab) and of keeping everything."""
+    return measure_on_replay(_conv, lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget),
+                             baseline(view_key, budget_key, _view, _budget), model=_model, price=_price,
+                             facts=needed(view_key[0], _conv))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def plan_figures(view_key: tuple, strategy_key: str, budget_key: str, title: str, lang: str, _view: View,
+                 _plan: Plan) -> tuple:
+    """The token bars (before / after) and the message timeline of a plan, in a language."""
+    return (figures.token_bars([_plan], names=[title]), figures.timeline(_plan, _view.roles, _view.tokens))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def exports(view_key: tuple, strategy_key: str, budget_key: str, _conv: ctxlab.Conversation,
+            _plan: Plan) -> dict[str, tuple[str | None, tuple[str, ...]]]:
+    """Per format: the resulting conversation as JSON text and the export's notes, or None and
+    the engine's error."""
+    result = _conv.with_messages(_plan.messages)
+    out: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+    for fmt in EXPORTS:
+        try:
+            exported = ctxlab.export(result, fmt)
+        except CtxlabError as e:
+            out[fmt] = (None, (str(e),))
+            continue
+        out[fmt] = (json.dumps(exported.data, indent=2, ensure_ascii=False), exported.notes)
+    return out
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def heatmap(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _rp: Replay) -> Any:
+    """The replay heatmap, drawn once per replay (grouping a large one takes a moment)."""
+    return figures.call_heatmap(_rp)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def usage(text_key: str, model_key: str, price_key: str, budget_key: str, _conv: ctxlab.Conversation,
+          _price: Price | None, _budget: Budget) -> UsageComparison:
+    """A production trace's billed usage beside ctxlab's counts."""
+    return compare_usage(_conv, model=model_key, price=_price, budget=_budget)
