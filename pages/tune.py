@@ -17,7 +17,7 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import (SAMPLES_DIR, current_conversation, input_panel, load_point_into_lab, md_escape, persist,
+from appstate import (LANG_KEY, SAMPLES_DIR, current_conversation, input_panel, load_point_into_lab, md_escape, persist,
                       price_panel, sample_names, text_hash)
 from ctxlab.errors import CtxlabError
 from ctxlab.exports import make_config
@@ -28,7 +28,7 @@ from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
-from ctxlab.i18n import N_, _, ngettext
+from ctxlab.i18n import N_, _, ngettext, use
 from ui import config_downloads, native_downloads, strategy_title, translated_columns
 
 SETS = {"samples": N_("Bundled samples"), "upload": N_("Upload files"), "folder": N_("Upload a folder"),
@@ -242,6 +242,7 @@ def _cancel_job() -> None:
 def _job_panel() -> None:
     """A running sweep: its progress, an estimate and Cancel, polled every second; when it ends,
     its result becomes the page's and the whole page reruns."""
+    use(st.session_state.get(LANG_KEY))  # a fragment's own rerun runs nothing above it: this session's language
     job: SweepJob | None = st.session_state.get("tune_job")
     if job is None:
         return
