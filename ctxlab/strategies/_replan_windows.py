@@ -1,0 +1,117 @@
+"""The re-plan steps of ``none`` and ``sliding_window`` after ``View.append`` (see ``_replan``).
+
+``sliding_window`` keeps the longest run of newest groups whose tokens fit its room (the
+messages it always keeps aside): groups cost nothing less when messages arrive, so the run's
+first group only moves forward, and the step walks forward from the parent's first group,
+over the groups that no longer fit. The layout of its plan, checked when it is remembered:
+
+    [preamble] [pe, W) dropped, outside the window   [W, s) dropped, to start on a user message
+    [s, n) kept (the window)                          (+ the system prompt and newest user message)
+
+A step that would change anything else (a new user message, a group cut in two, a system
+message in the trimmed part, a compaction summary) returns None and the strategy plans from scratch.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any
+
+from .plan import Plan
+from .view import Budget, View
+from ._replan import extend, fact_counts, recall, remember
+
+
+def window_state(view: View, plan: Plan, first: int, used: int, room: int, reasons: tuple, warnings: list) -> dict | None:
+    """What ``window_step`` needs from a ``sliding_window`` plan made from scratch (None when its
+    layout is not the one ``window_step`` extends): ``first``, the window's first group; ``used``,
+    the tokens of the window's groups; ``room``, what the window may hold; ``reasons``, the
+    reasons given outside and inside the window; ``warnings``, the strategy's own warnings."""
+    u, seg, n = view.newest_user(), view.seg, len(view)
+    outside, inside = reasons
+    if u is None or view.compactions or plan.notes or not 0 < first < len(seg.groups) or None in reasons:
+        return None
+    pe, fs, w = view.preamble[1], view.first_system(), seg.groups[first][0]
+    if w <= pe or (fs is not None and fs >= pe):
+        return None
+    t = seg.turn_of[w]
+    s = w if u < w or seg.turns[t][0] == w else seg.turns[t + 1][0]
+    acts = plan.actions
+    if acts[pe:s].count("drop") != s - pe - (pe <= u < s) or acts[s:].count("keep") != n - s:
+        return None
+    trim = plan.reasons[w] if w < s and view.role_of(w) != "system" else None
+    return {"first": first, "used": used, "room": room, "w": w, "s": s, "u": u, "outside": outside,
+            "inside": inside, "trim": trim, "warnings": warnings, "counts": None}
+
+
+def window_step(strategy: Any, view: View, budget: Budget, limit: int, target: int) -> Plan | None:
+    """``sliding_window``'s plan of ``view`` from its parent's (None: plan from scratch)."""
+    hit = recall(view, strategy, budget)
+    if hit is None:
+        return None
+    parent, plan, st = hit
+    log, n0, n = view._log, parent, len(view)
+    roles, groups, group_of, tokens = log.roles, log.groups, log.group_of, log.tokens
+    if "user" in roles[n0:n]:
+        return None
+    first, used, u = st["first"], st["used"], st["u"]
+    for i in range(n0, n):
+        if group_of[i] < first:  # a result joining a call outside the window
+            return None
+        used += tokens[i]
+    while used > st["room"]:  # the groups that no longer fit leave the window, oldest first
+        if first >= len(groups) - 1:
+            return None
+        members = groups[first]
+        if u not in members:  # the newest user message's group is kept whatever it costs
+            if members[-1] - members[0] != len(members) - 1:
+                return None
+            used -= sum(map(tokens.__getitem__, members))
+        first += 1
+    w = groups[first][0]
+    s = w if u < w else log.starts[bisect_left(log.starts, w)]
+    if s > n0:
+        return None
+    acts, whys, outside, trim = plan.actions, plan.reasons, st["outside"], st["trim"]
+    edits: dict[int, tuple[str, str]] = {}
+    for i in range(st["w"], s):
+        if i == u:
+            continue
+        if i < w:
+            want = outside
+        elif roles[i] == "system" or trim is None:  # settle would treat it apart: plan from scratch
+            return None
+        else:
+            want = trim
+        if acts[i] != "drop" or whys[i] != want:
+            edits[i] = ("drop", want)
+    if st["counts"] is None:
+        st["counts"] = fact_counts(view, plan)
+    made = extend(view, parent, plan, st["counts"], edits, st["inside"], strategy.params(), warnings=st["warnings"],
+                  stats={"window_tokens": target, "room_left": max(st["room"] - used, 0)},
+                  idle=lambda: strategy._idle(view, budget, limit, target))
+    if made is None:
+        return None
+    out, counts = made
+    return remember(view, strategy, budget, out, {**st, "first": first, "used": used, "w": w, "s": s,
+                                                  "counts": counts})
+
+
+def keep_all_state(view: View, plan: Plan) -> dict | None:
+    """What ``keep_all_step`` needs from a ``none`` plan: the reason every message is kept for."""
+    return {"reason": plan.reasons[0], "counts": None} if plan.reasons and not plan.notes else None
+
+
+def keep_all_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
+    """``none``'s plan of ``view`` from its parent's: the new messages are sent too."""
+    hit = recall(view, strategy, budget)
+    if hit is None:
+        return None
+    parent, plan, st = hit
+    if st["counts"] is None:
+        st["counts"] = fact_counts(view, plan)
+    made = extend(view, parent, plan, st["counts"], {}, st["reason"], strategy.params(), warnings=(),
+                  stats=None, idle=plan.idle)
+    if made is None:
+        return None
+    out, counts = made
+    return remember(view, strategy, budget, out, {**st, "counts": counts})

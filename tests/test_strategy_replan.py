@@ -1,0 +1,130 @@
+"""Re-planning after ``View.append`` from the parent's plan (``strategies/_replan.py``) gives the plan
+made from scratch: for every strategy, on random conversations appended to at random, on the
+generated ones and on tau-bench runs one after the other."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxlab
+from ctxlab.conversation import Message
+from ctxlab.generate import generate
+from ctxlab.strategies import STRATEGIES, Budget, _replan, get_strategy, make_view
+from ctxlab.tokens import TokenCounter
+
+from .builders import assistant, tool, user
+from .test_strategy_invariants import conversations
+
+COUNTER = TokenCounter("gpt-4o")
+TAU = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau-bench" / "airline_trajectories_trials01.json"
+FIELDS = ("strategy", "params", "budget", "actions", "reasons", "messages", "origin", "output_tokens", "before",
+          "after", "warnings", "stats", "state", "retention", "facts_kept", "facts_lost", "idle", "notes")
+STEPPED = ("none", "sliding_window")
+"""The strategies that extend the parent's plan (the others plan from scratch: checked all the same)."""
+
+
+@pytest.fixture
+def extended(monkeypatch):
+    """Counts the plans made by extending the parent's (so a test knows the step was taken)."""
+    from ctxlab.strategies import _replan_windows
+    made = []
+
+    def counting(*args, **kwargs):
+        out = _replan.extend(*args, **kwargs)
+        made.append(out is not None)
+        return out
+    monkeypatch.setattr(_replan_windows, "extend", counting)
+    return made
+
+
+def assert_same_plan(grown, scratch, where: str) -> None:
+    """Every field of the two plans is equal."""
+    for f in FIELDS:
+        assert getattr(grown, f) == getattr(scratch, f), f"{where}: {f} differs"
+
+
+def replan_along(strategy, messages: list[Message], start: int, steps: list[int], budget: Budget,
+                 facts=("KC-1", "KC-3", "refund")) -> int:
+    """Grow a view from ``messages[:start]`` by ``steps`` messages at a time as a live agent does (plan,
+    append, let go of the parent), comparing each plan with the plan of the view built from scratch.
+    Returns how many plans were compared."""
+    view = make_view(messages[:start], counter=COUNTER, facts=facts)
+    strategy.apply(view, budget)
+    at, compared = start, 0
+    for k in steps:
+        if at >= len(messages):
+            break
+        view = view.append(*messages[at:at + k])
+        at = min(at + k, len(messages))
+        scratch = strategy.apply(make_view(messages[:at], counter=COUNTER, facts=facts), budget)
+        assert_same_plan(strategy.apply(view, budget), scratch, f"{strategy.name} at {at} messages")
+        compared += 1
+    return compared
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations(), st.data())
+def test_every_strategy_replans_random_appends_as_from_scratch(messages, data):
+    extra = data.draw(st.lists(st.sampled_from(["orphan", "again", "user", "system", "compaction"]), max_size=3))
+    for kind in extra:  # odd tails too: a result for no call, a second result, a user message, a compaction
+        calls = [c.id for m in messages for c in m.tool_calls]
+        messages = messages + [tool("nobody") if kind == "orphan" else tool(calls[-1]) if kind == "again" and calls
+                               else Message("system", "Mind the refund rules.") if kind == "system"
+                               else Message("user", "Summary: KC-3 refunded.", extra={"ctxlab_compaction": True})
+                               if kind == "compaction" else user("more")]
+    start = data.draw(st.integers(1, len(messages)))
+    steps = data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=len(messages)))
+    budget = Budget(data.draw(st.integers(150, 4_000)), reserve=0)
+    for name in STRATEGIES:
+        replan_along(get_strategy(name), messages, start, steps, budget)
+
+
+@pytest.mark.parametrize("name", STEPPED)
+@pytest.mark.parametrize("max_tokens", [900, 2_500, 6_000])
+def test_stepped_strategies_replan_generated_conversations_as_from_scratch(name, max_tokens, extended):
+    messages = list(generate("ecommerce", turns=12, rounds_per_turn=3, result_tokens=200, seed=3).messages)
+    assert replan_along(get_strategy(name), messages, 5, [1] * len(messages), Budget(max_tokens, reserve=0)) > 60
+    assert sum(extended) > 30  # most steps extended the parent's plan (a user message plans from scratch)
+
+
+def _tau_runs(count: int) -> list[Message]:
+    """``count`` tau-bench airline runs one after the other, as one session (one system prompt)."""
+    runs = json.loads(TAU.read_text())
+    out: list[Message] = []
+    for k, run in enumerate(runs[:count]):
+        for m in ctxlab.loads(json.dumps({"messages": run["traj"]})).messages:
+            if m.role == "system" and out:
+                continue
+            calls = tuple(dataclasses.replace(c, id=f"r{k}-{c.id}") for c in m.tool_calls)
+            out.append(dataclasses.replace(m, tool_calls=calls,
+                                           tool_call_id=f"r{k}-{m.tool_call_id}" if m.tool_call_id else None))
+    return out
+
+
+@pytest.mark.skipif(not TAU.is_file(), reason="tau-bench data not found")
+@pytest.mark.parametrize("max_tokens", [4_000, 12_000, 40_000])
+def test_every_strategy_replans_tau_bench_runs_as_from_scratch(max_tokens, extended):
+    messages = _tau_runs(6)
+    budget = Budget(max_tokens)
+    for name in STRATEGIES:
+        steps = [1] * 40 if name in STEPPED else [1, 1, 2, 1]
+        assert replan_along(get_strategy(name), messages, len(messages) - 45, steps, budget) >= 4
+    assert sum(extended) > 30, sum(extended)
+
+
+def test_a_step_does_not_reuse_a_plan_made_with_another_state_or_budget():
+    messages = [Message("system", "Be brief."), user("Refund KC-1"), assistant("", "a"), tool("a", "x " * 300),
+                assistant("Done."), user("And KC-3?"), assistant("", "b"), tool("b", "y " * 300), assistant("ok")]
+    window, small, large = get_strategy("sliding_window"), Budget(700, reserve=0), Budget(5_000, reserve=0)
+    parent = make_view(messages[:-1], counter=COUNTER)
+    window.apply(parent, small)
+    grown = parent.append(messages[-1])
+    whole = make_view(messages, counter=COUNTER)
+    assert_same_plan(window.apply(grown, large), window.apply(whole, large), "another budget")
+    assert_same_plan(window.apply(grown.with_state({"x": 1}), small), window.apply(whole, small), "another state")
+    assert "_replan_parent" not in grown.with_state({}).__dict__
