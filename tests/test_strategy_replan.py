@@ -49,11 +49,11 @@ def assert_same_plan(grown, scratch, where: str) -> None:
 
 
 def replan_along(strategy, messages: list[Message], start: int, steps: list[int], budget: Budget,
-                 facts=("KC-1", "KC-3", "refund")) -> int:
-    """Grow a view from ``messages[:start]`` by ``steps`` messages at a time as a live agent does (plan,
-    append, let go of the parent), comparing each plan with the plan of the view built from scratch.
-    Returns how many plans were compared."""
-    view = make_view(messages[:start], counter=COUNTER, facts=facts)
+                 facts=("KC-1", "KC-3", "refund"), view=None) -> int:
+    """Grow a view from ``messages[:start]`` (or ``view``, a view of them) by ``steps`` messages at a time
+    as a live agent does (plan, append, let go of the parent), comparing each plan with the plan of the
+    view built from scratch. Returns how many plans were compared."""
+    view = view or make_view(messages[:start], counter=COUNTER, facts=facts)
     strategy.apply(view, budget)
     at, compared = start, 0
     for k in steps:
@@ -115,6 +115,17 @@ def test_every_strategy_replans_tau_bench_runs_as_from_scratch(max_tokens, exten
         steps = [1] * 40 if name in STEPPED else [1, 1, 2, 1]
         assert replan_along(get_strategy(name), messages, len(messages) - 45, steps, budget) >= 4
     assert sum(extended) > 30, sum(extended)
+
+
+@pytest.mark.skipif(not TAU.is_file(), reason="tau-bench data not found")
+def test_views_grown_again_from_one_view_share_its_log_and_still_replan_as_from_scratch(extended):
+    messages = _tau_runs(4)  # the second growth with the same messages shares the first one's log, longer than it
+    start, facts = len(messages) - 30, ("KC-1",)
+    base = make_view(messages[:start], counter=COUNTER, facts=facts)
+    for name in (*STEPPED, *STEPPED):
+        replan_along(get_strategy(name), messages, start, [1] * 30, Budget(6_000), facts, view=base)
+    assert base.append(messages[start]).__dict__["_log"] is base.__dict__["_log"]
+    assert sum(extended) > 90
 
 
 def test_a_step_does_not_reuse_a_plan_made_with_another_state_or_budget():

@@ -47,11 +47,9 @@ def remember(view: View, strategy: Any, budget: Budget, plan: Plan, state: Any) 
 
 def recall(view: View, strategy: Any, budget: Budget) -> tuple[int, Plan, Any] | None:
     """The length of the parent view, its plan by ``strategy`` under ``budget`` and that plan's state,
-    when ``view`` was grown by ``append`` from a view planned so, and is the newest view of its log;
-    else None."""
+    when ``view`` was grown by ``append`` from a view planned so; else None."""
     parent = view.__dict__.get("_replan_parent")
-    log = view.__dict__.get("_log")
-    if parent is None or log is None or len(log) != len(view):
+    if parent is None or view.__dict__.get("_log") is None:
         return None
     try:
         hit = parent[1].get((strategy, budget))
@@ -84,8 +82,8 @@ def extend(view: View, parent: int, plan: Plan, counts: list[int], edits: Mappin
            new_reason: str, params: Mapping[str, Any], *, warnings: Sequence[str], stats: Mapping[str, Any],
            idle: "str | Callable[[], str] | None") -> tuple[Plan, list[int]] | None:
     """The plan of ``view`` (its first ``parent`` messages and new ones, each kept as it is for
-    ``new_reason``), made from ``plan``, the plan of the first ``parent``, with ``edits`` (index -> action, reason) of the parent's
-    messages: a reason changed, or a kept message dropped. ``plan`` must send input messages as
+    ``new_reason``), made from ``plan``, the plan of the first ``parent``, with ``edits`` (index ->
+    action, reason): a reason changed, or a kept message of the parent's dropped. ``plan`` must send input messages as
     they are (no summary, replacement or merge) and ``counts`` be its ``fact_counts``. Returns the
     plan and its fact counts, or None when an edit is outside that (the caller plans from scratch).
     What ``settle`` would change is the caller's to know: the edits are final decisions."""
@@ -94,7 +92,11 @@ def extend(view: View, parent: int, plan: Plan, counts: list[int], edits: Mappin
     log, n0, n = view._log, parent, len(view)
     actions, reasons = list(plan.actions), list(plan.reasons)
     gone: list[int] = []
+    actions += ["keep"] * (n - n0)
+    reasons += [new_reason] * (n - n0)
     for i, (action, why) in edits.items():
+        if i >= n0 and action != "keep":
+            return None  # a new message not sent: not an extension
         was = actions[i]
         if action in _REMOVED:
             if was not in _REMOVED:
@@ -102,8 +104,6 @@ def extend(view: View, parent: int, plan: Plan, counts: list[int], edits: Mappin
         elif was in _REMOVED or was != action:
             return None  # bringing a message back or replacing it: not an extension
         actions[i], reasons[i] = action, why
-    actions += ["keep"] * (n - n0)
-    reasons += [new_reason] * (n - n0)
     origin, messages, out_tokens = list(plan.origin), list(plan.messages), list(plan.output_tokens)
     counts = list(counts)
     sums = {k: v for k, v in plan.after.items() if k not in ("tool_definitions", "reply_priming")}

@@ -40,7 +40,7 @@ def window_state(view: View, plan: Plan, first: int, used: int, room: int, reaso
         return None
     trim = plan.reasons[w] if w < s and view.role_of(w) != "system" else None
     return {"first": first, "used": used, "room": room, "w": w, "s": s, "u": u, "outside": outside,
-            "inside": inside, "trim": trim, "warnings": warnings, "counts": None}
+            "inside": inside, "must": plan.reasons[u], "trim": trim, "warnings": warnings, "counts": None}
 
 
 def window_step(strategy: Any, view: View, budget: Budget, limit: int, target: int) -> Plan | None:
@@ -51,30 +51,39 @@ def window_step(strategy: Any, view: View, budget: Budget, limit: int, target: i
     parent, plan, st = hit
     log, n0, n = view._log, parent, len(view)
     roles, groups, group_of, tokens = log.roles, log.groups, log.group_of, log.tokens
-    if "user" in roles[n0:n]:
-        return None
-    first, used, u = st["first"], st["used"], st["u"]
+    first, used, u, room, w0 = st["first"], st["used"], st["u"], st["room"], st["w"]
+    nu, ngroups = log.newest_user(n), log.ngroups[n - 1]  # the log may go on past this view
+    if nu != u:  # a new user message: it is kept always, the one before is one of the window's groups now
+        if st["warnings"] or any(_kept_always(log.messages[i]) for i in
+                                 log.starts[bisect_left(log.starts, n0):bisect_left(log.starts, n)]):
+            return None
+        room += tokens[u] - tokens[nu]
+        if target - room > budget.available:  # the minimum no longer fits: a warning to write
+            return None
+        used += tokens[u] if u >= w0 else 0
     for i in range(n0, n):
         if group_of[i] < first:  # a result joining a call outside the window
             return None
-        used += tokens[i]
-    while used > st["room"]:  # the groups that no longer fit leave the window, oldest first
-        if first >= len(groups) - 1:
+        used += tokens[i] if i != nu else 0
+    if nu != u and used + sum(map(tokens.__getitem__, _members(groups[first - 1], n))) <= room:
+        return None  # a shorter newest user message leaves room for older groups: the window grows back
+    while used > room:  # the groups that no longer fit leave the window, oldest first
+        if first >= ngroups - 1:
             return None
-        members = groups[first]
-        if u not in members:  # the newest user message's group is kept whatever it costs
+        members = _members(groups[first], n)
+        if nu not in members:  # the newest user message's group is kept whatever it costs
             if members[-1] - members[0] != len(members) - 1:
                 return None
             used -= sum(map(tokens.__getitem__, members))
         first += 1
     w = groups[first][0]
-    s = w if u < w else log.starts[bisect_left(log.starts, w)]
+    s = w if nu < w else log.starts[bisect_left(log.starts, w)]
     if s > n0:
         return None
     acts, whys, outside, trim = plan.actions, plan.reasons, st["outside"], st["trim"]
     edits: dict[int, tuple[str, str]] = {}
-    for i in range(st["w"], s):
-        if i == u:
+    for i in range(w0, s):
+        if i == nu:
             continue
         if i < w:
             want = outside
@@ -84,16 +93,32 @@ def window_step(strategy: Any, view: View, budget: Budget, limit: int, target: i
             want = trim
         if acts[i] != "drop" or whys[i] != want:
             edits[i] = ("drop", want)
+    if nu != u:
+        edits[nu] = ("keep", st["must"])
+        if u < w0:
+            edits[u] = ("drop", outside)
+        elif u >= s:
+            edits[u] = ("keep", st["inside"])
     if st["counts"] is None:
         st["counts"] = fact_counts(view, plan)
     made = extend(view, parent, plan, st["counts"], edits, st["inside"], strategy.params(), warnings=st["warnings"],
-                  stats={"window_tokens": target, "room_left": max(st["room"] - used, 0)},
+                  stats={"window_tokens": target, "room_left": max(room - used, 0)},
                   idle=lambda: strategy._idle(view, budget, limit, target))
     if made is None:
         return None
     out, counts = made
-    return remember(view, strategy, budget, out, {**st, "first": first, "used": used, "w": w, "s": s,
-                                                  "counts": counts})
+    return remember(view, strategy, budget, out, {**st, "first": first, "used": used, "w": w, "s": s, "u": nu,
+                                                  "room": room, "counts": counts})
+
+
+def _members(group: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """The members of a group of a log that a view of its first ``n`` messages sees."""
+    return group if group[-1] < n else tuple(i for i in group if i < n)
+
+
+def _kept_always(m) -> bool:
+    """A compaction summary or the task of a run (``View.compactions``)."""
+    return bool(m.extra.get("ctxlab_compaction") or m.extra.get("ctxlab_task"))
 
 
 def keep_all_state(view: View, plan: Plan) -> dict | None:
