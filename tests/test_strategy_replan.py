@@ -139,3 +139,17 @@ def test_a_step_does_not_reuse_a_plan_made_with_another_state_or_budget():
     assert_same_plan(window.apply(grown, large), window.apply(whole, large), "another budget")
     assert_same_plan(window.apply(grown.with_state({"x": 1}), small), window.apply(whole, small), "another state")
     assert "_replan_parent" not in grown.with_state({}).__dict__
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", "a", "KC-1\nb"]), st.dictionaries(st.sampled_from(["x", "ctxlab_merged"]),
+                                                                            st.integers(0, 2), max_size=2)),
+                min_size=2, max_size=6))
+def test_a_run_of_user_messages_joins_in_one_step_as_one_by_one(items):
+    from ctxlab.strategies.plan import _joined, _joined_run
+    run = [Message("user", text, name=f"u{k}", id=f"id{k}", extra=extra) for k, (text, extra) in enumerate(items)]
+    folded = run[-1]
+    for m in reversed(run[:-1]):
+        folded = _joined(m, folded)
+    joined = _joined_run(run)
+    assert (joined, list(joined.extra)) == (folded, list(folded.extra))
