@@ -1,4 +1,5 @@
-"""The re-plan steps of ``none`` and ``sliding_window`` after ``View.append`` (see ``_replan``).
+"""The re-plan steps of ``none``, ``sliding_window`` and ``turn_safe`` after ``View.append`` (see
+``_replan``).
 
 ``sliding_window`` keeps the longest run of newest groups whose tokens fit its room (the
 messages it always keeps aside): groups cost nothing less when messages arrive, so the run's
@@ -8,6 +9,8 @@ over the groups that no longer fit. The layout of its plan, checked when it is r
     [preamble] [pe, W) dropped, outside the window   [W, s) dropped, to start on a user message
     [s, n) kept (the window)                          (+ the system prompt and newest user message)
 
+``turn_safe``'s window of the last N messages, widened back to a turn start, moves forward too,
+except when a new user message ends the turn it cut into (then it widens back to that turn's start).
 A step that would change anything else (a new user message, a group cut in two, a system
 message in the trimmed part, a compaction summary) returns None and the strategy plans from scratch.
 """
@@ -140,3 +143,73 @@ def keep_all_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
         return None
     out, counts = made
     return remember(view, strategy, budget, out, {**st, "counts": counts})
+
+
+def turn_stats(n: int, last_n: int, start: int) -> dict[str, int]:
+    """``turn_safe``'s stats: where its window starts, and how far that is before the last ``last_n``."""
+    return {"window_start": start, "extended_by": max(n - last_n, 0) - start if n > last_n else 0}
+
+
+def turn_state(view: View, plan: Plan, start: int, task: int | None, given: tuple) -> dict | None:
+    """What ``turn_step`` needs from a ``turn_safe`` plan made from scratch (None when its layout is
+    not ``[preamble] [pe, start) dropped but the task, [start, n) kept``): ``given``, the reasons
+    for older and newer messages."""
+    n, pe, fs = len(view), view.preamble[1], view.first_system()
+    if (view.newest_user() is None or view.compactions or plan.notes or None in given or start <= pe
+            or (fs is not None and fs >= pe)):
+        return None
+    acts = plan.actions
+    if acts[pe:start].count("drop") != start - pe - (task is not None) or acts[start:].count("keep") != n - start:
+        return None
+    return {"start": start, "task": task, "older": given[0], "within": given[1],
+            "task_reason": plan.reasons[task] if task is not None else None, "counts": None}
+
+
+def turn_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
+    """``turn_safe``'s plan of ``view`` from its parent's, when its window only moved forward."""
+    from .windows import window_idle  # windows imports this module
+    hit = recall(view, strategy, budget)
+    if hit is None:
+        return None
+    parent, plan, st = hit
+    log, n0, n = view._log, parent, len(view)
+    starts, groups, group_of = log.starts, log.groups, log.group_of
+    first = max(n - strategy.last_n, 0)  # turn_aligned_start, on the log
+    turn, turns = log.turn_of[first], bisect_left(starts, n)
+    if first == 0 or turn < 0:
+        return None
+    if turn == turns - 1 and first > starts[turn]:
+        start = groups[group_of[first]][0]
+    else:
+        start = starts[turn]
+    task = starts[turn] if start != starts[turn] else None
+    was, was_task = st["start"], st["task"]
+    if start < was or (task is not None and task < was and task != was_task) or (task is not None and not st["task_reason"]):
+        return None
+    if any(_kept_always(log.messages[i]) for i in starts[bisect_left(starts, n0):turns]):
+        return None
+    for i in range(n0, n):  # a result joining a call the window leaves out
+        if groups[group_of[i]][0] < start:
+            return None
+    acts, whys, older = plan.actions, plan.reasons, st["older"]
+    edits: dict[int, tuple[str, str]] = {}
+    for i in range(was, start):
+        if i == task:
+            want = ("keep", st["task_reason"])
+        elif _members(groups[group_of[i]], n)[-1] >= start:  # a group cut in two: settle's to decide
+            return None
+        else:
+            want = ("drop", older)
+        if (acts[i], whys[i]) != want:
+            edits[i] = want
+    if was_task is not None and was_task != task:
+        edits[was_task] = ("drop", older)
+    if st["counts"] is None:
+        st["counts"] = fact_counts(view, plan)
+    made = extend(view, parent, plan, st["counts"], edits, st["within"], strategy.params(), warnings=(),
+                  stats=turn_stats(n, strategy.last_n, start),
+                  idle=lambda: window_idle(strategy.name, "last_n", strategy.last_n, view, start))
+    if made is None:
+        return None
+    out, counts = made
+    return remember(view, strategy, budget, out, {**st, "start": start, "task": task, "counts": counts})

@@ -10,7 +10,8 @@ from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
 from ._replan import remember
-from ._replan_windows import keep_all_state, keep_all_step, window_state, window_step
+from ._replan_windows import (keep_all_state, keep_all_step, turn_state, turn_stats, turn_step, window_state,
+                              window_step)
 
 
 def preamble_systems(view: View) -> list[int]:
@@ -187,12 +188,17 @@ class TurnSafe(Strategy):
         return len(view) <= self.last_n
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Window of the last ``last_n`` messages, widened to a turn start."""
+        """Window of the last ``last_n`` messages, widened to a turn start (after ``view.append``, the
+        parent's plan extended when the window only moved forward, see ``_replan_windows``)."""
+        plan = turn_step(self, view, budget)
+        if plan is not None:
+            return plan
         n = len(view)
         start = turn_aligned_start(view, self.last_n)
         actions = ["drop"] * start + ["keep"] * (n - start)
         reasons = ([f"older than the last {self.last_n} messages"] * start
                    + [f"within the last {self.last_n} messages (turn-aligned)"] * (n - start))
+        given = (reasons[0] if start else None, reasons[-1] if n > start else None)  # for the next step
         for i in preamble_systems(view):
             if i < start:
                 actions[i], reasons[i] = "keep", "always kept: the system prompt"
@@ -200,9 +206,10 @@ class TurnSafe(Strategy):
         if task is not None:
             actions[task], reasons[task] = "keep", (f"kept: the task (the user message of the turn the last "
                                                     f"{self.last_n} messages cut into)")
-        return make_plan(view, budget, self.name, self.params(), actions, reasons,
-                         stats={"window_start": start, "extended_by": max(n - self.last_n, 0) - start if n > self.last_n else 0},
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons,
+                         stats=turn_stats(n, self.last_n, start),
                          idle=lambda: window_idle(self.name, "last_n", self.last_n, view, start))
+        return remember(view, self, budget, plan, turn_state(view, plan, start, task, given))
 
 
 def window_idle(name: str, param_name: str, size: int, view: View, start: int) -> str:
