@@ -22,7 +22,7 @@ from .plan import REMOVED, Plan, _finish
 from .view import Budget, View
 
 KEEP = 6
-"""Plans remembered per view (newest first out when more are made)."""
+"""Plans remembered per view (the oldest goes when more are made)."""
 _REMOVED = frozenset(REMOVED)
 KEY = "_replan"
 """The entry of a view's ``__dict__`` holding its remembered plans (``View.with_state`` leaves it out)."""
@@ -31,14 +31,15 @@ KEY = "_replan"
 def remember(view: View, strategy: Any, budget: Budget, plan: Plan, state: Any) -> Plan:
     """Keep ``plan`` and the ``state`` the next step needs with ``view``; returns ``plan``.
     ``state`` None keeps nothing (the next step plans from scratch)."""
-    if state is None:
-        return plan
+    key = (strategy, budget)
     try:
-        key = hash((strategy, budget)) and (strategy, budget)
+        hash(key)
     except TypeError:  # a strategy holding an unhashable parameter: nothing to key it by
         return plan
     cache = view.__dict__.setdefault(KEY, {})
     cache.pop(key, None)
+    if state is None:
+        return plan
     while len(cache) >= KEEP:
         cache.pop(next(iter(cache)))
     cache[key] = (plan, state)
