@@ -161,3 +161,15 @@ def test_a_run_of_user_messages_joins_in_one_step_as_one_by_one(items):
         folded = _joined(m, folded)
     joined = _joined_run(run)
     assert (joined, list(joined.extra)) == (folded, list(folded.extra))
+
+
+def test_llm_attention_renders_a_grown_view_as_a_rebuilt_one():
+    from ctxlab.strategies.llm_attention import _numbered
+    messages = list(generate("ecommerce", turns=4, seed=1).messages)
+    parent = make_view(messages[:-3], counter=COUNTER)
+    _numbered(parent, list(range(len(parent))))
+    other = parent.append(Message("user", "something else"))  # a sibling: index len(parent) holds another message
+    _numbered(other, list(range(len(other))))
+    grown = parent.append(*messages[-3:])
+    whole = list(range(len(messages)))
+    assert _numbered(grown, whole) == _numbered(make_view(messages, counter=COUNTER), whole)
