@@ -250,14 +250,6 @@ def positions(items: Sequence[str], values: Iterable[str], hits: int | None = No
     return found
 
 
-def _uncount(counts: list[int], mask: int) -> None:
-    """Take one occurrence of every fact of ``mask`` out of ``counts``."""
-    while mask:
-        low = mask & -mask
-        counts[low.bit_length() - 1] -= 1
-        mask ^= low
-
-
 def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
                reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None], *,
                warnings: Sequence[str] = (), stats: Mapping[str, Any] | None = None,
