@@ -250,6 +250,14 @@ def positions(items: Sequence[str], values: Iterable[str], hits: int | None = No
     return found
 
 
+def _uncount(counts: list[int], mask: int) -> None:
+    """Take one occurrence of every fact of ``mask`` out of ``counts``."""
+    while mask:
+        low = mask & -mask
+        counts[low.bit_length() - 1] -= 1
+        mask ^= low
+
+
 def build_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: Sequence[str],
                reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None], *,
                warnings: Sequence[str] = (), stats: Mapping[str, Any] | None = None,
@@ -464,8 +472,14 @@ def _sums_and_facts(view: View, kept: list[int], removed: list[int] | None, acti
         sums = dict(view.category_sums)
         for i in (*removed, *replaced):
             sums[vc[i]] -= vt[i]
-        masks = list(map(vf.__getitem__, kept))  # the facts: an OR of the kept masks, at C speed (taking each
-        for i in replaced:  # removed message's facts out of per-fact counts was a Python step per fact)
+        if 8 * (len(removed) + len(replaced)) < len(kept):  # few gone: take their facts out of the counts
+            counts = list(view.fact_counts)
+            for i in (*removed, *replaced):
+                if vf[i]:
+                    _uncount(counts, vf[i])
+            return sums, sum(1 << k for k, c in enumerate(counts) if c > 0)
+        masks = list(map(vf.__getitem__, kept))  # many: an OR of the kept masks at C speed beats a Python
+        for i in replaced:  # step per fact of each message gone
             masks[bisect_left(kept, i)] = 0
         return sums, reduce(or_, masks, 0)
     sums, mask = {}, 0
