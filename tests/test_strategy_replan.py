@@ -150,8 +150,8 @@ def test_a_step_does_not_reuse_a_plan_made_with_another_state_or_budget():
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["", "a", "KC-1\nb"]), st.dictionaries(st.sampled_from(["x", "ctxlab_merged"]),
-                                                                            st.integers(0, 2), max_size=2)),
+@given(st.lists(st.tuples(st.sampled_from(["", "a", "KC-1\nb"]),
+                          st.dictionaries(st.sampled_from(["x", "ctxlab_merged"]), st.integers(0, 2), max_size=2)),
                 min_size=2, max_size=6))
 def test_a_run_of_user_messages_joins_in_one_step_as_one_by_one(items):
     from ctxlab.strategies.plan import _joined, _joined_run

@@ -24,7 +24,8 @@ from .view import Budget, View
 from ._replan import extend, fact_counts, recall, remember
 
 
-def window_state(view: View, plan: Plan, first: int, used: int, room: int, reasons: tuple, warnings: list) -> dict | None:
+def window_state(view: View, plan: Plan, first: int, used: int, room: int, reasons: tuple,
+                 warnings: list) -> dict | None:
     """What ``window_step`` needs from a ``sliding_window`` plan made from scratch (None when its
     layout is not the one ``window_step`` extends): ``first``, the window's first group; ``used``,
     the tokens of the window's groups; ``room``, what the window may hold; ``reasons``, the
@@ -184,7 +185,7 @@ def turn_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
         start = starts[turn]
     task = starts[turn] if start != starts[turn] else None
     was, was_task = st["start"], st["task"]
-    if start < was or (task is not None and task < was and task != was_task) or (task is not None and not st["task_reason"]):
+    if start < was or (task is not None and ((task < was and task != was_task) or not st["task_reason"])):
         return None
     if any(_kept_always(log.messages[i]) for i in starts[bisect_left(starts, n0):turns]):
         return None

@@ -43,7 +43,8 @@ def _numbered(view: View, indexes: list[int], chars: int = 600) -> str:
     for i in indexes:
         hit = lines.get(i)
         if hit is None or hit[0] is not messages[i]:  # another view grown from the same one holds another
-            hit = lines[i] = (messages[i], f"[#{i}] {render_span([messages[i]], message_chars=chars, total_chars=chars)}")
+            text = render_span([messages[i]], message_chars=chars, total_chars=chars)
+            hit = lines[i] = (messages[i], f"[#{i}] {text}")
         out.append(hit[1])
     return "\n".join(out)
 
