@@ -28,13 +28,14 @@ _COLUMNS = ("messages", "tokens", "categories", "fact_masks", "origin", "roles",
 class Log:
     """Per-message columns (lists) and the segment tables of the longest view over them."""
 
-    __slots__ = (*_COLUMNS, "starts", "groups", "rounds", "round_group", "orphans", "caller",
+    __slots__ = (*_COLUMNS, "starts", "closed", "groups", "rounds", "round_group", "orphans", "caller",
                  "change_at", "changes", "first_system")
 
     def __init__(self) -> None:
         for name in _COLUMNS:
             setattr(self, name, [])
         self.starts: list[int] = []  # index of each user message (turn starts)
+        self.closed: list[tuple[int, int]] = []  # span of every turn but the newest (ended by the next user message)
         self.groups: list[tuple[int, ...]] = []
         self.rounds: list[tuple[int, ...]] = []
         self.round_group: list[int] = []
@@ -62,6 +63,7 @@ class Log:
             setattr(out, name, getattr(self, name)[:n])
         seg = self.segments(n)
         out.starts = self.starts[:bisect_left(self.starts, n)]
+        out.closed = self.closed[:max(len(out.starts) - 1, 0)]
         out.groups, out.rounds, out.orphans = list(seg.groups), list(seg.rounds), list(seg.orphans)
         out.round_group = self.round_group[:len(out.rounds)]
         for r, members in enumerate(out.rounds):
@@ -97,6 +99,8 @@ class Log:
         role = m.role
         self.roles.append(role)
         if role == "user":
+            if self.starts:
+                self.closed.append((self.starts[-1], i))
             self.starts.append(i)
         elif role == "system" and self.first_system is None:
             self.first_system = i
@@ -154,8 +158,8 @@ class Log:
 
     def segments(self, n: int) -> Segments:
         """The segments of the first ``n`` messages: the same as ``segment(messages[:n])``."""
-        starts = self.turn_starts(n)
-        turns = tuple(zip(starts, [*starts[1:], n]))
+        k = bisect_left(self.starts, n)  # turns among the first n: all closed but the last
+        turns = (*self.closed[:k - 1], (self.starts[k - 1], n)) if k else ()
         if not n:
             return Segments((), (), (), (0, 0), (), (), (), ())
         groups = self.groups[:self.ngroups[n - 1]]

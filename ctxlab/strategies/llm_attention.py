@@ -24,7 +24,7 @@ from .base import Strategy, budget_window, param, register
 from .llm_summarizer import render_span
 from .plan import Plan, make_plan
 from .rounds import answer_lone_users
-from .view import Budget, View
+from .view import MEMO_EXTENDERS, Budget, View
 
 ATTENTION_PROMPT = """A coding agent's context is too long. Below are its earlier messages, each numbered [#N]. The agent works on this task:
 {task}
@@ -36,9 +36,20 @@ _LIST = re.compile(r"\[[\d,\s]*\]")
 
 
 def _numbered(view: View, indexes: list[int], chars: int = 600) -> str:
-    """The candidate messages as text, each under its number."""
-    return "\n".join(f"[#{i}] {render_span([view.messages[i]], message_chars=chars, total_chars=chars)}"
-                     for i in indexes)
+    """The candidate messages as text, each under its number (each message rendered once for a view
+    and the views grown from it: a re-plan after an append renders only the new messages)."""
+    lines = view.memo.setdefault(f"llm_attention.lines.{chars}", {})  # index -> (message, its line)
+    messages, out = view.messages, []
+    for i in indexes:
+        hit = lines.get(i)
+        if hit is None or hit[0] is not messages[i]:  # another view grown from the same one holds another
+            text = render_span([messages[i]], message_chars=chars, total_chars=chars)
+            hit = lines[i] = (messages[i], f"[#{i}] {text}")
+        out.append(hit[1])
+    return "\n".join(out)
+
+
+MEMO_EXTENDERS["llm_attention.lines.600"] = lambda old, new, lines: lines  # checked by message identity
 
 
 def _parse(reply: str, candidates: set[int], keep: int) -> list[int]:

@@ -22,11 +22,13 @@ from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import compress
+from functools import reduce
+from operator import attrgetter, or_
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..conversation import Message
 from ..tokens import CATEGORIES
-from .view import Budget, View, fact_mask, message_text
+from .view import MEMO_EXTENDERS, Budget, View, fact_mask, message_text
 
 ACTIONS = ("keep", "drop", "summarize", "clear", "truncate")
 OVER_BUDGET = "the result needs "
@@ -133,6 +135,8 @@ class Plan:
 
 
 _REMOVED = frozenset(REMOVED)
+_ROLE = attrgetter("role")
+MEMO_EXTENDERS["merged_users"] = lambda old, new, known: dict(known)  # by origins below the old length: still right
 
 
 def settle(view: View, actions: list[str], reasons: list[str]) -> None:
@@ -322,13 +326,30 @@ def _joined(a: Message, b: Message) -> Message:
     return Message("user", content, name=b.name, id=b.id, extra={**a.extra, **b.extra, "ctxlab_merged": True})
 
 
+def _joined_run(run: Sequence[Message]) -> Message:
+    """The run of user messages joined into one, as ``_joined`` folds them from the last one back;
+    in one step when every content is text (a long run would copy its growing text once per message)."""
+    if not all(isinstance(m.content, str) for m in run):
+        m = run[-1]
+        for a in reversed(run[:-1]):
+            m = _joined(a, m)
+        return m
+    extra: dict[str, Any] = {}
+    for m in run:
+        extra.update(m.extra)
+    extra["ctxlab_merged"] = True
+    last = run[-1]
+    return Message("user", "\n\n".join(m.content for m in run if m.content), name=last.name, id=last.id,
+                   extra=extra)
+
+
 def merge_lone_users(view: View, messages: Sequence[Message], origin: Sequence[int | None],
                      out_tokens: Sequence[int], sums: Mapping[str, int], reasons: Sequence[str]) -> tuple | None:
     """Merge each user message of the output that follows another user message only because
     what stood between them was removed (rule 4 of ``settle``). None when there is nothing to merge."""
-    roles = [m.role for m in messages]
-    pairs = [k for k in range(1, len(messages)) if roles[k] == roles[k - 1] == "user" and origin[k] is not None
-             and origin[k - 1] is not None and origin[k] - origin[k - 1] > 1]
+    users = positions(list(map(_ROLE, messages)), ("user",))  # C-speed scans: users are few in a long output
+    pairs = [k for j, k in zip(users, users[1:]) if k == j + 1 and origin[k] is not None
+             and origin[j] is not None and origin[k] - origin[j] > 1]
     if not pairs:
         return None
     sums, reasons = dict(sums), list(reasons)
@@ -342,21 +363,32 @@ def merge_lone_users(view: View, messages: Sequence[Message], origin: Sequence[i
     # a fact can span the separator of two merged texts only if it holds a line break
     spanning = any("\n" in f for f in view.facts)
     merged: list[tuple[int, int, Message, int]] = []
+    known = view.memo.setdefault("merged_users", {})  # runs of the view's own messages, merged before
+    if len(known) > 4 * len(view):  # bounded: each plan may merge other runs
+        known.clear()
+    vm = view.messages
     for start, end in reversed(runs):  # from the end, so a run of three merges into one
-        second, m = origin[end], messages[end]
+        key = tuple(origin[start:end + 1])
+        hit = known.get(key) if all(messages[k] is vm[o] for k, o in enumerate(key, start)) else None
+        second, m = origin[end], hit[0] if hit else _joined_run(messages[start:end + 1])
         for k in range(end, start, -1):
             first = origin[k - 1]
-            m = _joined(messages[k - 1], m)
             reasons[first] = (f"{reasons[first]}; merged into user message {second}: nothing else of its turn "
                               f"is kept, and some providers reject two user messages in a row")
             joined.append((first, second))
-        n = view.counter.message(m)  # the run's final message only: the steps before it are not sent
+        if hit:
+            _, n, mask = hit
+        else:
+            n, mask = view.counter.message(m), 0  # the run's final message only: the steps before it are not sent
+            for k in range(start, end + 1):  # its facts: those of its parts (and any across a separator)
+                o = origin[k]
+                mask |= view.fact_masks[o] if messages[k] is vm[o] else fact_mask(messages[k], view.facts)
+            if spanning:
+                mask |= fact_mask(m, view.facts)
+            if all(messages[k] is vm[o] for k, o in enumerate(key, start)):
+                known[key] = (m, n, mask)
         sums["user"] = sums.get("user", 0) - sum(out_tokens[start:end + 1]) + n
-        for k in range(start, end + 1):  # its facts: those of its parts (and any across a separator)
-            o = origin[k]
-            extra_mask |= view.fact_masks[o] if messages[k] is view.messages[o] else fact_mask(messages[k], view.facts)
-        if spanning:
-            extra_mask |= fact_mask(m, view.facts)
+        extra_mask |= mask
         merged.append((start, end, m, n))
     messages, origin, out_tokens = _splice(merged[::-1], messages, origin, out_tokens)
     shown = ", ".join(f"{a}+{b}" for a, b in reversed(joined[-5:]))
@@ -437,12 +469,19 @@ def _sums_and_facts(view: View, kept: list[int], removed: list[int] | None, acti
     by subtracting what is gone when that is the smaller side, else by adding what stays."""
     vt, vc, vf = view.tokens, view.categories, view.fact_masks
     if removed is not None and len(removed) + len(replaced) <= len(kept):
-        sums, counts = dict(view.category_sums), list(view.fact_counts)
+        sums = dict(view.category_sums)
         for i in (*removed, *replaced):
             sums[vc[i]] -= vt[i]
-            if vf[i]:
-                _uncount(counts, vf[i])
-        return sums, sum(1 << k for k, c in enumerate(counts) if c > 0)
+        if 8 * (len(removed) + len(replaced)) < len(kept):  # few gone: take their facts out of the counts
+            counts = list(view.fact_counts)
+            for i in (*removed, *replaced):
+                if vf[i]:
+                    _uncount(counts, vf[i])
+            return sums, sum(1 << k for k, c in enumerate(counts) if c > 0)
+        masks = list(map(vf.__getitem__, kept))  # many: an OR of the kept masks at C speed beats a Python
+        for i in replaced:  # step per fact of each message gone
+            masks[bisect_left(kept, i)] = 0
+        return sums, reduce(or_, masks, 0)
     sums, mask = {}, 0
     for i in kept:
         if i in replaced:

@@ -196,6 +196,8 @@ class View:
         view = View.__new__(View)
         view.__dict__.update(self.__dict__)
         view.__dict__["state"] = state
+        for key in ("_replan", "_replan_parent"):  # plans remembered for re-planning were made with the old state
+            view.__dict__.pop(key, None)
         return view
 
     @cached_property
@@ -353,6 +355,9 @@ class View:
     def _carry(self, new: "View", log: Log, n: int) -> None:
         """Give ``new`` (this view grown) what this one derived, extended by the new messages."""
         known = self.__dict__
+        # the plans made (and to be made) of this view, for re-planning the grown one from them: held by
+        # the grown view, since a live agent lets go of the view it appended to
+        new.__dict__["_replan_parent"] = (n, known.setdefault("_replan", {}))
         for key, value in known.get("memo", {}).items():
             extend = MEMO_EXTENDERS.get(key)
             if extend is not None and (grown := extend(self, new, value)) is not None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
 from typing import ClassVar
 
 from ..i18n import N_
 from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
+from ._replan import remember
+from ._replan_windows import (keep_all_state, keep_all_step, turn_state, turn_stats, turn_step, window_state,
+                              window_step)
 
 
 def preamble_systems(view: View) -> list[int]:
@@ -49,8 +53,10 @@ def trim_to_first_user(view: View, actions: list[str], reasons: list[str], why: 
     there is no user turn to start on, and emptying it would help no one."""
     if view.newest_user() is None:
         return
-    for i, role in enumerate(view.roles):
-        if actions[i] == "drop" or role == "system":
+    roles = view.roles
+    for i in compress(range(len(actions)), map("drop".__ne__, actions)):  # skips the dropped at C speed
+        role = roles[i]
+        if role == "system":
             continue
         if role == "user":
             return
@@ -71,11 +77,15 @@ class NoStrategy(Strategy):
         return True
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Keep every message."""
+        """Keep every message (after ``view.append``, the parent's plan with the new messages)."""
+        plan = keep_all_step(self, view, budget)
+        if plan is not None:
+            return plan
         n = len(view)
-        return make_plan(view, budget, self.name, self.params(), ["keep"] * n, ["sent as is"] * n,
+        plan = make_plan(view, budget, self.name, self.params(), ["keep"] * n, ["sent as is"] * n,
                          settle_first=False, idle="none sends every message as is: it is the baseline the "
                                                    "other strategies are measured against")
+        return remember(view, self, budget, plan, keep_all_state(view, plan))
 
 
 @register
@@ -99,34 +109,50 @@ class SlidingWindow(Strategy):
         return view.newest_user() is None or all(view.role_of(i) == "system" for i in range(start, end))
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Fill the window from the newest group backwards; stop at the first that does not fit."""
+        """Fill the window from the newest group backwards; stop at the first that does not fit.
+        After ``view.append`` of messages that are not user messages, the parent's plan is
+        extended instead (``_replan``): the window's start only moves forward."""
         limit = min(self.max_tokens or budget.available, budget.available)
         target = int(limit * (1 - self.buffer_ratio))
+        plan = window_step(self, view, budget, limit, target)
+        return plan if plan is not None else self._plan(view, budget, limit, target)
+
+    def _plan(self, view: View, budget: Budget, limit: int, target: int) -> Plan:
+        """The plan from scratch (and what the next step's ``_window_step`` needs, remembered)."""
         n = len(view)
         must = set(preamble_systems(view)) | set(view.compactions)
         if view.newest_user() is not None:
             must.add(view.newest_user())
         must_tokens = sum(view.tokens[i] for i in must)
         actions, reasons = ["drop"] * n, [f"outside the {target:,}-token window"] * n
+        outside = reasons[0] if n else None  # the reasons as given, for the next step's extension
         for i in must:
             actions[i], reasons[i] = "keep", "always kept" + (
                 ": the system prompt" if view.messages[i].role == "system" else
                 ": a compaction summary" if i in view.compactions else ": the newest user message")
         room = target - must_tokens
-        for members in reversed(view.seg.groups):
-            if any(i in must for i in members):
+        groups, tokens, first = view.seg.groups, view.tokens, 0
+        must_groups = {view.seg.group_of[i] for i in must}
+        for g in range(len(groups) - 1, -1, -1):
+            if g in must_groups:
                 continue
-            cost = sum(view.tokens[i] for i in members)
+            members = groups[g]
+            cost = tokens[members[0]] if len(members) == 1 else sum(map(tokens.__getitem__, members))
             if cost > room:
+                first = g + 1  # the window's first group: the window is every group from here on
                 break
             room -= cost
             for i in members:
                 actions[i], reasons[i] = "keep", f"inside the {target:,}-token window"
+        inside = next((reasons[groups[g][0]] for g in range(first, len(groups)) if g not in must_groups), None)
         trim_to_first_user(view, actions, reasons, "the window starts on a user message")
         warn = minimum_warning(view, budget, "the system prompt and the newest user message", must_tokens)
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
                          stats={"window_tokens": target, "room_left": max(room, 0)},
                          idle=lambda: self._idle(view, budget, limit, target))
+        state = window_state(view, plan, first, target - must_tokens - room, target - must_tokens,
+                              (outside, inside), [warn] if warn else [])
+        return remember(view, self, budget, plan, state)
 
     def _idle(self, view: View, budget: Budget, limit: int, target: int) -> str:
         """Why the window removed nothing."""
@@ -165,12 +191,17 @@ class TurnSafe(Strategy):
         return len(view) <= self.last_n
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Window of the last ``last_n`` messages, widened to a turn start."""
+        """Window of the last ``last_n`` messages, widened to a turn start (after ``view.append``, the
+        parent's plan extended when the window only moved forward, see ``_replan_windows``)."""
+        plan = turn_step(self, view, budget)
+        if plan is not None:
+            return plan
         n = len(view)
         start = turn_aligned_start(view, self.last_n)
         actions = ["drop"] * start + ["keep"] * (n - start)
         reasons = ([f"older than the last {self.last_n} messages"] * start
                    + [f"within the last {self.last_n} messages (turn-aligned)"] * (n - start))
+        given = (reasons[0] if start else None, reasons[-1] if n > start else None)  # for the next step
         for i in preamble_systems(view):
             if i < start:
                 actions[i], reasons[i] = "keep", "always kept: the system prompt"
@@ -178,9 +209,10 @@ class TurnSafe(Strategy):
         if task is not None:
             actions[task], reasons[task] = "keep", (f"kept: the task (the user message of the turn the last "
                                                     f"{self.last_n} messages cut into)")
-        return make_plan(view, budget, self.name, self.params(), actions, reasons,
-                         stats={"window_start": start, "extended_by": max(n - self.last_n, 0) - start if n > self.last_n else 0},
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons,
+                         stats=turn_stats(n, self.last_n, start),
                          idle=lambda: window_idle(self.name, "last_n", self.last_n, view, start))
+        return remember(view, self, budget, plan, turn_state(view, plan, start, task, given))
 
 
 def window_idle(name: str, param_name: str, size: int, view: View, start: int) -> str:
