@@ -124,3 +124,18 @@ def test_cli_apply_writes_what_the_eager_plan_gives(capsys):
         want["findings"] = [asdict(f) for f in validate(list(plan.messages), rules="openai")]
         want["messages"] = export(conv.with_messages(plan.messages), "openai").data
         assert out == dumps(want, indent=2) + "\n", path.name
+
+
+def test_the_fast_plain_message_is_a_message_like_any_other():
+    import dataclasses
+    import pickle
+
+    from ctxlab.formats._plain import MAKE_PLAIN, _make_plain
+    assert MAKE_PLAIN is _make_plain  # the fast path is in use for the Message of today
+    for role, content in (("user", "hi"), ("assistant", ""), ("system", "中文 🎉")):
+        made, want = _make_plain(role, content), Message(role, content)
+        assert type(made) is Message and made == want and repr(made) == repr(want)
+        assert all(getattr(made, f.name) == getattr(want, f.name) for f in dataclasses.fields(Message))
+        assert pickle.loads(pickle.dumps(made)) == want
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.content = "changed"
