@@ -181,13 +181,18 @@ def strict_loads(text: str, where: str, **kwargs: Any) -> Any:
     overflow a double are refused, integers of more than 4,300 digits too, each with its line and
     column (a :class:`NotJSONError`; JSONDecodeError and RecursionError pass through)."""
     try:
-        return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant, **kwargs)
+        if kwargs or text.__class__ is not str or text[:1] == "\ufeff":  # json.loads' own BOM message
+            return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant, **kwargs)
+        return _STRICT.decode(text)  # one decoder for the many small texts of tool-call arguments
     except _BadNumber:
         pass
     except ValueError as e:
         if isinstance(e, json.JSONDecodeError) or "digits" not in str(e):
             raise
     raise NotJSONError(f"not valid JSON: {_locate_number(text)}", where=where, hint=NUMBER_HINT) from None
+
+
+_STRICT = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)
 
 
 def finite_or_none(node: Any) -> Any:
