@@ -110,7 +110,7 @@ def timed(f):
     f()
     return time.perf_counter() - w, time.process_time() - c
 best = {"json": [9e9, 9e9], "ctxlab": [9e9, 9e9]}
-for _ in range(2):
+for _ in range(5):
     for name, f in (("json", lambda: json.load(open(path, encoding="utf-8"))), ("ctxlab", lambda: load_all(data))):
         best[name] = [min(a, b) for a, b in zip(best[name], timed(f))]
 print(json.dumps(best))
@@ -119,7 +119,8 @@ print(json.dumps(best))
 
 def parse_ratio(path: Path) -> None:
     """Print the time of ctxlab's parsing (``load_all``: decode, JSON, depth check, detection,
-    reading, checks) against ``json.load`` of the same file, wall and CPU, best of 2, in a fresh
+    reading, checks) against ``json.load`` of the same file, wall and CPU, best of 5 (alternating;
+    on this shared 2-core machine two runs left the ratio to the machine's noise), in a fresh
     process (target, issue 19.3: at most 2x on the short-message file)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run([sys.executable, "-c", _PARSE, str(path)], capture_output=True, text=True, env=env,

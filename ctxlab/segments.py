@@ -65,15 +65,16 @@ class Segments:
         return self.groups[self.group_of[index]]
 
 
-def _turn_spans(messages: Sequence[Message]) -> tuple[list[int], Span, list[Span]]:
-    """Turn number per message, the preamble range and the turn ranges."""
-    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+def _turn_spans(messages: Sequence[Message], ints: list[int]) -> tuple[list[int], Span, list[Span]]:
+    """Turn number per message, the preamble range and the turn ranges (numbers taken from
+    ``ints``, ``list(range(len(messages) + 1))``)."""
+    starts = [i for i, m in zip(ints, messages) if m.role == "user"]
     n = len(messages)
     preamble = (0, starts[0] if starts else n)
-    ends = starts[1:] + [n]
+    ends = starts[1:] + [ints[n]]
     turns = list(zip(starts, ends))
     turn_of = [-1] * preamble[1]
-    for k, (start, end) in enumerate(turns):
+    for k, (start, end) in zip(ints, turns):
         turn_of.extend([k] * (end - start))
     return turn_of, preamble, turns
 
@@ -85,28 +86,35 @@ def segment(messages: Sequence[Message]) -> Segments:
     result stay in their round alone, and two results for one call both join its round (``validate``
     reports such problems; segmenting never fails).
     """
-    turn_of, preamble, turns = _turn_spans(messages)
+    # one int object per index, shared by every table below (half a million messages: each
+    # table of its own ints would add 15 MB; issue 19.3)
+    ints = list(range(len(messages) + 1))
+    turn_of, preamble, turns = _turn_spans(messages, ints)
     group_of: list[int] = []
     round_of: list[int] = []
-    groups: list[list[int]] = []
+    # a group is the tuple (i,) until a result joins it (then a list): the half a million groups
+    # of a long chat are made once, not as lists and again as tuples (memory: issue 19.3)
+    groups: list[tuple[int] | list[int]] = []
     round_groups: list[int] = []  # group id of each round
     orphans: list[int] = []
     caller: dict[str, int] = {}  # call id -> round number of the latest call with that id
-    for i, m in enumerate(messages):
+    for i, m in zip(ints, messages):
         if m.role == "tool":
             r = caller.get(m.tool_call_id) if m.tool_call_id is not None else None
             if r is not None:
                 g = round_groups[r]
+                if groups[g].__class__ is tuple:
+                    groups[g] = list(groups[g])
                 groups[g].append(i)
                 group_of.append(g)
                 round_of.append(r)
                 continue
             orphans.append(i)
-        g = len(groups)
-        groups.append([i])
+        g = ints[len(groups)]
+        groups.append((i,))
         group_of.append(g)
         if m.role == "assistant" and m.tool_calls:
-            r = len(round_groups)
+            r = ints[len(round_groups)]
             round_groups.append(g)
             for call in m.tool_calls:
                 caller[call.id] = r
@@ -119,7 +127,7 @@ def segment(messages: Sequence[Message]) -> Segments:
         round_of=tuple(round_of),
         preamble=preamble,
         turns=tuple(turns),
-        groups=tuple(tuple(g) for g in groups),
+        groups=tuple(g if g.__class__ is tuple else tuple(g) for g in groups),
         rounds=tuple(tuple(groups[g]) for g in round_groups),
         orphans=tuple(orphans),
     )

@@ -83,20 +83,16 @@ def _escaped(text: str) -> tuple[str, int]:
 
 def _emit(objs: list[dict[str, Any]]) -> None:
     """One conversation: an indented JSON object, written piece by piece (a plan of half a
-    million messages is never one string). Several: JSON Lines, one object each."""
+    million messages is never one string; a generator value, such as ``Plan.to_dict(lazy=True)``'s
+    decisions, is written item by item). Several: JSON Lines, one object each."""
     escaped = 0
-    if len(objs) == 1:
-        write = sys.stdout.write
-        for piece in iter_dumps(objs[0], indent=2):
+    write = sys.stdout.write
+    for o in objs:
+        for piece in iter_dumps(o, indent=2 if len(objs) == 1 else None):
             text, n = _escaped(piece)
             escaped += n
             write(text)
         write("\n")
-    else:
-        for o in objs:
-            text, n = to_json(o)
-            escaped += n
-            print(text)
     if escaped:
         note(f"{escaped} lone surrogate(s) (U+D800..U+DFFF, not valid Unicode) are written as \\uXXXX escapes "
              "in the JSON output")

@@ -15,6 +15,7 @@ from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownF
 from ..conversation import Conversation, Message, Part
 from ._base import Export, Format, ReadContext, group_notes, shared_shape
 from ._carry import carry_top_level, unplaced_fields
+from ._plain import PlainMessages, has_plain, role_sample, trace_probe, undo
 from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
                     parse_documents, size_check)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
@@ -165,6 +166,10 @@ def _conversation(doc: Any, where: str, format: str | None, lines: list[int] | N
                   max_depth: int = DEFAULT_MAX_DEPTH, source: SourceObjects | None = None) -> Conversation:
     items, base, top = _envelope(doc, where)
     ctx = ReadContext(base=base, lines=tuple(lines) if lines else None, max_depth=max_depth, source=source)
+    if isinstance(items, PlainMessages):  # plain chat messages, made as parsed (see _plain)
+        if (format or _top_hint(top) or detect(role_sample(items), ctx)) == "openai":
+            return _finish(_system_from_top(top, where) + items, top, where, "openai", ctx)
+        items = undo(items)
     with shared_shape(items):  # detection's pass over the items also serves the reader
         name = format or (_top_hint(top) or detect(items, ctx))
         fmt = get_format(name)
@@ -174,8 +179,13 @@ def _conversation(doc: Any, where: str, format: str | None, lines: list[int] | N
             if format:
                 e.args = (f"{e.args[0]} (read as {fmt.title}, as asked)",)
             raise
+    return _finish(messages, top, where, name, ctx)
+
+
+def _finish(messages: list[Message], top: dict[str, Any], where: str, name: str, ctx: ReadContext) -> Conversation:
+    """The Conversation of read messages and the document's top-level fields."""
     if not messages:
-        raise ShapeError("the conversation is empty (no messages)", where=base, hint="Give at least one message")
+        raise ShapeError("the conversation is empty (no messages)", where=ctx.base, hint="Give at least one message")
     _check_call_ids(messages, ctx.notes)
     tools = parse_tools(top["tools"], f"{where}.tools") if top.get("tools") else ()
     facts = top.get("facts", [])
@@ -218,7 +228,7 @@ def load_all(text: str | bytes, *, format: str | None = None, max_bytes: int = D
     try:
         size_check(text, max_bytes)
         text = decode_text(text)  # the bytes are freed here unless the caller keeps them
-        docs, lines = parse_documents(text, max_depth)
+        docs, lines = parse_documents(text, max_depth, plain=True)
         # the exact text of Anthropic ``input`` objects is looked up in the source (one scanner:
         # conversations come in document order); other documents need no source, and the text,
         # as large as the file, is freed before reading
@@ -234,9 +244,9 @@ def _read_documents(docs: list[Any], lines: list[int] | None, format: str | None
                     source: SourceObjects | None) -> list[Conversation]:
     """The conversations of parsed documents (see ``load_all``)."""
     kw: dict[str, Any] = {"max_depth": max_depth, "source": source}
-    trace = format if format in TRACES else (detect_trace(docs, lines) if format is None else None)
+    trace = format if format in TRACES else (detect_trace(trace_probe(docs), lines) if format is None else None)
     if trace is not None:  # a trace file: one conversation (a production trace: one per agent run)
-        return read_trace_documents(docs, lines, trace, **kw)
+        return read_trace_documents([undo(d) for d in docs] if has_plain(docs) else docs, lines, trace, **kw)
     if lines is not None and _is_message_like(docs[0]):
         misfit = next((k for k, d in enumerate(docs) if not _is_message_like(d)), None)
         if misfit is not None:

@@ -6,9 +6,11 @@ import math
 import re
 import sys
 import uuid
+from types import GeneratorType
 from typing import Any, Iterator
 
 from ..errors import InputTooLargeError, NestingTooDeepError, NotJSONError, path_key
+from ._plain import PlainMessages, PlainParse
 
 MB = 1024 * 1024  #: the CLI's --max-mb and the messages count megabytes of 1,048,576 bytes
 DEFAULT_MAX_BYTES = 50 * MB
@@ -57,6 +59,8 @@ def _deeper_than(node: dict | list, levels: int) -> bool:
     message), so the half a million messages of a 50 MB file take a fraction of a second."""
     if levels < 1:
         return True
+    if node.__class__ is PlainMessages:  # Messages made from {"role": str, "content": str}: 2 levels
+        return levels < 2 and len(node) > 0
     scalars = _SCALARS
     for child in (node.values() if isinstance(node, dict) else node):
         cls = child.__class__
@@ -177,13 +181,18 @@ def strict_loads(text: str, where: str, **kwargs: Any) -> Any:
     overflow a double are refused, integers of more than 4,300 digits too, each with its line and
     column (a :class:`NotJSONError`; JSONDecodeError and RecursionError pass through)."""
     try:
-        return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant, **kwargs)
+        if kwargs or text.__class__ is not str or text[:1] == "\ufeff":  # json.loads' own BOM message
+            return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant, **kwargs)
+        return _STRICT.decode(text)  # one decoder for the many small texts of tool-call arguments
     except _BadNumber:
         pass
     except ValueError as e:
         if isinstance(e, json.JSONDecodeError) or "digits" not in str(e):
             raise
     raise NotJSONError(f"not valid JSON: {_locate_number(text)}", where=where, hint=NUMBER_HINT) from None
+
+
+_STRICT = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)
 
 
 def finite_or_none(node: Any) -> Any:
@@ -266,13 +275,19 @@ def load_with_text(
     return docs, lines, text
 
 
-def parse_documents(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[list[Any], list[int] | None]:
-    """``load_json_documents`` of text already decoded and within the size limit."""
+def parse_documents(text: str, max_depth: int = DEFAULT_MAX_DEPTH, *,
+                    plain: bool = False) -> tuple[list[Any], list[int] | None]:
+    """``load_json_documents`` of text already decoded and within the size limit. ``plain``: a
+    JSON document's plain chat messages come as a ``PlainMessages`` list (see ``_plain``)."""
     if not text or text.isspace():  # strip() would copy the whole text
         raise NotJSONError("the input is empty", where="input",
                            hint="Paste a JSON list of messages or an object with 'messages'")
     try:
-        doc = strict_loads(text, "input")
+        if plain:
+            parse = PlainParse()
+            doc = parse.settle(strict_loads(text, "input", object_pairs_hook=parse.hook), max_depth)
+        else:
+            doc = strict_loads(text, "input")
     except json.JSONDecodeError as first:
         if first.msg != "Extra data":
             _decode(text, "input")  # raises with the position of the first error
@@ -348,24 +363,70 @@ def dumps(data: Any, indent: int | None = None) -> str:
 def iter_dumps(data: Any, indent: int | None = None, block: int = 1 << 16) -> Iterator[str]:
     """The text of :func:`dumps` in pieces of about ``block`` characters, made as they are
     written: a large conversation is never held as one string (nor as the encoder's list of
-    millions of small pieces, which took ten times the file's size)."""
-    raws: list[str] = []
-    mark = f"\x00{uuid.uuid4().hex}:"
-    swapped = _swapped(data, raws, mark)
-    pattern = _raw_pattern(mark) if raws else None
-    encoder = json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False)
+    millions of small pieces, which took ten times the file's size).
+
+    A value of a top-level object may be a generator: it is written as a JSON array, item by
+    item, as :func:`dumps` would write the list (a plan's half a million decisions are never all
+    held as dicts at once)."""
+    writer = _Writer(indent)
     pieces: list[str] = []
     size = 0
-    for piece in encoder.iterencode(swapped):  # a JSON string is always one piece: no marker is cut
+    for piece in writer.pieces(data):
         pieces.append(piece)
         size += len(piece)
         if size >= block:
-            text = "".join(pieces)
-            yield pattern.sub(lambda m: raws[int(m[1])], text) if pattern else text
+            yield writer.text(pieces)
             pieces, size = [], 0
     if pieces:
+        yield writer.text(pieces)
+
+
+class _Writer:
+    """The encoder, the JSONText marker and the raw texts of one :func:`iter_dumps` call."""
+
+    def __init__(self, indent: int | None) -> None:
+        self.indent = indent
+        self.raws: list[str] = []
+        self.mark = f"\x00{uuid.uuid4().hex}:"
+        self.pattern = _raw_pattern(self.mark)
+        self.encoder = json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False)
+
+    def text(self, pieces: list[str]) -> str:
+        """Pieces joined, each JSONText marker replaced by its text (a JSON string is always one
+        piece of the encoder's, so no marker is cut)."""
         text = "".join(pieces)
-        yield pattern.sub(lambda m: raws[int(m[1])], text) if pattern else text
+        return self.pattern.sub(lambda m: self.raws[int(m[1])], text) if self.raws else text
+
+    def pieces(self, data: Any) -> Iterator[str]:
+        """The encoder's pieces of ``data`` (JSONText still as markers)."""
+        if not (isinstance(data, dict) and any(isinstance(v, GeneratorType) for v in data.values())):
+            yield from self.encoder.iterencode(_swapped(data, self.raws, self.mark))
+            return
+        step = "" if self.indent is None else "\n" + " " * self.indent
+        comma = ", " if self.indent is None else ","
+        yield "{"
+        for k, (key, value) in enumerate(data.items()):
+            yield f"{comma if k else ''}{step}{self.encoder.encode(key)}: "
+            if isinstance(value, GeneratorType):
+                yield from self._array(value, step, comma)
+            else:
+                yield from self._nested(value, step)
+        yield step[:1] + "}"
+
+    def _array(self, items: Iterator[Any], step: str, comma: str) -> Iterator[str]:
+        """A generator's items as the JSON array ``dumps`` writes one level down."""
+        inner, empty = step + step[1:], True
+        for item in items:
+            yield ("[" if empty else comma) + inner
+            yield from self._nested(item, inner)
+            empty = False
+        yield "[]" if empty else step + "]"
+
+    def _nested(self, value: Any, step: str) -> Iterator[str]:
+        """``value``'s pieces with each line after its first indented to the level of ``step``."""
+        pad = step[1:]
+        for piece in self.encoder.iterencode(_swapped(value, self.raws, self.mark)):
+            yield piece.replace("\n", step) if pad and "\n" in piece else piece  # a JSON string has no raw newline
 
 
 class SourceObjects:

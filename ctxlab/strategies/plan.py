@@ -119,15 +119,17 @@ class Plan:
         """How many input messages got ``action``."""
         return self.actions.count(action)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (without the messages; the CLI adds them in the format asked)."""
+    def to_dict(self, *, lazy: bool = False) -> dict[str, Any]:
+        """JSON-ready summary (without the messages; the CLI adds them in the format asked).
+        ``lazy``: the decisions as a generator of dicts, which ``formats._json.iter_dumps``
+        writes one by one (the CLI: half a million decision dicts are never alive together)."""
+        decisions = ({"index": i, "action": a, "reason": r} for i, (a, r) in enumerate(zip(self.actions, self.reasons)))
         return {
             "strategy": self.strategy, "params": dict(self.params), "budget": self.budget.to_dict(),
             "before": {"tokens": self.tokens_before, "messages": len(self.actions), "by_category": dict(self.before)},
             "after": {"tokens": self.tokens_after, "messages": len(self.messages), "by_category": dict(self.after)},
             "saved": self.saved, "fits": self.fits, "idle": self.idle,
-            "decisions": [{"index": i, "action": a, "reason": r}
-                          for i, (a, r) in enumerate(zip(self.actions, self.reasons))],
+            "decisions": decisions if lazy else list(decisions),
             "warnings": list(self.warnings), "notes": list(self.notes), "stats": dict(self.stats),
             "retention": self.retention,
             "facts_lost": list(self.facts_lost),
