@@ -11,7 +11,7 @@ import streamlit as st
 
 from ctxlab.conversation import Message
 from ctxlab.strategies import Plan, View
-from ctxlab.i18n import _
+from ctxlab.i18n import _, local_all
 from ui import message_number
 
 PAGE_ROWS = 500
@@ -44,7 +44,7 @@ def plan_rows(base: dict[str, list[Any]], plan: Plan, labels: dict[str, str],
     the inserted summaries where they go."""
     cols = {"#": base["#"], "open": base["open"], "role": base["role"], "tokens": base["tokens"],
             "action": [labels.get(a, a) for a in plan.actions], "code": list(plan.actions),
-            "reason": list(plan.reasons), "content": base["content"]}
+            "reason": local_all(plan.reasons), "content": base["content"]}
     df = pd.DataFrame(cols, columns=COLUMNS)
     slots = summary_slots(plan)
     if slots:  # summaries are few: rebuild the frame with their rows in place

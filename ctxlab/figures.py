@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .compare import ACTION_WORDS
-from .i18n import N_, _
+from .i18n import N_, _, local
 from .strategies import Budget, Plan
 
 
@@ -162,7 +162,7 @@ def timeline(plan: Plan, roles: Sequence[str], tokens: Sequence[int]) -> go.Figu
         if not ks:
             continue
         fig.add_bar(name=_aw[action], x=ks, y=[tokens[i] for i in ks], marker_color=ACTION_COLORS[action],
-                    customdata=[[roles[i], plan.reasons[i]] for i in ks],
+                    customdata=[[roles[i], local(plan.reasons[i])] for i in ks],
                     hovertemplate=_("#%{x} %{customdata[0]}: %{y:,} tokens") + "<br>%{customdata[1]}<extra>"
                                   + _aw[action] + "</extra>")
     _timeline_layout(fig, n, _("message"), "overlay")

@@ -35,7 +35,7 @@ from ctxlab.strategies import STRATEGIES, Budget, Plan, Strategy, View, get_stra
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.validate import Finding, validate
-from ctxlab.i18n import N_, _, language
+from ctxlab.i18n import N_, _, language, local
 from ui import (TABLE_ACTIONS, action_column, action_words, config_downloads, count_column, message_number,
                 native_downloads, number_column, role_name, strategy_picker, strategy_title, summary_note, text_width,
                 translated_columns)
@@ -288,7 +288,7 @@ except CtxlabError as e:
     st.stop()
 
 title = strategy_title(strategy.name) if strategy.name in STRATEGIES else plan.strategy
-idle = _(plan.idle) if plan.idle else plan.idle  # why the strategy changed nothing, in its own terms
+idle = local(plan.idle)  # why the strategy changed nothing, in its own terms
 if idle and getattr(STRATEGIES.get(strategy.name), "scaling", "") and st.session_state.get("lab_defaults") == "documented":
     idle = _("{idle}. Its documented defaults are sized for large windows: pick the defaults scaled to this budget "
              "on the left, or lower its trigger or window.").format(idle=idle.rstrip("."))
@@ -348,14 +348,14 @@ with main:
     for w in plan.warnings:
         if not plan.fits and w.startswith(OVER_BUDGET):
             continue  # the note above already says the result does not fit, with the same figures
-        w = _(w)
+        w = local(w)
         st.warning(md_escape(w[:1].upper() + w[1:]))
     if by := plan.stats.get("summary_by"):  # who wrote the summary (summarizer=llm): model, tokens, time
         st.caption(md_escape(summary_note(by)))
     for rules, name in RULES.items():
         for f in [f for f in findings[rules] if f.severity == "warning"][:MAX_FINDINGS]:
             st.caption(md_escape(_("{rules} warning, {code}: {message}").format(rules=name, code=f.code,
-                                                                                 message=_(f.message))))
+                                                                                 message=local(f.message))))
     ignored = [p for p in pins if plan.actions[p] != "keep"]
     if ignored:
         st.caption(_("Pinned message(s) {pins} not kept as is: {title} does not honour pins.").format(
@@ -453,7 +453,7 @@ if tab_timeline.open:
             word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
             st.text(_("#{i} {role}, {n:,} tokens, {why}").format(
                 i=picked, role=role_name(m.role), n=view.tokens[picked],
-                why=_(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=_(why))))
+                why=local(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=local(why))))
             _show_message(m)
             if plan.actions[picked] in ("clear", "truncate"):
                 k = plan.origin.index(picked)
