@@ -192,6 +192,23 @@ def local(text: str | None) -> str:
         return str(text)
 
 
+def error_text(error: BaseException) -> str:
+    """``str(error)`` as a :class:`Text` when the error is a ``CtxlabError`` (its ``problem``,
+    ``where`` and ``hint``, each localizable), so a sentence that quotes an error reads in the
+    language in use too; any other error's plain text."""
+    problem = getattr(error, "problem", None)
+    if problem is None:
+        return str(error)
+    where, hint = getattr(error, "where", None), getattr(error, "hint", None)
+    text = problem if where is None else T("{where}: {problem}", where=where, problem=problem)
+    return T("{text}. {hint}", text=text, hint=hint) if hint else text
+
+
+def local_error(error: BaseException) -> str:
+    """An error as a page shows it, in the language in use (see :func:`error_text`)."""
+    return local(error_text(error))
+
+
 def local_all(texts: Iterable[str]) -> list[str]:
     """:func:`local` of each text, rendering each distinct object once (a plan shares one text
     between the messages with the same reason, so 10,000 reasons are a few renderings)."""
@@ -212,5 +229,5 @@ def placeholders(text: str) -> list[str]:
     return sorted(m.group(1) or "" for m in PLACEHOLDER.finditer(text))
 
 
-__all__ = ["LANGUAGES", "LOCALE_DIR", "Listing", "N_", "SOURCE", "T", "Text", "Tn", "_", "catalog_files", "language", "listing", "local", "local_all",
+__all__ = ["LANGUAGES", "LOCALE_DIR", "Listing", "N_", "SOURCE", "T", "Text", "Tn", "_", "catalog_files", "error_text", "language", "listing", "local", "local_all", "local_error",
            "ngettext", "pick", "placeholders", "role_text", "translations", "use"]

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..i18n import N_, T
+from ..i18n import N_, T, error_text
 from ..llm import LLMError, active_llm
 from .base import Strategy, budget_window, param, register
 from .llm_summarizer import render_span
@@ -90,7 +90,7 @@ class LLMAttention(Strategy):
             if not picked:
                 why = T("the model's reply named no message to keep ({text!r})", text=reply.text[:60])
         except LLMError as e:
-            picked, why = [], str(e)
+            picked, why = [], error_text(e)
         if why is not None:
             picked = candidates[len(candidates) - keep:] if keep else []
         memo[key] = (sorted(picked), why)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..i18n import T
+from ..i18n import T, error_text
 from ..conversation import Message
 from ..llm import LLM, LLMError, active_llm, public_url
 from .summarizers import ExtractiveSummarizer, register_summarizer
@@ -217,8 +217,8 @@ class LLMSummarizer:
         try:
             reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens)
         except LLMError as e:
-            self._failed[cfg.fingerprint()] = (self.clock(), str(e))
-            return self._fall_back(messages, previous, str(e))
+            self._failed[cfg.fingerprint()] = (self.clock(), error_text(e))
+            return self._fall_back(messages, previous, error_text(e))
         self._failed.pop(cfg.fingerprint(), None)
         text = reply.text.strip()
         record = {"summarizer": "llm", "model": reply.model, "call": "merge" if merging else "first",
