@@ -12,6 +12,11 @@ from .english_left import chinese_left, english_left, report
 
 PAGES = ["token_counts.py", "strategy_lab.py", "compare.py", "tune.py", "tool_retrieval.py"]
 PROVIDER_IDS = ("local", "use", "multilingual", "hash", "openai")  # the embedding providers' ids, as the CLI takes them
+# What the export notes name: frameworks, products and their classes (names, not words to translate).
+FRAMEWORKS = ("OpenHands", "Codex", "Code", "SWE-agent", "ADK", "SDK", "HumanMessage", "SystemMessage",
+              "ClearToolUsesEdit", "SessionSettings", "START", "Responses", "RunConfig")
+# The placeholder texts a model receives in place of a cleared tool result, quoted by the export notes as data.
+PLACEHOLDER_TEXTS = frozenset({"[tool result cleared by ctxlab: N tokens]", "[cleared]"})
 
 
 def _open(page: str, lang: str, monkeypatch) -> AppTest:
@@ -78,32 +83,6 @@ def _check_zh(at: AppTest, known: set[str] = frozenset(), allow: tuple[str, ...]
     assert not left, report(left)
 
 
-def export_sentences(at: AppTest) -> set[str]:
-    """What ctxlab/exports writes about the configs this page shows: why a framework has no native
-    form and what does not carry over. English for now (ctxlab/exports/* is another part's work):
-    the test cuts exactly these out and checks the rest."""
-    from ctxlab.exports import TARGETS, NoNativeFormError, export_native
-    out: set[str] = set()
-    for code in at.get("code"):
-        if getattr(code, "language", "") != "yaml" and "strategy" not in str(code.value):
-            continue
-        try:
-            import yaml
-            config = yaml.safe_load(code.value)
-        except Exception:  # noqa: BLE001 -- a code block that is not a config
-            continue
-        if not isinstance(config, dict):
-            continue
-        for target in TARGETS:
-            try:
-                native = export_native(config, target)
-            except NoNativeFormError as e:
-                out.add(f"{target}: {e}")
-                continue
-            out.update(f"- {note}" for note in native.not_carried)
-    return out
-
-
 @pytest.mark.parametrize("tab", ["逐次回放", "导出"])
 def test_the_labs_replay_and_export_tabs_in_chinese(tab, monkeypatch, data_dir, test_thread_language):
     test_thread_language("zh")
@@ -111,7 +90,7 @@ def test_the_labs_replay_and_export_tabs_in_chinese(tab, monkeypatch, data_dir, 
     at.session_state["lab_tab"] = tab  # the tab's label, as the browser sends it
     at.run()
     assert not at.exception, at.exception
-    _check_zh(at, export_sentences(at))
+    _check_zh(at, PLACEHOLDER_TEXTS, allow=FRAMEWORKS)
 
 
 def test_the_tune_results_in_chinese(monkeypatch, data_dir, test_thread_language):
@@ -121,7 +100,7 @@ def test_the_tune_results_in_chinese(monkeypatch, data_dir, test_thread_language
     run_tune_sweep(at, timeout=300)
     assert at.get("plotly_chart"), "the sweep drew no figure"
     from ctxlab.sweep import COLUMNS  # the measures' headers are their identifiers, as the CLI prints them
-    _check_zh(at, export_sentences(at), allow=COLUMNS)
+    _check_zh(at, PLACEHOLDER_TEXTS, allow=(*COLUMNS, *FRAMEWORKS))
 
 
 def test_tool_retrievals_recall_sweep_in_chinese(monkeypatch, data_dir, test_thread_language):
