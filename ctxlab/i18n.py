@@ -125,7 +125,7 @@ class Text(str):
     params: dict[str, Any]
 
     def __new__(cls, english: str, msg: str | tuple[str, str, int], params: dict[str, Any]) -> "Text":
-        self = super().__new__(cls, english)
+        self = str.__new__(cls, english)
         self.msg = msg
         self.params = params
         return self
@@ -151,14 +151,42 @@ def listing(items: Iterable[str]) -> Listing:
     return Listing(tuple(items))
 
 
+_LAST: dict[str, Text] = {}
+"""Per template, the text made last: a strategy fills one sentence into message after message of a
+loop, mostly with the same parameters, and then gets one shared object (cheap to make, pickle and
+render). One entry per template of the program, so it stays small and costs the collector nothing."""
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    """Equal values of one type (a plain string and a Text with the same English render differently)."""
+    return type(a) is type(b)
+
+
 def T(template: str, /, **params: Any) -> Text:
     """``template`` filled with ``params`` in English, translatable later by :func:`local`.
-    ``pybabel extract -k T`` finds the template; placeholders are named (``{tokens:,}`` is fine)."""
-    return Text(template.format_map(params) if params else template, template, params)
+    ``pybabel extract -k T`` finds the template; placeholders are named (``{tokens:,}`` is fine).
+    Asked twice in a row with the same parameters, it returns the same object (see ``_LAST``)."""
+    last = _LAST.get(template)
+    if last is not None and last.params == params and all(map(_same_kind, params.values(), last.params.values())):
+        return last
+    made = _LAST[template] = Text(template.format_map(params) if params else template, template, params)
+    return made
+
+
+_COUNTED: dict[tuple[str, int], Text] = {}
+"""Texts of :func:`Tn` with no parameter but the count, by singular form and count (ages in turns,
+counts of messages: a few thousand at most; cleared past that)."""
 
 
 def Tn(singular: str, plural: str, n: int, /, **params: Any) -> Text:
     """Like :func:`T` with a singular and a plural form chosen by ``n`` (available as ``{n}``)."""
+    if not params:
+        made = _COUNTED.get((singular, n))
+        if made is None:
+            if len(_COUNTED) > 4096:
+                _COUNTED.clear()
+            made = _COUNTED[singular, n] = Text((singular if n == 1 else plural).format(n=n), (singular, plural, n), {"n": n})
+        return made
     params["n"] = n
     return Text((singular if n == 1 else plural).format_map(params), (singular, plural, n), params)
 

@@ -135,3 +135,12 @@ def test_the_validators_findings_read_in_chinese(zh):
     found = validate(conv.messages, "openai")
     assert found and all(f.message.startswith("Message") for f in found)
     assert all(local(f.message).startswith("消息") for f in found), [local(f.message) for f in found]
+
+
+def test_a_repeated_sentence_is_one_object_and_a_look_alike_parameter_is_not_taken_for_it(zh):
+    a = T("{step}: {reason}", step="x", reason=T("sent as is"))
+    assert T("{step}: {reason}", step="x", reason=T("sent as is")) is a  # a loop's repeats share one text
+    plain = T("{step}: {reason}", step="x", reason="sent as is")  # equal English, but not a Text
+    assert plain == a and plain is not a
+    assert local(a) == "x：原样发送" and local(plain) == "x：sent as is"
+    assert Tn("{n} turn old", "{n} turns old", 3) is Tn("{n} turn old", "{n} turns old", 3)
