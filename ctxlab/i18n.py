@@ -233,8 +233,10 @@ def error_text(error: BaseException) -> str:
 
 
 def local_error(error: BaseException) -> str:
-    """An error as a page shows it, in the language in use (see :func:`error_text`)."""
-    return local(error_text(error))
+    """An error as a page shows it, in the language in use (see :func:`error_text`); its own text
+    when that differs from what its parts make (a reader that rewrote ``args`` to add context)."""
+    text = error_text(error)
+    return local(text) if text == str(error) else str(error)
 
 
 def local_all(texts: Iterable[str]) -> list[str]:

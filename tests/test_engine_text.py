@@ -144,3 +144,18 @@ def test_a_repeated_sentence_is_one_object_and_a_look_alike_parameter_is_not_tak
     assert plain == a and plain is not a
     assert local(a) == "x：原样发送" and local(plain) == "x：sent as is"
     assert Tn("{n} turn old", "{n} turns old", 3) is Tn("{n} turn old", "{n} turns old", 3)
+
+
+def test_an_upload_error_reads_in_chinese_and_stays_english_on_the_cli(zh):
+    from ctxlab.i18n import local_error
+    with pytest.raises(ctxlab.CtxlabError) as bad_json:
+        ctxlab.loads('[{"role": "user", "content": "hi"}')
+    with pytest.raises(ctxlab.CtxlabError) as no_id:
+        ctxlab.loads('[{"role": "tool", "content": "x"}]')
+    for e in (bad_json.value, no_id.value):
+        assert str(e).isascii()  # what the CLI prints
+        assert not _english_runs(local_error(e).replace("input", "").replace("message", "")), local_error(e)
+    assert "不是有效的 JSON" in local_error(bad_json.value) and "缺少 tool_call_id" in local_error(no_id.value)
+    e = ctxlab.CtxlabError(T("the input is empty"), where="input")
+    e.args = ("input: the input is empty (read as OpenAI Chat)",)  # a reader that added context to the text
+    assert local_error(e) == "input: the input is empty (read as OpenAI Chat)"
