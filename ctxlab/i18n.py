@@ -157,6 +157,10 @@ loop, mostly with the same parameters, and then gets one shared object (cheap to
 render). One entry per template of the program, so it stays small and costs the collector nothing."""
 
 
+_CONSTANT: dict[str, Text] = {}
+"""The texts without parameters, by template (one per sentence of the program)."""
+
+
 def _same_kind(a: Any, b: Any) -> bool:
     """Equal values of one type (a plain string and a Text with the same English render differently)."""
     return type(a) is type(b)
@@ -166,10 +170,15 @@ def T(template: str, /, **params: Any) -> Text:
     """``template`` filled with ``params`` in English, translatable later by :func:`local`.
     ``pybabel extract -k T`` finds the template; placeholders are named (``{tokens:,}`` is fine).
     Asked twice in a row with the same parameters, it returns the same object (see ``_LAST``)."""
+    if not params:  # a constant sentence: one object for good
+        made = _CONSTANT.get(template)
+        if made is None:
+            made = _CONSTANT[template] = Text(template, template, {})
+        return made
     last = _LAST.get(template)
     if last is not None and last.params == params and all(map(_same_kind, params.values(), last.params.values())):
         return last
-    made = _LAST[template] = Text(template.format_map(params) if params else template, template, params)
+    made = _LAST[template] = Text(template.format_map(params), template, params)
     return made
 
 

@@ -263,7 +263,7 @@ class OldestFirst(Strategy):
             describe = self._describer(view)
             ps, sizes = scored.p[entries].tolist(), scored.sizes[entries].tolist()
             for k in positions(out, (None,)):
-                out[k] = known[groups[k]] = (ps[k], describe(groups[k], sizes[k]))
+                out[k] = known[groups[k]] = (f"{ps[k]:.2f}", describe(groups[k], sizes[k]))
         return out, cached[2]
 
     def _removal_reasons(self, view: View, scored: "_Scored", entries: np.ndarray) -> list[str]:
@@ -277,7 +277,7 @@ class OldestFirst(Strategy):
             missing = positions(out, (None,))
             labels, texts = self._labels(view, scored, np.asarray(entries)[missing])
             for k, label in zip(missing, labels):
-                out[k] = texts[groups[k]] = T("low priority {p:.2f}: {describe}", p=label[0], describe=label[1])
+                out[k] = texts[groups[k]] = T("low priority {p}: {describe}", p=label[0], describe=label[1])
         return out
 
     @staticmethod
@@ -358,7 +358,7 @@ class OldestFirst(Strategy):
         firsts, actions, reasons, groups = scored.firsts.tolist(), book.actions, book.reasons, view.seg.groups
         kept = [j for j in positions(list(map(actions.__getitem__, firsts)), ("keep",)) if not reasons[firsts[j]]]
         for j, (p, what) in zip(kept, self._labels(view, scored, kept)[0]):
-            why = T("kept: priority {p:.2f} ({what}), {cut}", p=p, what=what, cut=cut)
+            why = T("kept: priority {p} ({what}), {cut}", p=p, what=what, cut=cut)
             for i in groups[int(scored.groups[j])]:
                 reasons[i] = why
         book.fill(T("kept"), why_protected=T("kept: its turn holds a pinned message"))
