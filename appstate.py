@@ -18,7 +18,7 @@ from ctxlab.errors import CtxlabError
 from ctxlab.formats import decode_text
 from ctxlab.generate import PARAMS as GEN_PARAMS
 from ctxlab.generate import generate
-from ctxlab.i18n import LANGUAGES, N_, _, language, ngettext, pick, use
+from ctxlab.i18n import LANGUAGES, N_, _, error_text, language, local, ngettext, pick, use
 from ctxlab.llm import BASE_URL_ENV, DEFAULT_MODEL, KEY_ENV, LLM, MODEL_ENV, LLMConfig, public_url
 from ctxlab.strategies import Budget, View, make_view
 from ctxlab.tokens import TokenCounter
@@ -152,7 +152,7 @@ def _try_use(text: str, label: str) -> None:
     try:
         parts = conversation_parts(text)
     except CtxlabError as e:
-        st.session_state.input_error = str(e)
+        st.session_state.input_error = error_text(e)
         return
     if len(parts) > 1:  # the picker (_pick_conversation) chooses which one is in use
         if st.session_state.get("multi_input") != (text_hash(text), label):
@@ -181,7 +181,7 @@ def _use(text: str, label: str) -> None:
     try:
         parse(text)
     except CtxlabError as e:
-        st.session_state.input_error = str(e)
+        st.session_state.input_error = error_text(e)
         return
     if text != st.session_state.conversation_text:
         st.session_state.pins = []
@@ -240,7 +240,7 @@ def _conversation_input() -> None:
             try:  # the CLI's decoding: a UTF-16 file is named as such, not "Expecting value"
                 _try_use(decode_text(up.getvalue()), _("upload {name}").format(name=up.name))
             except CtxlabError as e:
-                st.session_state.input_error = str(e)
+                st.session_state.input_error = error_text(e)
         elif st.session_state.get("conversation_kind") == "upload":
             # Streamlit forgets a file widget on another page; the conversation it brought stays in use.
             sb.caption(md_escape(_("In use: {label}").format(label=st.session_state.conversation_label)))
@@ -277,7 +277,7 @@ def _generator_controls() -> None:
                 text = generated_text(**values)
             _try_use(text, _("generated {domain} (seed {seed})").format(domain=values["domain"], seed=values["seed"]))
         except ValueError as e:
-            st.session_state.input_error = str(e)
+            st.session_state.input_error = error_text(e)
 
 
 LANG_KEY = "lang"
@@ -322,7 +322,7 @@ def input_panel() -> None:
     _conversation_input()
     _pick_conversation()
     if st.session_state.input_error:
-        st.sidebar.error(md_escape(st.session_state.input_error))
+        st.sidebar.error(md_escape(local(st.session_state.input_error)))
         if st.session_state.conversation_text:
             st.sidebar.caption(_("Still showing the previous conversation."))
     st.sidebar.header(_("Model and budget"))

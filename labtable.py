@@ -14,7 +14,7 @@ import streamlit as st
 
 from ctxlab.conversation import Message
 from ctxlab.strategies import Plan, View
-from ctxlab.i18n import _
+from ctxlab.i18n import _, local
 from ui import message_number
 
 PAGE_ROWS = 500
@@ -95,7 +95,7 @@ class PlanTable:
                 "open": [o if o >= 0 else f"summary {-o - 1}" for o in order],
                 "role": self.roles[positions].tolist(), "tokens": self.tokens[positions].tolist(),
                 "action": [labels.get(a, a) for a in codes], "code": codes,
-                "reason": [plan.reasons[o] if o >= 0 else inserted for o in order],
+                "reason": [local(plan.reasons[o]) if o >= 0 else inserted for o in order],
                 "content": [preview(messages[o] if o >= 0 else plan.messages[-o - 1]) for o in order]}
         if not with_open:
             del cols["open"]

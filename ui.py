@@ -6,7 +6,7 @@ from typing import Any
 import streamlit as st
 
 from appstate import md_escape, persist
-from ctxlab.i18n import N_, _
+from ctxlab.i18n import N_, _, local, local_error
 from ctxlab.errors import CtxlabError
 from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml, export_native
 from ctxlab.compare import ACTION_WORDS
@@ -284,7 +284,7 @@ def native_downloads(config: dict[str, Any], prefix: str) -> None:
         try:
             native = export_native(config, target)
         except NoNativeFormError as e:
-            st.caption(md_escape(f"{target}: {e}"))
+            st.caption(md_escape(f"{target}: {local_error(e)}"))
             continue
         st.markdown(f"**{target}**")
         n1, n2 = st.columns(2)
@@ -297,7 +297,7 @@ def native_downloads(config: dict[str, Any], prefix: str) -> None:
         if native.not_carried:
             st.caption(_("What does not carry over:"))
             for note in native.not_carried:
-                st.caption(md_escape(f"- {note}"))
+                st.caption(md_escape(f"- {local(note)}"))
 
 
 def translated_columns(names: Any, config: dict[str, Any] | None = None) -> dict[str, Any]:

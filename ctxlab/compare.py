@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .i18n import N_, _
+from .i18n import N_, _, local
 from .fidelity import VERDICT_RULE, NeededFacts, ReplayMeasures, needed_facts, needed_recall, pick_by_recall
 from .strategies.plan import Plan
 from .validate import Finding, validate
@@ -116,7 +116,7 @@ def action_table(roles: Sequence[str], tokens: Sequence[int], plans: Sequence[Pl
         for label, p, why in zip(labels, plans, reasons):
             row[label] = action_labels.get(p.actions[i], p.actions[i])
             if why:
-                row[f"{label} reason"] = p.reasons[i]
+                row[f"{label} reason"] = local(p.reasons[i])
         rows.append(row)
     return rows
 
@@ -130,7 +130,7 @@ def finding_rows(metrics: Sequence[PlanMetrics], plans: Sequence[Plan]) -> list[
             for f in found:
                 origin = p.origin[f.index] if f.index is not None and f.index < len(p.origin) else None
                 rows.append({"strategy": m.label, "rules": rules, "severity": f.severity, "code": f.code,
-                             "result message": f.index, "input message": origin, "finding": f.message})
+                             "result message": f.index, "input message": origin, "finding": local(f.message)})
     return rows
 
 
@@ -317,13 +317,13 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
     for r, ch in changes.items():
         for f in ch.introduced[:limit]:
             notes.append(Note("warning", _("{rules} would reject the result, {code}: {message}{where}").format(
-                rules=RULE_NAMES.get(r, r), code=f.code, message=f.message, where=_where(f, plan.origin))))
+                rules=RULE_NAMES.get(r, r), code=f.code, message=local(f.message), where=_where(f, plan.origin))))
         if len(ch.introduced) > limit:
             notes.append(Note("warning", _("{rules}: {n} more errors in the result").format(
                 rules=RULE_NAMES.get(r, r), n=len(ch.introduced) - limit)))
     input_errors = _grouped(input_findings)
     if input_errors:
-        listed = _("; ").join(f"{f.code}{_where(f, None)}: {f.message}" for _n, f in input_errors[:limit])
+        listed = _("; ").join(f"{f.code}{_where(f, None)}: {local(f.message)}" for _n, f in input_errors[:limit])
         if len(input_errors) > limit:
             listed = _("{listed} (and {n} more)").format(listed=listed, n=len(input_errors) - limit)
         who = _(" and ").join(dict.fromkeys(n for names, _f in input_errors for n in names.split(_(" and "))))

@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .compare import ACTION_WORDS
-from .i18n import N_, _
+from .i18n import N_, _, local, local_all
 from .strategies import Budget, Plan
 
 
@@ -168,14 +168,14 @@ def timeline(plan: Plan, roles: Sequence[str], tokens: Sequence[int]) -> go.Figu
     n = len(plan.actions)
     if n > TIMELINE_MAX_BARS:
         return _grouped_timeline(plan, tokens)
-    data = []
+    data, reasons = [], local_all(plan.reasons)
     for action in _TIMELINE_ACTIONS:
         ks = [i for i in range(n) if plan.actions[i] == action]
         if not ks:
             continue
         data.append(dict(type="bar", name=_aw[action], x=ks, y=[tokens[i] for i in ks],
                          marker=dict(color=ACTION_COLORS[action]),
-                         customdata=[[roles[i], plan.reasons[i]] for i in ks],
+                         customdata=[[roles[i], reasons[i]] for i in ks],
                          hovertemplate=_("#%{x} %{customdata[0]}: %{y:,} tokens") + "<br>%{customdata[1]}<extra>"
                                        + _aw[action] + "</extra>"))
     return _figure(dict(data=data, layout=_timeline_layout(n, _("message"), "overlay")))

@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import CtxlabError
+from .i18n import T
 from .redact import KeyRedactor
 
 log = logging.getLogger("ctxlab.llm")
@@ -51,9 +52,9 @@ log.addHandler(logging.NullHandler())  # a library: the application decides wher
 
 DEFAULT_MODEL = "gpt-4o-mini"
 KEY_ENV, BASE_URL_ENV, MODEL_ENV = "OPENAI_API_KEY", "OPENAI_BASE_URL", "CTXLAB_LLM_MODEL"
-SETUP_HINT = (f"Set {KEY_ENV} (for OpenAI), or {BASE_URL_ENV} for any OpenAI-compatible server such as "
-              f"http://127.0.0.1:11434/v1 (Ollama) or http://127.0.0.1:8000/v1 (vLLM), and {MODEL_ENV} for the model "
-              "name; in the app, use the model settings panel")
+SETUP_HINT = T("Set {key} (for OpenAI), or {base_url} for any OpenAI-compatible server such as "
+              "http://127.0.0.1:11434/v1 (Ollama) or http://127.0.0.1:8000/v1 (vLLM), and {model} for the model "
+              "name; in the app, use the model settings panel", key=KEY_ENV, base_url=BASE_URL_ENV, model=MODEL_ENV)
 _NO_KEY = "ctxlab-no-key"  # local servers (Ollama, vLLM) accept any key; the client needs one
 _KEYLIKE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{6,}")
 _BEARER = re.compile(r"(Bearer\s+)\S+", re.IGNORECASE)
@@ -287,7 +288,7 @@ class LLM:
             if self._client is None:
                 cfg = self.config
                 if not cfg.configured:
-                    raise LLMNotConfiguredError("no model is configured", kind="not_configured", hint=SETUP_HINT)
+                    raise LLMNotConfiguredError(T("no model is configured"), kind="not_configured", hint=SETUP_HINT)
                 from openai import OpenAI
                 from ._deadline import deadline_client
                 key = cfg.api_key.reveal() if cfg.api_key else _NO_KEY
@@ -499,7 +500,7 @@ def require_configured(llm: "LLM | None" = None) -> LLM:
     how to configure a model."""
     llm = llm or active_llm()
     if not llm.config.configured:
-        raise LLMNotConfiguredError("no model is configured", kind="not_configured", hint=SETUP_HINT)
+        raise LLMNotConfiguredError(T("no model is configured"), kind="not_configured", hint=SETUP_HINT)
     return llm
 
 

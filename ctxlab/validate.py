@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal, Sequence
 
 from .errors import CtxlabError
+from .i18n import T, role_text
 from .conversation import Conversation, Message, ToolCall
 
 Severity = Literal["error", "warning"]
@@ -105,9 +106,9 @@ class _ToolPairing:
         for call in self.calls.values():
             if (k, call.id) not in self.answered:
                 self.add("unanswered_tool_call", k,
-                         f"Message {k} (assistant) calls {_call_label(call)} but no tool message answers it "
-                         f"right after: add a tool message with tool_call_id {call.id!r} after message {k}, "
-                         "or remove the call.")
+                         T("Message {k} (assistant) calls {call_label} but no tool message answers it "
+                         "right after: add a tool message with tool_call_id {id!r} after message {k}, "
+                         "or remove the call.", k=k, call_label=_call_label(call), id=call.id))
 
     def see(self, i: int, m: Message) -> None:
         """Take message ``i`` into account."""
@@ -133,30 +134,30 @@ class _ToolPairing:
             self.add("orphan_tool_result", i, self._orphan_text(i, cid))
         elif (k, cid) in self.answered:
             self.add("duplicate_tool_result", i,
-                     f"Message {i} (tool) is a second result for call {cid!r} of message {k}: "
-                     "drop one of the two results.")
+                     T("Message {i} (tool) is a second result for call {cid!r} of message {k}: "
+                     "drop one of the two results.", i=i, cid=cid, k=k))
         elif not self.block_open:
             self.answered.add((k, cid))
             self.add("result_not_adjacent", i,
-                     f"Message {i} (tool) answers call {cid!r} of message {k}, but message "
-                     f"{self.interruption} comes in between: move the result right after message {k} "
-                     "and its other results.")
+                     T("Message {i} (tool) answers call {cid!r} of message {k}, but message "
+                     "{interruption} comes in between: move the result right after message {k} "
+                     "and its other results.", i=i, cid=cid, k=k, interruption=self.interruption))
         else:
             self.answered.add((k, cid))
 
     def _orphan_text(self, i: int, cid: str | None) -> str:
         """The sentence for an orphan result, saying where its call is if there is one."""
         if cid is None:
-            return (f"Message {i} (tool) has no tool_call_id: give it the id of the call it answers, "
-                    "or drop it.")
+            return (T("Message {i} (tool) has no tool_call_id: give it the id of the call it answers, "
+                    "or drop it.", i=i))
         k = self.last_assistant
         site = self.call_site.get(cid)
-        follows = "no assistant message" if k is None else f"message {k}"
+        follows = T("no assistant message") if k is None else T("message {k}", k=k)
         if site is not None:
-            return (f"Message {i} (tool) answers call {cid!r} of message {site}, but it follows {follows}: "
-                    f"move it right after message {site}, or drop it.")
-        return (f"Message {i} (tool) answers call {cid!r}, which no assistant message before it made "
-                f"(it follows {follows}): drop it, or restore the assistant message that made the call.")
+            return (T("Message {i} (tool) answers call {cid!r} of message {site}, but it follows {follows}: "
+                    "move it right after message {site}, or drop it.", i=i, cid=cid, site=site, follows=follows))
+        return (T("Message {i} (tool) answers call {cid!r}, which no assistant message before it made "
+                "(it follows {follows}): drop it, or restore the assistant message that made the call.", i=i, cid=cid, follows=follows))
 
     def finish(self) -> list[Finding]:
         """Close the last block and return the findings."""
@@ -175,7 +176,7 @@ def _tool_findings(messages: Sequence[Message], rules: str) -> list[Finding]:
 def _empty_conversation(rules: str) -> Finding:
     """The finding for a conversation with no message at all."""
     return Finding("empty_conversation", "error", None,
-                   "The conversation has no messages: add at least one user message.", rules)
+                   T("The conversation has no messages: add at least one user message."), rules)
 
 
 def check_openai(messages: Sequence[Message]) -> list[Finding]:
@@ -186,8 +187,8 @@ def check_openai(messages: Sequence[Message]) -> list[Finding]:
     for i, m in enumerate(messages):
         if m.role == "assistant" and not m.tool_calls and _is_empty(m):
             found.append(Finding("empty_content", "warning", i,
-                                 f"Message {i} (assistant) has no content and no tool calls: "
-                                 "remove it or give it text.", "openai"))
+                                 T("Message {i} (assistant) has no content and no tool calls: "
+                                 "remove it or give it text.", i=i), "openai"))
     return found
 
 
@@ -201,8 +202,8 @@ def _anthropic_turn(i: int, m: Message, prev: str | None) -> tuple[str, Finding 
         if prev == "assistant":
             return "assistant", Finding(
                 "consecutive_assistant_turns", "error", i,
-                f"Message {i} (assistant) follows another assistant turn: merge the two assistant "
-                "messages into one, or drop one.", "anthropic")
+                T("Message {i} (assistant) follows another assistant turn: merge the two assistant "
+                "messages into one, or drop one.", i=i), "anthropic")
         return "assistant", None
     if m.role == "tool":
         if prev == "results":
@@ -215,8 +216,8 @@ def _anthropic_turn(i: int, m: Message, prev: str | None) -> tuple[str, Finding 
     if prev in ("user", "results"):
         return kind, Finding(
             "consecutive_user_turns", "error", i,
-            f"Message {i} ({m.role}) makes a second user turn in a row: merge it into the user "
-            "message before it, or put an assistant message in between.", "anthropic")
+            T("Message {i} ({role}) makes a second user turn in a row: merge it into the user "
+            "message before it, or put an assistant message in between.", i=i, role=role_text(m.role)), "anthropic")
     return kind, None
 
 
@@ -227,8 +228,8 @@ def _anthropic_empty(i: int, m: Message, last: int) -> Finding | None:
     if m.role == "assistant" and i == last:
         return None
     return Finding("empty_content", "error", i,
-                   f"Message {i} ({m.role}) has no content and no tool calls: Anthropic rejects empty "
-                   "turns; remove it or give it text.", "anthropic")
+                   T("Message {i} ({role}) has no content and no tool calls: Anthropic rejects empty "
+                   "turns; remove it or give it text.", i=i, role=role_text(m.role)), "anthropic")
 
 
 def check_anthropic(messages: Sequence[Message]) -> list[Finding]:
@@ -242,21 +243,21 @@ def check_anthropic(messages: Sequence[Message]) -> list[Finding]:
         if m.role == "system":
             if prev is not None:
                 found.append(Finding("system_not_at_start", "error", i,
-                                     f"Message {i} (system) comes after the conversation started: "
+                                     T("Message {i} (system) comes after the conversation started: "
                                      "Anthropic takes system text only at the top; move it there or "
-                                     "make it a user message.", "anthropic"))
+                                     "make it a user message.", i=i), "anthropic"))
             continue
         if prev is None and m.role == "assistant":
             found.append(Finding("first_turn_not_user", "warning", i,
-                                 f"Message {i} (assistant) is the first turn: Anthropic expects a user "
-                                 "turn first; add a user message before it.", "anthropic"))
+                                 T("Message {i} (assistant) is the first turn: Anthropic expects a user "
+                                 "turn first; add a user message before it.", i=i), "anthropic"))
         prev, finding = _anthropic_turn(i, m, prev)
         empty = _anthropic_empty(i, m, last)
         found.extend(f for f in (finding, empty) if f is not None)
     if prev is None:
         found.append(Finding("empty_conversation", "error", None,
-                             "The conversation has only system messages: Anthropic needs at least one "
-                             "user message.", "anthropic"))
+                             T("The conversation has only system messages: Anthropic needs at least one "
+                             "user message."), "anthropic"))
     return found
 
 
@@ -277,9 +278,9 @@ def check_deepseek_thinking(messages: Sequence[Message]) -> list[Finding]:
         if not reasoning_parts(messages[i], "deepseek"):
             found.append(Finding(
                 "missing_reasoning_content", "error", i,
-                f"Message {i} (assistant) made tool calls without its reasoning_content: DeepSeek's thinking "
+                T("Message {i} (assistant) made tool calls without its reasoning_content: DeepSeek's thinking "
                 "mode rejects the request; send the reasoning back with the message, or drop the message "
-                "with its tool results.", "deepseek-thinking"))
+                "with its tool results.", i=i), "deepseek-thinking"))
     return found
 
 
@@ -292,14 +293,14 @@ def check_anthropic_thinking(messages: Sequence[Message]) -> list[Finding]:
         if not parts or parts[0].type not in ("thinking", "redacted_thinking"):
             found.append(Finding(
                 "missing_thinking_block", "error", i,
-                f"Message {i} (assistant) calls tools in the turn in progress but does not start with its "
+                T("Message {i} (assistant) calls tools in the turn in progress but does not start with its "
                 "thinking block: with extended thinking on, Anthropic rejects it; send the block back "
-                "unchanged.", "anthropic-thinking"))
+                "unchanged.", i=i), "anthropic-thinking"))
         elif parts[0].type == "thinking" and not parts[0].data.get("signature"):
             found.append(Finding(
                 "unsigned_thinking_block", "error", i,
-                f"Message {i} (assistant) starts with a thinking block that has no signature: Anthropic "
-                "checks it; send the block back as the API returned it.", "anthropic-thinking"))
+                T("Message {i} (assistant) starts with a thinking block that has no signature: Anthropic "
+                "checks it; send the block back as the API returned it.", i=i), "anthropic-thinking"))
     return found
 
 

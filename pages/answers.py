@@ -20,7 +20,7 @@ from appstate import (current_budget, current_llm, input_panel, md_code, md_esca
 from ctxlab.answers import Answer, answer_replay
 from ctxlab.compare import DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, column_labels
 from ctxlab.errors import CtxlabError
-from ctxlab.i18n import N_, _
+from ctxlab.i18n import N_, _, local
 from ctxlab.llm import BASE_URL_ENV, KEY_ENV, MODEL_ENV
 from ctxlab.probes import MATCH_RULE, Probe, ProbeScore, generate_probes, score_probes, user_probes
 from ctxlab.strategies import Strategy
@@ -73,7 +73,7 @@ def _show_answer(col: Any, a: Answer) -> None:
               help=_("ctxlab's count of the {n} messages and the tool definitions sent").format(n=a.context_messages))
     col.caption(_("Facts retained: {retained}; {completion} completion tokens.").format(
         retained=_("n/a") if a.retention is None else f"{a.retention:.0%}", completion=_figure(a.completion_tokens)))
-    for w in a.warnings:
+    for w in map(local, a.warnings):  # the plan's warnings, in the language in use
         col.warning(md_escape(w[:1].upper() + w[1:]))
 
 

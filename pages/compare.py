@@ -20,7 +20,7 @@ from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.strategies import Budget, Strategy, View, get_strategy
 from ctxlab.validate import validate
-from ctxlab.i18n import N_, _
+from ctxlab.i18n import N_, _, local
 from ui import action_words, action_column, count_column, strategy_picker, table_columns, translated_columns
 
 
@@ -113,7 +113,7 @@ for k, col in enumerate(st.columns(count), 1):
         col.caption(_("Left out of the comparison."))
         continue
     if plans[-1].idle:
-        col.info(md_escape(_("Did not act: {why}.").format(why=_(plans[-1].idle).rstrip("."))))
+        col.info(md_escape(_("Did not act: {why}.").format(why=local(plans[-1].idle).rstrip("."))))
     names.append(strategy.name)
     strategies.append(strategy)
     columns.append(k)
@@ -173,7 +173,7 @@ st.dataframe(metric_rows, key="cmp_metrics", hide_index=True, width="stretch",
                                               {**{c: count_column(c) for c in COUNTS}, **REPLAY_COLUMNS}))
 for m in metrics:
     for w in m.warnings:
-        st.warning(md_escape(_("{label}: {sentence}").format(label=m.label, sentence=_(w))))
+        st.warning(md_escape(_("{label}: {sentence}").format(label=m.label, sentence=local(w))))
 
 st.subheader(_("Every message"))
 st.caption(_("One row per input message; one column per strategy, with what it did: {actions}.").format(

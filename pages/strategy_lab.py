@@ -31,7 +31,7 @@ from ctxlab.snippets import python_snippet, strategy_config
 from ctxlab.strategies import STRATEGIES, Plan, View
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
-from ctxlab.i18n import N_, _, language, use
+from ctxlab.i18n import N_, _, language, local, use
 from ui import (TABLE_ACTIONS, action_column, action_words, config_downloads, count_column, message_number,
                 native_downloads, number_column, role_name, strategy_picker, strategy_title, summary_note, text_width,
                 translated_columns)
@@ -215,7 +215,7 @@ except CtxlabError as e:
     st.stop()
 
 title = strategy_title(strategy.name) if strategy.name in STRATEGIES else plan.strategy
-idle = _(plan.idle) if plan.idle else plan.idle  # why the strategy changed nothing, in its own terms
+idle = local(plan.idle)  # why the strategy changed nothing, in its own terms
 if idle and getattr(STRATEGIES.get(strategy.name), "scaling", "") and st.session_state.get("lab_defaults") == "documented":
     idle = _("{idle}. Its documented defaults are sized for large windows: pick the defaults scaled to this budget "
              "on the left, or lower its trigger or window.").format(idle=idle.rstrip("."))
@@ -275,14 +275,14 @@ with main:
     for w in plan.warnings:
         if not plan.fits and w.startswith(OVER_BUDGET):
             continue  # the note above already says the result does not fit, with the same figures
-        w = _(w)
+        w = local(w)
         st.warning(md_escape(w[:1].upper() + w[1:]))
     if by := plan.stats.get("summary_by"):  # who wrote the summary (summarizer=llm): model, tokens, time
         st.caption(md_escape(summary_note(by)))
     for rules, name in RULES.items():
         for f in [f for f in findings[rules] if f.severity == "warning"][:MAX_FINDINGS]:
             st.caption(md_escape(_("{rules} warning, {code}: {message}").format(rules=name, code=f.code,
-                                                                                 message=_(f.message))))
+                                                                                 message=local(f.message))))
     ignored = [p for p in pins if plan.actions[p] != "keep"]
     if ignored:
         st.caption(_("Pinned message(s) {pins} not kept as is: {title} does not honour pins.").format(
@@ -383,7 +383,7 @@ def _message_table(table: labtable.PlanTable, plan: Plan, conv: Conversation, vi
         word, why = LABELS[plan.actions[picked]], plan.reasons[picked]
         st.text(_("#{i} {role}, {n:,} tokens, {why}").format(
             i=picked, role=role_name(m.role), n=view.tokens[picked],
-            why=_(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=_(why))))
+            why=local(why) if why.startswith(word) else _("{word}: {why}").format(word=_(word), why=local(why))))
         _show_message(m)
         if plan.actions[picked] in ("clear", "truncate"):
             k = plan.origin.index(picked)
@@ -474,12 +474,12 @@ if tab_export.open:
         for col, (fmt, name) in zip(st.columns(len(EXPORTS)), EXPORTS.items()):
             data, notes = exports[fmt]
             if data is None:
-                col.error(md_escape(f"{name}: {notes[0]}"))
+                col.error(md_escape(f"{name}: {local(notes[0])}"))
                 continue
             col.download_button(_("{label} JSON").format(label=name), data, file_name=f"context_{fmt}.json", mime="application/json",
                                 key=f"lab_dl_{fmt}")
             for note in notes:
-                col.caption(md_escape(note))
+                col.caption(md_escape(local(note)))
         config = strategy_config(strategy, budget, model)
         st.caption(_("The strategy and budget as a config (reads back with `ctxlab.snippets.strategy_from_config`):"))
         config_downloads(config, _("Config"), "strategy", "lab_dl_config")

@@ -20,7 +20,7 @@ from appstate import current_conversation, input_panel, md_escape, persist, text
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.formats import load_json_documents
-from ctxlab.i18n import N_, _
+from ctxlab.i18n import N_, _, local
 from ui import translated_columns
 from ctxlab.tokens import TokenCounter
 from ctxlab.tools import (TUNED_CONTEXT, OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, conversation_query,
@@ -346,7 +346,7 @@ with right:
         sent_what = _("every tool") if on_no_match == "all" else (
             _("no tools except the always-included ones") if always else _("no tools"))
         st.warning(md_escape(_("Unsure: {why}. Sending {what} (your choice for a query that matches nothing "
-                               "well).").format(why=_(selection.unsure_reason), what=sent_what)))
+                               "well).").format(why=local(selection.unsure_reason), what=sent_what)))
     if selection.context:
         st.caption(md_escape(_("Ranked with {n} earlier user message(s) folded in (weights {weights}): the newest "
                                "message has {words} words, at most {limit}.").format(
@@ -358,7 +358,7 @@ with right:
             words=len(tokenize(query)), limit=TUNED_CONTEXT.max_words)))
     for w in selection.warnings:
         if not w.startswith("unsure"):  # said just above, in full
-            st.warning(md_escape(_(w)))
+            st.warning(md_escape(local(w)))
     saved = selection.tokens_all - selection.tokens_selected
     m1, m2, m3, m4 = st.columns(4)
     m1.metric(_("Tools sent"), _("{k} of {n}").format(k=len(selection.tools), n=len(catalog)))

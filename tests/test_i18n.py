@@ -16,7 +16,7 @@ from ctxlab.i18n import _, N_, ngettext, pick, placeholders, use  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*ROOT.glob("*.py"), *(ROOT / "pages").glob("*.py"), *(ROOT / "ctxlab").rglob("*.py")])
-KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
+KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2), "T": None, "Tn": (1, 2)}
 
 
 def marked() -> dict[str, list[str]]:
@@ -35,10 +35,11 @@ def zh_entries() -> dict[str, list[tuple[str, str]]]:
     for path in i18n.catalog_files("zh"):
         with path.open("rb") as fh:
             for message in read_po(fh, locale="zh"):
-                if message.id:
-                    ident = message.id if isinstance(message.id, str) else message.id[0]
+                if message.id:  # a plural entry counts for its singular and its plural source
+                    idents = (message.id,) if isinstance(message.id, str) else message.id
                     string = message.string if isinstance(message.string, str) else message.string[0]
-                    entries.setdefault(ident, []).append((path.name, string))
+                    for ident in idents:
+                        entries.setdefault(ident, []).append((path.name, string))
     return entries
 
 

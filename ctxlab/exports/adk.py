@@ -15,6 +15,7 @@ which no ctxlab parameter holds, so it is left unset and the notes say so.
 """
 from __future__ import annotations
 
+from ..i18n import T
 from .compaction import kept_notes, trigger_note, tuned_trigger
 from .config import LabConfig
 from .native import NativeExport, common_notes, notes_block, pretty, target
@@ -51,19 +52,19 @@ def _export(lab: LabConfig) -> NativeExport:
     retention = s.keep_recent if s.name == "summarize" else 0
     compaction = {"token_threshold": t.inputs, "event_retention_size": retention}
     notes = [*common_notes(lab, budget_used=s.name == "summarize", runs="turn_start"),
-             trigger_note(t, lab, "ADK (from the prompt's token count)"),
-             "ADK compacts after an invocation (a user turn) ends, not before each model call inside it: a long turn "
-             "can pass the threshold until it ends",
-             ("event_retention_size " + f"{retention:,}" + ": ADK counts events, ctxlab counts messages (a model event "
-              "may hold several function calls, and their responses one event), so the same number keeps a different "
-              "amount" if retention else
-              "event_retention_size 0: nothing but the summary is kept raw, as in server_compaction"),
-             "compaction_interval / overlap_size (ADK's sliding window over user invocations): no ctxlab parameter "
-             "counts invocations, so they are left unset",
-             f"context_cache_config: ctxlab's config holds no cache setting; these are ADK's defaults "
-             f"({', '.join(f'{k}={v}' for k, v in CACHE_DEFAULTS.items())}). A compaction rewrites the prompt's "
-             "prefix, so the cache is rebuilt after each",
-             *[n for n in kept_notes(lab, "ADK's compaction", keeps_users=False) if not n.startswith("keep_recent")]]
+             trigger_note(t, lab, T("ADK (from the prompt's token count)")),
+             T("ADK compacts after an invocation (a user turn) ends, not before each model call inside it: a long turn "
+             "can pass the threshold until it ends"),
+             (T("event_retention_size {retention:,}: ADK counts events, ctxlab counts messages (a model event "
+                "may hold several function calls, and their responses one event), so the same number keeps a different "
+                "amount", retention=retention) if retention else
+              T("event_retention_size 0: nothing but the summary is kept raw, as in server_compaction")),
+             T("compaction_interval / overlap_size (ADK's sliding window over user invocations): no ctxlab parameter "
+             "counts invocations, so they are left unset"),
+             T("context_cache_config: ctxlab's config holds no cache setting; these are ADK's defaults "
+             "({items}). A compaction rewrites the prompt's "
+             "prefix, so the cache is rebuilt after each", items=', '.join(f'{k}={v}' for k, v in CACHE_DEFAULTS.items())),
+             *[n for n in kept_notes(lab, T("ADK's compaction"), keeps_users=False) if not n.startswith("keep_recent")]]
     data = {"events_compaction_config": compaction, "context_cache_config": dict(CACHE_DEFAULTS)}
     code = _CODE.format(version=__version__, strategy=s.name, notes=notes_block(notes).rstrip("\n"),
                         threshold=t.inputs, retention=retention, **CACHE_DEFAULTS,
@@ -72,7 +73,7 @@ def _export(lab: LabConfig) -> NativeExport:
 
 
 target("adk", {"summarize": _export, "server_compaction": _export},
-       hint="ADK's event compaction summarizes past a token threshold; for the other strategies, run the ctxlab "
-            "snippet in a before_model_callback.")
+       hint=T("ADK's event compaction summarizes past a token threshold; for the other strategies, run the ctxlab "
+            "snippet in a before_model_callback."))
 
 __all__ = ["CACHE_DEFAULTS"]

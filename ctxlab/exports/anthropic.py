@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..i18n import T
 from .config import LabConfig
 from .native import NativeExport, common_notes, literal, notes_block, target
 
 BETA = "context-management-2025-06-27"
 EDIT_TYPE = "clear_tool_uses_20250919"
-SMALL_RESULTS = ("ctxlab leaves a tool result alone when its placeholder would not make it smaller; "
-                 "Anthropic clears every older result that is not kept or excluded, whatever its size")
+SMALL_RESULTS = (T("ctxlab leaves a tool result alone when its placeholder would not make it smaller; "
+                 "Anthropic clears every older result that is not kept or excluded, whatever its size"))
 
 
 def clear_tool_uses_edit(lab: LabConfig) -> tuple[dict[str, Any], list[str]]:
@@ -36,21 +37,21 @@ def clear_tool_uses_edit(lab: LabConfig) -> tuple[dict[str, Any], list[str]]:
     if s.exclude_tools:
         edit["exclude_tools"] = list(s.exclude_tools)
     edit["clear_tool_inputs"] = s.clear_tool_inputs
-    when = ("trigger_tokens 0 (clear on every request) becomes the smallest input-token trigger"
-            if not s.trigger_tokens else f"trigger_tokens {s.trigger_tokens:,} counts the messages only")
-    notes = [f"trigger: {when}; Anthropic counts all input tokens, tool definitions included, so the export "
-             f"adds the config's tools_tokens ({lab.tools_tokens:,}): input_tokens {trigger:,}",
-             f"token counts: ctxlab counted with tiktoken for {lab.model or 'gpt-4o'} (an estimate for Claude "
-             "models); the API counts with Claude's tokenizer, so the trigger fires at a slightly different point",
+    when = (T("trigger_tokens 0 (clear on every request) becomes the smallest input-token trigger")
+            if not s.trigger_tokens else T("trigger_tokens {trigger_tokens:,} counts the messages only", trigger_tokens=s.trigger_tokens))
+    notes = [T("trigger: {when}; Anthropic counts all input tokens, tool definitions included, so the export "
+             "adds the config's tools_tokens ({tools_tokens:,}): input_tokens {trigger:,}", when=when, tools_tokens=lab.tools_tokens, trigger=trigger),
+             T("token counts: ctxlab counted with tiktoken for {model} (an estimate for Claude "
+             "models); the API counts with Claude's tokenizer, so the trigger fires at a slightly different point", model=lab.model or 'gpt-4o'),
              SMALL_RESULTS,
-             "the placeholder text is Anthropic's own, not ctxlab's '[tool result cleared by ctxlab: N tokens]'"]
+             T("the placeholder text is Anthropic's own, not ctxlab's '[tool result cleared by ctxlab: N tokens]'")]
     if s.clear_at_least:
-        notes.append("clear_at_least is all-or-nothing in both (if that many tokens cannot be cleared, nothing is); "
-                     "each side measures the tokens saved with its own tokenizer and placeholder")
+        notes.append(T("clear_at_least is all-or-nothing in both (if that many tokens cannot be cleared, nothing is); "
+                     "each side measures the tokens saved with its own tokenizer and placeholder"))
     if lab.pins:
-        notes.append("pinned tool results may be cleared by the API: list their tools in exclude_tools to keep them")
-    notes.append(f"the budget (max_tokens {lab.max_tokens:,}, reserve {lab.reserve}): ctxlab's planning limit; "
-                 "the API has no such setting (it enforces the model's window)")
+        notes.append(T("pinned tool results may be cleared by the API: list their tools in exclude_tools to keep them"))
+    notes.append(T("the budget (max_tokens {max_tokens:,}, reserve {reserve}): ctxlab's planning limit; "
+                 "the API has no such setting (it enforces the model's window)", max_tokens=lab.max_tokens, reserve=lab.reserve))
     return edit, notes
 
 
@@ -86,7 +87,7 @@ def _clear_tool_results(lab: LabConfig) -> NativeExport:
     notes = [*common_notes(lab, budget_used=True), *notes]
     model = lab.model if (lab.model or "").startswith("claude") else None
     if model is None:
-        notes.append(f"the config's model {lab.model or 'gpt-4o'} is not a Claude model: pass model= yourself")
+        notes.append(T("the config's model {model} is not a Claude model: pass model= yourself", model=lab.model or 'gpt-4o'))
     context = {"edits": [edit]}
     code = _CODE.format(version=__version__, beta=BETA, notes=notes_block(notes).rstrip("\n"),
                         model=literal(model) + ("  # set a Claude model" if model is None else ""),
@@ -96,14 +97,14 @@ def _clear_tool_results(lab: LabConfig) -> NativeExport:
 
 
 def _none(lab: LabConfig) -> NativeExport:
-    notes = ["strategy none sends everything: no context_management block, nothing to configure",
+    notes = [T("strategy none sends everything: no context_management block, nothing to configure"),
              *common_notes(lab, budget_used=False)]
     code = notes_block(notes) + "# Send the request as usual: no context_management, no beta header.\n"
     return NativeExport("anthropic", "none", {}, code, tuple(notes))
 
 
 target("anthropic", {"clear_tool_results": _clear_tool_results, "none": _none},
-       hint="Anthropic's context editing clears tool results (and thinking blocks) and compacts (summarize, "
-            "server_compaction: see anthropic_compaction); run the ctxlab snippet client-side for the others.")
+       hint=T("Anthropic's context editing clears tool results (and thinking blocks) and compacts (summarize, "
+            "server_compaction: see anthropic_compaction); run the ctxlab snippet client-side for the others."))
 
 __all__ = ["BETA", "EDIT_TYPE", "clear_tool_uses_edit"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..i18n import T
 from .anthropic import BETA as EDITING_BETA
 from .anthropic import clear_tool_uses_edit
 from .compaction import kept_notes, trigger_note, tuned_trigger
@@ -27,10 +28,10 @@ BETA = "compact-2026-01-12"
 EDIT_TYPE = "compact_20260112"
 MINIMUM_TRIGGER = 50_000
 SUPPORTED = ("claude-opus-4-6", "claude-opus-4-7", "claude-sonnet-4-6", "claude-mythos")
-THINKING_NOTE = ("clear_thinking_20251015: not exported (no ctxlab strategy decides about thinking blocks); with "
+THINKING_NOTE = (T("clear_thinking_20251015: not exported (no ctxlab strategy decides about thinking blocks); with "
                  "extended thinking on, put {\"type\": \"clear_thinking_20251015\", \"keep\": {\"type\": "
                  "\"thinking_turns\", \"value\": 1}} first in edits to drop older turns' thinking (ctxlab's reasoning "
-                 "check requires only the turn in progress), or keep \"all\" to keep the prompt cache")
+                 "check requires only the turn in progress), or keep \"all\" to keep the prompt cache"))
 
 
 def compact_edit(lab: LabConfig, step: Any) -> tuple[dict[str, Any], list[str]]:
@@ -42,14 +43,14 @@ def compact_edit(lab: LabConfig, step: Any) -> tuple[dict[str, Any], list[str]]:
                             "pause_after_compaction": False}
     notes = [trigger_note(t, lab, "Anthropic")]
     if value != t.inputs:
-        notes.append(f"trigger raised to {MINIMUM_TRIGGER:,} input tokens, Anthropic's minimum: the tuned {t.inputs:,} "
-                     "is below it, so compaction fires later than in the replay")
+        notes.append(T("trigger raised to {minimum:,} input tokens, Anthropic's minimum: the tuned {inputs:,} "
+                     "is below it, so compaction fires later than in the replay", minimum=MINIMUM_TRIGGER, inputs=t.inputs))
     instructions = getattr(step, "instructions", "")
     if instructions:
         edit["instructions"] = instructions
-    notes += kept_notes(single, "Anthropic's compaction", keeps_users=False)
-    notes.append("pause_after_compaction false: the API continues the reply after compacting; true returns the "
-                 "compaction block first (ctxlab's replay measures prompts, so it has no such pause to simulate)")
+    notes += kept_notes(single, T("Anthropic's compaction"), keeps_users=False)
+    notes.append(T("pause_after_compaction false: the API continues the reply after compacting; true returns the "
+                 "compaction block first (ctxlab's replay measures prompts, so it has no such pause to simulate)"))
     return edit, notes
 
 
@@ -88,7 +89,7 @@ def _export(lab: LabConfig) -> NativeExport:
         edit, more = clear_tool_uses_edit(LabConfig(steps[0], lab.model, lab.max_tokens, lab.reserve,
                                                     lab.tools_tokens, lab.pins, lab.tools))
         edits.append(edit)
-        notes += [f"clear_tool_uses_20250919: {n}" for n in more]
+        notes += [T("clear_tool_uses_20250919: {note}", note=n) for n in more]
         betas.append(EDITING_BETA)
     edit, more = compact_edit(lab, steps[-1])
     edits.append(edit)
@@ -96,10 +97,10 @@ def _export(lab: LabConfig) -> NativeExport:
     notes.append(THINKING_NOTE)
     model = lab.model if (lab.model or "").startswith("claude") else None
     if model is None:
-        notes.append(f"the config's model {lab.model or 'gpt-4o'} is not a Claude model: pass model= yourself "
-                     f"(compaction runs on {', '.join(SUPPORTED[:3])})")
+        notes.append(T("the config's model {model} is not a Claude model: pass model= yourself "
+                     "(compaction runs on {items})", model=lab.model or 'gpt-4o', items=', '.join(SUPPORTED[:3])))
     elif not model.startswith(SUPPORTED):
-        notes.append(f"{model}: Anthropic lists compaction for {', '.join(SUPPORTED[:3])} only")
+        notes.append(T("{model}: Anthropic lists compaction for {items} only", model=model, items=', '.join(SUPPORTED[:3])))
     context = {"edits": edits}
     strategy = " >> ".join(s.name for s in steps)
     code = _CODE.format(version=__version__, strategy=strategy, betas=betas, notes=notes_block(notes).rstrip("\n"),

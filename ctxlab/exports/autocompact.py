@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 
+from ..i18n import T
 from .compaction import kept_notes, trigger_note, tuned_trigger
 from .config import LabConfig
 from .native import NativeExport, common_notes, notes_block, target
@@ -37,18 +38,18 @@ def _claude_code(lab: LabConfig) -> NativeExport:
     fires = window * pct // 100
     default = window - CLAUDE_BUFFER - CLAUDE_OUTPUT_RESERVE
     notes = [*common_notes(lab, budget_used=lab.strategy.name == "summarize"),
-             trigger_note(t, lab, "Claude Code"),
-             f"the percentage is a whole number: {pct}% of the {window:,}-token window (max_tokens) fires at "
-             f"{fires:,} tokens, not exactly {t.inputs:,}",
-             "Claude Code's own system prompt, tool definitions and memory files count too: the config's "
-             "tools_tokens are the lab's tools, not Claude Code's"]
+             trigger_note(t, lab, T("Claude Code")),
+             T("the percentage is a whole number: {pct}% of the {window:,}-token window (max_tokens) fires at "
+             "{fires:,} tokens, not exactly {inputs:,}", pct=pct, window=window, fires=fires, inputs=t.inputs),
+             T("Claude Code's own system prompt, tool definitions and memory files count too: the config's "
+             "tools_tokens are the lab's tools, not Claude Code's")]
     if fires > default:
-        notes.append(f"above Claude Code's default threshold (about {default:,} here: the window less up to "
-                     f"{CLAUDE_OUTPUT_RESERVE:,} for the summary and a {CLAUDE_BUFFER:,}-token buffer): the override "
-                     "only lowers the threshold (anthropics/claude-code#31806), so it compacts at its default")
-    notes += [*kept_notes(lab, "Claude Code's auto-compact", keeps_users=False),
-              "settings.json: the env block below is the documented place, but one version was reported to ignore "
-              "it for the threshold (anthropics/claude-code#63186); the shell export always applies"]
+        notes.append(T("above Claude Code's default threshold (about {default:,} here: the window less up to "
+                     "{reserve:,} for the summary and a {buffer:,}-token buffer): the override "
+                     "only lowers the threshold (anthropics/claude-code#31806), so it compacts at its default", default=default, reserve=CLAUDE_OUTPUT_RESERVE, buffer=CLAUDE_BUFFER))
+    notes += [*kept_notes(lab, T("Claude Code's auto-compact"), keeps_users=False),
+              T("settings.json: the env block below is the documented place, but one version was reported to ignore "
+              "it for the threshold (anthropics/claude-code#63186); the shell export always applies")]
     text = (notes_block(notes) + "".join(f"export {k}={v}\n" for k, v in env.items())
             + "\n# or, in ~/.claude/settings.json:\n"
             + "".join(f"#   {ln}\n" for ln in json.dumps({"env": env}, indent=2).splitlines()))
@@ -61,18 +62,18 @@ def _codex(lab: LabConfig) -> NativeExport:
     settings = {"model_auto_compact_token_limit": t.inputs, "model_context_window": lab.max_tokens}
     notes = [*common_notes(lab, budget_used=lab.strategy.name == "summarize"),
              trigger_note(t, lab, "Codex"),
-             f"model_context_window {lab.max_tokens:,}: the config's max_tokens; leave it out to use the window Codex "
-             "knows for the model",
-             "Codex's own instructions and tool definitions count too: the config's tools_tokens are the lab's tools",
-             *kept_notes(lab, "Codex's auto-compact", keeps_users=True)]
+             T("model_context_window {max_tokens:,}: the config's max_tokens; leave it out to use the window Codex "
+             "knows for the model", max_tokens=lab.max_tokens),
+             T("Codex's own instructions and tool definitions count too: the config's tools_tokens are the lab's tools"),
+             *kept_notes(lab, T("Codex's auto-compact"), keeps_users=True)]
     text = notes_block(notes) + "".join(f"{k} = {v}\n" for k, v in settings.items())
     return NativeExport("codex", lab.strategy.name, settings, text, tuple(notes), file_name="codex_config.toml")
 
 
 target("claude-code", {"summarize": _claude_code, "server_compaction": _claude_code},
-       hint="Claude Code's only compaction setting is its auto-compact threshold: export summarize or "
-            "server_compaction.")
+       hint=T("Claude Code's only compaction setting is its auto-compact threshold: export summarize or "
+            "server_compaction."))
 target("codex", {"summarize": _codex, "server_compaction": _codex},
-       hint="Codex's only compaction setting is model_auto_compact_token_limit: export summarize or server_compaction.")
+       hint=T("Codex's only compaction setting is model_auto_compact_token_limit: export summarize or server_compaction."))
 
 __all__ = ["CLAUDE_BUFFER", "CLAUDE_OUTPUT_RESERVE"]

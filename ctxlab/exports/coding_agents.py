@@ -15,18 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..i18n import T
 from .config import LabConfig
 from .native import NativeExport, common_notes, notes_block, target
 
-SMALL_RESULTS = ("ctxlab leaves an observation alone when its placeholder would not make it smaller; the agent "
-                 "masks every older one")
-PINS_AND_BUDGET = "the budget is ctxlab's planning limit; the agent's condenser does not read one"
+SMALL_RESULTS = (T("ctxlab leaves an observation alone when its placeholder would not make it smaller; the agent "
+                 "masks every older one"))
+PINS_AND_BUDGET = T("the budget is ctxlab's planning limit; the agent's condenser does not read one")
 
 
 def _placeholder_note(lab: LabConfig, agent: str, theirs: str) -> str:
     mine = lab.strategy.placeholder
-    return (f"placeholder: {agent} writes its own text ({theirs}); ctxlab's {mine!r} is not exported"
-            if mine != theirs else f"placeholder: {agent}'s own text, as in ctxlab")
+    return (T("placeholder: {agent} writes its own text ({theirs}); ctxlab's {mine!r} is not exported", agent=agent, theirs=theirs, mine=mine)
+            if mine != theirs else T("placeholder: {agent}'s own text, as in ctxlab", agent=agent))
 
 
 def _yaml(processor: dict[str, Any]) -> str:
@@ -41,15 +42,15 @@ def _swe_agent_masking(lab: LabConfig) -> NativeExport:
     notes = [*common_notes(lab, budget_used=False),
              _placeholder_note(lab, "SWE-agent", "Old environment output: ({lines} lines omitted)"), SMALL_RESULTS]
     if s.window == 0:
-        notes.append("window 0 (mask every observation) becomes n: 1: SWE-agent requires n to be positive")
-    notes.append("SWE-agent's always_keep_output_for_tags / always_remove_output_for_tags have no ctxlab "
-                 "equivalent; their defaults are kept")
+        notes.append(T("window 0 (mask every observation) becomes n: 1: SWE-agent requires n to be positive"))
+    notes.append(T("SWE-agent's always_keep_output_for_tags / always_remove_output_for_tags have no ctxlab "
+                 "equivalent; their defaults are kept"))
     data = {"agent": {"history_processors": [processor]}}
     return NativeExport("swe_agent", s.name, data, notes_block(notes) + _yaml(processor), tuple(notes))
 
 
-_EVENTS = ("OpenHands counts events (each tool call is an action event and its result an observation event), "
-           "ctxlab counts messages (an assistant message with several calls is one)")
+_EVENTS = (T("OpenHands counts events (each tool call is an action event and its result an observation event), "
+           "ctxlab counts messages (an assistant message with several calls is one)"))
 
 
 def _toml(section: dict[str, Any]) -> str:
@@ -68,43 +69,44 @@ def _openhands_masking(lab: LabConfig) -> NativeExport:
     s = lab.strategy
     window = max(2 * s.window, 1)
     return _openhands(lab, {"type": "observation_masking", "attention_window": window}, [
-        f"attention_window counts the newest events, not observations: window {s.window} observations, each "
-        f"answering one action, span {window} events (more calls per action need a larger window)",
+        T("attention_window counts the newest events, not observations: window {window} observations, each "
+        "answering one action, span {span} events (more calls per action need a larger window)", window=s.window, span=window),
         _placeholder_note(lab, "OpenHands", "<MASKED>"), SMALL_RESULTS,
-        *(["polling has no OpenHands equivalent (it masks at every step)"] if s.polling > 1 else [])])
+        *([T("polling has no OpenHands equivalent (it masks at every step)")] if s.polling > 1 else [])])
 
 
 def _openhands_recent(lab: LabConfig) -> NativeExport:
     s = lab.strategy
     return _openhands(lab, {"type": "recent", "keep_first": s.keep_first, "max_events": s.max_events}, [
-        _EVENTS + ": keep_first and max_events keep fewer messages there when the agent makes parallel calls",
-        "ctxlab never counts or drops the system prompt; OpenHands keeps it outside the events too"])
+        T("{events}: keep_first and max_events keep fewer messages there when the agent makes parallel calls",
+          events=_EVENTS),
+        T("ctxlab never counts or drops the system prompt; OpenHands keeps it outside the events too")])
 
 
 def _openhands_amortized(lab: LabConfig) -> NativeExport:
     s = lab.strategy
     return _openhands(lab, {"type": "amortized", "max_size": s.max_size, "keep_first": s.keep_first}, [
-        _EVENTS + ": max_size is reached sooner there when the agent makes parallel calls",
-        "ctxlab replays the forgetting over the conversation's growth to know what is kept at its end; OpenHands "
-        "forgets as the events arrive, to the same rule"])
+        T("{events}: max_size is reached sooner there when the agent makes parallel calls", events=_EVENTS),
+        T("ctxlab replays the forgetting over the conversation's growth to know what is kept at its end; OpenHands "
+        "forgets as the events arrive, to the same rule")])
 
 
 def _openhands_attention(lab: LabConfig) -> NativeExport:
     s = lab.strategy
     section = {"type": "llm_attention", "llm_config": "condenser", "max_size": s.max_size, "keep_first": s.keep_first}
     return _openhands(lab, section, [
-        _EVENTS + ": max_size is reached sooner there when the agent makes parallel calls",
-        "llm_config names an [llm.condenser] section you add to config.toml (its model, key); without it OpenHands "
-        "uses the default LLM",
-        "the model's prompt is OpenHands' own, not ctxlab's ATTENTION_PROMPT; ctxlab's offline fallback (keep the "
-        "newest) has no OpenHands equivalent"])
+        T("{events}: max_size is reached sooner there when the agent makes parallel calls", events=_EVENTS),
+        T("llm_config names an [llm.condenser] section you add to config.toml (its model, key); without it OpenHands "
+        "uses the default LLM"),
+        T("the model's prompt is OpenHands' own, not ctxlab's ATTENTION_PROMPT; ctxlab's offline fallback (keep the "
+        "newest) has no OpenHands equivalent")])
 
 
 target("swe_agent", {"observation_masking": _swe_agent_masking},
-       hint="SWE-agent's history processors mask old observations; its other processors have no ctxlab strategy.")
+       hint=T("SWE-agent's history processors mask old observations; its other processors have no ctxlab strategy."))
 target("openhands", {"observation_masking": _openhands_masking, "recent_events": _openhands_recent,
                      "amortized_forgetting": _openhands_amortized, "llm_attention": _openhands_attention},
-       hint="OpenHands' llm and structured condensers map to ctxlab's summarize (summarizer llm / llm_structured), "
-            "which is not exported here.")
+       hint=T("OpenHands' llm and structured condensers map to ctxlab's summarize (summarizer llm / llm_structured), "
+            "which is not exported here."))
 
 __all__ = ["SMALL_RESULTS"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..i18n import T
 from .config import LabConfig
 
 SUMMARIZING = ("summarize", "server_compaction")
@@ -37,22 +38,22 @@ def tuned_trigger(lab: LabConfig) -> Trigger:
     """The input-token trigger a summarizing config was tuned with."""
     s = lab.strategy
     if s.name == "server_compaction":
-        messages, source = s.trigger_tokens, f"trigger_tokens {s.trigger_tokens:,}"
+        messages, source = s.trigger_tokens, T("trigger_tokens {trigger_tokens:,}", trigger_tokens=s.trigger_tokens)
     else:
         room = lab.budget().available
         messages = int(room * s.trigger_ratio)
-        source = (f"trigger_ratio {s.trigger_ratio:g} of the {room:,} tokens the budget (max_tokens "
-                  f"{lab.max_tokens:,}, reserve {lab.reserve:g}) leaves for messages")
+        source = (T("trigger_ratio {trigger_ratio:g} of the {room:,} tokens the budget (max_tokens "
+                  "{max_tokens:,}, reserve {reserve:g}) leaves for messages", trigger_ratio=s.trigger_ratio, room=room, max_tokens=lab.max_tokens, reserve=lab.reserve))
     messages = max(messages, 1)
     return Trigger(messages, messages + lab.tools_tokens, source)
 
 
 def trigger_note(t: Trigger, lab: LabConfig, counted_by: str) -> str:
     """Where the exported trigger comes from and how the provider counts it."""
-    return (f"trigger: {t.source} = {t.messages:,} message tokens; {counted_by} counts every input token, tool "
-            f"definitions included, so the export adds the config's tools_tokens ({lab.tools_tokens:,}): "
-            f"{t.inputs:,}; ctxlab counted with tiktoken for {lab.model or 'gpt-4o'}, the provider counts with its "
-            "own tokenizer, so it fires at a slightly different point")
+    return (T("trigger: {source} = {messages:,} message tokens; {counted_by} counts every input token, tool "
+            "definitions included, so the export adds the config's tools_tokens ({tools_tokens:,}): "
+            "{inputs:,}; ctxlab counted with tiktoken for {model}, the provider counts with its "
+            "own tokenizer, so it fires at a slightly different point", source=t.source, messages=t.messages, counted_by=counted_by, tools_tokens=lab.tools_tokens, inputs=t.inputs, model=lab.model or 'gpt-4o'))
 
 
 def kept_notes(lab: LabConfig, provider: str, *, keeps_users: bool) -> list[str]:
@@ -61,26 +62,32 @@ def kept_notes(lab: LabConfig, provider: str, *, keeps_users: bool) -> list[str]
     s = lab.strategy
     notes: list[str] = []
     if s.name == "summarize":
-        notes.append(f"keep_recent {s.keep_recent:,}: {provider} keeps no recent messages verbatim; its summary "
-                     "replaces " + ("everything but the user messages" if keeps_users else "the whole history")
-                     + ", while summarize keeps the newest whole turns (and target_ratio "
-                     f"{s.target_ratio:g} decides how many older turns fold)")
-        notes.append(f"trigger_messages {s.trigger_messages:,}: {provider} has no message-count trigger; only the "
-                     "token trigger is exported")
+        notes.append(T("keep_recent {keep_recent:,}: {provider} keeps no recent messages verbatim; its summary "
+                       "replaces everything but the user messages, while summarize keeps the newest whole turns (and "
+                       "target_ratio {target_ratio:g} decides how many older turns fold)", keep_recent=s.keep_recent,
+                       provider=provider, target_ratio=s.target_ratio) if keeps_users else
+                     T("keep_recent {keep_recent:,}: {provider} keeps no recent messages verbatim; its summary "
+                       "replaces the whole history, while summarize keeps the newest whole turns (and "
+                       "target_ratio {target_ratio:g} decides how many older turns fold)", keep_recent=s.keep_recent,
+                       provider=provider, target_ratio=s.target_ratio))
+        notes.append(T("trigger_messages {trigger_messages:,}: {provider} has no message-count trigger; only the "
+                       "token trigger is exported", trigger_messages=s.trigger_messages, provider=provider))
         if s.summary_prompt or s.merge_prompt:
-            notes.append("summary_prompt / merge_prompt: ctxlab's prompt templates ({span}, {summary}) are not "
-                         f"exported; {provider} writes the summary with its own prompt")
+            notes.append(T("summary_prompt / merge_prompt: ctxlab's prompt templates ({{span}}, {{summary}}) are not "
+                           "exported; {provider} writes the summary with its own prompt", provider=provider))
     elif s.keep_user_messages != keeps_users:
-        notes.append(f"keep_user_messages {str(s.keep_user_messages).lower()}: {provider} "
-                     + ("keeps every user message verbatim beside its summary"
-                        if keeps_users else "keeps no user message beside its summary (only what arrives after it)")
-                     + f"; replay server_compaction with keep_user_messages={str(keeps_users).lower()} to see that")
-    notes.append(f"the summary: ctxlab's is written by its {s.summarizer!r} summarizer and capped at "
-                 f"max_summary_tokens {s.max_summary_tokens:,}; {provider} writes its own with the model, of its own "
-                 "length, so facts kept and summary size differ from the replay")
+        flags = dict(setting=str(s.keep_user_messages).lower(), provider=provider, other=str(keeps_users).lower())
+        notes.append(T("keep_user_messages {setting}: {provider} keeps every user message verbatim beside its summary; "
+                       "replay server_compaction with keep_user_messages={other} to see that", **flags) if keeps_users else
+                     T("keep_user_messages {setting}: {provider} keeps no user message beside its summary (only what "
+                       "arrives after it); replay server_compaction with keep_user_messages={other} to see that", **flags))
+    notes.append(T("the summary: ctxlab's is written by its {summarizer!r} summarizer and capped at "
+                   "max_summary_tokens {max_summary_tokens:,}; {provider} writes its own with the model, of its own "
+                   "length, so facts kept and summary size differ from the replay", summarizer=s.summarizer,
+                   max_summary_tokens=s.max_summary_tokens, provider=provider))
     if s.name == "server_compaction" and not keeps_users:
-        notes.append("the newest user message: ctxlab keeps it verbatim beside the summary (the task); "
-                     f"{provider} folds it into the summary with the rest")
+        notes.append(T("the newest user message: ctxlab keeps it verbatim beside the summary (the task); "
+                       "{provider} folds it into the summary with the rest", provider=provider))
     return notes
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Any, Callable, Mapping
 
+from ..i18n import T
 from .config import LabConfig
 from .native import NativeExport, common_notes, literal, notes_block, target
 
@@ -30,11 +31,11 @@ def _version(package: str) -> str | None:
 
 CHECKED_WITH = {"langchain": _version("langchain"), "langchain-core": _version("langchain-core")}
 PLACEHOLDER = "[cleared]"  # ClearToolUsesEdit's default
-COUNTER_NOTE = ("token counts: LangChain's default counter (count_tokens_approximately) guesses about 4 characters a "
+COUNTER_NOTE = (T("token counts: LangChain's default counter (count_tokens_approximately) guesses about 4 characters a "
                 "token; ctxlab counted with tiktoken. The code passes token_counter=TOKEN_COUNTER: swap in "
-                "ctxlab's counter there (see the comment) to fire where the lab did")
-AGENT_SYSTEM = ("in create_agent the system prompt (system_prompt=) is not among the messages the middleware "
-                "sees, so it is neither counted nor removed; ctxlab counts it in the conversation")
+                "ctxlab's counter there (see the comment) to fire where the lab did"))
+AGENT_SYSTEM = (T("in create_agent the system prompt (system_prompt=) is not among the messages the middleware "
+                "sees, so it is neither counted nor removed; ctxlab counts it in the conversation"))
 
 
 def clear_tool_uses_kwargs(lab: LabConfig) -> dict[str, Any]:
@@ -73,36 +74,36 @@ def trim_kwargs(lab: LabConfig) -> dict[str, Any]:
 
 def _notes_clear(lab: LabConfig) -> list[str]:
     s = lab.strategy
-    notes = [f"ctxlab leaves a tool result alone when its placeholder would not make it smaller; ClearToolUsesEdit "
-             f"replaces every older result with {PLACEHOLDER!r}, whatever its size",
-             f"trigger {s.trigger_tokens:,}: ClearToolUsesEdit counts the messages it is given; {AGENT_SYSTEM}; "
-             "tool definitions are counted by neither", COUNTER_NOTE]
+    notes = [T("ctxlab leaves a tool result alone when its placeholder would not make it smaller; ClearToolUsesEdit "
+             "replaces every older result with {placeholder!r}, whatever its size", placeholder=PLACEHOLDER),
+             T("trigger {trigger_tokens:,}: ClearToolUsesEdit counts the messages it is given; {system}; "
+             "tool definitions are counted by neither", trigger_tokens=s.trigger_tokens, system=AGENT_SYSTEM), COUNTER_NOTE]
     if s.clear_at_least:
-        notes.append(f"clear_at_least {s.clear_at_least:,}: ClearToolUsesEdit clears the oldest results one by one "
+        notes.append(T("clear_at_least {clear_at_least:,}: ClearToolUsesEdit clears the oldest results one by one "
                      "and stops as soon as that many tokens are reclaimed (and keeps what it cleared when it never "
                      "gets there); ctxlab, like Anthropic's documentation, treats it as a minimum: every older "
-                     "result or none")
+                     "result or none", clear_at_least=s.clear_at_least))
     if lab.pins:
-        notes.append("pinned tool results may be cleared: list their tools in exclude_tools to keep them")
+        notes.append(T("pinned tool results may be cleared: list their tools in exclude_tools to keep them"))
     return [*common_notes(lab, budget_used=False), *notes]
 
 
 def _notes_summarize(lab: LabConfig) -> list[str]:
     s, kw = lab.strategy, summarization_kwargs(lab)
     return [*common_notes(lab, budget_used=True),
-            f"trigger: more than {s.trigger_messages:,} messages, or more than {kw['trigger'][1][1] - 1:,} tokens "
-            f"({s.trigger_ratio} of the {lab.budget().available:,} the budget leaves for messages); LangChain "
-            "triggers at or above a threshold, hence the + 1",
-            f"keep_recent {s.keep_recent:,}: LangChain keeps exactly the newest {s.keep_recent:,} messages (moved back "
+            T("trigger: more than {trigger_messages:,} messages, or more than {count:,} tokens "
+            "({trigger_ratio} of the {available:,} the budget leaves for messages); LangChain "
+            "triggers at or above a threshold, hence the + 1", trigger_messages=s.trigger_messages, count=kw['trigger'][1][1] - 1, trigger_ratio=s.trigger_ratio, available=lab.budget().available),
+            T("keep_recent {keep_recent:,}: LangChain keeps exactly the newest {keep_recent:,} messages (moved back "
             "only so that a tool result keeps its call); ctxlab widens them back to the start of their turn and never "
-            "folds the newest turn",
-            f"target_ratio {s.target_ratio}: no equivalent; LangChain keeps the newest messages whatever their size",
-            f"summarizer {s.summarizer!r}: LangChain writes the summary with the chat model passed as model=; "
-            f"max_summary_tokens {s.max_summary_tokens:,} has no equivalent (trim_tokens_to_summarize bounds what "
-            "the summarizer reads, not what it writes)",
-            "LangChain puts the summary in a HumanMessage at the start and replaces the agent's state with it for "
-            "good; ctxlab inserts a system message after the system prompt and leaves the history alone",
-            f"a SystemMessage inside the agent's state is summarized like any other message; {AGENT_SYSTEM}",
+            "folds the newest turn", keep_recent=s.keep_recent),
+            T("target_ratio {target_ratio}: no equivalent; LangChain keeps the newest messages whatever their size", target_ratio=s.target_ratio),
+            T("summarizer {summarizer!r}: LangChain writes the summary with the chat model passed as model=; "
+            "max_summary_tokens {max_summary_tokens:,} has no equivalent (trim_tokens_to_summarize bounds what "
+            "the summarizer reads, not what it writes)", summarizer=s.summarizer, max_summary_tokens=s.max_summary_tokens),
+            T("LangChain puts the summary in a HumanMessage at the start and replaces the agent's state with it for "
+            "good; ctxlab inserts a system message after the system prompt and leaves the history alone"),
+            T("a SystemMessage inside the agent's state is summarized like any other message; {system}", system=AGENT_SYSTEM),
             COUNTER_NOTE]
 
 
@@ -110,23 +111,23 @@ def _notes_trim(lab: LabConfig) -> list[str]:
     s, kw = lab.strategy, trim_kwargs(lab)
     if s.name == "sliding_window":
         return [*common_notes(lab, budget_used=True),
-                f"window: max_tokens {kw['max_tokens']:,} = the {min(s.max_tokens or 10**12, lab.budget().available):,}"
-                f"-token window less its buffer_ratio {s.buffer_ratio}",
-                "ctxlab always keeps the system messages before the first user message and the newest user message, "
-                "even when they alone overflow the window; trim_messages keeps only a leading system message",
-                "when the newest turn does not fit, ctxlab keeps its user message and the newest tool rounds that fit; "
-                "trim_messages(start_on='human') finds no human message in what fits and keeps nothing of the turn",
-                f"{AGENT_SYSTEM} (it is sent besides the window)", COUNTER_NOTE]
+                T("window: max_tokens {max_tokens:,} = the {window:,}"
+                "-token window less its buffer_ratio {buffer_ratio}", max_tokens=kw['max_tokens'], window=min(s.max_tokens or 10**12, lab.budget().available), buffer_ratio=s.buffer_ratio),
+                T("ctxlab always keeps the system messages before the first user message and the newest user message, "
+                "even when they alone overflow the window; trim_messages keeps only a leading system message"),
+                T("when the newest turn does not fit, ctxlab keeps its user message and the newest tool rounds that fit; "
+                "trim_messages(start_on='human') finds no human message in what fits and keeps nothing of the turn"),
+                T("{system} (it is sent besides the window)", system=AGENT_SYSTEM), COUNTER_NOTE]
     if s.name == "turn_safe":
         return [*common_notes(lab, budget_used=False),
-                f"ctxlab widens the last {s.last_n:,} messages back to the user message that starts their turn; "
+                T("ctxlab widens the last {last_n:,} messages back to the user message that starts their turn; "
                 "trim_messages(start_on='human') can only move forward to the first human message inside them, so "
-                "it keeps fewer messages (none of a turn longer than last_n)",
-                f"token_counter=len counts messages; a leading SystemMessage counts as one of the {s.last_n:,} "
-                f"(ctxlab keeps the system prompt besides them); {AGENT_SYSTEM}"]
+                "it keeps fewer messages (none of a turn longer than last_n)", last_n=s.last_n),
+                T("token_counter=len counts messages; a leading SystemMessage counts as one of the {last_n:,} "
+                "(ctxlab keeps the system prompt besides them); {system}", last_n=s.last_n, system=AGENT_SYSTEM)]
     return [*common_notes(lab, budget_used=s.max_tokens is None),
-            f"the same trim_messages call ctxlab runs (max_tokens {kw['max_tokens']:,})",
-            f"{AGENT_SYSTEM} (it is sent besides the window)", COUNTER_NOTE]
+            T("the same trim_messages call ctxlab runs (max_tokens {max_tokens:,})", max_tokens=kw['max_tokens']),
+            T("{system} (it is sent besides the window)", system=AGENT_SYSTEM), COUNTER_NOTE]
 
 
 _HEAD = '''\
@@ -228,7 +229,7 @@ def _trim(lab: LabConfig) -> NativeExport:
 
 
 def _none(lab: LabConfig) -> NativeExport:
-    notes = ["strategy none sends everything: no middleware", *common_notes(lab, budget_used=False)]
+    notes = [T("strategy none sends everything: no middleware"), *common_notes(lab, budget_used=False)]
     body = '\n\ndef context_middleware(model=MODEL, token_counter=TOKEN_COUNTER) -> list:\n' \
            '    """No context management: send everything."""\n    return []\n'
     return _export(lab, {"middleware": []}, "", body, notes)
@@ -276,7 +277,7 @@ def trim_function(export: NativeExport | Mapping[str, Any], token_counter: Calla
 
 target("langchain", {"clear_tool_results": _clear_tool_results, "summarize": _summarize,
                      "sliding_window": _trim, "turn_safe": _trim, "langchain_trim": _trim, "none": _none},
-       hint="For the others, run the ctxlab snippet (its LangGraph node) in the graph.")
+       hint=T("For the others, run the ctxlab snippet (its LangGraph node) in the graph."))
 
 __all__ = ["CHECKED_WITH", "build_middleware", "clear_tool_uses_kwargs", "summarization_kwargs", "trim_function",
            "trim_kwargs"]

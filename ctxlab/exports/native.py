@@ -13,6 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ..i18n import T
 from .config import ConfigError, LabConfig, read_config
 
 
@@ -65,18 +66,21 @@ def export_native(config: Any, to: str) -> NativeExport:
     lab = config if isinstance(config, LabConfig) else read_config(config)
     exporters = TARGETS.get(to)
     if exporters is None:
-        raise NoNativeFormError(f"unknown target {to!r}", where="--to", hint=f"Known targets: {', '.join(TARGETS)}")
+        raise NoNativeFormError(T("unknown target {to!r}", to=to), where="--to",
+                                hint=T("Known targets: {targets}", targets=", ".join(TARGETS)))
     strategy = " >> ".join(s.name for s in lab.steps())
     exporter = exporters.get(strategy)
     if exporter is None:
-        what = "a pipeline" if len(lab.steps()) > 1 else "it"
-        raise NoNativeFormError(f"{strategy} has no native form in {to}; {what} cannot be exported there",
-                                where="config.strategy",
-                                hint=f"Strategies that map to {to}: {', '.join(exporters)}. {HINTS.get(to, '')}".strip())
+        problem = (T("{strategy} has no native form in {to}; a pipeline cannot be exported there", strategy=strategy, to=to)
+                   if len(lab.steps()) > 1 else
+                   T("{strategy} has no native form in {to}; it cannot be exported there", strategy=strategy, to=to))
+        maps = T("Strategies that map to {to}: {strategies}.", to=to, strategies=", ".join(exporters))
+        raise NoNativeFormError(problem, where="config.strategy",
+                                hint=T("{maps} {hint}", maps=maps, hint=HINTS[to]) if HINTS.get(to) else maps)
     return exporter(lab)
 
 
-RUNS = {"every_call": "before every model call", "turn_start": "once per user message (at the start of a run)"}
+RUNS = {"every_call": T("before every model call"), "turn_start": T("once per user message (at the start of a run)")}
 
 
 def where_note(lab: LabConfig, runs: str) -> str | None:
@@ -86,12 +90,12 @@ def where_note(lab: LabConfig, runs: str) -> str | None:
     tuned = getattr(lab.strategy, "apply_at", steps[0].apply_at)
     if tuned == runs:
         return None
-    fix = ("replay with apply_at=every_call to see what it does there, or use the ctxlab snippet's LangGraph node "
-           "wired after START" if runs == "every_call" else
-           "replay with apply_at=turn_start to see what it does there, or apply the strategy yourself before every "
-           "model call (the ctxlab snippet's LangGraph node, wired back from the tools node)")
-    return (f"where it runs: tuned with apply_at={tuned} ({RUNS[tuned]}), but this framework runs it "
-            f"{RUNS[runs]}; {fix}")
+    fix = (T("replay with apply_at=every_call to see what it does there, or use the ctxlab snippet's LangGraph node "
+           "wired after START") if runs == "every_call" else
+           T("replay with apply_at=turn_start to see what it does there, or apply the strategy yourself before every "
+           "model call (the ctxlab snippet's LangGraph node, wired back from the tools node)"))
+    return (T("where it runs: tuned with apply_at={tuned} ({tuned_runs}), but this framework runs it "
+            "{runs}; {fix}", tuned=tuned, tuned_runs=RUNS[tuned], runs=RUNS[runs], fix=fix))
 
 
 def common_notes(lab: LabConfig, *, budget_used: bool, runs: str = "every_call") -> list[str]:
@@ -99,14 +103,14 @@ def common_notes(lab: LabConfig, *, budget_used: bool, runs: str = "every_call")
     and where the strategy runs when the framework runs it elsewhere (``runs``, an ``apply_at``)."""
     notes = [n for n in (where_note(lab, runs),) if n]
     if lab.pins:
-        notes.append(f"pins (messages {', '.join(map(str, lab.pins))}): the framework has no pinned messages; "
-                     "they are message indexes of the lab's conversation, so they are not exported")
+        notes.append(T("pins (messages {items}): the framework has no pinned messages; "
+                     "they are message indexes of the lab's conversation, so they are not exported", items=', '.join(map(str, lab.pins))))
     if lab.tools:
-        notes.append(f"tool retrieval settings ({', '.join(lab.tools)}): no native form; select tools with "
-                     "ctxlab.tools before the request")
+        notes.append(T("tool retrieval settings ({items}): no native form; select tools with "
+                     "ctxlab.tools before the request", items=', '.join(lab.tools)))
     if not budget_used:
-        notes.append(f"the budget (max_tokens {lab.max_tokens:,}, reserve {lab.reserve}, tools_tokens "
-                     f"{lab.tools_tokens:,}): this strategy does not read it, and the framework has no place for it")
+        notes.append(T("the budget (max_tokens {max_tokens:,}, reserve {reserve}, tools_tokens "
+                     "{tools_tokens:,}): this strategy does not read it, and the framework has no place for it", max_tokens=lab.max_tokens, reserve=lab.reserve, tools_tokens=lab.tools_tokens))
     return notes
 
 

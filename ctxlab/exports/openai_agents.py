@@ -18,6 +18,7 @@ outputs of older turns) trims by characters outside the newest user turns, a dif
 """
 from __future__ import annotations
 
+from ..i18n import T
 from .compaction import kept_notes, trigger_note, tuned_trigger
 from .config import LabConfig
 from .native import NativeExport, common_notes, literal, notes_block, target
@@ -41,21 +42,21 @@ def _turn_safe(lab: LabConfig) -> NativeExport:
     from .. import __version__
     n = lab.strategy.last_n
     notes = [*common_notes(lab, budget_used=False, runs="turn_start"),
-             f"limit {n:,} counts session items, not messages: an assistant message with k tool calls is k "
-             "function_call items (one more when it has text), and each tool result is a function_call_output item",
-             "the limit cuts wherever the Nth newest item is: it is not widened back to the user message of its turn "
-             "(ctxlab's window always starts on one) and it can keep a tool output whose call it cut off",
-             "the system prompt is the agent's instructions, outside the session: always sent (ctxlab keeps it "
-             f"besides the last {n:,} messages)",
-             "the limit applies to the history retrieved before each run; what the run adds (this turn's tool rounds) "
-             "is all sent"]
+             T("limit {n:,} counts session items, not messages: an assistant message with k tool calls is k "
+             "function_call items (one more when it has text), and each tool result is a function_call_output item", n=n),
+             T("the limit cuts wherever the Nth newest item is: it is not widened back to the user message of its turn "
+             "(ctxlab's window always starts on one) and it can keep a tool output whose call it cut off"),
+             T("the system prompt is the agent's instructions, outside the session: always sent (ctxlab keeps it "
+             "besides the last {n:,} messages)", n=n),
+             T("the limit applies to the history retrieved before each run; what the run adds (this turn's tool rounds) "
+             "is all sent")]
     code = _CODE.format(version=__version__, strategy="turn_safe", notes=notes_block(notes).rstrip("\n"), limit=n)
     data = {"run_config": {"session_settings": {"limit": n}}}
     return NativeExport("openai-agents", "turn_safe", data, code, tuple(notes))
 
 
 def _none(lab: LabConfig) -> NativeExport:
-    notes = ["strategy none sends everything: the default SessionSettings(limit=None)",
+    notes = [T("strategy none sends everything: the default SessionSettings(limit=None)"),
              *common_notes(lab, budget_used=False, runs="turn_start")]
     code = notes_block(notes) + "# Run as usual: the default session settings retrieve every item.\n"
     return NativeExport("openai-agents", "none", {"run_config": {"session_settings": {"limit": None}}}, code,
@@ -96,16 +97,16 @@ def _compaction(lab: LabConfig) -> NativeExport:
     from .. import __version__
     t = tuned_trigger(lab)
     notes = [*common_notes(lab, budget_used=lab.strategy.name == "summarize", runs="turn_start"),
-             trigger_note(t, lab, "the session's hook"),
-             "the hook sees items, not tokens: the export estimates 4 characters a token over the items' JSON, which "
-             "is not the tokenizer the model bills; the SDK's own default compacts at 10 candidate items instead",
-             "compaction runs after a completed turn, on the stored history, not before each model call inside a "
-             "turn: a long turn can pass the trigger until it ends",
+             trigger_note(t, lab, T("the session's hook")),
+             T("the hook sees items, not tokens: the export estimates 4 characters a token over the items' JSON, which "
+             "is not the tokenizer the model bills; the SDK's own default compacts at 10 candidate items instead"),
+             T("compaction runs after a completed turn, on the stored history, not before each model call inside a "
+             "turn: a long turn can pass the trigger until it ends"),
              *kept_notes(lab, "responses.compact", keeps_users=True)]
     model = lab.model if lab.model and lab.model.startswith(("gpt-", "o")) else "gpt-4.1"
     if model != lab.model:
-        notes.append(f"the config's model {lab.model or 'none'} is not an OpenAI model; the session's compaction model "
-                     "must be one (gpt-*, o*): the export uses gpt-4.1, the SDK's default")
+        notes.append(T("the config's model {model} is not an OpenAI model; the session's compaction model "
+                     "must be one (gpt-*, o*): the export uses gpt-4.1, the SDK's default", model=lab.model or 'none'))
     code = _COMPACTION.format(version=__version__, strategy=lab.strategy.name, notes=notes_block(notes).rstrip("\n"),
                               threshold=t.inputs, model=literal(model))
     data = {"session": {"class": "OpenAIResponsesCompactionSession", "model": model,
@@ -116,10 +117,10 @@ def _compaction(lab: LabConfig) -> NativeExport:
 def _truncation(lab: LabConfig) -> NativeExport:
     from .. import __version__
     notes = [*common_notes(lab, budget_used=True),
-             "the window: the API truncates to the model's own window less its maximum output; ctxlab's budget "
-             f"(max_tokens {lab.max_tokens:,}, reserve {lab.reserve:g}) has no SDK setting",
-             "items, not turns: the API drops the oldest items one by one, the task included when it is the oldest; "
-             "ctxlab keeps the task and drops a tool call with its results"]
+             T("the window: the API truncates to the model's own window less its maximum output; ctxlab's budget "
+             "(max_tokens {max_tokens:,}, reserve {reserve:g}) has no SDK setting", max_tokens=lab.max_tokens, reserve=lab.reserve),
+             T("items, not turns: the API drops the oldest items one by one, the task included when it is the oldest; "
+             "ctxlab keeps the task and drops a tool call with its results")]
     code = (f'"""OpenAI Agents SDK model settings exported by ctxlab {__version__} from a truncation_auto config."""\n'
             + notes_block(notes) + "from agents import ModelSettings\n\nMODEL_SETTINGS = ModelSettings("
             'truncation="auto")\n\n# Usage: Agent(..., model_settings=MODEL_SETTINGS)\n')
@@ -129,7 +130,7 @@ def _truncation(lab: LabConfig) -> NativeExport:
 
 target("openai-agents", {"turn_safe": _turn_safe, "server_compaction": _compaction, "summarize": _compaction,
                          "truncation_auto": _truncation, "none": _none},
-       hint="The SDK's session settings hold an item limit, its compaction session a trigger and its model "
-            "settings truncation; for the others, run the ctxlab snippet in RunConfig.call_model_input_filter.")
+       hint=T("The SDK's session settings hold an item limit, its compaction session a trigger and its model "
+            "settings truncation; for the others, run the ctxlab snippet in RunConfig.call_model_input_filter."))
 
 __all__: list[str] = []

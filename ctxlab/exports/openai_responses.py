@@ -15,6 +15,7 @@ adds the config's ``tools_tokens`` to the tuned trigger.
 """
 from __future__ import annotations
 
+from ..i18n import T
 from .compaction import kept_notes, trigger_note, tuned_trigger
 from .config import LabConfig
 from .native import NativeExport, common_notes, literal, notes_block, pretty, target
@@ -59,12 +60,12 @@ def _compaction(lab: LabConfig) -> NativeExport:
     t = tuned_trigger(lab)
     settings = {"context_management": [{"type": "compaction", "compact_threshold": t.inputs}]}
     notes = [*common_notes(lab, budget_used=lab.strategy.name == "summarize"),
-             trigger_note(t, lab, "OpenAI"), *kept_notes(lab, "OpenAI's compaction", keeps_users=True),
-             "the compaction item is encrypted and opaque (not readable, unlike ctxlab's summary message); after it, "
+             trigger_note(t, lab, "OpenAI"), *kept_notes(lab, T("OpenAI's compaction"), keeps_users=True),
+             T("the compaction item is encrypted and opaque (not readable, unlike ctxlab's summary message); after it, "
              "items before the newest compaction item may be dropped from the input (stateless chaining) -- with "
-             "previous_response_id, send only the new items",
-             "where the summary sits: OpenAI puts the compaction item after the user messages it keeps; ctxlab puts "
-             "its summary after the system prompt"]
+             "previous_response_id, send only the new items"),
+             T("where the summary sits: OpenAI puts the compaction item after the user messages it keeps; ctxlab puts "
+             "its summary after the system prompt")]
     return NativeExport("openai-responses", lab.strategy.name, settings, _code(lab, settings, notes, _COMPACT),
                         tuple(notes))
 
@@ -73,27 +74,31 @@ def _truncation(lab: LabConfig) -> NativeExport:
     s = lab.strategy
     settings = {"truncation": "auto"}
     notes = [*common_notes(lab, budget_used=True),
-             f"the window: ctxlab truncated to the budget's room (max_tokens {lab.max_tokens:,} less the "
-             f"{lab.reserve:.0%} reserve, tool definitions and reply priming"
-             + (f", output_allowance {s.output_allowance:,}" if s.output_allowance else "")
-             + "); the API truncates to the model's own window less its maximum output, and has no setting for either",
-             "items, not turns: the API drops items one by one (a function_call apart from its output is possible); "
-             "ctxlab drops a tool call with all of its results, and a turn whole once its user message goes",
-             "the task: the API drops the oldest items whatever they are, the newest user message included when it "
-             "is the oldest; ctxlab always keeps it (and the system prompt, which the API sends as instructions)"]
+             T("the window: ctxlab truncated to the budget's room (max_tokens {max_tokens:,} less the "
+               "{reserve:.0%} reserve, tool definitions and reply priming, output_allowance {allowance:,}); the API "
+               "truncates to the model's own window less its maximum output, and has no setting for either",
+               max_tokens=lab.max_tokens, reserve=lab.reserve, allowance=s.output_allowance) if s.output_allowance else
+             T("the window: ctxlab truncated to the budget's room (max_tokens {max_tokens:,} less the "
+               "{reserve:.0%} reserve, tool definitions and reply priming); the API truncates to the model's own "
+               "window less its maximum output, and has no setting for either", max_tokens=lab.max_tokens,
+               reserve=lab.reserve),
+             T("items, not turns: the API drops items one by one (a function_call apart from its output is possible); "
+             "ctxlab drops a tool call with all of its results, and a turn whole once its user message goes"),
+             T("the task: the API drops the oldest items whatever they are, the newest user message included when it "
+             "is the oldest; ctxlab always keeps it (and the system prompt, which the API sends as instructions)")]
     return NativeExport("openai-responses", s.name, settings, _code(lab, settings, notes), tuple(notes))
 
 
 def _none(lab: LabConfig) -> NativeExport:
-    notes = ["strategy none sends everything: truncation \"disabled\" (the API's default: over the window the request "
-             "fails with a 400) and no context_management", *common_notes(lab, budget_used=False)]
+    notes = [T("strategy none sends everything: truncation \"disabled\" (the API's default: over the window the request "
+             "fails with a 400) and no context_management"), *common_notes(lab, budget_used=False)]
     settings = {"truncation": "disabled"}
     return NativeExport("openai-responses", "none", settings, _code(lab, settings, notes), tuple(notes))
 
 
 target("openai-responses", {"server_compaction": _compaction, "summarize": _compaction,
                             "truncation_auto": _truncation, "none": _none},
-       hint="The Responses API compacts (summarize, server_compaction) and truncates (truncation_auto); run the "
-            "ctxlab snippet client-side for the others.")
+       hint=T("The Responses API compacts (summarize, server_compaction) and truncates (truncation_auto); run the "
+            "ctxlab snippet client-side for the others."))
 
 __all__: list[str] = []

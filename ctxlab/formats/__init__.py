@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import Conversation, Message, Part
+from ..i18n import T
 from ._base import Export, Format, ReadContext, group_notes, shared_shape
 from ._carry import carry_top_level, unplaced_fields
 from ._plain import PlainMessages, has_plain, role_sample, trace_probe, undo
@@ -35,8 +36,8 @@ def get_format(name: str) -> Format:
     try:
         return FORMATS[name]
     except KeyError:
-        raise UnknownFormatError(f"unknown format {shown(name)}", where="format",
-                                 hint=f"Known formats: {', '.join(sorted(FORMATS))}") from None
+        raise UnknownFormatError(T("unknown format {name}", name=shown(name)), where="format",
+                                 hint=T("Known formats: {formats}", formats=", ".join(sorted(FORMATS)))) from None
 
 
 def detect(items: list[Any], ctx: ReadContext | None = None) -> str:
@@ -73,12 +74,13 @@ def _explain_misfit(items: list[Any], ctx: ReadContext) -> None:
     that fits the longest prefix (its reader names the bad item), else describe item 0."""
     fits = {name: _fitting_prefix(f, items) for name, f in FORMATS.items()}
     name = max(fits, key=fits.__getitem__)
-    known = f"Expected messages of one of: {', '.join(sorted(FORMATS))}; or pass the format explicitly"
+    known = T("Expected messages of one of: {formats}; or pass the format explicitly", formats=", ".join(sorted(FORMATS)))
     if fits[name] == 0:
         first = items[0]
-        seen = (f"keys {', '.join(shown(k, 20) for k in sorted(first)[:6])}" if isinstance(first, dict)
-                else f"a {type(first).__name__}")
-        raise ShapeError(f"the messages match no known format (item 0 has {seen})", where=ctx.where(0), hint=known)
+        problem = (T("the messages match no known format (item 0 has keys {keys})",
+                     keys=", ".join(shown(k, 20) for k in sorted(first)[:6])) if isinstance(first, dict) else
+                   T("the messages match no known format (item 0 has a {kind})", kind=type(first).__name__))
+        raise ShapeError(problem, where=ctx.where(0), hint=known)
     fmt = FORMATS[name]
     probe = ReadContext(base=ctx.base, lines=ctx.lines, max_depth=ctx.max_depth)
     try:
@@ -95,8 +97,8 @@ def _envelope(doc: Any, where: str) -> tuple[list[Any], str, dict[str, Any]]:
     if isinstance(doc, list):
         return doc, where, {}
     if not isinstance(doc, dict):
-        raise ShapeError(f"expected a list of messages or an object with 'messages', found {type(doc).__name__}",
-                         where=where)
+        raise ShapeError(T("expected a list of messages or an object with 'messages', found {kind}",
+                           kind=type(doc).__name__), where=where)
     for key in ("messages", "input"):
         if key in doc:
             items = doc[key]
@@ -106,9 +108,9 @@ def _envelope(doc: Any, where: str) -> tuple[list[Any], str, dict[str, Any]]:
                 raise ShapeError(f"'{key}' must be a list, found {type(items).__name__}", where=f"{where}.{key}")
             return items, f"{where}.{key}", {k: v for k, v in doc.items() if k != key}
     raise ShapeError(
-        f"object has no 'messages' (keys: {', '.join(shown(k, 20) for k in sorted(doc)[:6]) or 'none'})",
+        T("object has no 'messages' (keys: {keys})", keys=", ".join(shown(k, 20) for k in sorted(doc)[:6]) or T("none")),
         where=where,
-        hint="Expected a list of messages, {\"messages\": [...]} (optionally with tools, system, model), or JSONL",
+        hint=T("Expected a list of messages, {\"messages\": [...]} (optionally with tools, system, model), or JSONL"),
     )
 
 

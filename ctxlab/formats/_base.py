@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 from ..errors import (EmptyMessageError, NestingTooDeepError, NotJSONError, ShapeError, ToolArgumentsError, UnknownRoleError,
                       path_key, shown, shown_keys)
 from ..conversation import Conversation, Message, Part
+from ..i18n import T
 from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_check, strict_loads
 
 
@@ -39,7 +40,7 @@ class ReadContext:
             jp = f"JSONL line {self.lines[index]}: $"
         else:
             jp = f"{self.base}[{index}]"
-        return f"message {index} ({jp}{''.join(path_key(p) for p in path)})"
+        return T("message {index} ({path})", index=index, path=jp + "".join(path_key(p) for p in path))
 
     def unkept_call_fields(self, index: int, raw: Any, known: tuple[str, ...]) -> None:
         """Note the fields of a tool call that ctxlab does not keep (it keeps a call's id, name and
@@ -212,9 +213,9 @@ def expect_dict(item: Any, ctx: ReadContext, index: int) -> dict:
     """The item as a dict, or a ShapeError naming its position."""
     if not isinstance(item, dict):
         raise ShapeError(
-            f"expected a message object, found {type(item).__name__}",
+            T("expected a message object, found {kind}", kind=type(item).__name__),
             where=ctx.where(index),
-            hint="Each message must be a JSON object with a role",
+            hint=T("Each message must be a JSON object with a role"),
         )
     return item
 
@@ -223,7 +224,7 @@ def role_of(item: dict, roles: tuple[str, ...], ctx: ReadContext, index: int, hi
     """The item's role, or an UnknownRoleError naming the message and the roles the format has."""
     role = item.get("role")
     if not isinstance(role, str) or role not in roles:
-        raise UnknownRoleError(f"unknown role {shown(role)}", where=ctx.where(index, "role"), hint=hint)
+        raise UnknownRoleError(T("unknown role {role}", role=shown(role)), where=ctx.where(index, "role"), hint=hint)
     return role
 
 

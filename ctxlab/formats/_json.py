@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from ..errors import InputTooLargeError, NestingTooDeepError, NotJSONError, path_key
 from ._plain import PlainMessages, PlainParse
+from ..i18n import T
 
 MB = 1024 * 1024  #: the CLI's --max-mb and the messages count megabytes of 1,048,576 bytes
 DEFAULT_MAX_BYTES = 50 * MB
@@ -123,7 +124,7 @@ def decode_error_text(e: json.JSONDecodeError) -> str:
     """``Unterminated string starting at line 1, column 5``: the decoder's message and position,
     without the doubled "at" of messages that already end with it."""
     msg = e.msg[:-3] if e.msg.endswith(" at") else e.msg
-    return f"{msg} at line {e.lineno}, column {e.colno}"
+    return T("{msg} at line {line}, column {column}", msg=T(msg), line=e.lineno, column=e.colno)
 
 
 # ---------------------------------------------------------------- one policy for numbers
@@ -205,9 +206,9 @@ def _decode(text: str, where: str) -> Any:
         return strict_loads(text, where, object_hook=_share_small_values)
     except json.JSONDecodeError as e:
         raise NotJSONError(
-            f"not valid JSON: {decode_error_text(e)}",
+            T("not valid JSON: {detail}", detail=decode_error_text(e)),
             where=where,
-            hint="Paste a JSON list of messages, an object with 'messages', or JSONL",
+            hint=T("Paste a JSON list of messages, an object with 'messages', or JSONL"),
         ) from None
     except RecursionError:
         raise NestingTooDeepError(
@@ -280,8 +281,8 @@ def parse_documents(text: str, max_depth: int = DEFAULT_MAX_DEPTH, *,
     """``load_json_documents`` of text already decoded and within the size limit. ``plain``: a
     JSON document's plain chat messages come as a ``PlainMessages`` list (see ``_plain``)."""
     if not text or text.isspace():  # strip() would copy the whole text
-        raise NotJSONError("the input is empty", where="input",
-                           hint="Paste a JSON list of messages or an object with 'messages'")
+        raise NotJSONError(T("the input is empty"), where="input",
+                           hint=T("Paste a JSON list of messages or an object with 'messages'"))
     try:
         if plain:
             parse = PlainParse()

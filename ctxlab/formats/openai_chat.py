@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import ExportError, ShapeError, shown, shown_keys
 from ..conversation import _EMPTY, Conversation, Message, Part, ToolCall
+from ..i18n import T
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict,
                     list_shape, role_of, text_or_parts)
 from .tools import tools_to_openai
@@ -55,16 +56,16 @@ def _tool_calls(raw: Any, ctx: ReadContext, index: int) -> tuple[ToolCall, ...]:
     calls = []
     for k, tc in enumerate(raw):
         if not isinstance(tc, dict) or not isinstance(tc.get("function"), dict):
-            raise ShapeError("a tool call needs a 'function' object with a name and arguments",
+            raise ShapeError(T("a tool call needs a 'function' object with a name and arguments"),
                              where=ctx.where(index, "tool_calls", k))
         fn = tc["function"]
         if not isinstance(fn.get("name"), str) or not fn["name"]:
-            raise ShapeError("a tool call has no function name",
+            raise ShapeError(T("a tool call has no function name"),
                              where=ctx.where(index, "tool_calls", k, "function", "name"))
         if not isinstance(tc.get("id"), str) or not tc["id"]:
-            raise ShapeError("a tool call has no id",
+            raise ShapeError(T("a tool call has no id"),
                              where=ctx.where(index, "tool_calls", k, "id"),
-                             hint="Every tool call needs the id its result refers to")
+                             hint=T("Every tool call needs the id its result refers to"))
         args = check_arguments(fn.get("arguments"), ctx, index, "tool_calls", k, "function", "arguments")
         ctx.unkept_call_fields(index, tc, ("id", "type", "function"))
         ctx.unkept_call_fields(index, fn, ("name", "arguments"))
@@ -152,8 +153,8 @@ def read(items: list[Any], ctx: ReadContext) -> list[Message]:
         if role == "tool":
             tcid = m.get("tool_call_id")
             if not isinstance(tcid, str) or not tcid:
-                raise ShapeError("a tool message has no tool_call_id", where=ctx.where(i, "tool_call_id"),
-                                 hint="Set it to the id of the tool call this result answers")
+                raise ShapeError(T("a tool message has no tool_call_id"), where=ctx.where(i, "tool_call_id"),
+                                 hint=T("Set it to the id of the tool call this result answers"))
             out.append(Message("tool", body, name=name, tool_call_id=tcid, extra=extra))
             continue
         out.append(Message(role, body, name=name, tool_calls=calls, extra=extra))

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..i18n import T
 from .plan import positions
 from .view import View
 
-LONE = "nothing else of its turn is kept: two user turns in a row are invalid"
+LONE = T("nothing else of its turn is kept: two user turns in a row are invalid")
 
 
 def _protect(view: View, must: Iterable[int]) -> list[bool]:
@@ -110,15 +111,15 @@ class _Ledger:
         return len(members)
 
     def fill(self, why_kept: str, spans: Iterable[tuple[int, int, str]] = (),
-             why_protected: str = "kept: its turn holds a message that must stay") -> None:
+             why_protected: str = T("kept: its turn holds a message that must stay")) -> None:
         """Reasons for kept messages that have none: the system prompt, the newest user message and
         pins first, then ``spans`` (start, end, reason), then ``why_protected`` for a protected group,
         else ``why_kept``."""
         view, actions, reasons = self.view, self.actions, self.reasons
         prot, group_of = self.protected, self.seg.group_of
-        special = [(view.first_system(), "always kept: the system prompt"),
-                   (view.newest_user(), "always kept: the newest user message"),
-                   *((i, "pinned: never removed") for i in sorted(view.pins))]
+        special = [(view.first_system(), T("always kept: the system prompt")),
+                   (view.newest_user(), T("always kept: the newest user message")),
+                   *((i, T("pinned: never removed")) for i in sorted(view.pins))]
         for i, why in special:
             if i is not None and actions[i] == "keep" and not reasons[i]:
                 reasons[i] = why

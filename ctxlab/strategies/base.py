@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..i18n import N_
+from ..i18n import N_, T
 from ..errors import CtxlabError
 from ..segments import segment
 from .plan import Plan, build_plan
@@ -217,14 +217,15 @@ def _compose(view: View, budget: Budget, first: Plan, step: Strategy, pipe: Pipe
     actions, reasons = list(first.actions), list(first.reasons)
     for k, o in enumerate(first.origin):  # sub's entry k is first's output k, from view index o
         if o is not None and second.actions[k] != "keep":
-            actions[o], reasons[o] = second.actions[k], f"{step.name}: {second.reasons[k]}"
+            actions[o], reasons[o] = second.actions[k], T("{step}: {reason}", step=step.name, reason=second.reasons[k])
     origin = tuple(first.origin[o] if o is not None else None for o in second.origin)
     stats = {**{f"{first.strategy}.{k}": v for k, v in first.stats.items()},
              **{f"{step.name}.{k}": v for k, v in second.stats.items()}}
     return build_plan(view, budget, " >> ".join(s.name for s in pipe.steps), pipe.params(), actions, reasons,
                       second.messages, origin, warnings=(*first.warnings, *second.warnings), stats=stats,
                       state={**first.state, **second.state},
-                      idle=lambda: "; then ".join(p.idle for p in (first, second) if p.idle))
+                      idle=lambda: T("{first}; then {second}", first=first.idle, second=second.idle)
+                      if first.idle and second.idle else first.idle or second.idle)
 
 
 STRATEGIES: dict[str, type[Strategy]] = {}

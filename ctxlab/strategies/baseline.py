@@ -18,7 +18,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
-from ..i18n import N_
+from ..i18n import N_, T
 from ..formats.langchain import to_langchain
 from ..conversation import Message, Part, ToolCall, compact_json
 from ..tokens import TokenCounter
@@ -232,8 +232,8 @@ class LangChainTrim(Strategy):
                  "langchain_core": langchain_core_version()}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
                          warnings=warnings, stats=stats, settle_first=False,
-                         idle=lambda: f"{self.call_text()} kept every message: the conversation's {view.total:,} "
-                                      f"message tokens fit its max_tokens of {limit:,}")
+                         idle=lambda: T("{call} kept every message: the conversation's {total:,} "
+                                      "message tokens fit its max_tokens of {limit:,}", call=self.call_text(), total=view.total, limit=limit))
 
     def _decide(self, view: View, origins: list[int], replacements: dict[int, Message],
                 limit: int) -> tuple[list[str], list[str]]:
@@ -245,18 +245,18 @@ class LangChainTrim(Strategy):
         lo = window[0] if window else n
         actions = ["drop"] * n
         if window:
-            reasons = ([f"dropped by {call}: before the window it kept within {limit:,} tokens"] * lo
-                       + [f"dropped by {call}: after the window it kept within {limit:,} tokens"] * (n - lo))
+            reasons = ([T("dropped by {call}: before the window it kept within {limit:,} tokens", call=call, limit=limit)] * lo
+                       + [T("dropped by {call}: after the window it kept within {limit:,} tokens", call=call, limit=limit)] * (n - lo))
         else:
-            reasons = [f"dropped by {call}: it kept no message within {limit:,} tokens"] * n
-        inside = f"kept by {call}: inside its {limit:,}-token window"
+            reasons = [T("dropped by {call}: it kept no message within {limit:,} tokens", call=call, limit=limit)] * n
+        inside = T("kept by {call}: inside its {limit:,}-token window", call=call, limit=limit)
         for o in window:
             actions[o], reasons[o] = "keep", inside
         if system is not None:
-            actions[0], reasons[0] = "keep", f"kept by {call}: include_system keeps the first system message"
+            actions[0], reasons[0] = "keep", T("kept by {call}: include_system keeps the first system message", call=call)
         for o, new in replacements.items():
             actions[o] = "truncate"
-            reasons[o] = f"cut by {call}: {view.counter.message(new):,} of {view.tokens[o]:,} tokens kept"
+            reasons[o] = T("cut by {call}: {message:,} of {tokens:,} tokens kept", call=call, message=view.counter.message(new), tokens=view.tokens[o])
         return actions, reasons
 
     def _warnings(self, view: View, origins: list[int], errors: dict[str, list[Finding]]) -> list[str]:
@@ -265,12 +265,17 @@ class LangChainTrim(Strategy):
         found = errors["openai"] or errors["anthropic"]
         if found:
             first = found[0]
-            where = f" at message {origins[first.index]:,}" if first.index is not None else ""
-            out.append(f"{self.call_text()} returned a history the providers reject: {first.code}{where}; "
-                       f"{len(errors['openai'])} error(s) under OpenAI rules, {len(errors['anthropic'])} under "
-                       f"Anthropic rules (langchain-core {langchain_core_version()})")
+            counts = dict(call=self.call_text(), code=first.code, openai=len(errors['openai']),
+                          anthropic=len(errors['anthropic']), version=langchain_core_version())
+            out.append(T("{call} returned a history the providers reject: {code} at message {at:,}; "
+                         "{openai} error(s) under OpenAI rules, {anthropic} under "
+                         "Anthropic rules (langchain-core {version})", at=origins[first.index], **counts)
+                       if first.index is not None else
+                       T("{call} returned a history the providers reject: {code}; "
+                         "{openai} error(s) under OpenAI rules, {anthropic} under "
+                         "Anthropic rules (langchain-core {version})", **counts))
         newest = view.newest_user()
         if newest is not None and newest not in origins:
-            out.append(f"{self.call_text()} dropped the newest user message (message {newest:,}): "
-                       "the model would not see the question")
+            out.append(T("{call} dropped the newest user message (message {newest:,}): "
+                       "the model would not see the question", call=self.call_text(), newest=newest))
         return out

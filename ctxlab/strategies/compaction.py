@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
-from ..i18n import N_
+from ..i18n import N_, T
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_trigger, param, register
 from .llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
@@ -109,19 +109,19 @@ class ServerCompaction(Strategy):
         old = [i for i in range(n) if is_summary(view.messages[i])]
         previous, done = _previous(view, old)
         if total <= self.trigger_tokens:
-            idle = (f"server_compaction triggers above {self.trigger_tokens:,} message tokens (trigger_tokens); "
-                    f"this conversation's messages hold {total:,}")
-            return self._keep_all(view, budget, f"below the trigger ({total:,} of {self.trigger_tokens:,} tokens)",
+            idle = (T("server_compaction triggers above {trigger_tokens:,} message tokens (trigger_tokens); "
+                    "this conversation's messages hold {total:,}", trigger_tokens=self.trigger_tokens, total=total))
+            return self._keep_all(view, budget, T("below the trigger ({total:,} of {trigger_tokens:,} tokens)", total=total, trigger_tokens=self.trigger_tokens),
                                   previous, done, old, triggered=False, idle=idle)
         actions, reasons = self._decide(view, set(old))
         settle(view, actions, reasons)
         if not any(a == "summarize" for i, a in enumerate(actions) if i not in old):
-            idle = (f"server_compaction is over its trigger ({total:,} message tokens) but has nothing to fold: "
-                    "the system prompt and the user messages it keeps are all there is")
-            return self._keep_all(view, budget, "kept: over the trigger, nothing else to fold", previous, done, old,
+            idle = (T("server_compaction is over its trigger ({total:,} message tokens) but has nothing to fold: "
+                    "the system prompt and the user messages it keeps are all there is", total=total))
+            return self._keep_all(view, budget, T("kept: over the trigger, nothing else to fold"), previous, done, old,
                                   triggered=True, idle=idle)
         for i in old:  # settle keeps a first system message, but an old summary gives way to the new one
-            actions[i], reasons[i] = "summarize", "replaced by the new compaction summary"
+            actions[i], reasons[i] = "summarize", T("replaced by the new compaction summary")
         return self._compacted(view, budget, actions, reasons, previous, done, set(old))
 
     def _decide(self, view: View, old: set[int]) -> tuple[list[str], list[str]]:
@@ -129,19 +129,19 @@ class ServerCompaction(Strategy):
         the other user messages."""
         n, newest = len(view), view.newest_user()
         actions = ["summarize"] * n
-        reasons = ["folded into the compaction summary (everything before the trigger point)"] * n
+        reasons = [T("folded into the compaction summary (everything before the trigger point)")] * n
         for i in preamble_systems(view):
             if i not in old:
-                actions[i], reasons[i] = "keep", "always kept: the system prompt (outside what is compacted)"
+                actions[i], reasons[i] = "keep", T("always kept: the system prompt (outside what is compacted)")
         for i, m in enumerate(view.messages):
             if m.role != "user":
                 continue
             if i == newest:
-                actions[i], reasons[i] = "keep", ("kept: the newest user message (the task; a provider's compaction "
-                                                  "folds it too, ctxlab keeps it verbatim)"
-                                                  if not self.keep_user_messages else "kept: a user message")
+                actions[i], reasons[i] = "keep", (T("kept: the newest user message (the task; a provider's compaction "
+                                                  "folds it too, ctxlab keeps it verbatim)")
+                                                  if not self.keep_user_messages else T("kept: a user message"))
             elif self.keep_user_messages:
-                actions[i], reasons[i] = "keep", "kept: compaction keeps every user message verbatim"
+                actions[i], reasons[i] = "keep", T("kept: compaction keeps every user message verbatim")
         return actions, reasons
 
     def _compacted(self, view: View, budget: Budget, actions: list[str], reasons: list[str], previous: str | None,
@@ -159,8 +159,8 @@ class ServerCompaction(Strategy):
         systems = [i for i in preamble_systems(view) if i not in old and actions[i] not in REMOVED]
         summary_tokens = view.counter.message(message)
         needed = summary_tokens + sum(t for i, t in enumerate(view.tokens) if actions[i] not in REMOVED)
-        warn = minimum_warning(view, budget, "the system prompt, the compaction summary and the user messages it "
-                                             "keeps", needed)
+        warn = minimum_warning(view, budget, T("the system prompt, the compaction summary and the user messages it "
+                                             "keeps"), needed)
         stats = {"triggered": True, "messages_folded": len(folded), "messages_summarized": len(new),
                  "summary_tokens": summary_tokens}
         if written is not None and written.record:
@@ -191,7 +191,7 @@ class ServerCompaction(Strategy):
         n = len(view)
         reasons = [why] * n
         for i in old:
-            reasons[i] = "the compaction summary so far"
+            reasons[i] = T("the compaction summary so far")
         state = {"summary": previous or "", "summarized": tuple(sorted(done))} if previous or done else {}
         stats = {"triggered": triggered, "messages_folded": 0, "messages_summarized": 0,
                  "summary_tokens": sum(view.tokens[i] for i in old)}
@@ -228,13 +228,13 @@ class TruncationAuto(Strategy):
         stay) until the rest fits."""
         n, total, limit = len(view), view.total, self._limit(budget)
         if total <= limit:
-            idle = (f"truncation_auto drops only when the messages exceed the window ({total:,} of {limit:,} tokens "
-                    "after the reserve and output allowance)")
+            idle = (T("truncation_auto drops only when the messages exceed the window ({total:,} of {limit:,} tokens "
+                    "after the reserve and output allowance)", total=total, limit=limit))
             return make_plan(view, budget, self.name, self.params(), ["keep"] * n,
-                             [f"fits the window ({total:,} of {limit:,} tokens)"] * n, idle=idle,
+                             [T("fits the window ({total:,} of {limit:,} tokens)", total=total, limit=limit)] * n, idle=idle,
                              stats={"triggered": False, "messages_dropped": 0})
         actions = ["keep"] * n
-        reasons = ["kept: fits once the older messages are dropped"] * n
+        reasons = [T("kept: fits once the older messages are dropped")] * n
         protected = {view.first_system(), view.newest_user(), *preamble_systems(view), *view.compactions}
         seg, excess = view.seg, total - limit
         for g in dict.fromkeys(seg.group_of):
@@ -244,12 +244,12 @@ class TruncationAuto(Strategy):
             if any(i in protected for i in members):
                 continue
             for i in members:
-                actions[i], reasons[i] = "drop", "dropped: oldest first, until the prompt fits the window"
+                actions[i], reasons[i] = "drop", T("dropped: oldest first, until the prompt fits the window")
                 excess -= view.tokens[i]
         settle(view, actions, reasons)
         dropped = actions.count("drop")
         needed = sum(t for i, t in enumerate(view.tokens) if actions[i] == "keep")
-        warn = minimum_warning(view, budget, "the system prompt and the newest user message", needed)
+        warn = minimum_warning(view, budget, T("the system prompt and the newest user message"), needed)
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[w for w in (warn,) if w],
                          stats={"triggered": True, "messages_dropped": dropped}, settle_first=False)
 

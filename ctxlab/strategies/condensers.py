@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..i18n import N_
+from ..i18n import N_, T
 from ..conversation import Message
 from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan
@@ -71,24 +71,24 @@ class ObservationMasking(Strategy):
         results = [i for i, r in enumerate(view.roles) if r == "tool"]
         over = max(len(results) - self.window, 0)
         masked_n = over - over % self.polling
-        actions, reasons = ["keep"] * n, ["sent as is: not an observation"] * n
+        actions, reasons = ["keep"] * n, [T("sent as is: not an observation")] * n
         for k, i in enumerate(results):
-            reasons[i] = (f"one of the newest {len(results) - masked_n:,} observations (window {self.window:,})"
+            reasons[i] = (T("one of the newest {count:,} observations (window {window:,})", count=len(results) - masked_n, window=self.window)
                           if k >= masked_n else "")
         replacements: dict[int, Message] = {}
         counted: dict[int, int] = {}
         saved = 0
         for k, i in enumerate(results[:masked_n]):
             if i in view.pins:
-                reasons[i] = "pinned: never masked"
+                reasons[i] = T("pinned: never masked")
                 continue
             new, tokens = self._masked(view, i)
             if tokens >= view.tokens[i]:
-                reasons[i] = "sent as is: the placeholder would not be shorter"
+                reasons[i] = T("sent as is: the placeholder would not be shorter")
                 continue
             replacements[i], counted[i] = new, tokens
             actions[i] = "clear"
-            reasons[i] = f"masked: observation {k + 1:,} of {len(results):,}, older than the newest {self.window:,}"
+            reasons[i] = T("masked: observation {count:,} of {n_results:,}, older than the newest {window:,}", count=k + 1, n_results=len(results), window=self.window)
             saved += view.tokens[i] - tokens
         stats = {"observations": len(results), "masked": len(replacements), "tokens_masked": saved}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
@@ -97,12 +97,12 @@ class ObservationMasking(Strategy):
     def _idle(self, results: int, masked_n: int) -> str:
         """Why nothing was masked."""
         if results <= self.window:
-            return (f"observation_masking keeps the newest {self.window:,} observations (window) and the conversation "
-                    f"has {results:,}")
+            return (T("observation_masking keeps the newest {window:,} observations (window) and the conversation "
+                    "has {results:,}", window=self.window, results=results))
         if masked_n == 0:
-            return (f"observation_masking masks in steps of {self.polling:,} (polling); {results - self.window:,} "
-                    "observation(s) past the window is less than one step")
-        return "observation_masking found no older observation that a placeholder would make shorter"
+            return (T("observation_masking masks in steps of {polling:,} (polling); {count:,} "
+                    "observation(s) past the window is less than one step", polling=self.polling, count=results - self.window))
+        return T("observation_masking found no older observation that a placeholder would make shorter")
 
 
 @register
@@ -133,20 +133,20 @@ class RecentEvents(Strategy):
         head = min(self.keep_first, self.max_events)
         tail = self.max_events - head
         n = len(view)
-        actions, reasons = ["keep"] * n, ["always kept: the system prompt"] * n
+        actions, reasons = ["keep"] * n, [T("always kept: the system prompt")] * n
         for k, i in enumerate(body):
             if k < head:
-                reasons[i] = f"one of the first {head:,} messages (keep_first)"
+                reasons[i] = T("one of the first {head:,} messages (keep_first)", head=head)
             elif k >= len(body) - tail:
-                reasons[i] = f"one of the newest {tail:,} messages"
+                reasons[i] = T("one of the newest {tail:,} messages", tail=tail)
             else:
-                actions[i], reasons[i] = "drop", (f"forgotten: after the first {head:,} and before the newest "
-                                                  f"{tail:,} messages (max_events {self.max_events:,})")
+                actions[i], reasons[i] = "drop", (T("forgotten: after the first {head:,} and before the newest "
+                                                  "{tail:,} messages (max_events {max_events:,})", head=head, tail=tail, max_events=self.max_events))
         answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
         dropped = actions.count("drop")
         return make_plan(view, budget, self.name, self.params(), actions, reasons, stats={"forgotten": dropped},
-                         idle=lambda: (f"recent_events keeps up to {self.max_events:,} messages (max_events) and the "
-                                       f"conversation has {len(body):,} besides the system prompt"))
+                         idle=lambda: (T("recent_events keeps up to {max_events:,} messages (max_events) and the "
+                                       "conversation has {n_body:,} besides the system prompt", max_events=self.max_events, n_body=len(body))))
 
 
 @register
@@ -195,18 +195,18 @@ class AmortizedForgetting(Strategy):
         body = _body(view)
         kept, gone = self.forget(body)
         n = len(view)
-        actions, reasons = ["keep"] * n, ["always kept: the system prompt"] * n
+        actions, reasons = ["keep"] * n, [T("always kept: the system prompt")] * n
         head = set(body[:min(self.keep_first, self.max_size // 2)])
         for i in kept:
-            reasons[i] = ("one of the first messages (keep_first)" if i in head
-                          else "kept: added since the last forgetting, or among the newest it kept")
+            reasons[i] = (T("one of the first messages (keep_first)") if i in head
+                          else T("kept: added since the last forgetting, or among the newest it kept"))
         for i, (r, size) in gone.items():
-            actions[i], reasons[i] = "drop", (f"forgotten at condensation {r:,} (the history had reached {size:,} "
-                                              f"messages, over max_size {self.max_size:,})")
+            actions[i], reasons[i] = "drop", (T("forgotten at condensation {r:,} (the history had reached {size:,} "
+                                              "messages, over max_size {max_size:,})", r=r, size=size, max_size=self.max_size))
         answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
         stats: dict[str, Any] = {"condensations": max((r for r, _ in gone.values()), default=0), "forgotten": len(gone)}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, stats=stats,
-                         idle=lambda: (f"amortized_forgetting forgets only when the history passes {self.max_size:,} "
-                                       f"messages (max_size); this one has {len(body):,} besides the system prompt"))
+                         idle=lambda: (T("amortized_forgetting forgets only when the history passes {max_size:,} "
+                                       "messages (max_size); this one has {n_body:,} besides the system prompt", max_size=self.max_size, n_body=len(body))))
 
 from . import llm_attention  # noqa: E402,F401  (llm_attention registers after the offline condensers)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..i18n import N_
+from ..i18n import N_, T, error_text
 from ..llm import LLMError, active_llm
 from .base import Strategy, budget_window, param, register
 from .llm_summarizer import render_span
@@ -99,9 +99,9 @@ class LLMAttention(Strategy):
             reply = active_llm().chat([{"role": "user", "content": prompt}], max_tokens=400)
             picked = _parse(reply.text, set(candidates), keep)
             if not picked:
-                why = f"the model's reply named no message to keep ({reply.text[:60]!r})"
+                why = T("the model's reply named no message to keep ({text!r})", text=reply.text[:60])
         except LLMError as e:
-            picked, why = [], str(e)
+            picked, why = [], error_text(e)
         if why is not None:
             picked = candidates[len(candidates) - keep:] if keep else []
         memo[key] = (sorted(picked), why)
@@ -112,13 +112,13 @@ class LLMAttention(Strategy):
         from .condensers import _body
         body = _body(view)
         n = len(view)
-        actions, reasons = ["keep"] * n, ["always kept: the system prompt"] * n
+        actions, reasons = ["keep"] * n, [T("always kept: the system prompt")] * n
         if len(body) <= self.max_size:
             for i in body:
-                reasons[i] = "sent as is: the history is not over max_size"
+                reasons[i] = T("sent as is: the history is not over max_size")
             return make_plan(view, budget, self.name, self.params(), actions, reasons, idle=(
-                f"llm_attention condenses only past {self.max_size:,} messages (max_size); this one has "
-                f"{len(body):,} besides the system prompt"))
+                T("llm_attention condenses only past {max_size:,} messages (max_size); this one has "
+                "{n_body:,} besides the system prompt", max_size=self.max_size, n_body=len(body))))
         head = body[:min(self.keep_first, self.max_size // 2)]
         candidates = body[len(head):]
         keep = max(self.max_size // 2 - len(head), 1)
@@ -126,18 +126,18 @@ class LLMAttention(Strategy):
         chosen = set(picked)
         partner = {k: i for i in picked for k in view.seg.group_members(i) if k not in chosen}
         for i in head:
-            reasons[i] = "one of the first messages (keep_first)"
+            reasons[i] = T("one of the first messages (keep_first)")
         for i in candidates:
             if i in partner:
-                reasons[i] = f"kept with its tool call and results (message {partner[i]} was chosen)"
+                reasons[i] = T("kept with its tool call and results (message {partner} was chosen)", partner=partner[i])
             elif i in chosen:
-                reasons[i] = "kept: the newest (offline fallback)" if why else "kept: the model chose it"
+                reasons[i] = T("kept: the newest (offline fallback)") if why else T("kept: the model chose it")
             else:
                 actions[i] = "drop"
-                reasons[i] = "forgotten: " + ("older than the newest kept (offline fallback)" if why
-                                              else "the model did not choose it")
+                reasons[i] = (T("forgotten: older than the newest kept (offline fallback)") if why
+                              else T("forgotten: the model did not choose it"))
         answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
-        warnings = [f"LLM attention unavailable, kept the newest {keep:,} messages instead: {why}"] if why else []
+        warnings = [T("LLM attention unavailable, kept the newest {keep:,} messages instead: {why}", keep=keep, why=why)] if why else []
         stats: dict[str, Any] = {"candidates": len(candidates), "kept": len(picked), "chooser": "newest" if why
                                  else "model"}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=warnings, stats=stats)

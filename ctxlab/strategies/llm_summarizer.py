@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..i18n import T, error_text
 from ..conversation import Message
 from ..llm import LLM, LLMError, active_llm, public_url
 from .summarizers import ExtractiveSummarizer, register_summarizer
@@ -211,13 +212,13 @@ class LLMSummarizer:
             return SummaryResult(cfg.redact(cached["text"]), {**cached.get("record", {}), "cache_hit": True})
         down = self._failed.get(cfg.fingerprint())
         if down is not None and self.clock() - down[0] < self.cooldown:
-            return self._fall_back(messages, previous, down[1] + " (not retried yet: it failed moments ago)")
+            return self._fall_back(messages, previous, T("{error} (not retried yet: it failed moments ago)", error=down[1]))
         prompt = fill(template, span=span, summary=previous or "", max_tokens=max_tokens)
         try:
             reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens)
         except LLMError as e:
-            self._failed[cfg.fingerprint()] = (self.clock(), str(e))
-            return self._fall_back(messages, previous, str(e))
+            self._failed[cfg.fingerprint()] = (self.clock(), error_text(e))
+            return self._fall_back(messages, previous, error_text(e))
         self._failed.pop(cfg.fingerprint(), None)
         text = reply.text.strip()
         record = {"summarizer": "llm", "model": reply.model, "call": "merge" if merging else "first",
@@ -229,11 +230,13 @@ class LLMSummarizer:
             record["summary_tokens"] = measured
         if (measured is not None and measured > max_tokens) or reply.finish_reason == "length":
             record["over_cap"] = True
-            warning = (f"the model's summary reached the {max_tokens:,}-token cap (max_summary_tokens)"
-                       + (f": {measured:,} tokens, cut to fit" if measured and measured > max_tokens else
-                          "; it may end mid-sentence"))
+            warning = (T("the model's summary reached the {max_tokens:,}-token cap (max_summary_tokens): "
+                         "{measured:,} tokens, cut to fit", max_tokens=max_tokens, measured=measured)
+                       if measured and measured > max_tokens else
+                       T("the model's summary reached the {max_tokens:,}-token cap (max_summary_tokens); "
+                         "it may end mid-sentence", max_tokens=max_tokens))
         if not text:
-            return self._fall_back(messages, previous, f"model {reply.model} returned an empty summary")
+            return self._fall_back(messages, previous, T("model {model} returned an empty summary", model=reply.model))
         self.cache.put(key, text, record)
         return SummaryResult(text, record, warning)
 
@@ -241,7 +244,7 @@ class LLMSummarizer:
         """The offline summary, with a warning that says why and that nothing else changed."""
         text = self.fallback.summarize(messages, previous)
         return SummaryResult(text, {"summarizer": "extractive (fallback)", "error": why},
-                             f"LLM summary unavailable, used the offline extractive summary instead: {why}")
+                             T("LLM summary unavailable, used the offline extractive summary instead: {why}", why=why))
 
 
 DEFAULT_LLM_SUMMARIZER = LLMSummarizer()

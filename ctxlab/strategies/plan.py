@@ -26,6 +26,7 @@ from functools import reduce
 from operator import attrgetter, or_
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..i18n import T
 from ..conversation import Message
 from ..tokens import CATEGORIES
 from .view import MEMO_EXTENDERS, Budget, View, fact_mask, message_text
@@ -146,8 +147,8 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
     It runs inside every slider move: rule 2 walks the smaller of the kept and the removed
     messages, rules 3 and 4 look at each turn through C-speed slice counts."""
     protected = set()
-    for i, why in ((view.first_system(), "always kept: the system prompt"),
-                   (view.newest_user(), "always kept: the newest user message")):
+    for i, why in ((view.first_system(), T("always kept: the system prompt")),
+                   (view.newest_user(), T("always kept: the newest user message"))):
         if i is not None:
             protected.add(i)
             if actions[i] in _REMOVED:
@@ -155,14 +156,14 @@ def settle(view: View, actions: list[str], reasons: list[str]) -> None:
     for i in view.compactions:  # the agent's own summary of what came before: never removed
         protected.add(i)
         if actions[i] in _REMOVED:
-            actions[i], reasons[i] = "keep", ("always kept: the task of the run" if view.messages[i].extra.get("ctxlab_task")
-                                              else "always kept: a compaction summary (the agent's summary of earlier work)")
+            actions[i], reasons[i] = "keep", (T("always kept: the task of the run") if view.messages[i].extra.get("ctxlab_task")
+                                              else T("always kept: a compaction summary (the agent's summary of earlier work)"))
     _whole_groups(view, actions, reasons)
     for start, end in _turns_to_check(view, actions):
         gone = actions[start]
         if gone not in _REMOVED or _removed_in(actions, start + 1, end) == end - start - 1:
             continue
-        why = f"its turn's user message ({start}) is removed"
+        why = T("its turn's user message ({start}) is removed", start=start)
         for i in range(start + 1, end):
             if actions[i] not in _REMOVED and i not in protected:
                 actions[i], reasons[i] = gone, why
@@ -214,7 +215,8 @@ def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
         gone = next((actions[k] for k in members if actions[k] in _REMOVED), None)
         if gone is None:
             continue
-        why = f"{gone} with its tool call and results (message {members[0]})"
+        why = (T("drop with its tool call and results (message {first})", first=members[0]) if gone == "drop" else
+               T("summarize with its tool call and results (message {first})", first=members[0]))
         for k in members:
             if actions[k] not in _REMOVED:
                 actions[k], reasons[k] = gone, why
@@ -308,8 +310,9 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
     warnings = list(warnings)
     total_after = sum(after.values())
     if total_after > budget.prompt_limit and not any("budget" in w for w in warnings):
-        warnings.append(f"{OVER_BUDGET}{total_after:,} tokens; the budget allows {budget.prompt_limit:,} "
-                        f"({budget.max_tokens:,} less a {budget.reserve:.0%} reserve)")
+        warnings.append(T("the result needs {tokens:,} tokens; the budget allows {limit:,} "
+                          "({max_tokens:,} less a {reserve:.0%} reserve)", tokens=total_after,
+                          limit=budget.prompt_limit, max_tokens=budget.max_tokens, reserve=budget.reserve))
     kept = tuple(f for k, f in enumerate(view.facts) if mask >> k & 1)
     lost = tuple(f for k, f in enumerate(view.facts) if not mask >> k & 1)
     retention = len(kept) / len(view.facts) if view.facts else None
@@ -375,8 +378,9 @@ def merge_lone_users(view: View, messages: Sequence[Message], origin: Sequence[i
         second, m = origin[end], hit[0] if hit else _joined_run(messages[start:end + 1])
         for k in range(end, start, -1):
             first = origin[k - 1]
-            reasons[first] = (f"{reasons[first]}; merged into user message {second}: nothing else of its turn "
-                              f"is kept, and some providers reject two user messages in a row")
+            reasons[first] = T("{reason}; merged into user message {second}: nothing else of its turn "
+                               "is kept, and some providers reject two user messages in a row",
+                               reason=reasons[first], second=second)
             joined.append((first, second))
         if hit:
             _, n, mask = hit
@@ -394,8 +398,8 @@ def merge_lone_users(view: View, messages: Sequence[Message], origin: Sequence[i
         merged.append((start, end, m, n))
     messages, origin, out_tokens = _splice(merged[::-1], messages, origin, out_tokens)
     shown = ", ".join(f"{a}+{b}" for a, b in reversed(joined[-5:]))
-    note = (f"{len(joined)} user message(s) kept by merging into the next user message ({shown}): nothing of "
-            f"their turn is left, and some providers and chat templates need user and assistant to alternate")
+    note = (T("{count} user message(s) kept by merging into the next user message ({shown}): nothing of "
+            "their turn is left, and some providers and chat templates need user and assistant to alternate", count=len(joined), shown=shown))
     return messages, origin, out_tokens, sums, reasons, note, extra_mask
 
 
@@ -424,7 +428,7 @@ def idle_reason(strategy: str, actions: Sequence[str], messages: Sequence[Messag
     if len(messages) != len(actions) or actions.count("keep") != len(actions):
         return None
     text = idle() if callable(idle) else idle
-    return text or f"{strategy} kept every message as it is"
+    return text or T("{strategy} kept every message as it is", strategy=strategy)
 
 
 _KEPT_ACTIONS = tuple(a for a in ACTIONS if a not in REMOVED)
@@ -570,5 +574,5 @@ def minimum_warning(view: View, budget: Budget, what: str, needed: int) -> str |
     """The warning a plan carries when even its minimum does not fit the budget."""
     if needed <= budget.available:
         return None
-    return (f"even {what} alone needs {needed:,} tokens; the budget leaves {budget.available:,} for messages "
-            f"({budget.max_tokens:,} less the {budget.reserve:.0%} reserve, tool definitions and reply priming)")
+    return (T("even {what} alone needs {needed:,} tokens; the budget leaves {available:,} for messages "
+            "({max_tokens:,} less the {reserve:.0%} reserve, tool definitions and reply priming)", what=what, needed=needed, available=budget.available, max_tokens=budget.max_tokens, reserve=budget.reserve))

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from ..i18n import N_
+from ..i18n import N_, T, Text, Tn
 from .base import Strategy, param, register
 from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, positions, settle
 from ._batch import apply as apply_removal, simulate, tables as batch_tables
@@ -27,8 +27,8 @@ from .view import MEMO_EXTENDERS, Budget, View
 
 ROLE_SCORE = {"system": 1.0, "user": 0.75, "assistant_text": 0.5, "summary": 0.5, "tool_calls": 0.25,
               "tool_results": 0.0}
-ROLE_LABEL = {"system": "system message", "user": "user message", "assistant_text": "assistant text",
-              "summary": "summary", "tool_calls": "tool call", "tool_results": "tool result"}
+ROLE_LABEL = {"system": T("system message"), "user": T("user message"), "assistant_text": T("assistant text"),
+              "summary": T("summary"), "tool_calls": T("tool call"), "tool_results": T("tool result")}
 
 
 def _middle_out_order(firsts: list[int], mid: float) -> Iterator[int]:
@@ -93,29 +93,29 @@ class MiddleOut(Strategy):
         table = batch_tables(view)
         cands = np.flatnonzero(~np.fromiter(book.protected, dtype=bool, count=len(table.firsts)) & ~table.user_first)
         firsts = table.firsts[cands]
-        why = f"removed from the middle to fit {target:,} tokens"
+        why = T("removed from the middle to fit {target:,} tokens", target=target)
         order = cands[_middle_out_positions(firsts, (lo + hi) / 2)]
         removal = simulate(book, order, target)
         if removal is not None:
             apply_removal(book, removal, order, lambda acted: [why] * len(acted),
-                          lambda user: f"removed with its turn's user message ({user})", LONE)
+                          lambda user: T("removed with its turn's user message ({user})", user=user), LONE)
         else:  # a shape the batch does not model: the loop it stands for
             for g in order.tolist():
                 if book.total <= target:
                     break
                 if book.actions[view.seg.groups[g][0]] == "keep":
                     book.drop_group(g, why)
-        book.fill(f"kept: the rest fits {target:,} tokens", [(0, lo, f"kept: among the first {ps} messages"),
-                                                              (hi, n, f"kept: among the last {pe} messages")])
+        book.fill(T("kept: the rest fits {target:,} tokens", target=target), [(0, lo, T("kept: among the first {ps} messages", ps=ps)),
+                                                              (hi, n, T("kept: among the last {pe} messages", pe=pe))])
         warn = None if book.total <= target else minimum_warning(
-            view, budget, f"the first {ps} and the last {pe} messages (whole rounds and turns)", book.total)
+            view, budget, T("the first {ps} and the last {pe} messages (whole rounds and turns)", ps=ps, pe=pe), book.total)
         stats = {"target_tokens": target, "removed": n - book.kept, "groups_removed": book.groups_removed,
                  "tokens_removed": view.total - book.total, "middle": [lo, hi]}
-        head = (f"middle_out removes from the middle only until the messages fit {target:,} tokens ("
-                f"{self.target_ratio:.0%} of the budget's message room, target_ratio)")
-        idle = (f"{head} and they hold {view.total:,}" if view.total <= target else
-                f"{head}; they hold {view.total:,} but everything outside the first {ps} (preserve_start) and the "
-                f"last {pe} (preserve_end) messages must stay")
+        head = (T("middle_out removes from the middle only until the messages fit {target:,} tokens ("
+                "{target_ratio:.0%} of the budget's message room, target_ratio)", target=target, target_ratio=self.target_ratio))
+        idle = (T("{head} and they hold {total:,}", head=head, total=view.total) if view.total <= target else
+                T("{head}; they hold {total:,} but everything outside the first {ps} (preserve_start) and the "
+                "last {pe} (preserve_end) messages must stay", head=head, total=view.total, ps=ps, pe=pe))
         return _Decided(book.actions, book.reasons, [warn] if warn else [], stats, idle)
 
     def apply(self, view: View, budget: Budget) -> Plan:
@@ -127,7 +127,7 @@ class MiddleOut(Strategy):
 
 def _age_text(age: int) -> str:
     """How old a turn is, in words."""
-    return "current turn" if age == 0 else "1 turn old" if age == 1 else f"{age} turns old"
+    return T("current turn") if age == 0 else Tn("{n} turn old", "{n} turns old", age)
 
 
 def _group_table(view: View) -> tuple[np.ndarray, ...]:
@@ -277,7 +277,7 @@ class OldestFirst(Strategy):
             missing = positions(out, (None,))
             labels, texts = self._labels(view, scored, np.asarray(entries)[missing])
             for k, label in zip(missing, labels):
-                out[k] = texts[groups[k]] = "low priority {}: {}".format(*label)
+                out[k] = texts[groups[k]] = T("low priority {p}: {describe}", p=label[0], describe=label[1])
         return out
 
     @staticmethod
@@ -292,8 +292,8 @@ class OldestFirst(Strategy):
             if text is None:
                 members = seg.groups[g]
                 label = ROLE_LABEL[cats[members[0]] if len(members) == 1 else "tool_results"]
-                text = known[g, size] = (f"{label}, {ages[newest - seg.turn_of[members[0]] if newest >= 0 else 0]}, "
-                                         f"{size:,} tokens")
+                text = known[g, size] = T("{label}, {age}, {size:,} tokens", label=label,
+                                           age=ages[newest - seg.turn_of[members[0]] if newest >= 0 else 0], size=size)
             return text
         return describe
 
@@ -316,7 +316,7 @@ class OldestFirst(Strategy):
             return self._remove_by_loop(view, book, list(scored.rows()), target)
 
         apply_removal(book, removal, order, lambda acted: self._removal_reasons(view, scored, acted),
-                      lambda user: f"removed with its turn's user message ({user})", LONE)
+                      lambda user: T("removed with its turn's user message ({user})", user=user), LONE)
         return (scored.p[int(removal.acted[-1])].item() if len(removal.acted) else None), 0
 
     def _remove_by_loop(self, view: View, book: _Ledger, scored: list, target: int) -> tuple[float | None, int]:
@@ -335,12 +335,12 @@ class OldestFirst(Strategy):
             if book.kept - (turns[turn][1] - first if is_user else len(groups[g]) + 1) < least \
                     and book.kept - book.cost(g) < least:  # the first bound book.cost(g), the cheap test
                 for i in groups[g]:
-                    reasons[i] = f"kept: removing it would leave fewer than {least} messages"
+                    reasons[i] = T("kept: removing it would leave fewer than {least} messages", least=least)
                 skipped += 1
                 continue
-            why = f"low priority {p:.2f}: {describe(g, size)}"
+            why = T("low priority {p:.2f}: {describe}", p=p, describe=describe(g, size))
             if is_user:
-                book.drop_turn(turn, why, f"removed with its turn's user message ({first})")
+                book.drop_turn(turn, why, T("removed with its turn's user message ({first})", first=first))
             else:
                 drop_group(g, why)
             threshold = p
@@ -354,26 +354,26 @@ class OldestFirst(Strategy):
         book = _Ledger(view, must)
         scored = self._scored(view, book)
         threshold, skipped = self._remove(view, book, scored, target)
-        cut = "nothing had to go" if threshold is None else f"above the {threshold:.2f} cut"
+        cut = T("nothing had to go") if threshold is None else T("above the {threshold:.2f} cut", threshold=threshold)
         firsts, actions, reasons, groups = scored.firsts.tolist(), book.actions, book.reasons, view.seg.groups
         kept = [j for j in positions(list(map(actions.__getitem__, firsts)), ("keep",)) if not reasons[firsts[j]]]
         for j, (p, what) in zip(kept, self._labels(view, scored, kept)[0]):
-            why = f"kept: priority {p} ({what}), {cut}"
+            why = T("kept: priority {p} ({what}), {cut}", p=p, what=what, cut=cut)
             for i in groups[int(scored.groups[j])]:
                 reasons[i] = why
-        book.fill("kept", why_protected="kept: its turn holds a pinned message")
+        book.fill(T("kept"), why_protected=T("kept: its turn holds a pinned message"))
         warn = None
         if book.total > target:
-            what = (f"the minimum of {self.min_messages} messages (min_messages)" if skipped else
-                    "the system prompt, the newest user message and the pinned messages")
+            what = (T("the minimum of {min_messages} messages (min_messages)", min_messages=self.min_messages) if skipped else
+                    T("the system prompt, the newest user message and the pinned messages"))
             warn = minimum_warning(view, budget, what, book.total)
         stats = {"removed": n - book.kept, "groups_removed": book.groups_removed,
                  "priority_threshold": None if threshold is None else round(threshold, 3),
                  "tokens_removed": view.total - book.total, "kept_for_min_messages": skipped}
-        head = f"oldest_first removes groups only until the messages fit the {target:,} tokens the budget leaves"
-        idle = (f"{head}, and they hold {view.total:,}" if view.total <= target else
-                f"{head}; they hold {view.total:,} but every message is the system prompt, the newest user message, "
-                f"pinned, or needed to keep {self.min_messages} messages (min_messages)")
+        head = T("oldest_first removes groups only until the messages fit the {target:,} tokens the budget leaves", target=target)
+        idle = (T("{head}, and they hold {total:,}", head=head, total=view.total) if view.total <= target else
+                T("{head}; they hold {total:,} but every message is the system prompt, the newest user message, "
+                "pinned, or needed to keep {min_messages} messages (min_messages)", head=head, total=view.total, min_messages=self.min_messages))
         return _Decided(book.actions, book.reasons, [warn] if warn else [], stats, idle)
 
     def apply(self, view: View, budget: Budget) -> Plan:
@@ -436,17 +436,31 @@ class Hybrid(Strategy):
             scores[s.name] = self._score(view, budget, d.actions)
         a, b = scores["middle_out"]["score"], scores["oldest_first"]["score"]
         if a != b:
-            win, why = ("middle_out" if a > b else "oldest_first"), "higher score"
+            win, why = ("middle_out" if a > b else "oldest_first"), T("higher score")
         else:
             prefer_tools = analysis["tool_result_share"] >= 0.5
             win = "oldest_first" if prefer_tools else "middle_out"
-            why = f"a tie; tool results are {'at least' if prefer_tools else 'under'} half the tokens"
+            why = (T("a tie; tool results are at least half the tokens") if prefer_tools else
+                   T("a tie; tool results are under half the tokens"))
         lose = "oldest_first" if win == "middle_out" else "middle_out"
-        tie = "" if a != b else f", {why}"
-        head = f"hybrid chose {win} (score {scores[win]['score']:.2f} vs {scores[lose]['score']:.2f}{tie}): "
+        chose = dict(win=win, score=scores[win]['score'], other=scores[lose]['score'])
+        head = (T("hybrid chose {win} (score {score:.2f} vs {other:.2f})", **chose) if a != b else
+                T("hybrid chose {win} (score {score:.2f} vs {other:.2f}, {why})", why=why, **chose))
         d = decided[win]
         stats = {"chosen": win, "why": why, **analysis, **{f"score.{k}": v["score"] for k, v in scores.items()},
                  "score_parts": scores, **{f"{win}.{k}": v for k, v in d.stats.items()}}
-        return make_plan(view, budget, self.name, self.params(), d.actions, [head + r for r in d.reasons],
+        return make_plan(view, budget, self.name, self.params(), d.actions, _headed(head, d.reasons),
                          warnings=d.warnings, stats=stats, settle_first=False,
-                         idle=f"hybrid chose {win}, which removed nothing: {d.idle}")
+                         idle=T("hybrid chose {win}, which removed nothing: {idle}", win=win, idle=d.idle))
+
+
+def _headed(head: Text, reasons: Sequence[str]) -> list[Text]:
+    """Each reason behind ``head`` ("hybrid chose ...: reason"), one text per distinct reason."""
+    made: dict[int, Text] = {}
+    out = []
+    for r in reasons:
+        t = made.get(id(r))
+        if t is None:
+            t = made[id(r)] = T("{head}: {reason}", head=head, reason=r)
+        out.append(t)
+    return out

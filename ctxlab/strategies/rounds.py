@@ -9,7 +9,7 @@ from itertools import repeat
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from ..i18n import N_
+from ..i18n import N_, T, listing, role_text
 from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
@@ -32,9 +32,9 @@ def keep_pinned(view: View, actions: list[str], reasons: list[str]) -> None:
         if all(actions[i] not in REMOVED for i in members):
             continue
         _keep(actions, reasons, [p], "pinned")
-        _keep(actions, reasons, members, f"kept with pinned message {p}")
+        _keep(actions, reasons, members, T("kept with pinned message {p}", p=p))
         if seg.turn_of[p] >= 0:
-            _keep(actions, reasons, [seg.turns[seg.turn_of[p]][0]], f"kept: its turn has pinned message {p}")
+            _keep(actions, reasons, [seg.turns[seg.turn_of[p]][0]], T("kept: its turn has pinned message {p}", p=p))
 
 
 def turn_reply(view: View, start: int, end: int) -> tuple[int, ...]:
@@ -60,7 +60,7 @@ def answer_lone_users(view: View, actions: list[str], reasons: list[str]) -> Non
         if rest.count("drop") + rest.count("summarize") < len(rest):  # something after it is kept
             continue
         _keep(actions, reasons, turn_reply(view, start, end),
-              f"kept so that user message {start} has a reply (two user turns in a row are invalid)")
+              T("kept so that user message {start} has a reply (two user turns in a row are invalid)", start=start))
 
 
 def _removed_tokens(view: View, actions: list[str]) -> int:
@@ -79,10 +79,10 @@ def _set(items: list, indexes: Sequence[int], values: Iterable) -> None:
 def _outside_round(role: str) -> tuple[str, str]:
     """The action and reason of a message outside every tool round."""
     if role == "tool":
-        return "drop", "a tool result that answers no earlier call"
+        return "drop", T("a tool result that answers no earlier call")
     if role == "assistant":
-        return "keep", "kept: assistant text (no tool calls)"
-    return "keep", f"kept: {role} message"
+        return "keep", T("kept: assistant text (no tool calls)")
+    return "keep", T("kept: {role} message", role=role_text(role))
 
 
 def _extend_layout(old: View, new: View, known: tuple) -> tuple | None:
@@ -102,7 +102,7 @@ def _extend_layout(old: View, new: View, known: tuple) -> tuple | None:
         elif r == total - 1:
             action, reason = "keep", ""
             flat.append(i)
-            older.append(f"older tool round (round {r + 1:,} of {total:,})")
+            older.append(T("older tool round (round {count:,} of {total:,})", count=r + 1, total=total))
             offsets[-1] += 1
         else:
             return None
@@ -128,13 +128,13 @@ def _round_layout(view: View) -> tuple:
         if seg.round_of[i] < 0:
             actions[i], reasons[i] = _outside_round(role)
     if seg.turns:
-        reasons[seg.turns[0][0]] = "kept: the original request"
+        reasons[seg.turns[0][0]] = T("kept: the original request")
     flat: list[int] = []
     older: list[str] = []
     offsets = [0]
     for r, members in enumerate(seg.rounds):
         flat.extend(members)
-        older.extend([f"older tool round (round {r + 1:,} of {total:,})"] * len(members))
+        older.extend([T("older tool round (round {count:,} of {total:,})", count=r + 1, total=total)] * len(members))
         offsets.append(len(flat))
     cached = view.memo["tool_rounds"] = (tuple(actions), tuple(reasons), tuple(flat), tuple(older), tuple(offsets),
                                          tuple(members[0] for members in seg.rounds))
@@ -164,14 +164,14 @@ class ToolRounds(Strategy):
         seg = view.seg
         total = len(seg.rounds)
         oldest_kept = min(max(total - self.keep_rounds, 0), total)
-        newest = "newest tool round" if self.keep_rounds == 1 else f"among the newest {self.keep_rounds:,} tool rounds"
+        newest = T("newest tool round") if self.keep_rounds == 1 else T("among the newest {keep_rounds:,} tool rounds", keep_rounds=self.keep_rounds)
         base_actions, base_reasons, flat, older, offsets, firsts = _round_layout(view)
         actions, reasons = list(base_actions), list(base_reasons)
         cut = offsets[oldest_kept]
         _set(actions, flat[:cut], repeat("drop", cut))
         _set(reasons, flat[:cut], older[:cut])
         for r in range(oldest_kept, total):
-            why = f"{newest} (round {r + 1:,} of {total:,})"
+            why = T("{newest} (round {count:,} of {total:,})", newest=newest, count=r + 1, total=total)
             for i in seg.rounds[r]:
                 reasons[i] = why
         keep_pinned(view, actions, reasons)
@@ -179,7 +179,7 @@ class ToolRounds(Strategy):
         settle(view, actions, reasons)
         removed = sum(map(REMOVED.__contains__, map(actions.__getitem__, firsts)))
         saved = _removed_tokens(view, actions)
-        what = f"the system, user and answer messages and the newest {self.keep_rounds:,} tool round(s)"
+        what = T("the system, user and answer messages and the newest {keep_rounds:,} tool round(s)", keep_rounds=self.keep_rounds)
         warn = minimum_warning(view, budget, what, view.total - saved)
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
                          stats={"rounds_total": total, "rounds_removed": removed, "tokens_saved": saved},
@@ -187,11 +187,11 @@ class ToolRounds(Strategy):
 
     def _idle(self, total: int) -> str:
         """Why no tool round was removed."""
-        head = f"tool_rounds keeps the newest {self.keep_rounds:,} tool round(s) (keep_rounds)"
+        head = T("tool_rounds keeps the newest {keep_rounds:,} tool round(s) (keep_rounds)", keep_rounds=self.keep_rounds)
         if total <= self.keep_rounds:
-            return f"{head} and the conversation has {total:,}"
-        return (f"{head}; each of the {total - self.keep_rounds:,} older round(s) holds a pinned message or is "
-                "the only reply to its turn's user message, so it stays")
+            return T("{head} and the conversation has {total:,}", head=head, total=total)
+        return (T("{head}; each of the {count:,} older round(s) holds a pinned message or is "
+                "the only reply to its turn's user message, so it stays", head=head, count=total - self.keep_rounds))
 
 
 @register
@@ -236,14 +236,14 @@ class KeyMessages(Strategy):
         """Keep the window, then older key messages newest first up to the cap."""
         n = len(view)
         start = turn_aligned_start(view, self.recent)
-        older = "older than the recent window and not a key message"
+        older = T("older than the recent window and not a key message")
         actions, reasons = ["drop"] * start + ["keep"] * (n - start), [older] * start + [""] * (n - start)
         for i in range(start, n):
-            reasons[i] = f"within the last {self.recent:,} messages (turn-aligned)"
-        _keep(actions, reasons, [i for i in preamble_systems(view) if i < start], "always kept: the system prompt")
+            reasons[i] = T("within the last {recent:,} messages (turn-aligned)", recent=self.recent)
+        _keep(actions, reasons, [i for i in preamble_systems(view) if i < start], T("always kept: the system prompt"))
         task = task_of_window(view, start)
         if task is not None:
-            _keep(actions, reasons, [task], "kept: the task (the user message of the turn the recent window cuts into)")
+            _keep(actions, reasons, [task], T("kept: the task (the user message of the turn the recent window cuts into)"))
         keep_pinned(view, actions, reasons)
         key_rounds = self._key_rounds(view)
         taken = self._take_keys(view, actions, reasons, start, key_rounds)
@@ -251,7 +251,7 @@ class KeyMessages(Strategy):
         settle(view, actions, reasons)
         older_kept = sum(1 for i in range(start) if actions[i] not in REMOVED)
         systems = sum(view.tokens[i] for i in preamble_systems(view) if i < start)
-        warn = minimum_warning(view, budget, f"the system prompt and the last {self.recent:,} messages",
+        warn = minimum_warning(view, budget, T("the system prompt and the last {recent:,} messages", recent=self.recent),
                                systems + sum(view.tokens[start:]))
         return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
                          stats={"window_start": start, "key_kept": taken, "older_kept": older_kept,
@@ -263,9 +263,9 @@ class KeyMessages(Strategy):
         """Why nothing older than the window was dropped."""
         if not any(view.roles[i] != "system" for i in range(start)):
             return window_idle(self.name, "recent", self.recent, view, start)
-        return (f"key_messages keeps the last {self.recent:,} messages (recent, from message {start:,}), and every "
-                f"older message is a system prompt, a pinned message, a user request or key message within the cap "
-                f"of {self.max_key:,} (max_key), or the reply such a request needs")
+        return (T("key_messages keeps the last {recent:,} messages (recent, from message {start:,}), and every "
+                "older message is a system prompt, a pinned message, a user request or key message within the cap "
+                "of {max_key:,} (max_key), or the reply such a request needs", recent=self.recent, start=start, max_key=self.max_key))
 
     def _key_rounds(self, view: View) -> dict[int, str]:
         """Round number -> the first key tool it calls."""
@@ -281,16 +281,16 @@ class KeyMessages(Strategy):
         blocks = [(s, e, True) for s, e in seg.turns if e <= start][::-1]
         blocks.append((seg.preamble[0], min(seg.preamble[1], start), False))
         for s, e, has_user in blocks:
-            items = [(seg.rounds[seg.round_of[i]], f"key message: {key_rounds[seg.round_of[i]]} call or result")
+            items = [(seg.rounds[seg.round_of[i]], T("key message: {key_rounds} call or result", key_rounds=key_rounds[seg.round_of[i]]))
                      for i in range(e - 1, s - 1, -1)
                      if seg.round_of[i] in key_rounds and seg.rounds[seg.round_of[i]][0] == i]
             if has_user and not items:
                 reply = turn_reply(view, s, e)
                 if not reply or view.messages[reply[0]].tool_calls:
                     if actions[s] in REMOVED:
-                        reasons[s] = "older than the recent window; its turn has no key result or answer to keep"
+                        reasons[s] = T("older than the recent window; its turn has no key result or answer to keep")
                     continue
-                items = [(reply, f"kept so that user message {s} has a reply (two user turns in a row are invalid)")]
+                items = [(reply, T("kept so that user message {s} has a reply (two user turns in a row are invalid)", s=s))]
             head = [s] if has_user else []
             for members, why in items:
                 cost = sum(1 for i in (*head, *members) if actions[i] in REMOVED)
@@ -298,7 +298,7 @@ class KeyMessages(Strategy):
                     self._mark_capped(view, actions, reasons, start, key_rounds)
                     return self.max_key - room
                 room -= cost
-                _keep(actions, reasons, head, "key message: a user request from older history")
+                _keep(actions, reasons, head, T("key message: a user request from older history"))
                 _keep(actions, reasons, members, why)
                 head = []
         return self.max_key - room
@@ -306,7 +306,7 @@ class KeyMessages(Strategy):
     def _mark_capped(self, view: View, actions: list[str], reasons: list[str], start: int,
                      key_rounds: dict[int, str]) -> None:
         """Say why the older key messages left out are dropped."""
-        why = f"older than the recent window; the cap of {self.max_key:,} older key messages is reached"
+        why = T("older than the recent window; the cap of {max_key:,} older key messages is reached", max_key=self.max_key)
         seg = view.seg
         users = (s for s, _ in seg.turns if s < start)
         keyed = (i for r in key_rounds for i in seg.rounds[r] if i < start)
@@ -375,8 +375,8 @@ def _clearing_info(view: View, framing: int, name: str, tokens: int) -> tuple[st
     """Placeholder, tokens saved, and reason, for a result of ``tokens`` tokens from tool ``name``."""
     text = f"[tool result cleared by ctxlab: {tokens:,} tokens]"
     gain = tokens - framing - view.counter.text(text)
-    why = (f"old {name} result cleared ({tokens:,} tokens, {gain:,} saved)" if gain > 0 else
-           f"not cleared: too small to gain from a placeholder ({tokens:,} tokens)")
+    why = (T("old {name} result cleared ({tokens:,} tokens, {gain:,} saved)", name=name, tokens=tokens, gain=gain) if gain > 0 else
+           T("not cleared: too small to gain from a placeholder ({tokens:,} tokens)", tokens=tokens))
     return text, gain, why
 
 
@@ -454,17 +454,17 @@ class ClearToolResults(Strategy):
         actions = ["keep"] * n
         stats: dict[str, Any] = {"triggered": False, "results_cleared": 0, "inputs_cleared": 0, "tokens_cleared": 0}
         if self.trigger_tokens and total <= self.trigger_tokens:
-            why = f"sent as is: {total:,} message tokens, not over the {self.trigger_tokens:,}-token trigger"
-            idle = (f"clear_tool_results triggers above {self.trigger_tokens:,} message tokens (trigger_tokens); "
-                    f"this conversation's messages hold {total:,}")
+            why = T("sent as is: {total:,} message tokens, not over the {trigger_tokens:,}-token trigger", total=total, trigger_tokens=self.trigger_tokens)
+            idle = (T("clear_tool_results triggers above {trigger_tokens:,} message tokens (trigger_tokens); "
+                    "this conversation's messages hold {total:,}", trigger_tokens=self.trigger_tokens, total=total))
             return make_plan(view, budget, self.name, self.params(), actions, [why] * n, stats=stats, idle=idle)
-        reasons = ["sent as is: not a tool result"] * n
+        reasons = [T("sent as is: not a tool result")] * n
         results = self._pick_results(view, reasons)
         calls = self._pick_inputs(view, reasons, results) if self.clear_tool_inputs else {}
         saved = sum(g for _, g in results.values()) + sum(g for _, g in calls.values())
         stats["triggered"] = True
         if saved < self.clear_at_least:
-            why = f"not cleared: clearing would save {saved:,} tokens, less than clear_at_least {self.clear_at_least:,}"
+            why = T("not cleared: clearing would save {saved:,} tokens, less than clear_at_least {clear_at_least:,}", saved=saved, clear_at_least=self.clear_at_least)
             for i in (*results, *calls):
                 reasons[i] = why
             results, calls, saved, stats["skipped"] = {}, {}, 0, why
@@ -476,7 +476,7 @@ class ClearToolResults(Strategy):
         _set(actions, list(replacements), repeat("clear", len(replacements)))
         stats.update(results_cleared=len(results), inputs_cleared=sum(len(ids) for ids, _ in calls.values()),
                      tokens_cleared=saved)
-        warn = minimum_warning(view, budget, "the conversation with its old tool results cleared", total - saved)
+        warn = minimum_warning(view, budget, T("the conversation with its old tool results cleared"), total - saved)
         counted = {i: view.tokens[i] - gain for i, (_, gain) in results.items() if i not in calls}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
                          warnings=[warn] if warn else [], stats=stats, replacement_tokens=counted,
@@ -497,23 +497,24 @@ class ClearToolResults(Strategy):
 
     def _idle(self, view: View, reasons: Sequence[str], total: int, skipped: str | None) -> str:
         """Why nothing was cleared although the trigger was passed."""
-        head = (f"clear_tool_results is over its trigger ({total:,} message tokens, trigger_tokens "
-                f"{self.trigger_tokens:,})" if self.trigger_tokens else "clear_tool_results clears at any size "
-                                                                        "(trigger_tokens 0)")
+        head = (T("clear_tool_results is over its trigger ({total:,} message tokens, trigger_tokens "
+                "{trigger_tokens:,})", total=total, trigger_tokens=self.trigger_tokens) if self.trigger_tokens else T("clear_tool_results clears at any size "
+                                                                        "(trigger_tokens 0)"))
         if skipped:
-            return f"{head} but clears nothing: clearing would save less than clear_at_least {self.clear_at_least:,}"
+            return T("{head} but clears nothing: clearing would save less than clear_at_least {clear_at_least:,}", head=head, clear_at_least=self.clear_at_least)
         results = [i for i, role in enumerate(view.roles) if role == "tool"]
         if not results:
-            return f"{head} but the conversation has no tool result"
-        kinds = {"one of the newest": f"among the newest {self.keep:,} (keep)", "pinned:": "pinned",
-                 "not cleared: too small": "too small to gain from a placeholder", "not cleared:": "of excluded tools"}
+            return T("{head} but the conversation has no tool result", head=head)
+        kinds = {"one of the newest": N_("{count:,} among the newest {keep:,} (keep)"), "pinned:": N_("{count:,} pinned"),
+                 "not cleared: too small": N_("{count:,} too small to gain from a placeholder"),
+                 "not cleared:": N_("{count:,} of excluded tools")}
         counts = dict.fromkeys(kinds.values(), 0)
         for i in results:
             label = next((label for key, label in kinds.items() if reasons[i].startswith(key)), None)
             if label is not None:
                 counts[label] += 1
-        parts = ", ".join(f"{c:,} {label}" for label, c in counts.items() if c)
-        return f"{head} but none of its {len(results):,} tool results can be cleared: {parts}"
+        parts = listing([T(label, count=c, keep=self.keep) for label, c in counts.items() if c])
+        return T("{head} but none of its {n_results:,} tool results can be cleared: {parts}", head=head, n_results=len(results), parts=parts)
 
     def _pick_results(self, view: View, reasons: list[str]) -> dict[int, tuple[str, int]]:
         """Tool result index -> (placeholder, tokens saved), for every result to clear; a reason
@@ -521,7 +522,7 @@ class ClearToolResults(Strategy):
         results, names, info = _clearing_layout(view)
         cut = max(len(results) - self.keep, 0) if self.keep else len(results)
         newest = results[cut:]
-        _set(reasons, newest, repeat(f"one of the newest {self.keep:,} tool results: not cleared", len(newest)))
+        _set(reasons, newest, repeat(T("one of the newest {keep:,} tool results: not cleared", keep=self.keep), len(newest)))
         excluded = set(self.exclude_tools)
         if not excluded and not view.pins:  # the common case, at C speed: every older result with a gain
             _set(reasons, results[:cut], (why for _, _, why in info[:cut]))
@@ -533,9 +534,9 @@ class ClearToolResults(Strategy):
         out: dict[int, tuple[str, int]] = {}
         for i, name, (text, gain, why) in zip(results[:cut], names, info):
             if name in excluded:
-                reasons[i] = f"not cleared: {name} is excluded"
+                reasons[i] = T("not cleared: {name} is excluded", name=name)
             elif i in view.pins:
-                reasons[i] = "pinned: never cleared"
+                reasons[i] = T("pinned: never cleared")
             else:
                 reasons[i] = why
                 if gain > 0:
@@ -555,6 +556,6 @@ class ClearToolResults(Strategy):
             gain = sum(counter.text(c.arguments) - empty for c in view.messages[a].tool_calls if c.id in ids)
             if gain > 0:
                 out[a] = ids, gain
-                reasons[a] = (f"inputs cleared: the arguments of {len(ids):,} call(s) whose results are cleared "
-                              f"({gain:,} saved)")
+                reasons[a] = (T("inputs cleared: the arguments of {n_ids:,} call(s) whose results are cleared "
+                              "({gain:,} saved)", n_ids=len(ids), gain=gain))
         return out

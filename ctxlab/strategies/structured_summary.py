@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..i18n import T
 from ..conversation import Message, json_leaves
 from .llm_summarizer import LLMSummarizer, SummaryResult
 from .summarizers import is_error_text, register_summarizer, shorten
@@ -171,7 +172,7 @@ class StructuredLLMSummarizer(LLMSummarizer):
     def _fall_back(self, messages: Sequence[Message], previous: str | None, why: str) -> SummaryResult:
         text = self.fallback.summarize(messages, previous)
         return SummaryResult(text, {"summarizer": "structured (fallback)", "error": why},
-                             f"LLM summary unavailable, used the offline structured summary instead: {why}")
+                             T("LLM summary unavailable, used the offline structured summary instead: {why}", why=why))
 
 
 register_summarizer("structured", StructuredSummarizer())

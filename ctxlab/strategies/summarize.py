@@ -23,7 +23,7 @@ from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, ClassVar, Sequence
 
-from ..i18n import N_
+from ..i18n import N_, T, Tn
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_window, param, register
 from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, positions, settle
@@ -165,24 +165,24 @@ class Summarize(Strategy):
         previous, done = _previous(view, old)
         limit = int(budget.available * self.trigger_ratio)
         if n <= self.trigger_messages and total <= limit:
-            why = f"below the trigger ({n:,} of {self.trigger_messages:,} messages, {total:,} of {limit:,} tokens)"
-            idle = (f"summarize triggers above {self.trigger_messages:,} messages (trigger_messages) or {limit:,} "
-                    f"message tokens ({self.trigger_ratio:.0%} of the {budget.available:,} the budget leaves, "
-                    f"trigger_ratio); the conversation has {n:,} messages and {total:,} tokens")
+            why = T("below the trigger ({n:,} of {trigger_messages:,} messages, {total:,} of {limit:,} tokens)", n=n, trigger_messages=self.trigger_messages, total=total, limit=limit)
+            idle = (T("summarize triggers above {trigger_messages:,} messages (trigger_messages) or {limit:,} "
+                    "message tokens ({trigger_ratio:.0%} of the {available:,} the budget leaves, "
+                    "trigger_ratio); the conversation has {n:,} messages and {total:,} tokens", trigger_messages=self.trigger_messages, limit=limit, trigger_ratio=self.trigger_ratio, available=budget.available, n=n, total=total))
             return self._keep_all(view, budget, why, previous, done, old, triggered=False, idle=idle)
         first_kept, pinned = self._first_kept_turn(view, budget, old)
         actions, reasons = self._fold(view, first_kept, pinned, set(old), done)
         self._fold_inside(view, budget, actions, reasons, first_kept, set(old))
         if not any(a == "summarize" for i, a in enumerate(actions) if i not in old):
-            why = (f"kept: over the trigger ({n:,} messages, {total:,} tokens) but every turn is recent (the newest "
-                   f"turn and the newest {self.keep_recent:,} messages are never folded)")
-            idle = (f"summarize is over its trigger ({n:,} messages, {total:,} tokens) but has no whole turn to fold: "
-                    f"the newest turn and the newest {self.keep_recent:,} messages (keep_recent) are never folded, "
-                    f"and pinned turns stay")
+            why = (T("kept: over the trigger ({n:,} messages, {total:,} tokens) but every turn is recent (the newest "
+                   "turn and the newest {keep_recent:,} messages are never folded)", n=n, total=total, keep_recent=self.keep_recent))
+            idle = (T("summarize is over its trigger ({n:,} messages, {total:,} tokens) but has no whole turn to fold: "
+                    "the newest turn and the newest {keep_recent:,} messages (keep_recent) are never folded, "
+                    "and pinned turns stay", n=n, total=total, keep_recent=self.keep_recent))
             return self._keep_all(view, budget, why, previous, done, old, triggered=True, idle=idle)
         settle(view, actions, reasons)
         for i in old:  # settle keeps a first system message, but an old summary gives way to the new one
-            actions[i], reasons[i] = "summarize", "replaced by the updated summary"
+            actions[i], reasons[i] = "summarize", T("replaced by the updated summary")
         return self._folded_plan(view, budget, actions, reasons, previous, done, set(old))
 
     def _first_kept_turn(self, view: View, budget: Budget, old: Sequence[int]) -> tuple[int, frozenset[int]]:
@@ -234,13 +234,13 @@ class Summarize(Strategy):
                 continue
             for i in members:
                 actions[i] = "summarize"
-                reasons[i] = "folded into the summary: an older step of the current turn"
+                reasons[i] = T("folded into the summary: an older step of the current turn")
                 kept -= tokens[i]
                 folded += 1
         if folded:
             for i in range(s + 1, e):
                 if actions[i] == "keep":
-                    reasons[i] = f"kept: a recent step of the current turn (its newest {self.keep_recent:,} messages or what fits)"
+                    reasons[i] = T("kept: a recent step of the current turn (its newest {keep_recent:,} messages or what fits)", keep_recent=self.keep_recent)
 
     def _fold(self, view: View, k: int, pinned: frozenset[int], old: set[int],
               done: frozenset[int]) -> tuple[list[str], list[str]]:
@@ -249,27 +249,27 @@ class Summarize(Strategy):
         seg, n = view.seg, len(view)
         turns, newest = seg.turns, len(seg.turns) - 1
         if k == 0:
-            return ["keep"] * n, ["kept: no whole turn is old enough to fold"] * n
-        actions, reasons = ["keep"] * n, [f"kept: recent (the newest {n - turns[k][0]:,} messages, whole turns)"] * n
+            return ["keep"] * n, [T("kept: no whole turn is old enough to fold")] * n
+        actions, reasons = ["keep"] * n, [T("kept: recent (the newest {count:,} messages, whole turns)", count=n - turns[k][0])] * n
         cut = turns[k][0]
         actions[:cut] = ["summarize"] * cut
-        reasons[: turns[0][0]] = ["folded into the summary: before the first user message"] * turns[0][0]
+        reasons[: turns[0][0]] = [T("folded into the summary: before the first user message")] * turns[0][0]
         for t in range(k):
             s, e = turns[t]
             if t in pinned:
-                actions[s:e], reasons[s:e] = ["keep"] * (e - s), ["pinned: its turn is kept whole"] * (e - s)
+                actions[s:e], reasons[s:e] = ["keep"] * (e - s), [T("pinned: its turn is kept whole")] * (e - s)
             else:
-                reasons[s:e] = [f"folded into the summary: {newest - t:,} turn{'s' * (newest - t != 1)} old"] * (e - s)
+                reasons[s:e] = [Tn("folded into the summary: {n:,} turn old", "folded into the summary: {n:,} turns old", newest - t)] * (e - s)
         for i in range(turns[0][0]):
             if view.messages[i].role == "system" and i not in old:
-                actions[i], reasons[i] = "keep", "always kept: the system prompt"
+                actions[i], reasons[i] = "keep", T("always kept: the system prompt")
         for i in old:
-            actions[i], reasons[i] = "summarize", "replaced by the updated summary"
+            actions[i], reasons[i] = "summarize", T("replaced by the updated summary")
         if done:
             origin = view.origin if len(view.origin) == n else range(n)
             for i in range(cut):
                 if actions[i] == "summarize" and origin[i] in done:
-                    reasons[i] = "already in the summary (folded earlier)"
+                    reasons[i] = T("already in the summary (folded earlier)")
         return actions, reasons
 
     def _folded_plan(self, view: View, budget: Budget, actions: list[str], reasons: list[str],
@@ -296,7 +296,7 @@ class Summarize(Strategy):
         start, end = view.seg.turns[-1]
         needed = sum(view.tokens[i] for i in systems) + summary_tokens + sum(
             view.tokens[i] for i in range(start, end) if actions[i] not in REMOVED)
-        warn = minimum_warning(view, budget, "the system prompt, the summary and what it keeps of the newest turn",
+        warn = minimum_warning(view, budget, T("the system prompt, the summary and what it keeps of the newest turn"),
                                needed)
         stats = {"triggered": True, "messages_folded": len(folded), "messages_summarized": len(new),
                  "turns_folded": sum(actions[s] == "summarize" for s, _ in view.seg.turns),
@@ -337,7 +337,7 @@ class Summarize(Strategy):
         n = len(view)
         reasons = [why] * n
         for i in old:
-            reasons[i] = "the running summary so far"
+            reasons[i] = T("the running summary so far")
         state = {"summary": previous or "", "summarized": tuple(sorted(done))} if previous or done else {}
         stats = {"triggered": triggered, "messages_folded": 0, "messages_summarized": 0, "turns_folded": 0,
                  "summary_tokens": sum(view.tokens[i] for i in old)}

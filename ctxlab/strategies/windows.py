@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import ClassVar
 
-from ..i18n import N_
+from ..i18n import N_, T
 from .base import Strategy, budget_window, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
@@ -82,9 +82,9 @@ class NoStrategy(Strategy):
         if plan is not None:
             return plan
         n = len(view)
-        plan = make_plan(view, budget, self.name, self.params(), ["keep"] * n, ["sent as is"] * n,
-                         settle_first=False, idle="none sends every message as is: it is the baseline the "
-                                                   "other strategies are measured against")
+        plan = make_plan(view, budget, self.name, self.params(), ["keep"] * n, [T("sent as is")] * n,
+                         settle_first=False, idle=T("none sends every message as is: it is the baseline the "
+                                                   "other strategies are measured against"))
         return remember(view, self, budget, plan, keep_all_state(view, plan))
 
 
@@ -124,12 +124,12 @@ class SlidingWindow(Strategy):
         if view.newest_user() is not None:
             must.add(view.newest_user())
         must_tokens = sum(view.tokens[i] for i in must)
-        actions, reasons = ["drop"] * n, [f"outside the {target:,}-token window"] * n
+        actions, reasons = ["drop"] * n, [T("outside the {target:,}-token window", target=target)] * n
         outside = reasons[0] if n else None  # the reasons as given, for the next step's extension
         for i in must:
-            actions[i], reasons[i] = "keep", "always kept" + (
-                ": the system prompt" if view.messages[i].role == "system" else
-                ": a compaction summary" if i in view.compactions else ": the newest user message")
+            actions[i], reasons[i] = "keep", (
+                T("always kept: the system prompt") if view.messages[i].role == "system" else
+                T("always kept: a compaction summary") if i in view.compactions else T("always kept: the newest user message"))
         room = target - must_tokens
         groups, tokens, first = view.seg.groups, view.tokens, 0
         must_groups = {view.seg.group_of[i] for i in must}
@@ -143,10 +143,10 @@ class SlidingWindow(Strategy):
                 break
             room -= cost
             for i in members:
-                actions[i], reasons[i] = "keep", f"inside the {target:,}-token window"
+                actions[i], reasons[i] = "keep", T("inside the {target:,}-token window", target=target)
         inside = next((reasons[groups[g][0]] for g in range(first, len(groups)) if g not in must_groups), None)
-        trim_to_first_user(view, actions, reasons, "the window starts on a user message")
-        warn = minimum_warning(view, budget, "the system prompt and the newest user message", must_tokens)
+        trim_to_first_user(view, actions, reasons, T("the window starts on a user message"))
+        warn = minimum_warning(view, budget, T("the system prompt and the newest user message"), must_tokens)
         plan = make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
                          stats={"window_tokens": target, "room_left": max(room, 0)},
                          idle=lambda: self._idle(view, budget, limit, target))
@@ -156,13 +156,13 @@ class SlidingWindow(Strategy):
 
     def _idle(self, view: View, budget: Budget, limit: int, target: int) -> str:
         """Why the window removed nothing."""
-        source = (f"max_tokens {self.max_tokens:,}" if self.max_tokens and self.max_tokens < budget.available
-                  else f"the {budget.available:,} tokens the budget leaves for messages")
-        window = f"sliding_window keeps the newest messages that fit its {target:,}-token window ({source}"
-        window += f" less a {self.buffer_ratio:.0%} buffer)" if self.buffer_ratio else ")"
+        source = (T("max_tokens {max_tokens:,}", max_tokens=self.max_tokens) if self.max_tokens and self.max_tokens < budget.available
+                  else T("the {available:,} tokens the budget leaves for messages", available=budget.available))
+        window = T("sliding_window keeps the newest messages that fit its {target:,}-token window ({source})", target=target, source=source)
+        window = T("sliding_window keeps the newest messages that fit its {target:,}-token window ({source} less a {buffer_ratio:.0%} buffer)", target=target, source=source, buffer_ratio=self.buffer_ratio) if self.buffer_ratio else window
         if view.total <= target:
-            return f"{window} and the conversation's messages hold {view.total:,} tokens"
-        return f"{window}; the conversation holds only the messages it always keeps (system prompt, newest user message)"
+            return T("{window} and the conversation's messages hold {total:,} tokens", window=window, total=view.total)
+        return T("{window}; the conversation holds only the messages it always keeps (system prompt, newest user message)", window=window)
 
 
 @register
@@ -199,16 +199,16 @@ class TurnSafe(Strategy):
         n = len(view)
         start = turn_aligned_start(view, self.last_n)
         actions = ["drop"] * start + ["keep"] * (n - start)
-        reasons = ([f"older than the last {self.last_n} messages"] * start
-                   + [f"within the last {self.last_n} messages (turn-aligned)"] * (n - start))
+        reasons = ([T("older than the last {last_n} messages", last_n=self.last_n)] * start
+                   + [T("within the last {last_n} messages (turn-aligned)", last_n=self.last_n)] * (n - start))
         given = (reasons[0] if start else None, reasons[-1] if n > start else None)  # for the next step
         for i in preamble_systems(view):
             if i < start:
-                actions[i], reasons[i] = "keep", "always kept: the system prompt"
+                actions[i], reasons[i] = "keep", T("always kept: the system prompt")
         task = task_of_window(view, start)
         if task is not None:
-            actions[task], reasons[task] = "keep", (f"kept: the task (the user message of the turn the last "
-                                                    f"{self.last_n} messages cut into)")
+            actions[task], reasons[task] = "keep", (T("kept: the task (the user message of the turn the last "
+                                                    "{last_n} messages cut into)", last_n=self.last_n))
         plan = make_plan(view, budget, self.name, self.params(), actions, reasons,
                          stats=turn_stats(n, self.last_n, start),
                          idle=lambda: window_idle(self.name, "last_n", self.last_n, view, start))
@@ -217,10 +217,10 @@ class TurnSafe(Strategy):
 
 def window_idle(name: str, param_name: str, size: int, view: View, start: int) -> str:
     """Why a window of the newest ``size`` messages, starting at ``start``, removed nothing."""
-    head = f"{name} keeps the last {size:,} messages ({param_name})"
+    head = T("{name} keeps the last {size:,} messages ({param_name})", name=name, size=size, param_name=param_name)
     n = len(view)
     if n <= size:
-        return f"{head} and the conversation has {n:,}"
-    before = "nothing lies before it" if start == 0 else "only the system prompt lies before it"
-    return (f"{head}, widened back to the start of their turn at message {start:,}: {before}, so the window "
-            f"holds the whole conversation ({n:,} messages)")
+        return T("{head} and the conversation has {n:,}", head=head, n=n)
+    before = T("nothing lies before it") if start == 0 else T("only the system prompt lies before it")
+    return (T("{head}, widened back to the start of their turn at message {start:,}: {before}, so the window "
+            "holds the whole conversation ({n:,} messages)", head=head, start=start, before=before, n=n))

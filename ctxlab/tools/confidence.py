@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import CtxlabError
+from ..i18n import T
 
 #: what to send when the query matches nothing well: no tools (only the always-included ones),
 #: or every tool of the catalog
@@ -77,15 +78,16 @@ class NoMatchRule:
     def judge(self, scores: Sequence[float]) -> str | None:
         """Why the ranking (scores, best first) matches nothing well, or None when it does."""
         if not scores:
-            return "no tool was ranked"
+            return T("no tool was ranked")
         best = scores[0]
         if self.floor is not None and best < self.floor:
-            return f"the best score {best:.3f} is below the floor {self.floor:.2f}"
+            return T("the best score {best:.3f} is below the floor {floor:.2f}", best=best, floor=self.floor)
         if self.gap is not None and len(scores) >= self.gap_rank:
             ref = scores[self.gap_rank - 1]
             if best - ref < self.gap:
-                return (f"no tool stands out: the best score {best:.3f} is only {best - ref:.3f} above "
-                        f"rank {self.gap_rank}'s {ref:.3f} (needs a gap of {self.gap:.2f})")
+                return T("no tool stands out: the best score {best:.3f} is only {lead:.3f} above "
+                         "rank {rank}'s {ref:.3f} (needs a gap of {gap:.2f})", best=best, lead=best - ref,
+                         rank=self.gap_rank, ref=ref, gap=self.gap)
         return None
 
     def to_dict(self) -> dict[str, Any]:

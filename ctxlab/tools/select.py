@@ -40,6 +40,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import CtxlabError
+from ..i18n import T
 from ..conversation import Conversation, Message, ToolDef
 from ..tokens import TokenCounter
 from .confidence import (DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, duplicate_cosine, rule_for,
@@ -333,8 +334,8 @@ def from_ranking(index: Any, ranking: Ranking, top_k: int = 5, threshold: float 
     picks = [r for r in items if threshold is None or r.score >= threshold][:top_k]
     unsure = rule.judge([r.score for r in items if r.copy_of is None]) if rule else None  # distinct tools
     if unsure is None and not picks:
-        unsure = (f"no tool reached the threshold {threshold:.2f} (best score {best:.3f})" if items
-                  else "no tool was ranked")
+        unsure = (T("no tool reached the threshold {threshold:.2f} (best score {best:.3f})", threshold=threshold, best=best) if items
+                  else T("no tool was ranked"))
     sims = {r.name: r.similarity for r in items}
     scores = {r.name: r.score for r in items}
     meta = dict(hybrid=hybrid, on_no_match=on_no_match, no_match_rule=rule, best_score=best, context=ranking.context)

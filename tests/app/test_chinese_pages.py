@@ -11,43 +11,12 @@ from ctxlab import i18n
 from .english_left import chinese_left, english_left, report
 
 PAGES = ["token_counts.py", "strategy_lab.py", "compare.py", "tune.py", "tool_retrieval.py"]
-import re  # noqa: E402
-
-# Why retrieval is unsure, as ctxlab/tools/select.py writes it (English for now: that module is the
-# retrieval work's); the page puts it inside its own Chinese sentence.
-UNSURE = re.compile(r"no tool reached the threshold [\d.]+ \(best score [\d.]+\)")
 PROVIDER_IDS = ("local", "use", "multilingual", "hash", "openai")  # the embedding providers' ids, as the CLI takes them
-
-
-def strategy_sentences(sample: str = "zh_support_agent.json", model: str = "gpt-4o") -> set[str]:
-    """What the strategies themselves write about the default Chinese sample at the sidebar's default
-    budget: each message's reason, why a strategy did not act, its warnings, and the validator's
-    findings on its result. These stay English for now (they are built in ctxlab/strategies/* and
-    ctxlab/validate.py, which other work is changing); the test cuts exactly these sentences out and
-    checks everything around them."""
-    import ctxlab
-    from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
-    from ctxlab.tokens import TokenCounter
-    from ctxlab.validate import validate
-    conv = ctxlab.load(ROOT / "sample_data" / sample)
-    counter = TokenCounter(model)
-    view = make_view(conv, counter=counter)
-    budget = Budget(16_000, 0.15, counter.tools(conv.tools))
-    out: set[str] = set()
-    for name, cls in STRATEGIES.items():
-        for params in (cls.scaled_defaults(budget), {}):
-            try:
-                plan = get_strategy(name, **params).apply(view, budget)
-            except ctxlab.CtxlabError:
-                continue
-            out.update(plan.reasons)
-            out.update(w[:1].upper() + w[1:] for w in plan.warnings)
-            out.update(plan.warnings)
-            if plan.idle:
-                out.update((plan.idle, plan.idle.rstrip(".")))
-            for rules in ("openai", "anthropic"):
-                out.update(f.message for f in validate(list(plan.messages), rules))
-    return out
+# What the export notes name: frameworks, products and their classes (names, not words to translate).
+FRAMEWORKS = ("OpenHands", "Codex", "Code", "SWE-agent", "ADK", "SDK", "HumanMessage", "SystemMessage",
+              "ClearToolUsesEdit", "SessionSettings", "START", "Responses", "RunConfig")
+# The placeholder texts a model receives in place of a cleared tool result, quoted by the export notes as data.
+PLACEHOLDER_TEXTS = frozenset({"[tool result cleared by ctxlab: N tokens]", "[cleared]"})
 
 
 def _open(page: str, lang: str, monkeypatch) -> AppTest:
@@ -64,8 +33,6 @@ def test_the_page_in_chinese_leaves_no_english(page, monkeypatch, data_dir):
     at = _open(page, "zh", monkeypatch)
     from ctxlab.pricing import load_prices
     known = {load_prices().get("gpt-4o").source}  # the price table's citation of its source, as data
-    if page in ("strategy_lab.py", "compare.py"):
-        known |= strategy_sentences()
     left = english_left(at, allow=PROVIDER_IDS, engine_text=known)
     assert not left, report(left)
 
@@ -116,32 +83,6 @@ def _check_zh(at: AppTest, known: set[str] = frozenset(), allow: tuple[str, ...]
     assert not left, report(left)
 
 
-def export_sentences(at: AppTest) -> set[str]:
-    """What ctxlab/exports writes about the configs this page shows: why a framework has no native
-    form and what does not carry over. English for now (ctxlab/exports/* is another part's work):
-    the test cuts exactly these out and checks the rest."""
-    from ctxlab.exports import TARGETS, NoNativeFormError, export_native
-    out: set[str] = set()
-    for code in at.get("code"):
-        if getattr(code, "language", "") != "yaml" and "strategy" not in str(code.value):
-            continue
-        try:
-            import yaml
-            config = yaml.safe_load(code.value)
-        except Exception:  # noqa: BLE001 -- a code block that is not a config
-            continue
-        if not isinstance(config, dict):
-            continue
-        for target in TARGETS:
-            try:
-                native = export_native(config, target)
-            except NoNativeFormError as e:
-                out.add(f"{target}: {e}")
-                continue
-            out.update(f"- {note}" for note in native.not_carried)
-    return out
-
-
 @pytest.mark.parametrize("tab", ["逐次回放", "导出"])
 def test_the_labs_replay_and_export_tabs_in_chinese(tab, monkeypatch, data_dir, test_thread_language):
     test_thread_language("zh")
@@ -149,7 +90,7 @@ def test_the_labs_replay_and_export_tabs_in_chinese(tab, monkeypatch, data_dir, 
     at.session_state["lab_tab"] = tab  # the tab's label, as the browser sends it
     at.run()
     assert not at.exception, at.exception
-    _check_zh(at, strategy_sentences() | export_sentences(at))
+    _check_zh(at, PLACEHOLDER_TEXTS, allow=FRAMEWORKS)
 
 
 def test_the_tune_results_in_chinese(monkeypatch, data_dir, test_thread_language):
@@ -159,7 +100,7 @@ def test_the_tune_results_in_chinese(monkeypatch, data_dir, test_thread_language
     run_tune_sweep(at, timeout=300)
     assert at.get("plotly_chart"), "the sweep drew no figure"
     from ctxlab.sweep import COLUMNS  # the measures' headers are their identifiers, as the CLI prints them
-    _check_zh(at, export_sentences(at), allow=COLUMNS)
+    _check_zh(at, PLACEHOLDER_TEXTS, allow=(*COLUMNS, *FRAMEWORKS))
 
 
 def test_tool_retrievals_recall_sweep_in_chinese(monkeypatch, data_dir, test_thread_language):
@@ -169,4 +110,25 @@ def test_tool_retrievals_recall_sweep_in_chinese(monkeypatch, data_dir, test_thr
     at.button(key="tr_sweep").click().run()
     assert not at.exception, at.exception
     assert len(at.get("plotly_chart")) >= 2, "the recall sweep drew no figures"
-    _check_zh(at, {UNSURE})
+    _check_zh(at)
+
+
+@pytest.mark.parametrize("strategy,max_tokens,expected", [
+    ("none", 16_000, "none 原样发送每一条消息"),                      # why the strategy did not act (Plan.idle)
+    ("clear_tool_results", 16_000, "clear_tool_results 在消息超过"),  # idle below its trigger, with figures
+    ("sliding_window", 600, "光是系统提示词和最新的用户消息就需要"),       # a plan's warning
+    ("hybrid", 3_000, "hybrid 选择了"),                                # a message's reason, nested in another
+])
+def test_what_the_strategy_writes_reads_in_chinese(strategy, max_tokens, expected, monkeypatch, data_dir,
+                                                   test_thread_language):
+    """The engine's own sentences (idle, warnings, reasons; ctxlab.i18n.Text rendered by the page) are
+    on the page in Chinese, and nothing around them is English: nothing of the engine is cut out."""
+    from .english_left import visible_text
+    test_thread_language("zh")
+    at = _open("strategy_lab.py", "zh", monkeypatch)
+    at.session_state["max_tokens"] = max_tokens
+    at.selectbox(key="lab_strategy").set_value(strategy).run()
+    assert not at.exception, at.exception
+    shown = " ".join(visible_text(at)).replace("\\", "")
+    assert expected in shown, f"{expected!r} not on the page"
+    _check_zh(at)
