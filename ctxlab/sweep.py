@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .conversation import Conversation
-from .i18n import N_, _
+from .i18n import N_, T, _
 from .errors import CtxlabError
 from .fidelity import FactCheck, needed_facts
 from .pricing import Price, PriceTable, load_prices, replay_cost
@@ -308,14 +308,14 @@ def recommend(points: Sequence[Mapping[str, Any]], min_recall: float = DEFAULT_M
 def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, min_recall: float) -> list[str]:
     """What a reader must know about the pick: that it does not fit every call, or that none qualified."""
     if pick is None:
-        return [_("no point serves at least {level:.0%} of the needed facts with a valid output: lower "
-                  "--min-recall, raise the limit, or vary other parameters").format(level=min_recall)]
+        return [T("no point serves at least {level:.0%} of the needed facts with a valid output: lower "
+                  "--min-recall, raise the limit, or vary other parameters", level=min_recall)]
     p = points[pick]
     if p.get("calls_over_limit", 0):
-        return [_("no point fits every model call: the recommendation is the closest, {over:,} of {calls:,} calls "
+        return [T("no point fits every model call: the recommendation is the closest, {over:,} of {calls:,} calls "
                   "over the {limit:,}-token limit (largest prompt {largest:,}); raise the limit or vary other "
-                  "parameters").format(over=p["calls_over_limit"], calls=p["calls"], limit=p["max_tokens"],
-                                       largest=p["worst_prompt"])]
+                  "parameters", over=p["calls_over_limit"], calls=p["calls"], limit=p["max_tokens"],
+                  largest=p["worst_prompt"])]
     return []
 
 
@@ -486,14 +486,14 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     usable = [(k, c) for k, c in enumerate(convs) if any(m.role == "user" for m in c.messages)]
     notes = []
     if len(usable) < len(convs):
-        notes.append(_("{n} conversation(s) without a user message were left out").format(n=len(convs) - len(usable)))
+        notes.append(T("{n} conversation(s) without a user message were left out", n=len(convs) - len(usable)))
     if not usable:
         raise SweepError("no conversation with a user turn to replay", where="conversations",
                          hint="Give conversations that have at least one user message")
     price = _price_for(prices, model, [c for _, c in usable])
     if price is None:
-        notes.append(_("no price for model {model}: cost_usd is empty; the Pareto front and recommendation use "
-                       "input_tokens_total").format(model=repr(model or usable[0][1].model or "gpt-4o")))
+        notes.append(T("no price for model {model}: cost_usd is empty; the Pareto front and recommendation use "
+                       "input_tokens_total", model=repr(model or usable[0][1].model or "gpt-4o")))
     n_workers = workers or os.cpu_count() or 1
     size = chunk_size or max(1, math.ceil(len(usable) / (max(n_workers, 1) * 4)))
     tasks = _chunks(usable, size)
@@ -542,7 +542,7 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
             if not in_folder:
                 raise SweepError(f"{f.name}: {e}", where="FILE") from None
             if notes is not None:
-                notes.append(_("skipped {file}: not a conversation ({error})").format(file=f, error=e))
+                notes.append(T("skipped {file}: not a conversation ({error})", file=str(f), error=str(e)))
     if not out:
         raise SweepError("no conversation found in the files given", where="FILE")
     return out

@@ -28,7 +28,7 @@ from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
-from ctxlab.i18n import N_, _, ngettext, use
+from ctxlab.i18n import N_, _, local, ngettext, use
 from ui import config_downloads, native_downloads, strategy_title, translated_columns
 
 SETS = {"samples": N_("Bundled samples"), "upload": N_("Upload files"), "folder": N_("Upload a folder"),
@@ -314,7 +314,7 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
         (st.warning if best["calls_over_limit"] else st.success)(md_escape(_point_summary(best)))
     st.caption(md_escape(_("Rule: {rule}").format(rule=result.rule)))
     for note in result.notes:
-        st.caption(md_escape(note))
+        st.caption(md_escape(local(note)))  # the sweep ran in a worker thread, in English: shown in the page's language
     try:
         st.plotly_chart(pareto_figure(result), key="tune_pareto")
         st.caption(_("One dot per point (a cross: some output a provider rejects); the dotted line joins the points "

@@ -159,3 +159,18 @@ def test_an_upload_error_reads_in_chinese_and_stays_english_on_the_cli(zh):
     e = ctxlab.CtxlabError(T("the input is empty"), where="input")
     e.args = ("input: the input is empty (read as OpenAI Chat)",)  # a reader that added context to the text
     assert local_error(e) == "input: the input is empty (read as OpenAI Chat)"
+
+
+def test_a_sweeps_notes_read_in_chinese_on_the_page_after_running_in_english(zh):
+    """The Tune page runs a sweep in a worker thread, in English; the page shows its notes in Chinese."""
+    from ctxlab.sweep import recommendation_notes
+    use("en")  # the worker's language
+    point = {"calls_over_limit": 3, "calls": 40, "max_tokens": 8_000, "worst_prompt": 9_512}
+    notes = [*recommendation_notes([point], 0, 0.9), *recommendation_notes([point], None, 0.9)]
+    assert notes[0].startswith("no point fits every model call") and "3 of 40 calls" in notes[0]
+    assert notes[1].startswith("no point serves at least 90%")
+    use("zh")
+    for note in notes:
+        shown = local(note)
+        assert shown != note and not _english_runs(shown), shown
+    assert "9,512" in local(notes[0]) and "90%" in local(notes[1])
