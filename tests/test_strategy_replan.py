@@ -173,3 +173,35 @@ def test_llm_attention_renders_a_grown_view_as_a_rebuilt_one():
     grown = parent.append(*messages[-3:])
     whole = list(range(len(messages)))
     assert _numbered(grown, whole) == _numbered(make_view(messages, counter=COUNTER), whole)
+
+
+@pytest.mark.parametrize("name", STEPPED)
+@pytest.mark.parametrize("tail", ["again", "orphan"])
+def test_a_second_result_or_an_orphan_appended_is_settled_as_from_scratch(name, tail):
+    """Found by the random test: a second result for a call already answered (or a result for no
+    call) arriving by ``append`` was kept by the extended plan, where the plan from scratch drops
+    it (a provider rejects it). Such a step plans from scratch."""
+    big = json.dumps({"rows": [{"id": f"R-{k}", "v": k * 3.5} for k in range(50)]})
+    messages = [Message("system", "order"), user("order"), assistant("", "call_1", "call_2"), tool("call_1", big),
+                tool("call_2", ""), assistant("", "call_3", "call_4"), tool("call_3", "order"),
+                tool("call_4", "order"), assistant("order"), user("order"),
+                tool("call_4" if tail == "again" else "nobody", "ok")]
+    strategy = get_strategy(name, **({"last_n": 3} if name == "turn_safe" else {}))
+    for steps in ([3, 3, 1], [1] * 7, [6, 1]):
+        for budget in (150, 400, 4_000):
+            replan_along(strategy, messages, 4, steps, Budget(budget, reserve=0))
+
+
+def test_a_window_step_reads_a_group_whose_members_are_not_neighbours():
+    """Found by the random test: a second result for call_9 joins its round's group after a later
+    assistant message, so that group's members are not neighbours; the step must judge each message
+    by its group (outside the window), not by its index (past the window's first message)."""
+    big = json.dumps({"rows": [{"id": f"R-{k}", "v": k * 3.5} for k in range(50)]})
+    messages = [Message("system", "order"), Message("system", "order"), user("order"), Message("assistant", "order"),
+                user("order"), assistant("", "call_1"), tool("call_1", "order"), assistant("", "call_2"),
+                tool("call_2", "order"), user("order"), assistant("", "call_3"), tool("call_3", "order"),
+                assistant("", "call_4"), tool("call_4", "order"), user("order"), assistant("", "call_5", "call_6"),
+                tool("call_5", ""), tool("call_6", "order"), assistant("", "call_7", "call_8", "call_9"),
+                tool("call_7", big), tool("call_8", "order"), tool("call_9", ""), Message("assistant", "order"),
+                tool("call_9", "ok"), user("more"), user("more")]
+    assert replan_along(get_strategy("sliding_window"), messages, 7, [3, 3, 3, 3, 3, 3, 1], Budget(150, reserve=0)) == 7

@@ -91,6 +91,8 @@ def extend(view: View, parent: int, plan: Plan, counts: list[int], edits: Mappin
     if plan.notes or len(plan.messages) != len(plan.origin):
         return None
     log, n0, n = view._log, parent, len(view)
+    if not _plain_arrivals(log, n0, n):
+        return None
     actions, reasons = list(plan.actions), list(plan.reasons)
     gone: list[int] = []
     actions += ["keep"] * (n - n0)
@@ -129,3 +131,18 @@ def extend(view: View, parent: int, plan: Plan, counts: list[int], edits: Mappin
     out = _finish(view, plan.budget, plan.strategy, params, actions, reasons, messages, origin, out_tokens, sums,
                   mask, warnings, stats, plan.state, idle)
     return out, counts
+
+
+def _plain_arrivals(log: Any, n0: int, n: int) -> bool:
+    """Whether the messages ``n0..n`` of ``log`` are ones a plan from scratch sends as they are:
+    no tool result that answers no call (an orphan) or answers a call already answered (a second
+    result): settle drops those, so a step that keeps them is not an extension."""
+    if log.norphans[n - 1] != (log.norphans[n0 - 1] if n0 else 0):
+        return False
+    roles, messages, rounds, round_of = log.roles, log.messages, log.rounds, log.round_of
+    for i in range(n0, n):
+        if roles[i] == "tool":
+            cid = messages[i].tool_call_id
+            if any(k < i and roles[k] == "tool" and messages[k].tool_call_id == cid for k in rounds[round_of[i]]):
+                return False
+    return True

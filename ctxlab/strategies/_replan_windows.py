@@ -89,7 +89,7 @@ def window_step(strategy: Any, view: View, budget: Budget, limit: int, target: i
     for i in range(w0, s):
         if i == nu:
             continue
-        if i < w:
+        if group_of[i] < first:  # outside the window: a group's members need not be neighbours (a second result)
             want = outside
         elif roles[i] == "system" or trim is None:  # settle would treat it apart: plan from scratch
             return None
