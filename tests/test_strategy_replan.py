@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+from ctxlab import i18n
 from ctxlab.conversation import Message
 from ctxlab.generate import generate
 from ctxlab.strategies import STRATEGIES, Budget, StrategyError, _replan, get_strategy, make_view
@@ -42,10 +43,25 @@ def extended(monkeypatch):
     return made
 
 
+def in_chinese(texts) -> list[str]:
+    """``texts`` as the Chinese interface shows them: a reason ``Text`` is rendered from its template
+    and parameters, so two reasons equal in English but made differently would differ here."""
+    before = i18n.language()
+    i18n.use("zh")
+    try:
+        return i18n.local_all(texts)
+    finally:
+        i18n.use(before)
+
+
 def assert_same_plan(grown, scratch, where: str) -> None:
-    """Every field of the two plans is equal."""
+    """Every field of the two plans is equal, and their sentences read the same in Chinese too
+    (reason texts are remembered across plans and views: ``plan.texts``)."""
     for f in FIELDS:
         assert getattr(grown, f) == getattr(scratch, f), f"{where}: {f} differs"
+    for f in ("reasons", "warnings"):
+        assert in_chinese(getattr(grown, f)) == in_chinese(getattr(scratch, f)), f"{where}: {f} differ in Chinese"
+    assert in_chinese([grown.idle]) == in_chinese([scratch.idle]), f"{where}: idle differs in Chinese"
 
 
 def replan_along(strategy, messages: list[Message], start: int, steps: list[int], budget: Budget,
