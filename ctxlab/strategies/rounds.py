@@ -14,6 +14,8 @@ from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
 from .view import MEMO_EXTENDERS, Budget, View
+from ._replan import remember
+from ._replan_keys import key_state, key_step
 from .windows import preamble_systems, task_of_window, turn_aligned_start, window_idle
 
 
@@ -233,13 +235,16 @@ class KeyMessages(Strategy):
         return len(view) <= self.recent
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Keep the window, then older key messages newest first up to the cap."""
+        """Keep the window, then older key messages newest first up to the cap (from the parent
+        view's plan when an append left the window's start where it was: ``_replan_keys``)."""
+        plan = key_step(self, view, budget)
+        if plan is not None:
+            return plan
         n = len(view)
         start = turn_aligned_start(view, self.recent)
         older = T("older than the recent window and not a key message")
-        actions, reasons = ["drop"] * start + ["keep"] * (n - start), [older] * start + [""] * (n - start)
-        for i in range(start, n):
-            reasons[i] = T("within the last {recent:,} messages (turn-aligned)", recent=self.recent)
+        within = T("within the last {recent:,} messages (turn-aligned)", recent=self.recent)
+        actions, reasons = ["drop"] * start + ["keep"] * (n - start), [older] * start + [within] * (n - start)
         _keep(actions, reasons, [i for i in preamble_systems(view) if i < start], T("always kept: the system prompt"))
         task = task_of_window(view, start)
         if task is not None:
@@ -251,13 +256,14 @@ class KeyMessages(Strategy):
         settle(view, actions, reasons)
         older_kept = sum(1 for i in range(start) if actions[i] not in REMOVED)
         systems = sum(view.tokens[i] for i in preamble_systems(view) if i < start)
-        warn = minimum_warning(view, budget, T("the system prompt and the last {recent:,} messages", recent=self.recent),
-                               systems + sum(view.tokens[start:]))
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
-                         stats={"window_start": start, "key_kept": taken, "older_kept": older_kept,
-                                "older_dropped": start - older_kept,
-                                "tokens_saved": _removed_tokens(view, actions)}, settle_first=False,
-                         idle=lambda: self._idle(view, start))
+        what = T("the system prompt and the last {recent:,} messages", recent=self.recent)
+        needed = systems + sum(view.tokens[start:])
+        warn = minimum_warning(view, budget, what, needed)
+        stats = {"window_start": start, "key_kept": taken, "older_kept": older_kept,
+                 "older_dropped": start - older_kept, "tokens_saved": _removed_tokens(view, actions)}
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
+                         stats=dict(stats), settle_first=False, idle=lambda: self._idle(view, start))
+        return remember(view, self, budget, plan, key_state(view, plan, start, within, what, needed, stats))
 
     def _idle(self, view: View, start: int) -> str:
         """Why nothing older than the window was dropped."""
