@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from itertools import chain, dropwhile, repeat
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -254,7 +254,8 @@ class KeyMessages(Strategy):
         taken = self._take_keys(view, actions, reasons, start, key_rounds)
         answer_lone_users(view, actions, reasons)
         settle(view, actions, reasons)
-        older_kept = sum(1 for i in range(start) if actions[i] not in REMOVED)
+        head = actions[:start]
+        older_kept = start - sum(map(head.count, REMOVED))  # at C speed
         systems = sum(view.tokens[i] for i in preamble_systems(view) if i < start)
         what = T("the system prompt and the last {recent:,} messages", recent=self.recent)
         needed = systems + sum(view.tokens[start:])
@@ -284,10 +285,10 @@ class KeyMessages(Strategy):
                    key_rounds: dict[int, str]) -> int:
         """Keep older key messages, newest turn first, until the cap; returns how many were kept."""
         seg, room = view.seg, self.max_key
-        blocks = [(s, e, True) for s, e in seg.turns if e <= start][::-1]
-        blocks.append((seg.preamble[0], min(seg.preamble[1], start), False))
+        older = dropwhile(lambda turn: turn[1] > start, reversed(seg.turns))  # lazily: the cap ends the walk early
+        blocks = chain(((s, e, True) for s, e in older), [(seg.preamble[0], min(seg.preamble[1], start), False)])
         for s, e, has_user in blocks:
-            items = [(seg.rounds[seg.round_of[i]], T("key message: {key_rounds} call or result", key_rounds=key_rounds[seg.round_of[i]]))
+            items = [] if not key_rounds else [(seg.rounds[seg.round_of[i]], T("key message: {key_rounds} call or result", key_rounds=key_rounds[seg.round_of[i]]))
                      for i in range(e - 1, s - 1, -1)
                      if seg.round_of[i] in key_rounds and seg.rounds[seg.round_of[i]][0] == i]
             if has_user and not items:
