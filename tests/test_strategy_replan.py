@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxlab
+from ctxlab import i18n
 from ctxlab.conversation import Message
 from ctxlab.generate import generate
 from ctxlab.strategies import STRATEGIES, Budget, StrategyError, _replan, get_strategy, make_view
@@ -24,14 +25,14 @@ COUNTER = TokenCounter("gpt-4o")
 TAU = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau-bench" / "airline_trajectories_trials01.json"
 FIELDS = ("strategy", "params", "budget", "actions", "reasons", "messages", "origin", "output_tokens", "before",
           "after", "warnings", "stats", "state", "retention", "facts_kept", "facts_lost", "idle", "notes")
-STEPPED = ("none", "sliding_window", "turn_safe")
+STEPPED = ("none", "sliding_window", "turn_safe", "key_messages")
 """The strategies that extend the parent's plan (the others plan from scratch: checked all the same)."""
 
 
 @pytest.fixture
 def extended(monkeypatch):
     """Counts the plans made by extending the parent's (so a test knows the step was taken)."""
-    from ctxlab.strategies import _replan_windows
+    from ctxlab.strategies import _replan_keys, _replan_windows
     made = []
 
     def counting(*args, **kwargs):
@@ -39,13 +40,29 @@ def extended(monkeypatch):
         made.append(out is not None)
         return out
     monkeypatch.setattr(_replan_windows, "extend", counting)
+    monkeypatch.setattr(_replan_keys, "extend", counting)
     return made
 
 
+def in_chinese(texts) -> list[str]:
+    """``texts`` as the Chinese interface shows them: a reason ``Text`` is rendered from its template
+    and parameters, so two reasons equal in English but made differently would differ here."""
+    before = i18n.language()
+    i18n.use("zh")
+    try:
+        return i18n.local_all(texts)
+    finally:
+        i18n.use(before)
+
+
 def assert_same_plan(grown, scratch, where: str) -> None:
-    """Every field of the two plans is equal."""
+    """Every field of the two plans is equal, and their sentences read the same in Chinese too
+    (reason texts are remembered across plans and views: ``plan.texts``)."""
     for f in FIELDS:
         assert getattr(grown, f) == getattr(scratch, f), f"{where}: {f} differs"
+    for f in ("reasons", "warnings"):
+        assert in_chinese(getattr(grown, f)) == in_chinese(getattr(scratch, f)), f"{where}: {f} differ in Chinese"
+    assert in_chinese([grown.idle]) == in_chinese([scratch.idle]), f"{where}: idle differs in Chinese"
 
 
 def replan_along(strategy, messages: list[Message], start: int, steps: list[int], budget: Budget,
@@ -91,13 +108,22 @@ def test_every_strategy_replans_random_appends_as_from_scratch(messages, data):
         replan_along(strategy, messages, start, steps, budget)
 
 
-@pytest.mark.parametrize("name", STEPPED)
+@pytest.mark.parametrize("name", STEPPED[:3])
 @pytest.mark.parametrize("max_tokens", [900, 2_500, 6_000])
 def test_stepped_strategies_replan_generated_conversations_as_from_scratch(name, max_tokens, extended):
     messages = list(generate("ecommerce", turns=12, rounds_per_turn=3, result_tokens=200, seed=3).messages)
     strategy = get_strategy(name, **({"last_n": 20} if name == "turn_safe" else {}))  # a window that cuts
     assert replan_along(strategy, messages, 5, [1] * len(messages), Budget(max_tokens, reserve=0)) > 60
     assert sum(extended) > 30  # most steps extended the parent's plan (a user message plans from scratch)
+
+
+@pytest.mark.parametrize("max_tokens", [6_000, 20_000])
+@pytest.mark.parametrize("recent", [6, 15])
+def test_key_messages_replans_generated_conversations_as_from_scratch(max_tokens, recent, extended):
+    messages = list(generate("ecommerce", turns=12, rounds_per_turn=3, result_tokens=200, seed=3).messages)
+    strategy = get_strategy("key_messages", recent=recent, max_key=4, key_tools=("get_order", "issue_refund"))
+    assert replan_along(strategy, messages, 20, [1] * len(messages), Budget(max_tokens, reserve=0)) > 60
+    assert sum(extended) > 30  # most steps keep the window's start (a user message or a moved start: from scratch)
 
 
 def _tau_runs(count: int) -> list[Message]:

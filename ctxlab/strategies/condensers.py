@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ..i18n import N_, T
 from ..conversation import Message
 from .base import Strategy, budget_window, param, register
-from .plan import Plan, make_plan
+from .plan import Plan, make_plan, texts
 from .view import MEMO_EXTENDERS, Budget, View, message_text
 from .rounds import answer_lone_users
 from .windows import preamble_systems
@@ -78,6 +78,7 @@ class ObservationMasking(Strategy):
         replacements: dict[int, Message] = {}
         counted: dict[int, int] = {}
         saved = 0
+        made = texts(view)  # one masked-reason text per position, kept for the next plan
         for k, i in enumerate(results[:masked_n]):
             if i in view.pins:
                 reasons[i] = T("pinned: never masked")
@@ -88,7 +89,12 @@ class ObservationMasking(Strategy):
                 continue
             replacements[i], counted[i] = new, tokens
             actions[i] = "clear"
-            reasons[i] = T("masked: observation {count:,} of {n_results:,}, older than the newest {window:,}", count=k + 1, n_results=len(results), window=self.window)
+            why = made.get(("masked", k, len(results), self.window))
+            if why is None:
+                why = made["masked", k, len(results), self.window] = T(
+                    "masked: observation {count:,} of {n_results:,}, older than the newest {window:,}",
+                    count=k + 1, n_results=len(results), window=self.window)
+            reasons[i] = why
             saved += view.tokens[i] - tokens
         stats = {"observations": len(results), "masked": len(replacements), "tokens_masked": saved}
         return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,

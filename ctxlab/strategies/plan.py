@@ -187,6 +187,25 @@ def _turns_to_check(view: View, actions: list[str]) -> Sequence[tuple[int, int]]
     return [turns[t] for t in sorted(hit)]
 
 
+TEXTS_LIMIT = 65_536
+"""Entries ``texts`` holds before it starts again (a plan of 10,000 messages adds a few thousand)."""
+
+
+def texts(view: View) -> dict[tuple, Any]:
+    """The view's memo of reason texts by what fills them (a tag naming the sentence, then its
+    parameters, with the type of any that may be a plain ``str`` or a ``Text``): a sentence filled
+    per group or per message is made once, not at every plan. A ``Text`` is a function of its
+    template and parameters alone, so the memo is handed on to the views grown from this one (a
+    re-plan after an append finds the texts of the plan before it)."""
+    memo = view.memo.get("texts")
+    if memo is None or len(memo) > TEXTS_LIMIT:
+        memo = view.memo["texts"] = {}
+    return memo
+
+
+MEMO_EXTENDERS["texts"] = lambda old, new, memo: memo  # texts depend on their parameters only
+
+
 def _removed_in(actions: list[str], start: int, end: int) -> int:
     """How many of ``actions[start:end]`` remove their message."""
     part = actions[start:end]
@@ -206,6 +225,7 @@ def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
     else:
         side = _kept_indexes(actions, (drops, folds))[0]
     seen: set[int] = set()
+    made = texts(view)
     for i in side:
         g = group_of[i]
         members = groups[g]
@@ -215,8 +235,11 @@ def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
         gone = next((actions[k] for k in members if actions[k] in _REMOVED), None)
         if gone is None:
             continue
-        why = (T("drop with its tool call and results (message {first})", first=members[0]) if gone == "drop" else
-               T("summarize with its tool call and results (message {first})", first=members[0]))
+        why = made.get((gone, members[0]))
+        if why is None:
+            why = made[gone, members[0]] = (
+                T("drop with its tool call and results (message {first})", first=members[0]) if gone == "drop" else
+                T("summarize with its tool call and results (message {first})", first=members[0]))
         for k in members:
             if actions[k] not in _REMOVED:
                 actions[k], reasons[k] = gone, why
@@ -372,15 +395,21 @@ def merge_lone_users(view: View, messages: Sequence[Message], origin: Sequence[i
     if len(known) > 4 * len(view):  # bounded: each plan may merge other runs
         known.clear()
     vm = view.messages
+    made = texts(view)
     for start, end in reversed(runs):  # from the end, so a run of three merges into one
         key = tuple(origin[start:end + 1])
         hit = known.get(key) if all(messages[k] is vm[o] for k, o in enumerate(key, start)) else None
         second, m = origin[end], hit[0] if hit else _joined_run(messages[start:end + 1])
         for k in range(end, start, -1):
             first = origin[k - 1]
-            reasons[first] = T("{reason}; merged into user message {second}: nothing else of its turn "
-                               "is kept, and some providers reject two user messages in a row",
-                               reason=reasons[first], second=second)
+            reason = reasons[first]
+            tag = ("merged", reason, type(reason), second)
+            why = made.get(tag)
+            if why is None:
+                why = made[tag] = T("{reason}; merged into user message {second}: nothing else of its turn "
+                                    "is kept, and some providers reject two user messages in a row",
+                                    reason=reason, second=second)
+            reasons[first] = why
             joined.append((first, second))
         if hit:
             _, n, mask = hit

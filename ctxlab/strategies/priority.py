@@ -20,7 +20,7 @@ import numpy as np
 
 from ..i18n import N_, T, Text, Tn
 from .base import Strategy, param, register
-from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, positions, settle
+from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, positions, settle, texts
 from ._batch import apply as apply_removal, simulate, tables as batch_tables
 from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
 from .view import MEMO_EXTENDERS, Budget, View
@@ -286,14 +286,19 @@ class OldestFirst(Strategy):
         seg, cats, newest = view.seg, view.categories, len(view.seg.turns) - 1
         ages = [_age_text(age) for age in range(newest + 2)]
         known: dict[tuple[int, int], str] = view.memo.setdefault("oldest_first.describe", {})  # per group: view-only
+        made = texts(view)  # by label, age and size: shared with the views grown from this one
 
         def describe(g: int, size: int) -> str:
             text = known.get((g, size))
             if text is None:
                 members = seg.groups[g]
                 label = ROLE_LABEL[cats[members[0]] if len(members) == 1 else "tool_results"]
-                text = known[g, size] = T("{label}, {age}, {size:,} tokens", label=label,
-                                           age=ages[newest - seg.turn_of[members[0]] if newest >= 0 else 0], size=size)
+                age = newest - seg.turn_of[members[0]] if newest >= 0 else 0
+                text = made.get(("describe", label, age, size))
+                if text is None:
+                    text = made["describe", label, age, size] = T("{label}, {age}, {size:,} tokens", label=label,
+                                                                  age=ages[age], size=size)
+                known[g, size] = text
             return text
         return describe
 
@@ -357,8 +362,11 @@ class OldestFirst(Strategy):
         cut = T("nothing had to go") if threshold is None else T("above the {threshold:.2f} cut", threshold=threshold)
         firsts, actions, reasons, groups = scored.firsts.tolist(), book.actions, book.reasons, view.seg.groups
         kept = [j for j in positions(list(map(actions.__getitem__, firsts)), ("keep",)) if not reasons[firsts[j]]]
+        made = texts(view)
         for j, (p, what) in zip(kept, self._labels(view, scored, kept)[0]):
-            why = T("kept: priority {p} ({what}), {cut}", p=p, what=what, cut=cut)
+            why = made.get(("kept", p, what, cut))
+            if why is None:
+                why = made["kept", p, what, cut] = T("kept: priority {p} ({what}), {cut}", p=p, what=what, cut=cut)
             for i in groups[int(scored.groups[j])]:
                 reasons[i] = why
         book.fill(T("kept"), why_protected=T("kept: its turn holds a pinned message"))
@@ -449,18 +457,24 @@ class Hybrid(Strategy):
         d = decided[win]
         stats = {"chosen": win, "why": why, **analysis, **{f"score.{k}": v["score"] for k, v in scores.items()},
                  "score_parts": scores, **{f"{win}.{k}": v for k, v in d.stats.items()}}
-        return make_plan(view, budget, self.name, self.params(), d.actions, _headed(head, d.reasons),
+        return make_plan(view, budget, self.name, self.params(), d.actions, _headed(view, head, d.reasons),
                          warnings=d.warnings, stats=stats, settle_first=False,
                          idle=T("hybrid chose {win}, which removed nothing: {idle}", win=win, idle=d.idle))
 
 
-def _headed(head: Text, reasons: Sequence[str]) -> list[Text]:
-    """Each reason behind ``head`` ("hybrid chose ...: reason"), one text per distinct reason."""
+def _headed(view: View, head: Text, reasons: Sequence[str]) -> list[Text]:
+    """Each reason behind ``head`` ("hybrid chose ...: reason"), one text per distinct reason (kept
+    in the view's ``texts`` memo, so the next plan with the same head reuses them)."""
     made: dict[int, Text] = {}
+    shared = texts(view)
     out = []
     for r in reasons:
         t = made.get(id(r))
         if t is None:
-            t = made[id(r)] = T("{head}: {reason}", head=head, reason=r)
+            key = ("headed", head, r, type(r))
+            t = shared.get(key)
+            if t is None:
+                t = shared[key] = T("{head}: {reason}", head=head, reason=r)
+            made[id(r)] = t
         out.append(t)
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from itertools import chain, dropwhile, repeat
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -14,6 +14,8 @@ from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
 from .view import MEMO_EXTENDERS, Budget, View
+from ._replan import remember
+from ._replan_keys import key_state, key_step
 from .windows import preamble_systems, task_of_window, turn_aligned_start, window_idle
 
 
@@ -233,13 +235,16 @@ class KeyMessages(Strategy):
         return len(view) <= self.recent
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Keep the window, then older key messages newest first up to the cap."""
+        """Keep the window, then older key messages newest first up to the cap (from the parent
+        view's plan when an append left the window's start where it was: ``_replan_keys``)."""
+        plan = key_step(self, view, budget)
+        if plan is not None:
+            return plan
         n = len(view)
         start = turn_aligned_start(view, self.recent)
         older = T("older than the recent window and not a key message")
-        actions, reasons = ["drop"] * start + ["keep"] * (n - start), [older] * start + [""] * (n - start)
-        for i in range(start, n):
-            reasons[i] = T("within the last {recent:,} messages (turn-aligned)", recent=self.recent)
+        within = T("within the last {recent:,} messages (turn-aligned)", recent=self.recent)
+        actions, reasons = ["drop"] * start + ["keep"] * (n - start), [older] * start + [within] * (n - start)
         _keep(actions, reasons, [i for i in preamble_systems(view) if i < start], T("always kept: the system prompt"))
         task = task_of_window(view, start)
         if task is not None:
@@ -249,15 +254,17 @@ class KeyMessages(Strategy):
         taken = self._take_keys(view, actions, reasons, start, key_rounds)
         answer_lone_users(view, actions, reasons)
         settle(view, actions, reasons)
-        older_kept = sum(1 for i in range(start) if actions[i] not in REMOVED)
+        head = actions[:start]
+        older_kept = start - sum(map(head.count, REMOVED))  # at C speed
         systems = sum(view.tokens[i] for i in preamble_systems(view) if i < start)
-        warn = minimum_warning(view, budget, T("the system prompt and the last {recent:,} messages", recent=self.recent),
-                               systems + sum(view.tokens[start:]))
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
-                         stats={"window_start": start, "key_kept": taken, "older_kept": older_kept,
-                                "older_dropped": start - older_kept,
-                                "tokens_saved": _removed_tokens(view, actions)}, settle_first=False,
-                         idle=lambda: self._idle(view, start))
+        what = T("the system prompt and the last {recent:,} messages", recent=self.recent)
+        needed = systems + sum(view.tokens[start:])
+        warn = minimum_warning(view, budget, what, needed)
+        stats = {"window_start": start, "key_kept": taken, "older_kept": older_kept,
+                 "older_dropped": start - older_kept, "tokens_saved": _removed_tokens(view, actions)}
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons, warnings=[warn] if warn else [],
+                         stats=dict(stats), settle_first=False, idle=lambda: self._idle(view, start))
+        return remember(view, self, budget, plan, key_state(view, plan, start, within, what, needed, stats))
 
     def _idle(self, view: View, start: int) -> str:
         """Why nothing older than the window was dropped."""
@@ -278,10 +285,10 @@ class KeyMessages(Strategy):
                    key_rounds: dict[int, str]) -> int:
         """Keep older key messages, newest turn first, until the cap; returns how many were kept."""
         seg, room = view.seg, self.max_key
-        blocks = [(s, e, True) for s, e in seg.turns if e <= start][::-1]
-        blocks.append((seg.preamble[0], min(seg.preamble[1], start), False))
+        older = dropwhile(lambda turn: turn[1] > start, reversed(seg.turns))  # lazily: the cap ends the walk early
+        blocks = chain(((s, e, True) for s, e in older), [(seg.preamble[0], min(seg.preamble[1], start), False)])
         for s, e, has_user in blocks:
-            items = [(seg.rounds[seg.round_of[i]], T("key message: {key_rounds} call or result", key_rounds=key_rounds[seg.round_of[i]]))
+            items = [] if not key_rounds else [(seg.rounds[seg.round_of[i]], T("key message: {key_rounds} call or result", key_rounds=key_rounds[seg.round_of[i]]))
                      for i in range(e - 1, s - 1, -1)
                      if seg.round_of[i] in key_rounds and seg.rounds[seg.round_of[i]][0] == i]
             if has_user and not items:
