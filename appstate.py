@@ -18,7 +18,7 @@ from ctxlab.errors import CtxlabError
 from ctxlab.formats import decode_text
 from ctxlab.generate import PARAMS as GEN_PARAMS
 from ctxlab.generate import generate
-from ctxlab.i18n import LANGUAGES, N_, _, error_text, language, local, ngettext, pick, use
+from ctxlab.i18n import LANGUAGES, N_, _, error_text, language, local, pick, use
 from ctxlab.llm import BASE_URL_ENV, DEFAULT_MODEL, KEY_ENV, LLM, MODEL_ENV, LLMConfig, public_url
 from ctxlab.strategies import Budget, View, make_view
 from ctxlab.tokens import TokenCounter

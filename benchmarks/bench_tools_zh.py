@@ -39,7 +39,6 @@ import acebench  # noqa: E402
 import tools_context  # noqa: E402
 from bench_tools import BFCL, META, ROOT, JUNK, half, synthetic_catalog  # noqa: E402
 
-from ctxlab.conversation import ToolDef  # noqa: E402
 from ctxlab.tools import ToolCatalog, ToolIndex, get_provider, gold_aliases, load_queries  # noqa: E402
 from ctxlab.tools import confidence  # noqa: E402
 from ctxlab.tools.confidence import NoMatchRule, TUNED_RULES, TUNED_THRESHOLDS  # noqa: E402
@@ -296,7 +295,7 @@ def index_n(sets: dict, lang: str, n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         index = ToolIndex(catalog, path=tmp)  # the default provider for this catalog
-        report = index.build()
+        index.build()
         built = time.perf_counter() - t
         t = time.perf_counter()
         index.select(queries[0])

@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .compare import ACTION_WORDS
-from .i18n import N_, _, local, local_all
+from .i18n import N_, _, local_all
 from .strategies import Budget, Plan
 
 

@@ -22,7 +22,6 @@ from ctxlab.conversation import Conversation, Message
 from ctxlab.llm import use_llm
 from ctxlab.compare import ACTION_WORDS, cost_sentence, outcome_notes
 from ctxlab.fidelity import ReplayMeasures
-from ctxlab.i18n import _
 from ctxlab.figures_tune import cost_per_turn_figure
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay

@@ -28,7 +28,7 @@ from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
-from ctxlab.i18n import N_, _, local, ngettext, use
+from ctxlab.i18n import N_, _, local, use
 from ui import config_downloads, native_downloads, strategy_title, translated_columns
 
 SETS = {"samples": N_("Bundled samples"), "upload": N_("Upload files"), "folder": N_("Upload a folder"),

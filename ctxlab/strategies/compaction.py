@@ -27,14 +27,14 @@ honoured beyond that: the providers have none.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import ClassVar, Sequence
 
 from ..i18n import N_, T
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_trigger, param, register
 from .llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
 from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, settle
-from .summarize import check_summarizer, is_summary, summary_body, summary_message
+from .summarize import UsesSummarizer, is_summary, summary_body, summary_message
 from .summarizers import SUMMARIZERS, trim_summary
 from .view import Budget, View
 from .windows import preamble_systems
@@ -55,7 +55,7 @@ def _with_instructions(template: str, instructions: str) -> str:
 
 @register
 @dataclass(frozen=True)
-class ServerCompaction(Strategy):
+class ServerCompaction(UsesSummarizer, Strategy):
     """Past an input-token trigger, one summary replaces everything before the newest user message
     (Anthropic compaction, Claude Code auto-compact), or everything but the user messages (OpenAI
     compaction, Codex)."""
@@ -79,20 +79,6 @@ class ServerCompaction(Strategy):
                                     help=N_("Longest summary text; the least important lines are dropped first."))
     instructions: str = param("", help=N_("Added to the summary prompt (Anthropic's compaction instructions); "
                                        "summarizer=llm only: the extractive summarizer has no prompt."))
-
-    def _check(self, f: Any, value: Any) -> None:
-        super()._check(f, value)
-        if f.name == "summarizer":
-            check_summarizer(self.name, value)
-
-    @classmethod
-    def schema(cls) -> list[dict[str, Any]]:
-        """The parameter schema, with the summarizers registered now as the choices."""
-        out = super().schema()
-        for spec in out:
-            if spec["name"] == "summarizer":
-                spec["choices"] = list(SUMMARIZERS)
-        return out
 
     @classmethod
     def budget_scaled(cls, budget: Budget) -> dict:

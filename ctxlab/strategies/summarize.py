@@ -99,9 +99,28 @@ def check_summarizer(strategy: str, value: Any) -> None:
                             where=f"{strategy}.summarizer")
 
 
+class UsesSummarizer:
+    """For a strategy with a ``summarizer`` parameter: the value must name a registered summarizer,
+    and the schema offers the summarizers registered now as its choices."""
+
+    def _check(self, f: Any, value: Any) -> None:
+        super()._check(f, value)  # type: ignore[misc]
+        if f.name == "summarizer":
+            check_summarizer(self.name, value)  # type: ignore[attr-defined]
+
+    @classmethod
+    def schema(cls) -> list[dict[str, Any]]:
+        """The parameter schema, with the summarizers registered now as the choices."""
+        out = super().schema()  # type: ignore[misc]
+        for spec in out:
+            if spec["name"] == "summarizer":
+                spec["choices"] = list(SUMMARIZERS)
+        return out
+
+
 @register
 @dataclass(frozen=True)
-class Summarize(Strategy):
+class Summarize(UsesSummarizer, Strategy):
     """Fold the oldest whole turns into one running summary; keep the newest turns as they are."""
 
     name: ClassVar[str] = "summarize"
@@ -134,19 +153,8 @@ class Summarize(Strategy):
 
     def _check(self, f: Any, value: Any) -> None:
         super()._check(f, value)
-        if f.name == "summarizer":
-            check_summarizer(self.name, value)
         if f.name in ("summary_prompt", "merge_prompt") and (problem := check_prompt(f.name, value)):
             raise StrategyError(problem, where=f"{self.name}.{f.name}", hint="Or leave it empty for the built-in prompt")
-
-    @classmethod
-    def schema(cls) -> list[dict[str, Any]]:
-        """The parameter schema, with the summarizers registered now as the choices."""
-        out = super().schema()
-        for spec in out:
-            if spec["name"] == "summarizer":
-                spec["choices"] = list(SUMMARIZERS)
-        return out
 
     @classmethod
     def budget_scaled(cls, budget: Budget) -> dict:

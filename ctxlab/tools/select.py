@@ -42,7 +42,6 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import CtxlabError
 from ..i18n import T
 from ..conversation import Conversation, Message, ToolDef
-from ..tokens import TokenCounter
 from .confidence import (DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, duplicate_cosine, rule_for,
                          threshold_for)
 from .context import ContextRule, context_rule_for
