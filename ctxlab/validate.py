@@ -336,6 +336,32 @@ def validate(messages_or_conversation: Sequence[Message] | Conversation,
     return sorted(check(messages), key=_sort_key)
 
 
+FindingKey = tuple[str, str, int | None]
+"""A finding as ``(rules, code, input message index)``: where it sits in the conversation as logged."""
+
+
+def input_finding_keys(messages: Sequence[Message] | Conversation,
+                       rules: Sequence[str] = ("openai", "anthropic")) -> frozenset[FindingKey]:
+    """The errors the input already has under each rule set, keyed by input message: what a
+    strategy's output may carry without the strategy being blamed for it (Claude Code and Codex
+    log a first turn as two user messages; no strategy made that)."""
+    return frozenset((r, f.code, f.index) for r in rules for f in validate(messages, r) if f.severity == "error")
+
+
+def introduced_findings(findings: Sequence[Finding], origin: Sequence[int | None],
+                        inherited: frozenset[FindingKey]) -> list[Finding]:
+    """The findings of a strategy's output (``origin`` maps each output message to its input index,
+    None for an inserted summary) that the input does not have at the same message under the same
+    rules and code: the ones the strategy introduced. A finding about the whole prompt, or about
+    an inserted message, is always the strategy's."""
+    out = []
+    for f in findings:
+        at = origin[f.index] if f.index is not None and f.index < len(origin) else None
+        if at is None or (f.rules, f.code, at) not in inherited:
+            out.append(f)
+    return out
+
+
 def is_valid(findings: Sequence[Finding]) -> bool:
     """True when no finding is an error (warnings are allowed)."""
     return not any(f.severity == "error" for f in findings)
