@@ -24,10 +24,11 @@ import time
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .conversation import Conversation
-from .i18n import N_, T, _, listing
+from .i18n import N_, T, Tn, _, listing
 from .errors import CtxlabError
 from .fidelity import FactCheck, needed_facts
 from .pricing import Price, PriceTable, load_prices, replay_cost
@@ -340,12 +341,14 @@ def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, 
     return notes
 
 
-def scaled_params(name: str, params: Mapping[str, Any], max_tokens: int, reserve: float) -> dict[str, Any]:
-    """``params`` over the strategy's budget-scaled values at ``max_tokens`` (as the Strategy Lab
-    sets them): a parameter the grid does not vary is scaled to the budget, not left at a peer's
-    default that never acts at this limit (a 100,000-token trigger at a 3,000-token limit)."""
+def scaled_params(name: str, params: Mapping[str, Any], max_tokens: int, reserve: float,
+                  tools_tokens: int = 0) -> dict[str, Any]:
+    """``params`` over the strategy's budget-scaled values at ``max_tokens`` with ``tools_tokens``
+    of tool definitions (as the Strategy Lab and ``ctxlab replay`` set them): a parameter the grid
+    does not vary is scaled to the budget, not left at a peer's default that never acts at this
+    limit (a 100,000-token trigger at a 3,000-token limit)."""
     cls = STRATEGIES[name]
-    budget = Budget(max_tokens, reserve)
+    budget = Budget(max_tokens, reserve, tools_tokens)
     scaled = cls.budget_scaled(budget)
     resolved = cls.scaled_defaults(budget)
     return {**{k: resolved[k] for k in scaled if k in resolved}, **params}
@@ -506,7 +509,6 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     if not 0 <= min_recall <= 1:
         raise SweepError(f"the recall level must be between 0 and 1, got {min_recall}", where="--min-recall")
     combos = grid.sample(sample, seed) if sample else grid.combos()
-    specs = [PointSpec(name, scaled_params(name, params, b, reserve), b) for name, params in combos for b in budgets]
     convs = list(conversations)
     usable = [(k, c) for k, c in enumerate(convs) if any(m.role == "user" for m in c.messages)]
     notes = []
@@ -515,6 +517,9 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     if not usable:
         raise SweepError("no conversation with a user turn to replay", where="conversations",
                          hint="Give conversations that have at least one user message")
+    tools = _shared_tools_tokens([c for _, c in usable], model)
+    specs = [PointSpec(name, scaled_params(name, params, b, reserve, tools), b) for name, params in combos
+             for b in budgets]
     price = _price_for(prices, model, [c for _, c in usable])
     if price is None:
         notes.append(T("no price for model {model}: cost_usd is empty; the Pareto front and recommendation use "
@@ -540,6 +545,14 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
                        tuple(notes), input_errors)
 
 
+def _shared_tools_tokens(convs: Sequence[Conversation], model: str | None) -> int:
+    """The tokens of the tool definitions when every conversation sends the same amount (one agent's
+    sessions; a single conversation), so a point's scaled parameters are the ones the Strategy Lab
+    and ``ctxlab replay`` pick for it; 0 when they differ (one set of parameters serves them all)."""
+    counts = {TokenCounter(model or c.model or "gpt-4o").tools(c.tools) for c in convs}
+    return counts.pop() if len(counts) == 1 else 0
+
+
 def _input_errors_note(errors: Sequence[Mapping[str, Any]]) -> str:
     """One sentence for the errors the input has as logged: how many, in how many conversations, a
     few of them; they judge no point."""
@@ -555,41 +568,90 @@ def _input_errors_note(errors: Sequence[Mapping[str, Any]]) -> str:
 
 
 
+TRACE_SUFFIXES = (".json", ".jsonl", ".traj")
+"""File endings a folder is searched for: every file ctxlab reads (``.traj.json`` ends in ``.json``)."""
+
+
+def trace_files(folder: os.PathLike[str] | str, notes: list[str] | None = None) -> list[Path]:
+    """Every file of ``folder`` and its subfolders (Codex keeps sessions in ``YYYY/MM/DD``) whose
+    name ends in one of ``TRACE_SUFFIXES``, sorted by path. Links are followed once: a link back
+    to a folder already searched (a loop) and a name that is not a regular file (a link to a
+    device such as ``/dev/zero``, a pipe) are skipped with a note, and so are other files, counted."""
+    root = Path(folder)
+    found: list[Path] = []
+    seen: set[Path] = set()
+    others = 0
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        real = d.resolve()
+        if real in seen:
+            _note(notes, T("skipped {path}: a link to a folder already searched (a loop)", path=str(d)))
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(d.iterdir())
+        except OSError as e:
+            _note(notes, T("skipped {path}: cannot list it ({error})", path=str(d), error=e.strerror or str(e)))
+            continue
+        for f in entries:
+            if f.is_dir():
+                stack.append(f)
+            elif not f.name.lower().endswith(TRACE_SUFFIXES):
+                others += 1
+            elif f.is_file():
+                found.append(f)
+            else:
+                _note(notes, T("skipped {path}: not a regular file (a device, a pipe or a broken link)",
+                               path=str(f)))
+    if others:
+        _note(notes, Tn("{n} file in {folder} is not .json, .jsonl or .traj: skipped",
+                        "{n} files in {folder} are not .json, .jsonl or .traj: skipped", others, folder=str(root)))
+    return sorted(found)
+
+
+def _note(notes: list[str] | None, text: str) -> None:
+    if notes is not None:
+        notes.append(text)
+
+
 def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 1024,
                        notes: list[str] | None = None) -> list[Conversation]:
     """Every conversation in the given files (JSON or JSONL, any format ctxlab reads) and folders
-    (their ``*.json`` and ``*.jsonl`` files, sorted by name), in order. A file named on its own
-    that is not a conversation is an error; one found in a folder is skipped with a note appended
-    to ``notes`` (a folder of samples holds tool catalogs too)."""
-    from pathlib import Path
-
+    (``trace_files``: their ``.json``, ``.jsonl`` and ``.traj`` files, subfolders included, sorted
+    by path), in order. A file named on its own that is not a conversation is an error naming it;
+    one found in a folder is skipped with a note appended to ``notes`` (a folder of samples holds
+    tool catalogs too), and so is one larger than ``max_bytes`` (checked before it is read)."""
     from .formats import load_all
     files: list[tuple[Path, bool]] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.suffix.lower() in (".json", ".jsonl") and f.is_file())
+            found = trace_files(p, notes)
             if not found:
-                raise SweepError(f"no .json or .jsonl file in folder {raw}", where="FILE")
+                raise SweepError(f"no .json, .jsonl or .traj file in folder {raw} or its subfolders", where="FILE")
             files += [(f, True) for f in found]
         elif p.is_file():
             files.append((p, False))
         else:
-            raise SweepError(f"no such file or folder: {raw}", where="FILE", hint="Give .json/.jsonl files or folders")
+            raise SweepError(f"no such file or folder: {raw}", where="FILE",
+                             hint="Give .json/.jsonl/.traj files or folders")
     out: list[Conversation] = []
     for f, in_folder in files:
         try:
+            size = f.stat().st_size
+            if size > max_bytes:
+                raise SweepError(f"{size:,} bytes, over the {max_bytes:,}-byte limit", where="FILE")
             out += load_all(f.read_bytes(), max_bytes=max_bytes)
-        except CtxlabError as e:
+        except (CtxlabError, OSError) as e:
             if not in_folder:
-                raise SweepError(f"{f.name}: {e}", where="FILE") from None
-            if notes is not None:
-                notes.append(T("skipped {file}: not a conversation ({error})", file=str(f), error=str(e)))
+                raise SweepError(f"{f}: {e}", where="FILE") from None
+            _note(notes, T("skipped {file}: not a conversation ({error})", file=str(f), error=str(e)))
     if not out:
         raise SweepError("no conversation found in the files given", where="FILE")
     return out
 
 
 __all__ = ["COLUMNS", "DEFAULT_AXES", "DEFAULT_MIN_RECALL", "RECOMMENDATION_RULE", "Grid", "PointSpec",
-           "SweepError", "SweepResult", "evaluate_chunk", "load_conversations", "pareto_front", "recommend",
+           "SweepError", "SweepResult", "TRACE_SUFFIXES", "evaluate_chunk", "load_conversations", "pareto_front", "recommend",
            "recommendation_notes", "run_sweep", "scaled_params"]
