@@ -122,7 +122,7 @@ def test_cli_apply_writes_what_the_eager_plan_gives(capsys):
         strategy = build_strategy("sliding_window", [], budget)  # scaled to the budget, as the CLI does
         plan = strategy.apply(view, budget)
         want = plan.to_dict()
-        want["defaults"], want["params"] = "budget_scaled", strategy.params()
+        want["params"] = strategy.params()
         want["findings"] = [asdict(f) for f in validate(list(plan.messages), rules="openai")]
         want["messages"] = export(conv.with_messages(plan.messages), "openai").data
         assert out == dumps(want, indent=2) + "\n", path.name

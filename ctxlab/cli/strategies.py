@@ -160,7 +160,7 @@ def _apply(args: argparse.Namespace) -> int:
             note(text)
         rules = args.rules or ("anthropic" if args.to == "anthropic" else "openai")
         d = plan.to_dict(lazy=True)  # the decisions are written one by one (see _emit)
-        d["defaults"], d["params"] = defaults_used(args), strategy.params()
+        d["params"] = strategy.params()
         d["findings"] = [asdict(f) for f in validate(list(plan.messages), rules=rules)]
         d["messages"] = exported.data
         out.append(d)
