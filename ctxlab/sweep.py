@@ -319,7 +319,7 @@ def recommend(points: Sequence[Mapping[str, Any]], min_recall: float = DEFAULT_M
 def _recall(point: Mapping[str, Any]) -> float:
     """A point's needed recall; 1.0 when the conversations need no fact (nothing could be lost:
     ``recommendation_notes`` says the pick was made on cost and fit alone)."""
-    r = point["needed_recall"]
+    r = point.get("needed_recall")
     return 1.0 if r is None else r
 
 
@@ -330,7 +330,7 @@ def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, 
                   "--min-recall, raise the limit, or vary other parameters", level=min_recall)]
     p = points[pick]
     notes = []
-    if p["needed_recall"] is None:
+    if "needed_recall" in p and p["needed_recall"] is None:
         notes.append(T("no needed fact was found in these conversations (no later call reuses an earlier value): "
                        "the pick is made on fit and cost alone"))
     if p.get("calls_over_limit", 0):
