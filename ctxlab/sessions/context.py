@@ -140,7 +140,11 @@ class Application:
 def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prompt: str,
           layout: Sequence[Mapping[str, Any]], state: Mapping[str, Any], bodies: Mapping[int, dict],
           applied_through: int) -> Application:
-    """Apply ``strategy`` to the current context (see the module docstring)."""
+    """Apply ``strategy`` to the current context (see the module docstring). A strategy whose
+    ``history`` is ``full`` is applied to the whole history as it arrived, with no state, at every
+    application (as ``ctxlab.replay`` does): what it left last time does not matter."""
+    if getattr(strategy, "history", "kept") == "full":
+        layout, state, applied_through = [{"seq": seq} for seq in sorted(bodies)], {}, max(bodies, default=-1)
     msgs, origin, changed = _view_input(system_prompt, layout, bodies, applied_through)
     view = make_view(msgs, counter=counter, origin=origin, state=state)
     plan = strategy.apply(view, budget)
