@@ -6,9 +6,9 @@ At every model call of a trace, LangChain runs its agent middleware on the reque
 whole history in the agent's state (``ContextEditingMiddleware`` copies the messages and edits the
 copy; the trim middleware ctxlab exports calls ``trim_messages`` in ``wrap_model_call``). This
 script runs LangChain's own ``ClearToolUsesEdit`` and ``trim_messages`` that way at every call, and
-ctxlab's replay of ``clear_tool_results`` and ``sliding_window`` beside them, with both ``history``
-modes: ``full`` (the default of both, as their targets run them) and ``kept`` (the strategy works
-on what it left at the last call). It prints, per strategy and mode, how many calls send the same
+ctxlab's replay of ``clear_tool_results`` and ``sliding_window`` beside them, with both values of
+``works_on``: ``full_history`` (the default of both, as their targets run them) and ``kept_history``
+(the strategy works on what it left at the last call). It prints, per strategy and mode, how many calls send the same
 prompt (the same tool results cleared; the same messages kept) and how many differ.
 
 Token counts: LangChain is given ctxlab's counter, so a difference is about the rule, not the
@@ -89,7 +89,7 @@ def clear_tool_results(conv: Conversation, trigger: int, keep: int, history: str
     from langchain.agents.middleware import ClearToolUsesEdit
     counter = TokenCounter(MODEL)
     lc_count = tiktoken_counter(counter)
-    strategy = get_strategy("clear_tool_results", trigger_tokens=trigger, keep=keep, history=history)
+    strategy = get_strategy("clear_tool_results", trigger_tokens=trigger, keep=keep, works_on=history)
     r = replay(conv, strategy, Budget(10_000_000), model=MODEL)
     cells = _cells(r)
     lcs = _lc(conv)
@@ -116,7 +116,7 @@ def sliding_window(conv: Conversation, max_tokens: int, history: str) -> Tally:
     keeps no human message while ctxlab keeps the system prompt and the question; a history with
     no user message yet (a sub-agent's transcript) is sent whole by ctxlab, emptied by trim_messages."""
     counter = TokenCounter(MODEL)
-    strategy = get_strategy("sliding_window", buffer_ratio=0.1, history=history)
+    strategy = get_strategy("sliding_window", buffer_ratio=0.1, works_on=history)
     budget = Budget(max_tokens)
     trim = trim_function(export_native(make_config(strategy, budget, MODEL), "langchain"), tiktoken_counter(counter))
     r = replay(conv, strategy, budget, model=MODEL)
@@ -172,13 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--coding", default=str(CODING), help="a folder of coding traces")
     args = ap.parse_args(argv)
     sets = {"tau-bench airline": tau_runs(args.tau), "coding traces": coding_traces(Path(args.coding))}
-    print(f"{'data':18} {'strategy':20} {'history':8} {'calls':>6} {'same':>6} {'differ':>7} {'documented':>10}")
+    print(f"{'data':18} {'strategy':20} {'works_on':13} {'calls':>6} {'same':>6} {'differ':>7} {'documented':>10}")
     for label, convs in sets.items():
         for name in CASES:
-            for history in ("full", "kept"):
+            for history in ("full_history", "kept_history"):
                 t = compare(convs, name, history)
                 same = t.calls - len(t.differ) - len(t.documented)
-                print(f"{label:18} {name:20} {history:8} {t.calls:6,} {same:6,} {len(t.differ):7,} "
+                print(f"{label:18} {name:20} {history:13} {t.calls:6,} {same:6,} {len(t.differ):7,} "
                       f"{len(t.documented):10,}")
     return 0
 

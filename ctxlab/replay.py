@@ -397,7 +397,7 @@ class _Walk:
                  whole: View | None = None) -> None:
         self.messages, self.counter, self.facts, self.pins = messages, counter, facts, pins
         self.strategy, self.budget, self.apply_at = strategy, budget, apply_at
-        self.history = getattr(strategy, "history", "kept")
+        self.works_on = getattr(strategy, "works_on", "kept_history")
         self.starts = tuple(s for s, _ in segment(messages).turns)
         self.turn_of = _turn_index(self.starts)
         self.head = budget.tools_tokens + budget.reply_priming
@@ -417,7 +417,7 @@ class _Walk:
         prompts: dict[int, _Kept] = {}
         kept_entries = 0
         base: View | None = None  # what arrivals extend: the prompt left (kept) or the whole history (full)
-        full = self.history == "full"
+        full = self.works_on == "full_history"
         upto = 0
         prev: View | None = None  # the previous call's prompt
         prev_changed = False  # the previous call's prompt was not its history as it arrived

@@ -1,7 +1,7 @@
 """A strategy replayed as its target framework runs it: on the whole history recomputed at every call
-(``history="full"``: Anthropic context editing, LangChain's ClearToolUsesEdit and a trim in a pre-model
-hook, SWE-agent history processors) or on the history it keeps (``"kept"``: summarization middleware,
-OpenHands condensers, compaction). Checked call by call against LangChain's own classes on real runs."""
+(``works_on="full_history"``: Anthropic context editing, LangChain's ClearToolUsesEdit and a trim in a
+pre-model hook, SWE-agent history processors) or on the history it keeps (``"kept_history"``: summarization
+middleware, OpenHands condensers, compaction). Checked call by call against LangChain's own classes on real runs."""
 from __future__ import annotations
 
 import sys
@@ -14,22 +14,24 @@ from ctxlab.replay import replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 
 from .builders import assistant, system, tool, user
-from .conftest import ROOT, SHARED, needs_shared
+from .conftest import ROOT, needs_shared
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import peers_per_call as peers  # noqa: E402
 
-TARGETS = {"clear_tool_results": "full", "sliding_window": "full", "turn_safe": "full", "langchain_trim": "full",
-           "observation_masking": "full", "recent_events": "full", "middle_out": "full",
-           "summarize": "kept", "server_compaction": "kept", "amortized_forgetting": "kept", "llm_attention": "kept"}
-"""How each strategy's target runs it (the strategies ctxlab invented keep what they left: ``kept``)."""
+FULL = ("clear_tool_results", "sliding_window", "turn_safe", "langchain_trim", "observation_masking", "recent_events",
+        "middle_out")
+TARGETS = {**{name: "full_history" for name in FULL},
+           **{name: "kept_history" for name in ("summarize", "server_compaction", "amortized_forgetting",
+                                                "llm_attention")}}
+"""How each strategy's target runs it (the strategies ctxlab invented keep what they left: ``kept_history``)."""
 
 
 def test_each_strategy_replays_as_its_target_runs_it():
     for name, cls in STRATEGIES.items():
         if name == "pipeline":
             continue
-        assert get_strategy(name).history == TARGETS.get(name, "kept"), name
+        assert get_strategy(name).works_on == TARGETS.get(name, "kept_history"), name
 
 
 def _tool_heavy() -> Conversation:
@@ -47,7 +49,7 @@ def _cleared(r, c) -> int:
 def test_full_history_clears_at_every_call_over_the_trigger_and_kept_stops_after_one_clear():
     conv = _tool_heavy()
     full = replay(conv, get_strategy("clear_tool_results", trigger_tokens=1000, keep=1), Budget(100_000))
-    kept = replay(conv, get_strategy("clear_tool_results", trigger_tokens=1000, keep=1, history="kept"),
+    kept = replay(conv, get_strategy("clear_tool_results", trigger_tokens=1000, keep=1, works_on="kept_history"),
                   Budget(100_000))
     head = full.budget.tools_tokens + full.budget.reply_priming
     over = [c.number for c in full.calls if c.tokens_before - head > 1000]
@@ -62,11 +64,11 @@ def test_full_history_clears_at_every_call_over_the_trigger_and_kept_stops_after
 
 def test_an_export_names_the_history_its_framework_runs_the_strategy_on():
     budget = Budget(16_000)
-    tuned_kept = get_strategy("clear_tool_results", trigger_tokens=5000, history="kept")
+    tuned_kept = get_strategy("clear_tool_results", trigger_tokens=5000, works_on="kept_history")
     notes = export_native(make_config(tuned_kept, budget, "gpt-4o"), "langchain").not_carried
-    assert any("history=kept" in n and "replay with history=full" in n for n in notes)
+    assert any("works_on=kept_history" in n and "replay with works_on=full_history" in n for n in notes)
     as_target = get_strategy("clear_tool_results", trigger_tokens=5000)
-    assert not any("history=" in n for n in export_native(make_config(as_target, budget, "gpt-4o"),
+    assert not any("works_on=" in n for n in export_native(make_config(as_target, budget, "gpt-4o"),
                                                           "langchain").not_carried)
 
 
@@ -77,10 +79,10 @@ def test_an_export_names_the_history_its_framework_runs_the_strategy_on():
 def test_per_call_agreement_with_langchain_on_tau_bench(name):
     pytest.importorskip("langchain.agents.middleware")
     runs = peers.tau_runs()[::4]  # 25 of the 100 airline runs (the benchmark script runs all)
-    full = peers.compare(runs, name, "full")
+    full = peers.compare(runs, name, "full_history")
     assert full.calls > 300
     assert full.differ == []  # every call sends what LangChain's own code sends, but the documented cases
-    kept = peers.compare(runs, name, "kept")
+    kept = peers.compare(runs, name, "kept_history")
     assert kept.differ, "the other mode differs: the comparison can fail"
 
 
@@ -89,4 +91,4 @@ def test_per_call_agreement_with_langchain_on_coding_traces():
     traces = peers.coding_traces()
     assert len(traces) >= 5
     for name in peers.CASES:
-        assert peers.compare(traces, name, "full").differ == [], name
+        assert peers.compare(traces, name, "full_history").differ == [], name

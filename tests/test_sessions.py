@@ -282,15 +282,15 @@ def test_a_bad_url_is_one_clear_error_without_the_password():
     assert "hunter2" not in str(e.value)
 
 
-@pytest.mark.parametrize("history", ["full", "kept"])
-def test_a_live_session_sends_what_the_replay_sends_in_either_history_mode(store, history):
+@pytest.mark.parametrize("works_on", ["full_history", "kept_history"])
+def test_a_live_session_sends_what_the_replay_sends_in_either_history_mode(store, works_on):
     """clear_tool_results applied before every call in a live session: the prompt of each call is the
-    replay's (full: recomputed from the whole history, as Anthropic does; kept: from what it left)."""
+    replay's (full_history: recomputed from the whole history, as Anthropic does; kept_history: from what it left)."""
     from ctxlab.conversation import Conversation
     from ctxlab.replay import replay
     from ctxlab.strategies import Budget, get_strategy
     system, history_msgs, _ = sample_messages()
-    params = {"trigger_tokens": 1500, "keep": 1, "history": history}
+    params = {"trigger_tokens": 1500, "keep": 1, "works_on": works_on}
     store.save_profile("p", model="gpt-4o", max_tokens=100_000, reserve=0.0, system_prompt=system,
                        strategy="clear_tool_results", params=params)
     s = store.start_session("p")
@@ -308,6 +308,6 @@ def test_a_live_session_sends_what_the_replay_sends_in_either_history_mode(store
             ours = [m.get("content") for m in sent_at[c.index]]
             theirs = [ctxlab.export(Conversation((m,)), "openai").data["messages"][0].get("content")
                       for m in r.context_at(c.number)]
-            assert ours == theirs, (history, c.number)
+            assert ours == theirs, (works_on, c.number)
             compared += 1
     assert compared >= 5 and r.times_triggered >= 2

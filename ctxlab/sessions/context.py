@@ -141,10 +141,10 @@ def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prom
           layout: Sequence[Mapping[str, Any]], state: Mapping[str, Any], bodies: Mapping[int, dict],
           applied_through: int) -> Application:
     """Apply ``strategy`` to the current context (see the module docstring). A strategy whose
-    ``history`` is ``full`` is applied to the whole history as it arrived, with no state, at every
+    ``works_on`` is ``full_history`` is applied to the whole history as it arrived, with no state, at every
     application (as ``ctxlab.replay`` does): what it left last time does not matter."""
     before: dict[int, bool] | None = None  # full: what the last prompt sent, each seq changed or not
-    if getattr(strategy, "history", "kept") == "full":
+    if getattr(strategy, "works_on", "kept_history") == "full_history":
         before = {**{e["seq"]: bool(e.get("body")) for e in layout if "seq" in e},
                   **{seq: False for seq in bodies if seq > applied_through}}
         layout, state, applied_through = [{"seq": seq} for seq in sorted(bodies)], {}, max(bodies, default=-1)
