@@ -397,6 +397,7 @@ class _Walk:
                  whole: View | None = None) -> None:
         self.messages, self.counter, self.facts, self.pins = messages, counter, facts, pins
         self.strategy, self.budget, self.apply_at = strategy, budget, apply_at
+        self.works_on = getattr(strategy, "works_on", "kept_history")
         self.starts = tuple(s for s, _ in segment(messages).turns)
         self.turn_of = _turn_index(self.starts)
         self.head = budget.tools_tokens + budget.reply_priming
@@ -415,23 +416,26 @@ class _Walk:
         records: list[Compression] = []
         prompts: dict[int, _Kept] = {}
         kept_entries = 0
-        view: View | None = None
+        base: View | None = None  # what arrivals extend: the prompt left (kept) or the whole history (full)
+        full = self.works_on == "full_history"
         upto = 0
         prev: View | None = None  # the previous call's prompt
+        prev_changed = False  # the previous call's prompt was not its history as it arrived
         user_since = True  # a run starts a turn, even before its first user message
         for c, point in enumerate(call_points(messages)):
             new = messages[upto:point]
             user_since = user_since or any(m.role == "user" for m in new)
-            if view is None:
+            if base is None:
                 at = slice(upto, point)
-                view = View(new, self.whole.tokens[at], self.whole.categories[at], segment(new), self.counter,
+                base = View(new, self.whole.tokens[at], self.whole.categories[at], segment(new), self.counter,
                             self.facts, self.whole.fact_masks[at], frozenset(i for i in range(upto, point)
                                                                               if i in self.pins),
                             tuple(range(upto, point)))
             elif new:
-                view = view._grow(new, tuple(range(upto, point)),
-                                  frozenset(len(view) + k for k, i in enumerate(range(upto, point)) if i in self.pins),
+                base = base._grow(new, tuple(range(upto, point)),
+                                  frozenset(len(base) + k for k, i in enumerate(range(upto, point)) if i in self.pins),
                                   self.whole)
+            view = base
             for i in range(upto, point):
                 arrived[i] = c
             upto = point
@@ -449,7 +453,9 @@ class _Walk:
                 user_since = False
                 triggered = plan.idle is None
                 for k, (o, a) in enumerate(zip(view.origin, plan.actions)):
-                    if o is None or a == "keep" or a == state_now[o]:
+                    # kept: a message the plan keeps is sent as the last application left it; full: as it
+                    # arrived, so a message removed or cleared at an earlier call comes back
+                    if o is None or a == state_now[o] or (a == "keep" and not full):
                         continue
                     if a in REMOVED:
                         removed_at[o] = c
@@ -457,15 +463,24 @@ class _Walk:
                     state_now[o] = a
                     events.append((c, o, a))
                 if triggered:
-                    view = result_view(view, plan).with_state(dict(plan.state))
-                elif plan.state != view.state:
+                    view = result_view(view, plan)
+                    view = view if full else view.with_state(dict(plan.state))
+                elif plan.state != view.state and not full:
                     view = view.with_state(dict(plan.state))
                 records.append(Compression(c, triggered, plan.tokens_before, plan.tokens_after, plan.saved, removed))
+            elif full and len(view):  # the whole history goes out as it arrived
+                for o in view.origin:
+                    if o is not None and state_now[o] != "keep":
+                        state_now[o] = "keep"
+                        events.append((c, o, "keep"))
+            if not full:
+                base = view
             after = view.total + self.head
-            if triggered or prev is None:
+            if triggered or prev is None or prev_changed:
                 shared, extends = (0, False) if prev is None else _shared(prev.messages, view.messages, view.tokens)
             else:  # nothing changed: the previous prompt is a prefix of this one
                 shared, extends = prev.total, True
+            prev_changed = full and triggered
             call = Call(c, point, self.turn_of(point), bool(apply and len(view)), triggered, before, after,
                         after > self.budget.prompt_limit, len(view), removed, shared, extends,
                         point == n, messages[point].usage if point < n else None)

@@ -87,11 +87,11 @@ def test_config_text_reads_back_to_the_same_strategy_budget_and_model(strategy, 
 def test_config_says_what_it_holds():
     config = strategy_config(get_strategy("tool_rounds", keep_rounds=3), Budget(16_000, 0.15, 777), MODEL)
     assert config == {"ctxlab_config": 1, "ctxlab": ctxlab.__version__, "strategy": "tool_rounds",
-                      "params": {"keep_rounds": 3, "apply_at": "every_call"},
+                      "params": {"keep_rounds": 3, "apply_at": "every_call", "works_on": "kept_history"},
                       "model": MODEL, "max_tokens": 16_000, "reserve": 0.15, "tools_tokens": 777}
     pipe = strategy_config(_pipeline(), Budget(16_000), MODEL)
     assert [s["strategy"] for s in pipe["pipeline"]] == ["clear_tool_results", "tool_rounds"]
-    assert pipe["pipeline"][1]["params"] == {"keep_rounds": 2, "apply_at": "every_call"}
+    assert pipe["pipeline"][1]["params"] == {"keep_rounds": 2, "apply_at": "every_call", "works_on": "kept_history"}
     assert "strategy" not in pipe
 
 

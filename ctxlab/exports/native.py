@@ -98,10 +98,32 @@ def where_note(lab: LabConfig, runs: str) -> str | None:
             "{runs}; {fix}", tuned=tuned, tuned_runs=RUNS[tuned], runs=RUNS[runs], fix=fix))
 
 
-def common_notes(lab: LabConfig, *, budget_used: bool, runs: str = "every_call") -> list[str]:
+HISTORY_RUNS = {
+    "kept_history": T("on the history it keeps (what it left at its last application plus what arrived since)"),
+    "full_history": T("on the whole history, recomputed at every call")}
+
+
+def history_note(lab: LabConfig, works_on: str | None = None) -> str | None:
+    """The note when the framework runs the strategy on another history than it was tuned on
+    (its ``works_on``): ``works_on`` is the framework's (``kept_history`` or ``full_history``); None
+    means the way the strategy's target runs it, its class default."""
+    steps = lab.strategy.steps if hasattr(lab.strategy, "steps") else (lab.strategy,)
+    tuned = getattr(lab.strategy, "works_on", steps[0].works_on)
+    framework = works_on or type(steps[0]).__dataclass_fields__["works_on"].default
+    if tuned == framework:
+        return None
+    return T("what it works on: tuned with works_on={tuned} ({tuned_runs}), but this framework runs it {runs}; replay "
+             "with works_on={framework} to see what it does there", tuned=tuned, tuned_runs=HISTORY_RUNS[tuned],
+             runs=HISTORY_RUNS[framework], framework=framework)
+
+
+def common_notes(lab: LabConfig, *, budget_used: bool, runs: str = "every_call",
+                 works_on: str | None = None) -> list[str]:
     """What a config holds that none of the frameworks takes: pins, retrieval settings, the budget,
-    and where the strategy runs when the framework runs it elsewhere (``runs``, an ``apply_at``)."""
-    notes = [n for n in (where_note(lab, runs),) if n]
+    where the strategy runs when the framework runs it elsewhere (``runs``, an ``apply_at``), and
+    what it works on when the framework runs it on another history (``works_on``;
+    None: as the strategy's target runs it)."""
+    notes = [n for n in (where_note(lab, runs), history_note(lab, works_on)) if n]
     if lab.pins:
         notes.append(T("pins (messages {items}): the framework has no pinned messages; "
                      "they are message indexes of the lab's conversation, so they are not exported", items=', '.join(map(str, lab.pins))))

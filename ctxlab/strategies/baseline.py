@@ -23,7 +23,7 @@ from ..formats.langchain import to_langchain
 from ..conversation import Message, Part, ToolCall, compact_json
 from ..tokens import TokenCounter
 from ..validate import Finding, validate
-from .base import Strategy, StrategyError, param, register
+from .base import Strategy, StrategyError, works_on_param, param, register
 from .plan import Plan, make_plan
 from .view import Budget, View
 
@@ -172,6 +172,7 @@ class LangChainTrim(Strategy):
     title: ClassVar[str] = N_("LangChain trim_messages (baseline)")
     summary: ClassVar[str] = N_("Runs langchain_core.messages.trim_messages as a LangChain user would; its output "
                               "is not repaired, so the validator shows when it breaks a tool call from its result.")
+    works_on: str = works_on_param("full_history")  # trim_messages in a pre-model hook
     strategy: str = param("last", choices=("last", "first"),
                           help=N_("Keep the newest messages (last) or the oldest (first)."))
     start_on: str = param("human", choices=(*MESSAGE_TYPES, "none"),
