@@ -186,6 +186,7 @@ MATRIX_CELLS = 200_000
 def _replay(args: argparse.Namespace) -> int:
     """Replay a conversation call by call under a strategy; print every call's prompt tokens and
     fit, needed_recall per call, and the cost with the prompt cache."""
+    from ..cache_breaks import cache_breaks, summary as breaks_summary
     from ..fidelity import FactCheck, needed_facts
     from ..pricing import load_prices, parse_price_override, replay_cost
     from ..replay import replay
@@ -203,6 +204,8 @@ def _replay(args: argparse.Namespace) -> int:
         d["fidelity"] = check.fidelity(r.strategy).to_dict()
         d["needed_recall"] = d["fidelity"]["needed_recall"]
         d["cost"] = replay_cost(r, conv, model=model, price=prices).to_dict()
+        breaks = cache_breaks(r, conv, model=model, price=prices)
+        d["cache_breaks"] = {**breaks_summary(breaks), "calls": [b.to_dict() for b in breaks]}
         none = replay_cost(replay(conv, "none", budget, model=args.model), conv, model=model, price=prices)
         d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
         if has_usage(conv):  # a production trace: billed beside counted and modelled, per call as sent
