@@ -16,7 +16,7 @@ from ..conversation import Message, ToolCall
 from ..errors import ShapeError
 from . import openai_chat
 from ._base import Format
-from ._trace import Trace, TraceFormat, never, sub_read
+from ._trace import Trace, TraceFormat, content_text, never, sub_read
 
 NAME = "swe_agent"
 _DROP_KEYS = ("agent", "message_type", "thought", "action", "is_demo", "tool_call_ids", "cache_control", "thinking_blocks")
@@ -49,7 +49,8 @@ class _Reader:
         self.actions += 1
         cid = f"action-{k}"
         action = m["action"]
-        content = m.get("thought") if isinstance(m.get("thought"), str) else m.get("content") or ""
+        content = m["thought"] if isinstance(m.get("thought"), str) else \
+            content_text(m.get("content"), f"$.history[{k}].content")
         self.trace.add([Message("assistant", content, tool_calls=(
             ToolCall(cid, _command_name(action), json.dumps({"command": action}, ensure_ascii=False)),))])
         self.open_action = cid

@@ -1,0 +1,229 @@
+"""Regression tests of issue 32 ("Hostile input, round 3"): each names its item; each failed
+before its fix."""
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Callable
+
+import pytest
+
+from ctxlab.cli import main
+from ctxlab.formats import export, load_all
+
+from .conftest import ROOT
+from .test_formats_coding import V1_EVENTS
+
+CODING = ROOT / "tests" / "data" / "coding"
+PRODUCTION = ROOT / "tests" / "data" / "production"
+
+
+def _json(path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _jsonl(path) -> list:
+    return [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+
+
+def run(capsys, tmp_path, doc: Any, *argv: str, jsonl: bool = False) -> tuple[int, str, str]:
+    path = tmp_path / ("in.jsonl" if jsonl else "in.json")
+    path.write_text("\n".join(json.dumps(r) for r in doc) if jsonl else json.dumps(doc), encoding="utf-8")
+    code = main([argv[0], str(path), *argv[1:]])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(code: int, out: str, err: str) -> str:
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and err.startswith("ctxlab: ") and "internal error" not in err, err
+    return err.strip()
+
+
+# ---------------------------------------------------------------- item 1: wrong types, located
+
+
+def _openhands(set_: Callable[[list], None]) -> tuple[list, bool]:
+    doc = _json(CODING / "openhands_events.json")
+    set_(doc)
+    return doc, False
+
+
+def _response(doc: list) -> dict:
+    return doc[1]["tool_call_metadata"]["model_response"]
+
+
+def _v1(set_: Callable[[list], None]) -> tuple[list, bool]:
+    doc = copy.deepcopy(V1_EVENTS)
+    set_(doc)
+    return doc, True
+
+
+def _otel(value: str) -> tuple[list, bool]:
+    doc = _jsonl(PRODUCTION / "otel_file_exporter.jsonl")
+    doc[1]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][8]["value"] = {"intValue": value}
+    return doc, True
+
+
+def _langfuse(value: str) -> tuple[dict, bool]:
+    doc = _json(PRODUCTION / "langfuse_trace_export.json")
+    doc["observations"][1]["usageDetails"]["input"] = value
+    return doc, False
+
+
+def _claude(content: Any) -> tuple[list, bool]:
+    doc = _jsonl(CODING / "claude_code_compact.jsonl")
+    k = next(k for k, r in enumerate(doc) if r.get("type") == "assistant")
+    doc[k]["message"]["content"] = content
+    return doc, True
+
+
+def _swe_action(content: Any) -> tuple[dict, bool]:
+    doc = _json(CODING / "swe_agent_ctf_baby_encryption.traj")
+    del doc["history"][2]["thought"]
+    doc["history"][2]["content"] = content
+    return doc, False
+
+
+BAD_TYPES = {  # name: (document, JSONL?), words the one error line must hold
+    "openhands response id a list": (lambda: _openhands(lambda d: _response(d).update(id=["a"])),
+                                     ("event 1", "model_response.id", "list")),
+    "openhands tool_calls an int": (lambda: _openhands(lambda d: _response(d)["choices"][0]["message"].update(
+        tool_calls=7)), ("event 1", "tool_calls", "int")),
+    "openhands function a string": (lambda: _openhands(
+        lambda d: _response(d)["choices"][0]["message"]["tool_calls"][0].update(function="x")),
+        ("event 1", "function", "str")),
+    "openhands event id a list": (lambda: _openhands(lambda d: d[1]["tool_call_metadata"].update(tool_call_id=["a"])),
+                                  ("event 1", "tool_call_id")),
+    "openhands v1 response id a list": (lambda: _v1(lambda d: d[2].update(llm_response_id=["r"])),
+                                        ("event 2 (JSONL line 3)", "llm_response_id")),
+    "otel usage a superscript": (lambda: _otel("\u00b2"), ("JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]", "gen_ai.usage.input_tokens")),
+    "otel usage --5": (lambda: _otel("--5"), ("JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]", "gen_ai.usage.input_tokens")),
+    "otel usage of 5,000 digits": (lambda: _otel("9" * 5_000), ("JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]", "gen_ai.usage.input_tokens")),
+    "otel usage beyond int64": (lambda: _otel("9" * 19), ("JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]", "gen_ai.usage.input_tokens")),
+    "langfuse usage a superscript": (lambda: _langfuse("\u00b2"), ("observations[1]", "usageDetails.input")),
+    "langfuse usage of 5,000 digits": (lambda: _langfuse("9" * 5_000), ("observations[1]", "usageDetails.input")),
+    "claude code content an int": (lambda: _claude(7), ("JSONL line 2", "$.message.content", "int")),
+    "swe-agent action content an int": (lambda: _swe_action(7), ("$.history[2].content", "int")),
+}
+
+
+@pytest.mark.parametrize("case", BAD_TYPES)
+def test_a_wrong_type_in_a_trace_is_one_error_naming_the_record_and_field(capsys, tmp_path, case):
+    make, words = BAD_TYPES[case]
+    doc, jsonl = make()
+    for argv in (["count"], ["convert", "--to", "anthropic"]):
+        line = one_error_line(*run(capsys, tmp_path, doc, *argv, jsonl=jsonl))
+        for w in words:
+            assert w in line, (w, line)
+        assert len(line) < 400
+
+
+def test_list_content_of_a_text_action_is_read_as_its_text_parts(capsys, tmp_path):
+    doc, _ = _swe_action([{"type": "text", "text": "I will list the files."}])
+    conv = load_all(json.dumps(doc))[0]
+    assert conv.messages[2].content == "I will list the files." and conv.messages[2].tool_calls
+    mini = {"trajectory_format": "mini-swe-agent-1.1", "info": {}, "messages": _json(
+        CODING / "mini_swe_agent_github_issue.json")}
+    k = next(k for k, m in enumerate(mini["messages"]) if m["role"] == "assistant")
+    text = mini["messages"][k]["content"]
+    mini["messages"][k]["content"] = [{"type": "text", "text": text}]
+    mini["messages"][k]["extra"] = {"actions": [{"command": "ls"}]}
+    conv = load_all(json.dumps(mini))[0]
+    assert conv.messages[k].content == text and conv.messages[k].tool_calls[0].arguments == '{"command": "ls"}'
+    code, out, err = run(capsys, tmp_path, mini, "count")
+    assert code == 0 and "internal error" not in err
+
+
+# ---------------------------------------------------------------- item 2: OTel grouping linear in spans
+
+
+class _Counted(dict):
+    """A dict that counts how often it is read (the walk's steps)."""
+
+    reads = 0
+
+    def __getitem__(self, key):
+        _Counted.reads += 1
+        return super().__getitem__(key)
+
+
+def test_otel_run_grouping_walks_each_span_once():
+    from ctxlab.formats import otel
+    n = 3_000
+    tree = _Counted({f"s{k}": (f"s{k - 1}" if k else None, k == 0) for k in range(n)})  # s0: the agent span
+    _Counted.reads = 0
+    agents = otel._nearest_agents(tree)
+    assert set(agents.values()) == {"s0"} and len(agents) == n
+    assert _Counted.reads <= 3 * n  # a walk up from every span read the chain n * n / 2 times
+
+
+def test_a_deep_chain_of_spans_is_one_run_and_a_parent_loop_ends_the_walk():
+    from ctxlab.formats import otel
+    from tests.fuzz_traces import CHAIN_SPANS, _op_span_chain
+    doc = _jsonl(PRODUCTION / "otel_file_exporter.jsonl")
+    _op_span_chain(None, doc, [])
+    assert len(load_all("\n".join(json.dumps(d) for d in doc))) == 1
+    tree = {"a": ("b", False), "b": ("a", False), "c": ("a", False), "d": ("c", True), "e": ("d", False)}
+    assert otel._nearest_agents(tree) == {
+        "a": None, "b": None, "c": None, "d": "d", "e": "d"}
+    assert CHAIN_SPANS >= 1_000
+
+
+# ---------------------------------------------------------------- item 7: an unknown model in a trace
+
+
+def _codex_with_model(name: str) -> list:
+    doc = _jsonl(CODING / "codex_rollout.jsonl")
+    for r in doc:
+        if r.get("type") == "turn_context":
+            r["payload"]["model"] = name
+    return doc
+
+
+def test_a_trace_naming_a_new_model_is_counted_with_the_closest_known_tokenizer(capsys, tmp_path):
+    code, out, err = run(capsys, tmp_path, _codex_with_model("gpt-5.1-codex-max"), "count", jsonl=True)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["model"] == "gpt-5" and d["encoding"] == "o200k_base" and d["exact"] is False
+    said = [n for n in d["notes"] if "gpt-5.1-codex-max" in n]
+    assert said and "closest known family" in said[0] and "gpt-5" in said[0], d["notes"]
+    for argv in (["convert", "--to", "openai"], ["apply", "--strategy", "none"], ["validate"]):
+        code, out, err = run(capsys, tmp_path, _codex_with_model("gpt-5.1-codex-max"), *argv, jsonl=True)
+        assert code == 0, (argv, err)
+    conv = load_all("\n".join(json.dumps(r) for r in _codex_with_model("gpt-5.1-codex-max")))[0]
+    assert export(conv, "openai").data["model"] == "gpt-5.1-codex-max"  # written back as the file named it
+
+
+def test_a_model_like_no_known_family_falls_back_to_the_default_and_says_so():
+    conv = load_all("\n".join(json.dumps(r) for r in _codex_with_model("synthetic-model")))[0]
+    assert conv.model == "gpt-4o" and any("'synthetic-model'" in n and "the default" in n for n in conv.notes)
+
+
+def test_a_model_the_user_types_is_still_checked():
+    from ctxlab.errors import UnknownModelError
+    from ctxlab.tokens import count_tokens
+    conv = load_all(json.dumps([{"role": "user", "content": "hi"}]))[0]
+    with pytest.raises(UnknownModelError):
+        count_tokens(conv, model="gpt-5.1-codex-max")
+
+
+# ---------------------------------------------------------------- item 8: the line that is bad
+
+
+@pytest.mark.parametrize("bad, words", [
+    ([1, 2], "expected a record object, found list"),
+    ({"type": "user", "uuid": "x", "message": 5}, "$.message: a user line has no message object"),
+])
+def test_a_claude_code_session_with_a_bad_third_line_blames_line_3(capsys, tmp_path, bad, words):
+    doc = _jsonl(CODING / "claude_code_compact.jsonl")
+    doc[2] = bad
+    line = one_error_line(*run(capsys, tmp_path, doc, "count", jsonl=True))
+    assert "JSONL line 3" in line and words in line, line
+
+
+def test_a_huge_kind_name_is_cut_in_the_note_of_what_was_left_out():
+    doc = _json(PRODUCTION / "langfuse_trace_export.json")
+    doc["observations"][2]["type"] = "T" * 5_000
+    notes = [n for c in load_all(json.dumps(doc)) for n in c.notes if "left out" in n]
+    assert notes and max(len(n) for n in notes) < 400 and any("5,000 characters" in n for n in notes)
