@@ -522,6 +522,7 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
     from pathlib import Path
 
     from .formats import load_all
+    from .formats._json import read_path
     files: list[tuple[Path, bool]] = []
     for raw in paths:
         p = Path(raw)
@@ -537,7 +538,7 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
     out: list[Conversation] = []
     for f, in_folder in files:
         try:
-            out += load_all(f.read_bytes(), max_bytes=max_bytes)
+            out += load_all(read_path(f, max_bytes), max_bytes=max_bytes)
         except CtxlabError as e:
             if not in_folder:
                 raise SweepError(f"{f.name}: {e}", where="FILE") from None

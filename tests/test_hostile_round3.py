@@ -227,3 +227,47 @@ def test_a_huge_kind_name_is_cut_in_the_note_of_what_was_left_out():
     doc["observations"][2]["type"] = "T" * 5_000
     notes = [n for c in load_all(json.dumps(doc)) for n in c.notes if "left out" in n]
     assert notes and max(len(n) for n in notes) < 400 and any("5,000 characters" in n for n in notes)
+
+
+def test_a_sweep_over_a_trace_naming_a_new_model_runs(capsys, tmp_path):
+    trace = tmp_path / "codex.jsonl"
+    trace.write_text("\n".join(json.dumps(r) for r in _codex_with_model("gpt-5.1-codex-max")), encoding="utf-8")
+    code = main(["sweep", str(trace), str(ROOT / "sample_data" / "ecommerce_refund.json"), "--strategy",
+                 "sliding_window", "--max-tokens", "2000", "--workers", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "unknown model" not in err, err
+    assert json.loads(out)["points"]
+
+
+# ---------------------------------------------------------------- item 6: the size limit before reading
+
+
+def test_a_3_gb_sparse_file_under_a_2_gb_memory_limit_gets_the_size_message(tmp_path):
+    import resource
+    import subprocess
+    import sys
+    big = tmp_path / "big.json"
+    with big.open("wb") as f:
+        f.truncate(3 * 1024 ** 3)  # sparse: no disk used
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024 ** 3, 2 * 1024 ** 3))
+    r = subprocess.run([sys.executable, "-m", "ctxlab", "count", str(big)], capture_output=True, text=True,
+                       cwd=ROOT, preexec_fn=limit, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert "input is 3,072.0 MB, over the 50 MB limit" in r.stderr and "internal error" not in r.stderr
+
+
+class _Endless:
+    """stdin that never ends (``/dev/zero``): reading it whole never returns."""
+
+    def read(self, n: int = -1) -> bytes:
+        assert n >= 0, "stdin read whole"
+        return b"0" * n
+
+
+def test_endless_stdin_is_refused_at_the_limit(capsys, monkeypatch):
+    import sys
+    monkeypatch.setattr(sys, "stdin", type("S", (), {"buffer": _Endless()})())
+    line = one_error_line(main(["count", "-", "--max-mb", "1"]), *capsys.readouterr())
+    assert "input is over the 1 MB limit" in line
