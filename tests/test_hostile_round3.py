@@ -271,3 +271,39 @@ def test_endless_stdin_is_refused_at_the_limit(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", type("S", (), {"buffer": _Endless()})())
     line = one_error_line(main(["count", "-", "--max-mb", "1"]), *capsys.readouterr())
     assert "input is over the 1 MB limit" in line
+
+
+# ---------------------------------------------------------------- item 5: exports their targets reject
+
+
+def _config(strategy: str, **top: Any) -> dict:
+    return {"ctxlab_config": 1, "strategy": strategy, "params": {}, **top}
+
+
+@pytest.mark.parametrize("strategy, to", [("summarize", "langchain"), ("sliding_window", "langchain"),
+                                          ("summarize", "anthropic"), ("summarize", "adk")])
+def test_a_budget_that_leaves_no_tokens_is_refused_not_exported_as_a_negative_threshold(strategy, to):
+    from ctxlab.exports import export_native
+    from ctxlab.exports.config import ConfigError
+    with pytest.raises(ConfigError) as e:
+        export_native(_config(strategy, max_tokens=2), to)
+    assert e.value.where == "config.max_tokens" and "leaves -2 tokens for messages" in e.value.problem
+
+
+@pytest.mark.parametrize("to, path", [("codex", "$.model_auto_compact_token_limit"),
+                                      ("anthropic", "$.context_management.edits[0].trigger.value"),
+                                      ("adk", "$.events_compaction_config.token_threshold"),
+                                      ("openai-responses", "$.context_management[0].compact_threshold")])
+def test_no_export_writes_an_integer_beyond_int64(capsys, tmp_path, to, path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(_config("summarize", max_tokens=10**30)))
+    code = main(["config", "export", str(cfg), "--to", to])
+    line = one_error_line(code, *capsys.readouterr())
+    assert "beyond 64 bits" in line and path in line, line
+
+
+def test_a_large_but_valid_codex_limit_still_exports_as_toml():
+    import tomllib
+    from ctxlab.exports import export_native
+    native = export_native(_config("summarize", max_tokens=2**62), "codex")
+    assert tomllib.loads(native.python)["model_auto_compact_token_limit"] > 2**61
