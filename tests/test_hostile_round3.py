@@ -2,9 +2,11 @@
 before its fix."""
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from typing import Any, Callable
+from urllib.parse import quote
 
 import pytest
 
@@ -307,3 +309,35 @@ def test_a_large_but_valid_codex_limit_still_exports_as_toml():
     from ctxlab.exports import export_native
     native = export_native(_config("summarize", max_tokens=2**62), "codex")
     assert tomllib.loads(native.python)["model_auto_compact_token_limit"] > 2**61
+
+
+# ---------------------------------------------------------------- item 10: a key echoed back transformed
+
+from .test_llm_key_echo import PLANTED, env  # noqa: E402,F401  (the fake server with the planted key)
+
+KEY_WITH_SIGNS = "sk-live+9f/4e=Q7x!2b%c8d&a1e0f"  # a key whose URL encoding differs from its text
+TRANSFORMED = {
+    "reversed": lambda k: k[::-1],
+    "reversed upper": lambda k: k[::-1].upper(),
+    "url-encoded": lambda k: quote(k, safe=""),
+    "url-encoded base64": lambda k: quote(base64.b64encode(k.encode()).decode(), safe=""),
+}
+
+
+@pytest.mark.parametrize("form", TRANSFORMED)
+@pytest.mark.parametrize("key", [PLANTED, KEY_WITH_SIGNS])
+def test_the_redactor_hides_a_reversed_or_url_encoded_key(key, form):
+    from ctxlab.redact import KeyRedactor
+    echoed = TRANSFORMED[form](key)
+    out = KeyRedactor([key])(f"400: invalid key {echoed} given")
+    assert echoed not in out and echoed.lower() not in out.lower() and out.startswith("400: invalid key "), out
+
+
+def test_a_key_echoed_back_reversed_in_a_400_is_masked_on_stderr_and_in_the_answer(env, capsys):
+    api, _, _ = env
+    sample = str(ROOT / "sample_data" / "ecommerce_refund.json")
+    api.fail_next(400, message=f"Invalid key: {PLANTED[::-1]}")
+    main(["answer", sample, "--strategy", "none", "--question", "Refund?"])
+    out, err = capsys.readouterr()
+    flat = (out + err).lower()
+    assert PLANTED[::-1].lower()[:12] not in flat and PLANTED[::-1].lower()[-12:] not in flat, (out, err)
