@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import os
 from typing import Any, Callable
 from urllib.parse import quote
 
@@ -341,3 +342,45 @@ def test_a_key_echoed_back_reversed_in_a_400_is_masked_on_stderr_and_in_the_answ
     out, err = capsys.readouterr()
     flat = (out + err).lower()
     assert PLANTED[::-1].lower()[:12] not in flat and PLANTED[::-1].lower()[-12:] not in flat, (out, err)
+
+
+# ---------------------------------------------------------------- item 9: a WAL store in a read-only folder
+
+_READ_ONLY_FOLDER = """
+mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" || exit 99
+touch "$2/probe" 2>/dev/null && exit 98
+"$3" -m ctxlab sessions list --url "sqlite:///$2/sessions.db" || exit 1
+"$3" -m ctxlab sessions show "$4" --url "sqlite:///$2/sessions.db" || exit 2
+"$3" -c "
+from ctxlab.sessions import SessionStore, SessionError
+try:
+    SessionStore('sqlite:///$2/sessions.db').save_profile('x')
+except SessionError as e:
+    print('write refused:', e)
+"
+"""
+
+
+def test_a_wal_store_in_a_read_only_folder_is_listed_and_shown(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from ctxlab.sessions import SessionStore
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare to mount a read-only folder (root ignores file modes)")
+    store, view = tmp_path / "store", tmp_path / "view"
+    store.mkdir()
+    view.mkdir()
+    with SessionStore(f"sqlite:///{store / 'sessions.db'}") as s:
+        s.save_profile("support", strategy="none")
+        sid = s.start_session("support").id
+    script = tmp_path / "ro.sh"
+    script.write_text(_READ_ONLY_FOLDER)
+    r = subprocess.run(["unshare", "-m", "sh", str(script), str(store), str(view), sys.executable, str(sid)],
+                       capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       timeout=120)
+    if r.returncode in (98, 99):
+        pytest.skip("cannot mount a read-only folder here")
+    assert r.returncode == 0, r.stdout[-800:] + r.stderr[-800:]
+    assert '"profile": "support"' in r.stdout and str(sid) in r.stdout
+    assert "write refused:" in r.stdout and "cannot be written" in r.stdout
