@@ -384,3 +384,40 @@ def test_a_wal_store_in_a_read_only_folder_is_listed_and_shown(tmp_path):
     assert r.returncode == 0, r.stdout[-800:] + r.stderr[-800:]
     assert '"profile": "support"' in r.stdout and str(sid) in r.stdout
     assert "write refused:" in r.stdout and "cannot be written" in r.stdout
+
+
+# ---------------------------------------------------------------- item 4: langchain_trim's lost question and task
+
+
+def _long_turn() -> list[dict]:
+    """A system prompt, a question, and tool results that outgrow a 4,000-token budget within the turn."""
+    msgs: list[dict] = [{"role": "system", "content": "You are an airline agent."},
+                        {"role": "user", "content": "Cancel reservation 8JX2WO, please."}]
+    for k in range(6):
+        msgs += [{"role": "assistant", "content": None, "tool_calls": [
+                     {"id": f"c{k}", "type": "function", "function": {"name": "get", "arguments": '{"k": %d}' % k}}]},
+                 {"role": "tool", "tool_call_id": f"c{k}", "content": f"row {k} " * 400}]
+    return msgs + [{"role": "assistant", "content": "Done."}]
+
+
+def test_a_replay_that_sends_no_question_says_so_beside_fits(capsys, tmp_path):
+    from ctxlab.replay import replay
+    from ctxlab.strategies import Budget
+    r = replay(load_all(json.dumps(_long_turn()))[0], "langchain_trim", Budget(4_000))
+    assert r.fits and r.calls_without_question > 0
+    assert any("without the newest user message" in w for w in r.warnings)
+    assert not r.calls[0].question_lost and r.calls[-1].question_lost  # the turn outgrew the budget as it went
+    assert replay(load_all(json.dumps(_long_turn()))[0], "sliding_window", Budget(4_000)).calls_without_question == 0
+    code, out, err = run(capsys, tmp_path, _long_turn(), "replay", "--strategy", "langchain_trim", "--max-tokens",
+                         "4000")
+    assert code == 0 and "without the newest user message" in err
+    assert json.loads(out)["calls_without_question"] == r.calls_without_question
+
+
+def test_langchain_trim_dropping_a_coding_runs_task_is_counted_and_warned():
+    from ctxlab.replay import replay
+    from ctxlab.strategies import Budget
+    conv = load_all((CODING / "swe_agent_ctf_baby_encryption.traj").read_text())[0]
+    r = replay(conv, "langchain_trim", Budget(3_000))
+    assert r.calls_without_task > 0 and any("the run's task" in w for w in r.warnings)
+    assert replay(conv, "sliding_window", Budget(3_000)).calls_without_task == 0
