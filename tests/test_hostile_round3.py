@@ -421,3 +421,46 @@ def test_langchain_trim_dropping_a_coding_runs_task_is_counted_and_warned():
     r = replay(conv, "langchain_trim", Budget(3_000))
     assert r.calls_without_task > 0 and any("the run's task" in w for w in r.warnings)
     assert replay(conv, "sliding_window", Budget(3_000)).calls_without_task == 0
+
+
+# ---------------------------------------------------------------- item 3: left out, with a note
+
+
+def _convert_notes(capsys, tmp_path, doc: Any, to: str, jsonl: bool = False) -> tuple[dict, str]:
+    code, out, err = run(capsys, tmp_path, doc, "convert", "--to", to, jsonl=jsonl)
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def test_swe_agent_thinking_blocks_and_cache_control_are_noted_when_left_out(capsys, tmp_path):
+    doc = _json(CODING / "swe_agent_function_calling.traj")
+    k = next(k for k, m in enumerate(doc["history"]) if m.get("role") == "assistant")
+    doc["history"][k]["thinking_blocks"] = [{"type": "thinking", "thinking": "Look at the tests.", "signature": "s"}]
+    doc["history"][k]["cache_control"] = {"type": "ephemeral"}
+    _, err = _convert_notes(capsys, tmp_path, doc, "anthropic")
+    line = next(n for n in err.splitlines() if "thinking_blocks" in n)
+    assert "thinking_blocks, cache_control not carried" in line, err
+
+
+def test_mini_swe_agent_reasoning_is_noted_when_left_out(capsys, tmp_path):
+    mini = {"trajectory_format": "mini-swe-agent-1.1", "info": {}, "messages": _json(
+        CODING / "mini_swe_agent_github_issue.json")}
+    k = next(k for k, m in enumerate(mini["messages"]) if m["role"] == "assistant")
+    mini["messages"][k]["reasoning_content"] = "The bug is in the parser."
+    mini["messages"][k]["thinking_blocks"] = [{"type": "thinking", "thinking": "x"}]
+    _, err = _convert_notes(capsys, tmp_path, mini, "openai")
+    assert any("reasoning_content, thinking_blocks not carried" in n for n in err.splitlines()), err
+
+
+def test_openhands_v1_images_and_reasoning_are_noted_and_the_text_stays_whole(capsys, tmp_path):
+    events = copy.deepcopy(V1_EVENTS)
+    image = {"type": "image", "image_urls": ["data:image/png;base64,iVBORw0KGgo="]}
+    events[1]["llm_message"]["content"].insert(0, image)
+    events[1]["llm_message"]["reasoning_content"] = "The user wants pwd."
+    events[3]["observation"]["content"].append(image)
+    data, err = _convert_notes(capsys, tmp_path, events, "openai", jsonl=True)
+    user = next(m for m in data["messages"] if m["role"] == "user")
+    assert user["content"] == "Run `pwd` and write it to out.txt."  # not "\nRun ..."
+    notes = [n for n in err.splitlines() if "not carried" in n]
+    assert any("message 1: OpenHands' image part, reasoning_content not carried" in n for n in notes), err
+    assert any("message 3: OpenHands' image part not carried" in n for n in notes), err

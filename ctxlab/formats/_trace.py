@@ -43,6 +43,16 @@ class Trace:
         """Append messages."""
         self.messages.extend(msgs)
 
+    def note_unkept(self, index: int, fields: list[str], source: str) -> None:
+        """Note the fields of message ``index``'s record that no message field carries (a converted
+        file has no place for them), so a conversion never drops them silently."""
+        if fields:
+            items = ", ".join(f if len(f) <= 40 and f.isprintable() else shown(f, 40) for f in fields[:6])
+            more = f" and {len(fields) - 6} more" if len(fields) > 6 else ""
+            owner = source + ("'" if source.endswith("s") else "'s")
+            self.notes.append(f"message {index}: {owner} {items}{more} not carried (ctxlab keeps a message's "
+                              "role, text and tool calls), so a conversion leaves them out")
+
     def note_at(self, words: str) -> None:
         """A note about the message appended next (or the last one when nothing follows)."""
         self.notes.append(f"message {max(len(self.messages) - 1, 0)}: {words}")

@@ -52,6 +52,13 @@ class _Reader:
         where = f"$.messages[{k}]"
         if not isinstance(m, dict):
             raise ShapeError(f"expected a message object, found {type(m).__name__}", where=where)
+        at = len(self.trace.messages)
+        self._message(k, m, where)
+        if len(self.trace.messages) > at:  # 'extra' (costs, raw responses) has its own note
+            self.trace.note_unkept(at, [f for f, v in m.items() if f not in (*_OPENAI_KEYS, "extra") and v],
+                                   "mini-swe-agent")
+
+    def _message(self, k: int, m: dict, where: str) -> None:
         role = m.get("role")
         if role == "exit":
             self.exits += 1

@@ -96,9 +96,17 @@ def _typed(value: Any, kind: type, where: str, field: str) -> Any:
 
 
 def _text(value: Any) -> str:
-    if isinstance(value, list):
-        return "\n".join(str(p.get("text", "")) for p in value if isinstance(p, dict))
+    if isinstance(value, list):  # the text parts (an image part has no text: noted by _unkept_parts)
+        return "\n".join(str(p["text"]) for p in value if isinstance(p, dict) and p.get("text") is not None)
     return "" if value is None else str(value)
+
+
+def _unkept_parts(value: Any) -> list[str]:
+    """The kinds of the parts of a V1 content list that are not text (images...): not carried."""
+    if not isinstance(value, list):
+        return []
+    kinds = [p.get("type") for p in value if isinstance(p, dict) and p.get("text") is None]
+    return [f"{shown(k, 30) if not isinstance(k, str) or len(k) > 30 else k} part" for k in dict.fromkeys(kinds)]
 
 
 class _Reader:
@@ -207,6 +215,8 @@ class _Reader:
             role = llm.get("role") if llm.get("role") in ("user", "assistant", "system") else \
                 ("user" if e.get("source") == "user" else "assistant")
             self.trace.add([Message(role, _text(llm.get("content")))])
+            self.trace.note_unkept(len(self.trace.messages) - 1, _unkept_parts(llm.get("content")) + [
+                f for f in ("reasoning_content", "thinking_blocks") if llm.get(f)], "OpenHands")
         elif kind == "ActionEvent" and isinstance(e.get("tool_call"), dict):
             tc = e["tool_call"]
             call = ToolCall(str(_id(tc.get("id"), self.where, "tool_call.id") or
@@ -215,6 +225,8 @@ class _Reader:
                             call_arguments(tc.get("arguments"), f"{self.where}: $.tool_call.arguments"))
             rid = _id(e.get("llm_response_id"), self.where, "llm_response_id")
             at = self.response_at.get(rid) if rid is not None else None
+            self.trace.note_unkept(len(self.trace.messages) if at is None else at,
+                                   [f for f in ("reasoning_content", "thinking_blocks") if e.get(f)], "OpenHands")
             if at is not None:
                 m = self.trace.messages[at]
                 self.trace.messages[at] = Message("assistant", m.content, tool_calls=m.tool_calls + (call,))
@@ -227,6 +239,7 @@ class _Reader:
             text = _text(obs.get("content")) if obs else str(e.get("error") or e.get("rejection_reason") or "")
             self.trace.add([Message("tool", text, tool_call_id=_id(e["tool_call_id"], self.where, "tool_call_id"),
                                     is_error=kind != "ObservationEvent" or bool(obs.get("is_error")))])
+            self.trace.note_unkept(len(self.trace.messages) - 1, _unkept_parts(obs.get("content")), "OpenHands")
         elif kind in ("CondensationSummaryEvent", "Condensation") and e.get("summary"):
             self.trace.add([compaction(Message("user", _text(e["summary"])))])
             i = len(self.trace.messages) - 1
