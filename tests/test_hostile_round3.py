@@ -15,6 +15,7 @@ from ctxlab.cli import main
 from ctxlab.formats import export, load_all
 
 from .conftest import ROOT
+from .test_formats_hostile import one_error_line, run as run_text
 from .test_formats_coding import V1_EVENTS
 
 CODING = ROOT / "tests" / "data" / "coding"
@@ -30,17 +31,9 @@ def _jsonl(path) -> list:
 
 
 def run(capsys, tmp_path, doc: Any, *argv: str, jsonl: bool = False) -> tuple[int, str, str]:
-    path = tmp_path / ("in.jsonl" if jsonl else "in.json")
-    path.write_text("\n".join(json.dumps(r) for r in doc) if jsonl else json.dumps(doc), encoding="utf-8")
-    code = main([argv[0], str(path), *argv[1:]])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(code: int, out: str, err: str) -> str:
-    assert code == 2 and out == "", err
-    assert err.count("\n") == 1 and err.startswith("ctxlab: ") and "internal error" not in err, err
-    return err.strip()
+    """``ctxlab ARGV`` on ``doc`` written as JSON (or JSONL, one record a line)."""
+    text = "\n".join(json.dumps(r) for r in doc) if jsonl else json.dumps(doc)
+    return run_text(capsys, tmp_path, text, *argv, name="in.jsonl" if jsonl else "in.json")
 
 
 # ---------------------------------------------------------------- item 1: wrong types, located
@@ -88,6 +81,7 @@ def _swe_action(content: Any) -> tuple[dict, bool]:
     return doc, False
 
 
+SPAN = "JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]"  # the span's place in the file, not in its run
 BAD_TYPES = {  # name: (document, JSONL?), words the one error line must hold
     "openhands response id a list": (lambda: _openhands(lambda d: _response(d).update(id=["a"])),
                                      ("event 1", "model_response.id", "list")),
@@ -100,10 +94,10 @@ BAD_TYPES = {  # name: (document, JSONL?), words the one error line must hold
                                   ("event 1", "tool_call_id")),
     "openhands v1 response id a list": (lambda: _v1(lambda d: d[2].update(llm_response_id=["r"])),
                                         ("event 2 (JSONL line 3)", "llm_response_id")),
-    "otel usage a superscript": (lambda: _otel("\u00b2"), ("JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]", "gen_ai.usage.input_tokens")),
-    "otel usage --5": (lambda: _otel("--5"), ("JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]", "gen_ai.usage.input_tokens")),
-    "otel usage of 5,000 digits": (lambda: _otel("9" * 5_000), ("JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]", "gen_ai.usage.input_tokens")),
-    "otel usage beyond int64": (lambda: _otel("9" * 19), ("JSONL line 2: $.resourceSpans[0].scopeSpans[0].spans[0]", "gen_ai.usage.input_tokens")),
+    "otel usage a superscript": (lambda: _otel("\u00b2"), (SPAN, "gen_ai.usage.input_tokens")),
+    "otel usage --5": (lambda: _otel("--5"), (SPAN, "gen_ai.usage.input_tokens")),
+    "otel usage of 5,000 digits": (lambda: _otel("9" * 5_000), (SPAN, "gen_ai.usage.input_tokens")),
+    "otel usage beyond int64": (lambda: _otel("9" * 19), (SPAN, "gen_ai.usage.input_tokens")),
     "langfuse usage a superscript": (lambda: _langfuse("\u00b2"), ("observations[1]", "usageDetails.input")),
     "langfuse usage of 5,000 digits": (lambda: _langfuse("9" * 5_000), ("observations[1]", "usageDetails.input")),
     "claude code content an int": (lambda: _claude(7), ("JSONL line 2", "$.message.content", "int")),
