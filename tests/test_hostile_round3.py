@@ -189,7 +189,10 @@ def test_a_trace_naming_a_new_model_is_counted_with_the_closest_known_tokenizer(
         code, out, err = run(capsys, tmp_path, _codex_with_model("gpt-5.1-codex-max"), *argv, jsonl=True)
         assert code == 0, (argv, err)
     conv = load_all("\n".join(json.dumps(r) for r in _codex_with_model("gpt-5.1-codex-max")))[0]
-    assert export(conv, "openai").data["model"] == "gpt-5.1-codex-max"  # written back as the file named it
+    for to in ("openai", "anthropic", "langchain"):  # written back as the file named it, and only as the model
+        data = export(conv, to).data
+        assert data["model"] == "gpt-5.1-codex-max" and "gpt-5.1-codex-max" not in json.dumps(
+            {k: v for k, v in data.items() if k != "model"}), to
 
 
 def test_a_model_like_no_known_family_falls_back_to_the_default_and_says_so():
