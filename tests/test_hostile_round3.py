@@ -61,6 +61,12 @@ def _otel(value: str) -> tuple[list, bool]:
     return doc, True
 
 
+def _otel_start(value: Any) -> tuple[list, bool]:
+    doc = _jsonl(PRODUCTION / "otel_file_exporter.jsonl")
+    doc[1]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["startTimeUnixNano"] = value
+    return doc, True
+
+
 def _langfuse(value: str) -> tuple[dict, bool]:
     doc = _json(PRODUCTION / "langfuse_trace_export.json")
     doc["observations"][1]["usageDetails"]["input"] = value
@@ -98,6 +104,8 @@ BAD_TYPES = {  # name: (document, JSONL?), words the one error line must hold
     "otel usage --5": (lambda: _otel("--5"), (SPAN, "gen_ai.usage.input_tokens")),
     "otel usage of 5,000 digits": (lambda: _otel("9" * 5_000), (SPAN, "gen_ai.usage.input_tokens")),
     "otel usage beyond int64": (lambda: _otel("9" * 19), (SPAN, "gen_ai.usage.input_tokens")),
+    "otel start time a superscript": (lambda: _otel_start("\u00b2"), (SPAN, "startTimeUnixNano")),
+    "otel start time a list": (lambda: _otel_start([1]), (SPAN, "startTimeUnixNano")),
     "langfuse usage a superscript": (lambda: _langfuse("\u00b2"), ("observations[1]", "usageDetails.input")),
     "langfuse usage of 5,000 digits": (lambda: _langfuse("9" * 5_000), ("observations[1]", "usageDetails.input")),
     "claude code content an int": (lambda: _claude(7), ("JSONL line 2", "$.message.content", "int")),

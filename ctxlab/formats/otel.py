@@ -141,12 +141,17 @@ def detect_doc(doc: Any) -> bool:
 # ---------------------------------------------------------------------- runs
 
 
-def _start(sp: dict) -> int:
-    raw = sp.get("startTimeUnixNano", 0)
-    if raw.__class__ is int:
-        return raw
-    number = int64_text(raw)
-    return 0 if number is None else number
+def _start(sp: dict, where: str) -> int:
+    """A span's start time in nanoseconds (0 when absent); a value that is no integer is an error
+    naming the span (it orders the calls)."""
+    raw = sp.get("startTimeUnixNano")
+    if raw is None or raw == "":
+        return 0
+    number = raw if raw.__class__ is int else int64_text(raw)
+    if number is None:
+        raise ShapeError(f"startTimeUnixNano must be an integer of nanoseconds (or one written as text), found "
+                         f"{shown(raw, 40)}", where=f"{where}.startTimeUnixNano")
+    return number
 
 
 def _run_of(doc: Any) -> dict[str, tuple[str, str | None]]:
@@ -203,7 +208,7 @@ def runs(doc: Any, lines: tuple[int, ...] | None) -> list[dict]:
             groups.setdefault(key, []).append(sp)  # other GenAI spans go along, to be noted
             wheres.setdefault(key, []).append(where)
             if op in INFERENCE:
-                first[key] = min(first.get(key, _start(sp)), _start(sp))
+                first[key] = min(first.get(key, _start(sp, where)), _start(sp, where))
     keys = sorted((k for k in groups if k in first), key=lambda k: (first[k], k[0], k[1] or ""))
     for k in [k for k in groups if k not in first]:  # GenAI spans outside any run with calls: noted there
         home = next((h for h in keys if h[0] == k[0]), None)
@@ -374,7 +379,7 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
         attrs = attributes(sp)
         op = _op(attrs)
         if op in INFERENCE:
-            calls.append((_start(sp), _call(sp, where, trace)))
+            calls.append((_start(sp, where), _call(sp, where, trace)))
             traces.add(str(sp.get("traceId", "")))
         elif op == TOOL:
             err = _failed(sp, attrs)
