@@ -469,3 +469,10 @@ def test_openhands_v1_images_and_reasoning_are_noted_and_the_text_stays_whole(ca
     notes = [n for n in err.splitlines() if "not carried" in n]
     assert any("message 1: OpenHands' image part, reasoning_content not carried" in n for n in notes), err
     assert any("message 3: OpenHands' image part not carried" in n for n in notes), err
+
+
+def test_the_app_refuses_an_upload_over_the_input_limit_before_receiving_it():
+    import tomllib
+    from ctxlab.formats._json import DEFAULT_MAX_BYTES, MB
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["server"]["maxUploadSize"] * MB <= DEFAULT_MAX_BYTES  # Streamlit's unit: megabytes
