@@ -623,6 +623,7 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
     one found in a folder is skipped with a note appended to ``notes`` (a folder of samples holds
     tool catalogs too), and so is one larger than ``max_bytes`` (checked before it is read)."""
     from .formats import load_all
+    from .formats._json import read_path
     files: list[tuple[Path, bool]] = []
     for raw in paths:
         p = Path(raw)
@@ -639,10 +640,7 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
     out: list[Conversation] = []
     for f, in_folder in files:
         try:
-            size = f.stat().st_size
-            if size > max_bytes:
-                raise SweepError(f"{size:,} bytes, over the {max_bytes:,}-byte limit", where="FILE")
-            out += load_all(f.read_bytes(), max_bytes=max_bytes)
+            out += load_all(read_path(f, max_bytes), max_bytes=max_bytes)  # the size checked before reading
         except (CtxlabError, OSError) as e:
             if not in_folder:
                 raise SweepError(f"{f}: {e}", where="FILE") from None

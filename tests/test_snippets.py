@@ -40,6 +40,7 @@ NON_DEFAULT = {  # one changed parameter per strategy that has any, so a round t
     "llm_attention": {"max_size": 12, "keep_first": 2},
     "server_compaction": {"trigger_tokens": 900, "keep_user_messages": True, "instructions": "Keep order ids."},
     "truncation_auto": {"output_allowance": 2_000},
+    "head_tail": {"max_lines": 40, "max_bytes": 2_048, "marker": "[{omitted} of {total} lines cut]"},
 }
 
 

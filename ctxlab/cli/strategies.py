@@ -210,6 +210,8 @@ def _replay(args: argparse.Namespace) -> int:
         d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
         if has_usage(conv):  # a production trace: billed beside counted and modelled, per call as sent
             d["reported_usage"] = compare_usage(conv, model=model, price=prices, budget=budget).to_dict()
+        for warning in r.warnings:
+            note(f"conversation {i}: {warning}")
         if not r.fits:
             w = r.worst
             note(f"conversation {i}: {r.calls_over_limit:,} of {len(r.calls):,} model calls are over the "

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # langchain-core is imported where a message object is built 
 from ..errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError, shown
 from ..conversation import Conversation, Message, Part, ToolCall, Usage, compact_json
 from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict, list_shape
-from ._base import INTERNAL_EXTRA
+from ._base import INTERNAL_EXTRA, model_as_written
 from .anthropic import anthropic_only_note, block_type, read_block, tool_result_message, tool_use_call
 from .tools import tools_to_openai
 
@@ -389,7 +389,7 @@ def write(conv: Conversation) -> Export:
     with the tools (OpenAI shape) and model beside it."""
     from langchain_core.messages import messages_to_dict
     notes: list[str] = []
-    body: dict[str, Any] = {"model": conv.model} if conv.model else {}
+    body: dict[str, Any] = {"model": model_as_written(conv)} if conv.model else {}
     body["messages"] = messages_to_dict([to_langchain(m, i, notes) for i, m in enumerate(conv.messages)])
     if conv.tools:
         body["tools"] = tools_to_openai(conv.tools)

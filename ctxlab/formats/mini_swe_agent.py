@@ -17,7 +17,7 @@ from typing import Any
 from ..conversation import Message, ToolCall
 from ..errors import ShapeError
 from . import openai_chat
-from ._trace import Trace, trace_format, sub_read
+from ._trace import Trace, content_text, trace_format, sub_read
 
 NAME = "mini_swe_agent"
 _BLOCK = re.compile(r"```(?:mswea_bash_command|bash)\s*\n(.*?)\n```", re.DOTALL)
@@ -52,6 +52,13 @@ class _Reader:
         where = f"$.messages[{k}]"
         if not isinstance(m, dict):
             raise ShapeError(f"expected a message object, found {type(m).__name__}", where=where)
+        at = len(self.trace.messages)
+        self._message(k, m, where)
+        if len(self.trace.messages) > at:  # 'extra' (costs, raw responses) has its own note
+            self.trace.note_unkept(at, [f for f, v in m.items() if f not in (*_OPENAI_KEYS, "extra") and v],
+                                   "mini-swe-agent")
+
+    def _message(self, k: int, m: dict, where: str) -> None:
         role = m.get("role")
         if role == "exit":
             self.exits += 1
@@ -68,7 +75,7 @@ class _Reader:
             self.text_actions += len(acts)
             calls = tuple(ToolCall(f"action-{k}-{n}", "bash", json.dumps({"command": a}, ensure_ascii=False))
                           for n, a in enumerate(acts))
-            self.trace.add([Message("assistant", m.get("content") or "", tool_calls=calls)])
+            self.trace.add([Message("assistant", content_text(m.get("content"), f"{where}.content"), tool_calls=calls)])
             self.open = [c.id for c in calls]
             return
         sub_read(openai_chat.read, {key: v for key, v in m.items() if key in _OPENAI_KEYS}, self.trace, where)

@@ -16,9 +16,11 @@ from ..conversation import Message, ToolCall
 from ..errors import ShapeError
 from . import openai_chat
 from ._base import Format
-from ._trace import Trace, TraceFormat, never, sub_read
+from ._trace import Trace, TraceFormat, content_text, never, sub_read
 
 NAME = "swe_agent"
+#: fields of a history message that carry something a converted file would lose (noted when set)
+_UNKEPT = ("thinking_blocks", "cache_control")
 _DROP_KEYS = ("agent", "message_type", "thought", "action", "is_demo", "tool_call_ids", "cache_control", "thinking_blocks")
 
 
@@ -49,7 +51,8 @@ class _Reader:
         self.actions += 1
         cid = f"action-{k}"
         action = m["action"]
-        content = m.get("thought") if isinstance(m.get("thought"), str) else m.get("content") or ""
+        content = m["thought"] if isinstance(m.get("thought"), str) else \
+            content_text(m.get("content"), f"$.history[{k}].content")
         self.trace.add([Message("assistant", content, tool_calls=(
             ToolCall(cid, _command_name(action), json.dumps({"command": action}, ensure_ascii=False)),))])
         self.open_action = cid
@@ -58,6 +61,12 @@ class _Reader:
         where = f"$.history[{k}]"
         if not isinstance(m, dict):
             raise ShapeError(f"expected a message object, found {type(m).__name__}", where=where)
+        at = len(self.trace.messages)
+        self._message(k, m, where)
+        if len(self.trace.messages) > at:
+            self.trace.note_unkept(at, [f for f in _UNKEPT if m.get(f)], "SWE-agent")
+
+    def _message(self, k: int, m: dict, where: str) -> None:
         role = m.get("role")
         if m.get("is_demo"):
             self.demos += 1

@@ -279,4 +279,8 @@ class LangChainTrim(Strategy):
         if newest is not None and newest not in origins:
             out.append(T("{call} dropped the newest user message (message {newest:,}): "
                        "the model would not see the question", call=self.call_text(), newest=newest))
+        task = next((i for i in view.compactions if view.messages[i].extra.get("ctxlab_task")), None)
+        if task is not None and task != newest and task not in origins:
+            out.append(T("{call} dropped the run's task (message {task:,}), which every other strategy keeps",
+                         call=self.call_text(), task=task))
         return out
