@@ -14,6 +14,7 @@ conversation order, so they are identical whatever the executor or the number of
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import itertools
 import math
@@ -223,15 +224,27 @@ def evaluate_chunk(chunk: Sequence[tuple[int, Conversation]], points: Sequence[P
     of ``chunk``. Returns one record per conversation, in order."""
     out = []
     for index, conv in chunk:
-        m = model or conv.model or "gpt-4o"
-        tools = TokenCounter(m).tools(conv.tools)
-        nf = needed_facts(conv)
-        inherited = input_finding_keys(conv)
-        base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points))
-        out.append({"index": index, "none": base, "input_errors": sorted(inherited, key=_key_order),
-                    "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens, inherited)
-                               for p in points]})
+        try:
+            out.append(_evaluate_one(index, conv, points, model, price, reserve))
+        except CtxlabError as e:  # say which conversation (and file) could not be measured
+            source = conv.metadata.get(SOURCE_KEY)
+            raise SweepError(f"conversation {index}{f' ({source})' if source else ''}: {e}") from None
     return out
+
+
+SOURCE_KEY = "x-ctxlab-source"
+"""Metadata key ``load_conversations`` sets to the file (and JSONL line) a conversation came from."""
+
+
+def _evaluate_one(index: int, conv: Conversation, points: Sequence[PointSpec], model: str | None,
+                  price: Price | None, reserve: float) -> dict[str, Any]:
+    m = model or conv.model or "gpt-4o"
+    tools = TokenCounter(m).tools(conv.tools)
+    nf = needed_facts(conv)
+    inherited = input_finding_keys(conv)
+    base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points))
+    return {"index": index, "none": base, "input_errors": sorted(inherited, key=_key_order),
+            "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens, inherited) for p in points]}
 
 
 def _key_order(key: FindingKey) -> tuple[str, str, int]:
@@ -640,7 +653,9 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
     out: list[Conversation] = []
     for f, in_folder in files:
         try:
-            out += load_all(read_path(f, max_bytes), max_bytes=max_bytes)  # the size checked before reading
+            found = load_all(read_path(f, max_bytes), max_bytes=max_bytes)  # the size checked before reading
+            out += [dataclasses.replace(c, metadata={**c.metadata, SOURCE_KEY: str(f) if len(found) == 1 else
+                                                     f"{f}, conversation {k}"}) for k, c in enumerate(found)]
         except (CtxlabError, OSError) as e:
             if not in_folder:
                 raise SweepError(f"{f}: {e}", where="FILE") from None

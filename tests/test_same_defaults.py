@@ -95,3 +95,20 @@ def test_a_file_over_the_size_limit_is_noted_before_it_is_read(tmp_path):
     convs = load_conversations([str(tmp_path)], max_bytes=1_000_000, notes=notes)
     assert len(convs) == 1
     assert any("big.jsonl" in n and "limit" in n for n in notes)
+
+
+def test_a_conversation_that_fails_during_the_sweep_is_named_with_its_file(tmp_path, monkeypatch):
+    import ctxlab.sweep as sweep
+    from ctxlab.errors import CtxlabError
+    shutil.copy(CODING / "codex_rollout.jsonl", tmp_path / "a.jsonl")
+    shutil.copy(CODING / "swe_agent_function_calling.traj", tmp_path / "b.traj")
+    convs = load_conversations([str(tmp_path)])
+    real = sweep.needed_facts
+
+    def fails_on_b(conv):
+        if str(conv.metadata.get(sweep.SOURCE_KEY, "")).endswith("b.traj"):
+            raise CtxlabError("a message the counter cannot read", where="$.history[3]")
+        return real(conv)
+    monkeypatch.setattr(sweep, "needed_facts", fails_on_b)
+    with pytest.raises(sweep.SweepError, match=r"conversation 1 \(.*b\.traj\): \$\.history\[3\]: a message"):
+        run_sweep(convs, Grid.parse(["sliding_window"], []), [4000], workers=1)
