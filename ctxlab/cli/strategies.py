@@ -201,9 +201,9 @@ def _replay(args: argparse.Namespace) -> int:
         d["defaults"], d["params"] = defaults_used(args), strategy.params()
         model = args.model or conv.model or "gpt-4o"
         prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
-        d["fidelity"] = check.fidelity(r.strategy).to_dict()
-        d["needed_recall"] = d["fidelity"]["needed_recall"]
-        d["cost"] = replay_cost(r, conv, model=model, price=prices).to_dict()
+        fid = check.fidelity(r.strategy)
+        d["fidelity"], d["needed_recall"] = fid.to_dict(), fid.needed_recall
+        d["cost"] = replay_cost(r, conv, model=model, price=prices, read_backs=fid.read_backs).to_dict()
         breaks = cache_breaks(r, conv, model=model, price=prices)
         d["cache_breaks"] = {**breaks_summary(breaks), "calls": [b.to_dict() for b in breaks]}
         none = replay_cost(replay(conv, "none", budget, model=args.model), conv, model=model, price=prices)
