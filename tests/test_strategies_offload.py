@@ -19,7 +19,8 @@ FLAG = "b3l0w_th3_r4dar"  # the fact the submit call uses, in flag{...}
 
 def test_a_large_result_becomes_a_pointer_and_a_head_preview_on_a_real_run():
     conv = ctxlab.load(FLASH)
-    plan = get_strategy("offload", min_tokens=2_000, preview_tokens=100).apply(make_view(conv), Budget(128_000))
+    plan = get_strategy("offload", min_tokens=2_000, preview_tokens=100, preview="head").apply(make_view(conv),
+                                                                                                Budget(128_000))
     assert [i for i, a in enumerate(plan.actions) if a == "truncate"] == [7]
     sent = plan.messages[plan.origin.index(7)]
     assert sent.text.startswith("[Tool result of ") and "/large_tool_results/" in sent.text
@@ -30,7 +31,7 @@ def test_a_large_result_becomes_a_pointer_and_a_head_preview_on_a_real_run():
 def test_a_fact_only_in_the_offloaded_part_is_read_back_and_priced_as_one_more_call():
     conv = ctxlab.load(FLASH)
     budget = Budget(128_000)
-    off = measure_replay(conv, get_strategy("offload", min_tokens=2_000), budget, model="gpt-4o")
+    off = measure_replay(conv, get_strategy("offload", min_tokens=2_000, preview="head"), budget, model="gpt-4o")
     whole = measure_replay(conv, get_strategy("none"), budget, model="gpt-4o")
     assert any(FLAG in m.fact for m in off.fidelity.misses)  # the prompt lacked it
     [rb] = off.fidelity.read_backs
@@ -45,7 +46,7 @@ def test_a_fact_only_in_the_offloaded_part_is_read_back_and_priced_as_one_more_c
 
 def test_a_head_and_tail_preview_holds_the_flag_so_nothing_is_read_back():
     conv = ctxlab.load(FLASH)
-    off = measure_replay(conv, get_strategy("offload", min_tokens=2_000, preview="head_tail"), Budget(128_000))
+    off = measure_replay(conv, get_strategy("offload", min_tokens=2_000), Budget(128_000))  # head_tail, the default
     assert off.fidelity.read_backs == () and off.cost.read_backs == 0
     assert not any(FLAG in m.fact for m in off.fidelity.misses)
 
@@ -61,6 +62,7 @@ def test_an_offloaded_result_stays_offloaded_so_later_calls_extend_the_cached_pr
 
 def test_the_replay_json_carries_the_read_backs_as_a_model(capsys):
     code = main(["replay", str(FLASH), "--strategy", "offload", "--param", "offload.min_tokens=2000",
+                 "--param", "offload.preview=head",
                  "--model", "gpt-4o", "--max-tokens", "128000"])
     out = json.loads(capsys.readouterr().out)
     d = out[0] if isinstance(out, list) else out
@@ -83,3 +85,43 @@ def test_budget_scaling_lowers_the_threshold_and_small_results_stay():
     conv = ctxlab.load(FLASH)
     idle = get_strategy("offload").apply(make_view(conv), Budget(128_000))
     assert idle.idle and "min_tokens" in idle.idle
+
+
+def _deepagents_export(**params):
+    from ctxlab.exports import export_native, make_config
+    return export_native(make_config(get_strategy("offload", **params), Budget(128_000), "gpt-4o"), "deepagents")
+
+
+def test_the_export_to_deep_agents_sets_the_threshold_and_says_what_differs():
+    native = _deepagents_export(min_tokens=2_000, preview="head", path="/store/{id}")
+    kwargs = native.data["middleware"][0]["kwargs"]
+    assert native.data["middleware"][0]["class"] == "FilesystemMiddleware"
+    assert kwargs == {"tool_token_limit_before_evict": 2_000}
+    notes = " ".join(native.not_carried)
+    assert "8,000 characters" in notes and "first and last 5 lines" in notes and "/store/{id}" in notes
+    compile(native.python, "deepagents_export.py", "exec")
+
+
+def test_a_strategy_deep_agents_has_no_setting_for_is_refused_naming_offload():
+    from ctxlab.exports import NoNativeFormError, export_native, make_config
+    import pytest
+    with pytest.raises(NoNativeFormError, match="offload"):
+        export_native(make_config(get_strategy("head_tail"), Budget(128_000), "gpt-4o"), "deepagents")
+
+
+def test_the_exported_middleware_evicts_the_real_result_ctxlab_offloads(tmp_path):
+    import pytest
+    pytest.importorskip("deepagents", reason="deepagents is not installed (pip install deepagents==0.7.32)")
+    from deepagents.backends import FilesystemBackend
+    from langchain_core.messages import ToolMessage
+    namespace: dict = {}
+    exec(_deepagents_export(min_tokens=2_000).python, namespace)
+    middleware = namespace["offload_middleware"](FilesystemBackend(root_dir=tmp_path, virtual_mode=True))
+    result = ctxlab.load(FLASH).messages[7]
+    sent, evicted = middleware._process_large_message(ToolMessage(content=result.text, tool_call_id="action-6"),
+                                                      middleware.backend)
+    assert evicted and "/large_tool_results/action-6" in sent.content
+    assert FLAG in (tmp_path / "large_tool_results" / "action-6").read_text()
+    assert FLAG in sent.content  # its preview's last 5 lines hold the flag, as ctxlab's head_tail preview does
+    ours = get_strategy("offload", min_tokens=2_000).apply(make_view(ctxlab.load(FLASH)), Budget(128_000))
+    assert FLAG in ours.messages[ours.origin.index(7)].text

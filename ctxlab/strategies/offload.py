@@ -50,7 +50,8 @@ def is_offloaded(m: Message) -> bool:
 @dataclass(frozen=True)
 class Offload(Strategy):
     """Write every tool result over ``min_tokens`` to a store and send a pointer with a preview of
-    ``preview_tokens`` (its head, or head and tail), as Deep Agents evicts large results."""
+    ``preview_tokens`` (its head and tail, as Deep Agents 0.7.32 shows 5 lines of each, or its head only),
+    as Deep Agents evicts large results."""
 
     name: ClassVar[str] = "offload"
     title: ClassVar[str] = N_("Offload large results to files")
@@ -65,7 +66,7 @@ class Offload(Strategy):
     preview_tokens: int = param(200, min=0, max=1_000_000,
                                 help=N_("Tokens of the result kept in the prompt as a preview (4 characters a "
                                         "token)."))
-    preview: str = param("head", choices=PREVIEWS,
+    preview: str = param("head_tail", choices=PREVIEWS,
                          help=N_("What the preview shows: head (the start) or head_tail (the start and the end)."))
     path: str = param("/large_tool_results/{id}",
                       help=N_("Where the result is written; {id} becomes the tool call id (Deep Agents' path)."))
