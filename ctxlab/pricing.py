@@ -339,7 +339,8 @@ def replay_cost(replay: Any, source: Conversation | Sequence[Message], *, model:
         if call.pending:
             continue
         total = call.tokens_after - tail  # tool definitions and messages
-        cached, written = _cached(rule, minimum, has_prev, prev_len, head + call.shared_tokens,
+        shared_tools = head if call.tools is None else call.tools.prefix_tokens  # tools sent per call: their own
+        cached, written = _cached(rule, minimum, has_prev, prev_len, shared_tools + call.shared_tokens,
                                   call.extends_previous, total)
         prompt = call.tokens_after
         uncached = prompt - cached - written

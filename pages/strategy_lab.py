@@ -145,12 +145,13 @@ def _cost_section(m: ReplayMeasures) -> None:
 
 CAUSE_WORDS = {"clear": N_("cleared"), "truncate": N_("truncated"), "drop": N_("dropped"),
                "summarize": N_("folded into a summary"), "refold": N_("its summary rewritten"),
-               "changed": N_("sent differently")}
+               "tools": N_("the tool list changed"), "changed": N_("sent differently")}
 
 
 def _break_sentence(b: CacheBreak) -> str:
     """One call's cache break in a sentence: where the prompt stopped matching, why, what it cost."""
-    where = _("message #{i}").format(i=b.origin) if b.origin is not None else _("the summary")
+    where = (_("the tool definitions") if b.position < 0 else
+             _("message #{i}").format(i=b.origin) if b.origin is not None else _("the summary"))
     cost = "" if b.cost_usd is None else _(", ${cost:.4f}").format(cost=b.cost_usd)
     return _("This call's prompt stops matching the previous call's at {where} ({cause} at this call): {n:,} "
              "tokens no longer read from the prompt cache{cost}.").format(where=where, cause=_(CAUSE_WORDS[b.cause]),
