@@ -34,7 +34,7 @@ CODING = HERE.parent / "tests" / "data" / "coding"
 ROWS: list[tuple[str, str, dict[str, Any]]] = [
     ("none", "none", {}),
     ("offload", "offload", {}),
-    ("offload (head preview)", "offload", {"preview": "head"}),
+    ("offload (head preview)", "offload", {"preview_tail": False}),
     ("head_tail", "head_tail", {}),
     ("clear_tool_results", "clear_tool_results", {}),
     ("observation_masking, polling 1", "observation_masking", {"polling": 1}),

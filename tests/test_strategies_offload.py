@@ -19,7 +19,7 @@ FLAG = "b3l0w_th3_r4dar"  # the fact the submit call uses, in flag{...}
 
 def test_a_large_result_becomes_a_pointer_and_a_head_preview_on_a_real_run():
     conv = ctxlab.load(FLASH)
-    plan = get_strategy("offload", min_tokens=2_000, preview_tokens=100, preview="head").apply(make_view(conv),
+    plan = get_strategy("offload", min_tokens=2_000, preview_tokens=100, preview_tail=False).apply(make_view(conv),
                                                                                                 Budget(128_000))
     assert [i for i, a in enumerate(plan.actions) if a == "truncate"] == [7]
     sent = plan.messages[plan.origin.index(7)]
@@ -31,7 +31,7 @@ def test_a_large_result_becomes_a_pointer_and_a_head_preview_on_a_real_run():
 def test_a_fact_only_in_the_offloaded_part_is_read_back_and_priced_as_one_more_call():
     conv = ctxlab.load(FLASH)
     budget = Budget(128_000)
-    off = measure_replay(conv, get_strategy("offload", min_tokens=2_000, preview="head"), budget, model="gpt-4o")
+    off = measure_replay(conv, get_strategy("offload", min_tokens=2_000, preview_tail=False), budget, model="gpt-4o")
     whole = measure_replay(conv, get_strategy("none"), budget, model="gpt-4o")
     assert any(FLAG in m.fact for m in off.fidelity.misses)  # the prompt lacked it
     [rb] = off.fidelity.read_backs
@@ -62,7 +62,7 @@ def test_an_offloaded_result_stays_offloaded_so_later_calls_extend_the_cached_pr
 
 def test_the_replay_json_carries_the_read_backs_as_a_model(capsys):
     code = main(["replay", str(FLASH), "--strategy", "offload", "--param", "offload.min_tokens=2000",
-                 "--param", "offload.preview=head",
+                 "--param", "offload.preview_tail=false",
                  "--model", "gpt-4o", "--max-tokens", "128000"])
     out = json.loads(capsys.readouterr().out)
     d = out[0] if isinstance(out, list) else out
@@ -73,9 +73,9 @@ def test_the_replay_json_carries_the_read_backs_as_a_model(capsys):
 
 def test_preview_text_keeps_head_or_head_and_tail():
     text = "A" * 1000 + "B" * 1000
-    assert preview_text(text, 10, "head") == "A" * 40
-    assert preview_text(text, 10, "head_tail") == "A" * 20 + "\n[...]\n" + "B" * 20
-    assert preview_text("short", 10, "head") == "short"
+    assert preview_text(text, 10, False) == "A" * 40
+    assert preview_text(text, 10, True) == "A" * 20 + "\n[...]\n" + "B" * 20
+    assert preview_text("short", 10, False) == "short"
 
 
 def test_budget_scaling_lowers_the_threshold_and_small_results_stay():
@@ -93,12 +93,12 @@ def _deepagents_export(**params):
 
 
 def test_the_export_to_deep_agents_sets_the_threshold_and_says_what_differs():
-    native = _deepagents_export(min_tokens=2_000, preview="head", path="/store/{id}")
+    native = _deepagents_export(min_tokens=2_000, preview_tail=False, path="/store/{tool_call_id}")
     kwargs = native.data["middleware"][0]["kwargs"]
     assert native.data["middleware"][0]["class"] == "FilesystemMiddleware"
     assert kwargs == {"tool_token_limit_before_evict": 2_000}
     notes = " ".join(native.not_carried)
-    assert "8,000 characters" in notes and "first and last 5 lines" in notes and "/store/{id}" in notes
+    assert "8,000 characters" in notes and "first and last 5 lines" in notes and "/store/{tool_call_id}" in notes
     compile(native.python, "deepagents_export.py", "exec")
 
 

@@ -44,8 +44,8 @@ def _notes(lab: LabConfig) -> list[str]:
                "length over {chars:,} characters), ctxlab counts the model's tokens", limit=s.min_tokens,
                chars=4 * s.min_tokens),
              T("preview: Deep Agents shows the first and last 5 lines (each cut to 1,000 characters), not "
-               "preview_tokens {tokens:,} ({kind})", tokens=s.preview_tokens, kind=s.preview)]
-    if s.path != "/large_tool_results/{id}":
+               "preview_tokens {tokens:,} (preview_tail {tail})", tokens=s.preview_tokens, tail=s.preview_tail)]
+    if s.path != "/large_tool_results/{tool_call_id}":
         notes.append(T("path {path}: Deep Agents writes to /large_tool_results/<tool_call_id>", path=s.path))
     return notes
 

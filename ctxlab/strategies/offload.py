@@ -25,17 +25,16 @@ DEEP_AGENTS_LIMIT = 20_000
 """Deep Agents' ``tool_token_limit_before_evict`` default, in tokens."""
 CHARS_PER_TOKEN = 4
 """Characters per token of a preview, as Deep Agents sizes its own (``NUM_CHARS_PER_TOKEN``)."""
-PREVIEWS = ("head", "head_tail")
 POINTER = ("[Tool result of {tokens:,} tokens saved to {path}; read the file for the rest. Preview:]")
 TAIL_MARK = "[...]"
 
 
-def preview_text(text: str, tokens: int, kind: str) -> str:
-    """About ``tokens`` tokens of ``text``: its start (``head``) or its start and end (``head_tail``)."""
+def preview_text(text: str, tokens: int, tail: bool) -> str:
+    """About ``tokens`` tokens of ``text``: its start and end (``tail``) or its start only."""
     chars = tokens * CHARS_PER_TOKEN
     if len(text) <= chars:
         return text
-    if kind == "head":
+    if not tail:
         return text[:chars]
     half = chars // 2
     return text[:half] + "\n" + TAIL_MARK + "\n" + text[len(text) - (chars - half):]
@@ -66,10 +65,11 @@ class Offload(Strategy):
     preview_tokens: int = param(200, min=0, max=1_000_000,
                                 help=N_("Tokens of the result kept in the prompt as a preview (4 characters a "
                                         "token)."))
-    preview: str = param("head_tail", choices=PREVIEWS,
-                         help=N_("What the preview shows: head (the start) or head_tail (the start and the end)."))
-    path: str = param("/large_tool_results/{id}",
-                      help=N_("Where the result is written; {id} becomes the tool call id (Deep Agents' path)."))
+    preview_tail: bool = param(True, help=N_("The preview shows the result's end as well as its start, as Deep "
+                                             "Agents does; off: its start only."))
+    path: str = param("/large_tool_results/{tool_call_id}",
+                      help=N_("Where the result is written; {tool_call_id} becomes the call's identifier (Deep "
+                              "Agents' path)."))
     works_on: str = works_on_param("kept_history")
 
     @classmethod
@@ -84,12 +84,12 @@ class Offload(Strategy):
     def _pointer(self, view: View, i: int) -> tuple[Message, int]:
         """The offloaded copy of result ``i`` and its tokens (made once per view and parameters)."""
         memo = view.memo.setdefault("offload", {})
-        key = (i, self.preview_tokens, self.preview, self.path)
+        key = (i, self.preview_tokens, self.preview_tail, self.path)
         if key not in memo:
             m = view.messages[i]
-            where = self.path.replace("{id}", m.tool_call_id or f"message_{view.origin[i]}")
+            where = self.path.replace("{tool_call_id}", m.tool_call_id or f"message_{view.origin[i]}")
             head = POINTER.format(tokens=view.tokens[i], path=where)
-            text = head + "\n" + preview_text(message_text(m), self.preview_tokens, self.preview)
+            text = head + "\n" + preview_text(message_text(m), self.preview_tokens, self.preview_tail)
             new = Message(m.role, text, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
                           {**m.extra, OFFLOADED: {"path": where, "tokens": view.tokens[i]}}, m.usage)
             memo[key] = (new, view.counter.message(new))

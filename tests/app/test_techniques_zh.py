@@ -1,0 +1,35 @@
+"""The Lab with the offload strategy, in Chinese: its controls and reasons are translated, and the Replay
+tab's cost says, as a model, how many read-back calls it includes (issue 28 item 1)."""
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from ctxlab import i18n
+from ctxlab.pricing import load_prices
+
+from ..conftest import ROOT
+from .english_left import english_left, report, visible_text
+
+PRODUCTS = ("Manus", "Cursor", "Deep")  # the products offload comes from (Deep Agents: "agents" is allowed already)
+
+
+def test_offload_in_the_chinese_lab_prices_its_read_backs_and_leaves_no_english(monkeypatch, data_dir):
+    i18n.use("zh")
+    try:
+        monkeypatch.chdir(ROOT)
+        at = AppTest.from_file(str(ROOT / "pages" / "strategy_lab.py"), default_timeout=120)
+        at.query_params["lang"] = "zh"
+        at.run()
+        at.selectbox(key="lab_strategy").set_value("offload").run()
+        at.number_input(key="lab_offload_min_tokens").set_value(60).run()
+        at.number_input(key="lab_offload_preview_tokens").set_value(10).run()
+        at.checkbox(key="lab_offload_preview_tail").uncheck().run()
+        at.session_state["lab_tab"] = "逐次回放"
+        at.run()
+        assert not at.exception, at.exception
+        texts = visible_text(at)
+        assert any("建模的回读调用" in t and "其中包含" in t for t in texts), [t for t in texts if "回读" in t]
+        left = english_left(at, allow=PRODUCTS, engine_text={load_prices().get("gpt-4o").source})
+        assert not left, report(left)
+    finally:
+        i18n.use("en")
