@@ -8,7 +8,10 @@ each with the budget-scaled defaults the Lab and the sweep use, at two limits, r
 tests/data/coding: calls over the limit, needed recall (and with offload's read-backs counted as
 served), input tokens and cost with the prompt cache (gpt-4o, bundled prices, read-back calls
 included) against keeping everything, and cache breaks (calls whose prompt does not extend the
-previous one, ``ctxlab.cache_breaks``).
+previous one, ``ctxlab.cache_breaks``). Three more rows send the tools per call
+(``ctxlab.tools_per_call``): a BM25 retrieval's top 5 from each call's last 3 messages, and deferred
+loading (a search tool plus the definitions found so far), alone and with offload; every other row
+sends every definition at every call.
 
     python benchmarks/techniques.py [--data ../shared/data] [--model gpt-4o] [--only tau|coding]
 """
@@ -28,18 +31,22 @@ from ctxlab.fidelity import FactCheck, needed_facts
 from ctxlab.pricing import load_prices, replay_cost
 from ctxlab.replay import replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
+from ctxlab.tools_per_call import tools_per_call
 
 HERE = Path(__file__).resolve().parent
 CODING = HERE.parent / "tests" / "data" / "coding"
-ROWS: list[tuple[str, str, dict[str, Any]]] = [
-    ("none", "none", {}),
-    ("offload", "offload", {}),
-    ("offload (head preview)", "offload", {"preview_tail": False}),
-    ("head_tail", "head_tail", {}),
-    ("clear_tool_results", "clear_tool_results", {}),
-    ("observation_masking, polling 1", "observation_masking", {"polling": 1}),
-    ("observation_masking, polling 5", "observation_masking", {"polling": 5}),
-    ("summarize", "summarize", {}),
+ROWS: list[tuple[str, str, dict[str, Any], str]] = [  # label, strategy, fixed parameters, tools per call
+    ("none", "none", {}, "all"),
+    ("offload", "offload", {}, "all"),
+    ("offload (head preview)", "offload", {"preview_tail": False}, "all"),
+    ("head_tail", "head_tail", {}, "all"),
+    ("clear_tool_results", "clear_tool_results", {}, "all"),
+    ("observation_masking, polling 1", "observation_masking", {"polling": 1}, "all"),
+    ("observation_masking, polling 5", "observation_masking", {"polling": 5}, "all"),
+    ("summarize", "summarize", {}, "all"),
+    ("none + tools retrieved per call (top 5)", "none", {}, "retrieval"),
+    ("none + deferred tools (tool search)", "none", {}, "deferred"),
+    ("offload + deferred tools", "offload", {}, "deferred"),
 ]
 BUDGETS = {"tau": (6_000, 12_000), "coding": (8_000, 32_000)}
 
@@ -56,16 +63,19 @@ def coding_runs() -> list[Conversation]:
     return [load(p) for p in sorted(CODING.iterdir()) if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")]
 
 
-def _measure(conv: Conversation, facts: Any, strategy: Any, budget: Budget, model: str, prices: Any) -> dict:
-    """One replay's figures."""
+def _measure(conv: Conversation, facts: Any, strategy: Any, budget: Budget, model: str, prices: Any,
+             tools: str) -> dict:
+    """One replay's figures, with the tools sent at each call (``tools``: a ``tools_per_call`` mode)."""
     check = FactCheck(facts)
-    r = replay(conv, strategy, budget, model=model, observe=check)
+    per_call = tools_per_call(conv, tools, model=model)
+    r = replay(conv, strategy, budget, model=model, observe=check, tools=per_call)
     fid = check.fidelity(r.strategy)
     cost = replay_cost(r, conv, model=model, price=prices, read_backs=fid.read_backs)
     breaks = cache_breaks(r, conv, model=model, price=prices)
     return {"calls": len(r.calls), "over": r.calls_over_limit, "needed": fid.needed, "served": fid.served,
             "read": sum(len(b.facts) for b in fid.read_backs), "reads": len(fid.read_backs),
-            "input": cost.input_tokens, "cost": cost.cost_usd or 0.0, "breaks": len(breaks)}
+            "input": cost.input_tokens, "cost": cost.cost_usd or 0.0, "breaks": len(breaks),
+            "missing": sum(bool(t.missing) for t in per_call)}
 
 
 def _total(rows: list[dict]) -> dict:
@@ -78,24 +88,24 @@ def table(label: str, convs: list[Conversation], budgets: tuple[int, ...], model
     facts = [needed_facts(c) for c in convs]
     print(f"## {label}: {len(convs)} traces, {model}, limits {', '.join(f'{b:,}' for b in budgets)}")
     print("| limit | strategy | calls over limit | needed recall | with read-backs | read-back calls | input tokens "
-          "| cost (cache) | vs none | cache breaks |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| cost (cache) | vs none | cache breaks | calls missing a tool |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for limit in budgets:
         base = None
-        for name, strategy_name, fixed in ROWS:
+        for name, strategy_name, fixed, tools in ROWS:
             t0 = time.perf_counter()
             rows = []
             for conv, nf in zip(convs, facts):
                 budget = Budget.for_model(model, max_tokens=limit, tools_tokens=_tools(conv, model))
                 params = {**STRATEGIES[strategy_name].scaled_defaults(budget), **fixed}
-                rows.append(_measure(conv, nf, get_strategy(strategy_name, **params), budget, model, prices))
+                rows.append(_measure(conv, nf, get_strategy(strategy_name, **params), budget, model, prices, tools))
             t = _total(rows)
             base = base or t
             recall = t["served"] / t["needed"] if t["needed"] else float("nan")
             with_reads = (t["served"] + t["read"]) / t["needed"] if t["needed"] else float("nan")
             vs = t["cost"] / base["cost"] - 1 if base["cost"] else float("nan")
             print(f"| {limit:,} | {name} | {t['over']:,} of {t['calls']:,} | {recall:.3f} | {with_reads:.3f} | "
-                  f"{t['reads']:,} | {t['input']:,} | ${t['cost']:.3f} | {vs:+.1%} | {t['breaks']:,} |"
+                  f"{t['reads']:,} | {t['input']:,} | ${t['cost']:.3f} | {vs:+.1%} | {t['breaks']:,} | {t['missing']:,} |"
                   f"  <!-- {time.perf_counter() - t0:.1f} s -->")
 
 
