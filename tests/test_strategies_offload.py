@@ -125,3 +125,11 @@ def test_the_exported_middleware_evicts_the_real_result_ctxlab_offloads(tmp_path
     assert FLAG in sent.content  # its preview's last 5 lines hold the flag, as ctxlab's head_tail preview does
     ours = get_strategy("offload", min_tokens=2_000).apply(make_view(ctxlab.load(FLASH)), Budget(128_000))
     assert FLAG in ours.messages[ours.origin.index(7)].text
+
+
+def test_a_result_whose_pointer_would_not_be_shorter_is_sent_as_is_and_says_why():
+    conv = ctxlab.load(FLASH)
+    view = make_view(conv)
+    small = min((t, i) for i, (t, r) in enumerate(zip(view.tokens, view.roles)) if r == "tool")
+    plan = get_strategy("offload", min_tokens=max(small[0] - 1, 1), preview_tokens=10_000).apply(view, Budget(128_000))
+    assert plan.actions[small[1]] == "keep" and "would not be shorter" in plan.reasons[small[1]]

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 from ..conversation import Message
 from ..i18n import N_, T
 from .base import Strategy, param, register, works_on_param
-from .plan import Plan, make_plan
+from ._results import per_result_plan
+from .plan import Plan
 from .view import Budget, View, message_text
 
 OFFLOADED = "ctxlab_offloaded"
@@ -97,28 +98,22 @@ class Offload(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Offload every result over ``min_tokens`` (pinned ones and those already offloaded stay)."""
-        n = len(view)
-        actions, reasons = ["keep"] * n, [T("sent as is: not a tool result")] * n
-        replacements: dict[int, Message] = {}
-        counted: dict[int, int] = {}
-        results = [i for i, r in enumerate(view.roles) if r == "tool"]
-        for i in results:
-            reasons[i] = T("sent as is: {tokens:,} tokens, within {limit:,}", tokens=view.tokens[i],
-                           limit=self.min_tokens)
-            if i in view.pins:
-                reasons[i] = T("pinned: never offloaded")
-            elif is_offloaded(view.messages[i]):
-                reasons[i] = T("offloaded earlier: its pointer stays")
-            elif view.tokens[i] > self.min_tokens:
-                new, tokens = self._pointer(view, i)
-                if tokens < view.tokens[i]:
-                    replacements[i], counted[i], actions[i] = new, tokens, "truncate"
-                    reasons[i] = T("offloaded to {path}: {before:,} -> {after:,} tokens (pointer and preview)",
-                                   path=new.extra[OFFLOADED]["path"], before=view.tokens[i], after=tokens)
-        saved = sum(view.tokens[i] - counted[i] for i in counted)
-        stats = {"results": len(results), "offloaded": len(replacements), "tokens_offloaded": saved}
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
-                         replacement_tokens=counted, stats=stats, idle=lambda: self._idle(len(results)))
+        return per_result_plan(self, view, budget, lambda i: self._decide(view, i), ("offloaded", "tokens_offloaded"),
+                               self._idle)
+
+    def _decide(self, view: View, i: int) -> tuple[str, tuple[Message, int] | None]:
+        """Result ``i``'s reason, and its pointer with its tokens when it is offloaded."""
+        if i in view.pins:
+            return T("pinned: never offloaded"), None
+        if is_offloaded(view.messages[i]):
+            return T("offloaded earlier: its pointer stays"), None
+        if view.tokens[i] > self.min_tokens:
+            new, tokens = self._pointer(view, i)
+            if tokens < view.tokens[i]:
+                return T("offloaded to {path}: {before:,} -> {after:,} tokens (pointer and preview)",
+                         path=new.extra[OFFLOADED]["path"], before=view.tokens[i], after=tokens), (new, tokens)
+            return T("sent as is: its pointer and preview would not be shorter"), None
+        return T("sent as is: {tokens:,} tokens, within {limit:,}", tokens=view.tokens[i], limit=self.min_tokens), None
 
     def _idle(self, results: int) -> str:
         """Why nothing was offloaded."""
