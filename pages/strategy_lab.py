@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -90,7 +91,7 @@ def _where_it_runs(keys: tuple, price: Price | None) -> None:
     for where in APPLY_AT:
         variant = dataclasses.replace(strategy, apply_at=where)
         m = labcache.measures(keys[0], labcache.strategy_key(variant, llm), keys[2], repr(price), conv, view,
-                      variant, budget, model, price)
+                      variant, budget, model, price, tools)
         r = m.replay
         rows.append({"runs": _(APPLY_AT_WORDS[where]),
                      "calls over the limit": _("{k:,} of {n:,}").format(k=r.calls_over_limit, n=len(r.calls)),
@@ -198,6 +199,35 @@ def _billed_section(u: UsageComparison) -> None:
 
 # ---------------------------------------------------------------- page
 
+TOOL_MODE_WORDS = {"all": N_("all of them, at every call"),
+                   "retrieval": N_("a retrieval's pick per call (top 5 of the call's last messages)"),
+                   "deferred": N_("deferred: a search tool plus the definitions found so far")}
+
+
+def _tools_picker(conv: Any) -> str:
+    """Which tool definitions the replay sends at each call (a conversation with tool definitions only)."""
+    if not conv.tools:
+        return "all"
+    return st.selectbox(_("Tool definitions sent"), list(TOOL_MODE_WORDS), key="lab_tools",
+                        format_func=lambda m: _(TOOL_MODE_WORDS[m]),
+                        help=_("On the call-by-call replay (needed facts, cost, cache breaks), the tool definitions "
+                               "of each call count in its prompt and in the budget the strategy plans with. A "
+                               "retrieval's list changes from call to call and breaks the prompt cache each time; "
+                               "deferred loading (Anthropic's tool search) adds each definition once, at the first "
+                               "call that uses it."))
+
+
+def _tools_sentence(rp: Replay) -> str:
+    """The tools sent per call, in one sentence (empty when every call sends them all)."""
+    per = [c.tools for c in rp.calls if c.tools is not None]
+    if not per:
+        return ""
+    return _("Tool definitions: {mean:,.0f} tokens a call on average (all of them: {all:,}); the list changed at "
+             "{changed:,} calls; {missing:,} calls used a tool that was not sent.").format(
+        mean=sum(t.tokens for t in per) / len(per), all=budget.tools_tokens, changed=sum(t.changed for t in per),
+        missing=sum(bool(t.missing) for t in per))
+
+
 NOTE_BOXES = {"success": st.success, "info": st.info, "warning": st.warning, "caption": st.caption}
 
 st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
@@ -232,6 +262,7 @@ with left:
                         on_change=_pin_number, placeholder=_("number"),
                         help=_("{n:,} messages: type a message's number to pin it, or open it in the table below and "
                                "press Pin this message.").format(n=n))
+    tools_mode = _tools_picker(conv)
 if strategy is None:
     st.stop()
 
@@ -239,7 +270,8 @@ pins = tuple(sorted(st.session_state.pins))
 try:
     view = current_view(text, model, pins)
     llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings); part of the cache key
-    keys = ((text_hash(text), model, pins), labcache.strategy_key(strategy, llm), repr(budget))
+    keys = ((text_hash(text), model, pins), labcache.strategy_key(strategy, llm), f"{budget!r}|tools={tools_mode}")
+    tools = labcache.tools_at(keys[0], tools_mode, conv)
     with use_llm(llm):
         plan, findings, table = labcache.outcome(*keys, view, strategy, budget)
     input_findings = labcache.input_findings(text_hash(text), conv)
@@ -349,7 +381,7 @@ if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
         or st.session_state.get("lab_measured") == measure_key:
     try:
         with st.spinner(_("Measuring needed facts and cost…")):
-            measures = labcache.measures(*keys, repr(price), conv, view, strategy, budget, model, price)
+            measures = labcache.measures(*keys, repr(price), conv, view, strategy, budget, model, price, tools)
     except CtxlabError as e:
         main.error(md_escape(str(e)))
 with metrics_row:
@@ -449,7 +481,7 @@ if tab_replay.open:
                      "limit.").format(where=where))
         try:
             with use_llm(llm), st.spinner(_("Replaying call by call…")):
-                rp: Replay | None = labcache.lab_replay(*keys, view, strategy, budget)
+                rp: Replay | None = labcache.lab_replay(*keys, view, strategy, budget, tools)
         except CtxlabError as e:
             st.error(md_escape(str(e)))
             rp = None
@@ -457,6 +489,8 @@ if tab_replay.open:
             st.info(_("This conversation has no message, so there is no model call to replay."))
         elif rp is not None:
             st.plotly_chart(labcache.heatmap(*keys, language(), rp), key="lab_replay_heatmap")
+            if _tools_sentence(rp):
+                st.caption(_tools_sentence(rp))
             if measures is not None:
                 _where_it_runs(keys, price)
                 _cost_section(measures)

@@ -33,3 +33,28 @@ def test_offload_in_the_chinese_lab_prices_its_read_backs_and_leaves_no_english(
         assert not left, report(left)
     finally:
         i18n.use("en")
+
+
+def test_the_lab_replays_with_deferred_tools_as_the_engine_does(monkeypatch, data_dir):
+    import ctxlab
+    from ctxlab.replay import replay
+    from ctxlab.strategies import STRATEGIES, get_strategy, prepare
+    from ctxlab.tools_per_call import tools_per_call
+
+    from .helpers import open_page
+    at = open_page("strategy_lab.py", monkeypatch, timeout=120)
+    at.selectbox(key="lab_tools").set_value("deferred").run()
+    at.session_state["lab_tab"] = "Replay call by call"
+    at.run()
+    assert not at.exception, at.exception
+    conv = ctxlab.load(ROOT / "sample_data" / at.session_state["sample_name"])
+    view, budget = prepare(conv, "gpt-4o", context_limit=at.session_state["max_tokens"],
+                           reserve=at.session_state["reserve"])
+    strategy = get_strategy("tool_rounds", **STRATEGIES["tool_rounds"].scaled_defaults(budget))
+    tools = tools_per_call(conv, "deferred", model="gpt-4o")
+    r = replay(view, strategy, budget, tools=tools)
+    mean = sum(c.tools.tokens for c in r.calls) / len(r.calls)
+    captions = [c.value for c in at.caption if c.value.startswith("Tool definitions:")]
+    assert captions == [f"Tool definitions: {mean:,.0f} tokens a call on average (all of them: {budget.tools_tokens:,}); "
+                        f"the list changed at 0 calls; 0 calls used a tool that was not sent."]
+    assert mean < budget.tools_tokens  # fewer tool tokens than sending all ten
