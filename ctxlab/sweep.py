@@ -36,6 +36,7 @@ from .pricing import Price, PriceTable, load_prices, replay_cost
 from .replay import replay
 from .strategies import STRATEGIES, Budget, StrategyError, get_strategy, parse_param
 from .tokens import TokenCounter
+from .tools_per_call import TOOL_MODES, tools_per_call
 from .validate import FindingKey, input_finding_keys, introduced_findings, validate
 
 DEFAULT_MIN_RECALL = 0.95
@@ -184,7 +185,7 @@ class _Checks:
 
 def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, price: Price | None,
              tools_tokens: int, reserve: float, max_tokens: int,
-             inherited: frozenset[FindingKey] = frozenset()) -> dict[str, Any]:
+             inherited: frozenset[FindingKey] = frozenset(), per_call: Any = None) -> dict[str, Any]:
     """One conversation under one point (None: the ``none`` baseline), replayed call by call.
     Validity is checked on every call whose prompt the strategy changed and on the last call (a
     call where it changed nothing sends the prompt checked before plus original messages); an
@@ -193,7 +194,7 @@ def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, p
     budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools_tokens, max_tokens=max_tokens)
     checks = _Checks(nf, point is not None, inherited)
     t0 = time.perf_counter()
-    r = replay(conv, strategy, budget, model=model, observe=checks)
+    r = replay(conv, strategy, budget, model=model, observe=checks, tools=per_call)
     if checks.validate_prompts and checks.final is not None and not checks.invalid:
         checks._check(checks.final)
     seconds = time.perf_counter() - t0
@@ -220,13 +221,13 @@ def _retention(view: Any) -> float | None:
 
 
 def evaluate_chunk(chunk: Sequence[tuple[int, Conversation]], points: Sequence[PointSpec], model: str | None,
-                   price: Price | None, reserve: float) -> list[dict[str, Any]]:
+                   price: Price | None, reserve: float, tools_mode: str = "all") -> list[dict[str, Any]]:
     """The work of one executor task: every point (and the ``none`` baseline) on each conversation
     of ``chunk``. Returns one record per conversation, in order."""
     out = []
     for index, conv in chunk:
         try:
-            out.append(_evaluate_one(index, conv, points, model, price, reserve))
+            out.append(_evaluate_one(index, conv, points, model, price, reserve, tools_mode))
         except CtxlabError as e:  # say which conversation (and file) could not be measured
             source = conv.metadata.get(SOURCE_KEY)
             raise SweepError(f"conversation {index}{f' ({source})' if source else ''}: {e}") from None
@@ -238,14 +239,16 @@ SOURCE_KEY = "x-ctxlab-source"
 
 
 def _evaluate_one(index: int, conv: Conversation, points: Sequence[PointSpec], model: str | None,
-                  price: Price | None, reserve: float) -> dict[str, Any]:
+                  price: Price | None, reserve: float, tools_mode: str = "all") -> dict[str, Any]:
     m = model or conv.model or "gpt-4o"
     tools = TokenCounter(m).tools(conv.tools)
+    per_call = None if tools_mode == "all" else tools_per_call(conv, tools_mode, model=m)
     nf = needed_facts(conv)
     inherited = input_finding_keys(conv)
-    base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points))
+    base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points), per_call=per_call)
     return {"index": index, "none": base, "input_errors": sorted(inherited, key=_key_order),
-            "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens, inherited) for p in points]}
+            "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens, inherited, per_call)
+                       for p in points]}
 
 
 def _key_order(key: FindingKey) -> tuple[str, str, int]:
@@ -509,14 +512,18 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
               prices: Price | PriceTable | None = None, workers: int | None = None, scheduler: Any = None,
               sample: int | None = None, seed: int = 0, min_recall: float = DEFAULT_MIN_RECALL,
               axes: tuple[str, str] = DEFAULT_AXES, reserve: float = 0.15, chunk_size: int | None = None,
-              progress: Progress | None = None) -> SweepResult:
+              progress: Progress | None = None, tools: str = "all") -> SweepResult:
     """Run every point of ``grid`` (or a seeded ``sample`` of its combos) at every budget on every
     conversation; aggregate per point; find the Pareto front on ``axes`` and the recommendation.
 
     ``workers`` local processes (default: every core; 1 runs in this process) or a Dask
     ``scheduler`` (an address or a ``distributed.Client``). ``prices`` is a Price, a PriceTable
     looked up by ``model`` (default: the conversations' model), or None for the bundled table.
-    ``progress(done, total)`` is called as chunks finish."""
+    ``progress(done, total)`` is called as chunks finish. ``tools`` is what each replayed call sends of
+    the tool definitions (``ctxlab.tools_per_call``: all, retrieval, deferred), counted in its prompt."""
+    if tools not in TOOL_MODES:
+        raise SweepError(f"tools must be one of {', '.join(TOOL_MODES)}, got {tools!r}", where="--tools")
+    tools_mode = tools
     budgets = list(dict.fromkeys(budgets))
     if not budgets or any(not isinstance(b, int) or isinstance(b, bool) or b <= 0 for b in budgets):
         raise SweepError(f"budgets must be positive whole numbers of tokens, got {budgets}", where="--max-tokens",
@@ -525,8 +532,9 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
         raise SweepError(f"the recall level must be between 0 and 1, got {min_recall}", where="--min-recall")
     combos = grid.sample(sample, seed) if sample else grid.combos()
     convs = list(conversations)
+    notes = [] if tools == "all" else [T("every replayed call sends the tool definitions of the {mode} mode "
+                                         "(ctxlab.tools_per_call), counted in its prompt and budget", mode=tools)]
     usable = [(k, c) for k, c in enumerate(convs) if any(m.role == "user" for m in c.messages)]
-    notes = []
     if len(usable) < len(convs):
         notes.append(T("{n} conversation(s) without a user message were left out", n=len(convs) - len(usable)))
     if not usable:
@@ -542,7 +550,7 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     n_workers = workers or os.cpu_count() or 1
     size = chunk_size or max(1, math.ceil(len(usable) / (max(n_workers, 1) * 4)))
     tasks = _chunks(usable, size)
-    args = (specs, model, price, reserve)
+    args = (specs, model, price, reserve, tools_mode)
     chunks = _run_dask(tasks, args, scheduler, progress) if scheduler is not None else \
         _run_local(tasks, args, n_workers, progress)
     records = [rec for chunk in chunks for rec in chunk]

@@ -34,8 +34,8 @@ from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.i18n import N_, _, language, local, use
 from ui import (TABLE_ACTIONS, action_column, action_words, config_downloads, count_column, message_number,
-                native_downloads, number_column, role_name, strategy_picker, strategy_title, summary_note, text_width,
-                translated_columns)
+                native_downloads, number_column, role_name, strategy_picker, strategy_title, summary_note,
+                text_width, tools_picker, translated_columns)
 
 RULES, EXPORTS = labcache.RULES, labcache.EXPORTS
 LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}  # English; shown through _()
@@ -199,24 +199,6 @@ def _billed_section(u: UsageComparison) -> None:
 
 # ---------------------------------------------------------------- page
 
-TOOL_MODE_WORDS = {"all": N_("all of them, at every call"),
-                   "retrieval": N_("a retrieval's pick per call (top 5 of the call's last messages)"),
-                   "deferred": N_("deferred: a search tool plus the definitions found so far")}
-
-
-def _tools_picker(conv: Any) -> str:
-    """Which tool definitions the replay sends at each call (a conversation with tool definitions only)."""
-    if not conv.tools:
-        return "all"
-    return st.selectbox(_("Tool definitions sent"), list(TOOL_MODE_WORDS), key="lab_tools",
-                        format_func=lambda m: _(TOOL_MODE_WORDS[m]),
-                        help=_("On the call-by-call replay (needed facts, cost, cache breaks), the tool definitions "
-                               "of each call count in its prompt and in the budget the strategy plans with. A "
-                               "retrieval's list changes from call to call and breaks the prompt cache each time; "
-                               "deferred loading (Anthropic's tool search) adds each definition once, at the first "
-                               "call that uses it."))
-
-
 def _tools_sentence(rp: Replay) -> str:
     """The tools sent per call, in one sentence (empty when every call sends them all)."""
     per = [c.tools for c in rp.calls if c.tools is not None]
@@ -262,7 +244,7 @@ with left:
                         on_change=_pin_number, placeholder=_("number"),
                         help=_("{n:,} messages: type a message's number to pin it, or open it in the table below and "
                                "press Pin this message.").format(n=n))
-    tools_mode = _tools_picker(conv)
+    tools_mode = tools_picker("lab_tools", bool(conv.tools))
 if strategy is None:
     st.stop()
 

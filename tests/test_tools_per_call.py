@@ -105,3 +105,30 @@ def test_the_cli_replay_carries_the_tools_of_each_call(tmp_path, capsys):
     assert all(len(c["tools"]) <= 3 for c in d["calls"])
     assert d["cache_breaks"]["by_cause"]["tools"]["breaks"] == d["tools_per_call"]["list_changes"] - sum(
         1 for c in d["calls"] if c["pending"] and c["tools_changed"])
+
+
+def test_a_sweep_with_deferred_tools_counts_fewer_tool_tokens_and_says_so(tmp_path, capsys):
+    from ctxlab.sweep import Grid, run_sweep
+    convs = [_run(k) for k in range(3)]
+    grid = Grid.parse(["tool_rounds"], [])
+    every = run_sweep(convs, grid, [8_000], model="gpt-4o", workers=1)
+    deferred = run_sweep(convs, grid, [8_000], model="gpt-4o", workers=1, tools="deferred")
+    assert deferred.points[0]["input_tokens_total"] < every.points[0]["input_tokens_total"]
+    assert any("deferred" in n for n in deferred.notes) and not any("deferred" in n for n in every.notes)
+    with pytest.raises(CtxlabError, match="tools must be one of"):
+        run_sweep(convs, grid, [8_000], workers=1, tools="some")
+    paths = []
+    for k, conv in enumerate(convs):
+        path = tmp_path / f"run{k}.json"
+        path.write_text(json.dumps(ctxlab_export(conv)))
+        paths.append(str(path))
+    assert main(["sweep", *paths, "--strategy", "tool_rounds", "--max-tokens", "8000", "--workers", "1",
+                 "--model", "gpt-4o", "--tools", "deferred"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["points"][0]["input_tokens_total"] == deferred.points[0]["input_tokens_total"]
+
+
+def ctxlab_export(conv):
+    """The conversation as OpenAI-shaped JSON with its tools (what the CLI reads back)."""
+    from ctxlab import export
+    return {**export(conv, "openai").data, "model": "gpt-4o"}

@@ -58,3 +58,22 @@ def test_the_lab_replays_with_deferred_tools_as_the_engine_does(monkeypatch, dat
     assert captions == [f"Tool definitions: {mean:,.0f} tokens a call on average (all of them: {budget.tools_tokens:,}); "
                         f"the list changed at 0 calls; 0 calls used a tool that was not sent."]
     assert mean < budget.tools_tokens  # fewer tool tokens than sending all ten
+
+
+def test_tune_sweeps_with_deferred_tools_as_the_engine_does(monkeypatch, data_dir):
+    from ctxlab.sweep import Grid, load_conversations, run_sweep
+
+    from ..conftest import SAMPLES
+    from .helpers import open_page, run_tune_sweep
+    at = open_page("tune.py", monkeypatch)
+    at.multiselect(key="tune_strategies").set_value(["clear_tool_results"]).run()
+    at.selectbox(key="tune_tools").set_value("deferred").run()
+    run_tune_sweep(at, timeout=300)
+    result = at.session_state["tune_result"]
+    convs = load_conversations([str(p) for p in sorted(SAMPLES.glob("*.json")) if not p.name.startswith("tool")])
+    grid = Grid.from_dict({"clear_tool_results": {"keep": [1, 3, 5]}})
+    engine = run_sweep(convs, grid, [8000, 16000], model="gpt-4o", workers=1, tools="deferred")
+    assert [p["input_tokens_total"] for p in result.points] == [p["input_tokens_total"] for p in engine.points]
+    every = run_sweep(convs, grid, [8000, 16000], model="gpt-4o", workers=1)
+    assert engine.points[0]["input_tokens_total"] < every.points[0]["input_tokens_total"]
+    assert any("deferred" in n for n in result.notes)
