@@ -304,12 +304,14 @@ def _fill_metrics(measures: ReplayMeasures | None) -> None:
                    "measure it.")).format(n=n)
         c6.metric(_("Needed facts served"), _("pending"), help=where)  # a short word: the column cuts longer ones
     else:
-        recall = measures.needed_recall
+        recall, fid = measures.needed_recall, measures.fidelity
+        reads = "" if not fid.read_backs else " " + _(
+            "With the {n:,} modelled read-backs of offloaded results counted as served: {recall:.0%}.").format(
+            n=len(fid.read_backs), recall=fid.recall_with_read_backs)
         c6.metric(_("Needed facts served"), _("n/a") if recall is None else f"{recall:.0%}",
                   help=_("On the call-by-call replay: of the facts (ids, amounts, dates, tool arguments) each "
                          "assistant message used that came from an earlier message, the share the prompt of its model "
-                         "call held. {served:,} of {needed:,}.").format(served=measures.fidelity.served,
-                                                                        needed=measures.fidelity.needed))
+                         "call held. {served:,} of {needed:,}.").format(served=fid.served, needed=fid.needed) + reads)
 
 
 

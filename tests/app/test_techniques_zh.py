@@ -29,6 +29,7 @@ def test_offload_in_the_chinese_lab_prices_its_read_backs_and_leaves_no_english(
         assert not at.exception, at.exception
         texts = visible_text(at)
         assert any("建模的回读调用" in t and "其中包含" in t for t in texts), [t for t in texts if "回读" in t]
+        assert any("次建模的回读" in (m.help or "") and "算作已提供" in (m.help or "") for m in at.metric)
         left = english_left(at, allow=PRODUCTS, engine_text={load_prices().get("gpt-4o").source})
         assert not left, report(left)
     finally:
