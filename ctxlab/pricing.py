@@ -302,7 +302,8 @@ READ_BACK_OUTPUT_TOKENS = 30
 """Output tokens of a modelled read-back call: the tool call that reads the file (path, offset, limit)."""
 READ_BACK_MODEL = ("one more call per read-back: the prompt of the call that needed the fact (read from the cache "
                    "as the previous prompt) plus the whole offloaded result, uncached, and "
-                   f"{READ_BACK_OUTPUT_TOKENS} output tokens")
+                   f"{READ_BACK_OUTPUT_TOKENS} output tokens; what was read is not kept in later prompts (a later call "
+                   "that needs it reads it again), and the needs of one call from one result make one read")
 
 
 def _read_back_cost(rb: Any, chosen: Price | None, rule: str, minimum: int) -> CallCost:
