@@ -78,3 +78,18 @@ def test_tune_sweeps_with_deferred_tools_as_the_engine_does(monkeypatch, data_di
     every = run_sweep(convs, grid, [8000, 16000], model="gpt-4o", workers=1)
     assert engine.points[0]["input_tokens_total"] < every.points[0]["input_tokens_total"]
     assert any("deferred" in n for n in result.notes)
+
+
+def test_a_retrieval_per_call_in_the_lab_shows_its_cache_breaks_as_tool_list_changes(monkeypatch, data_dir):
+    from .helpers import open_page
+    at = open_page("strategy_lab.py", monkeypatch, timeout=120)
+    at.selectbox(key="lab_strategy").set_value("none").run()
+    at.selectbox(key="lab_tools").set_value("retrieval").run()
+    at.session_state["lab_tab"] = "Replay call by call"
+    at.run()
+    assert not at.exception, at.exception
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    summary = next(c for c in captions if c.startswith("Prompt cache:"))
+    changed = next(c for c in captions if c.startswith("Tool definitions:"))
+    k = int(changed.split("the list changed at ")[1].split(" calls")[0])
+    assert k > 0 and f"(the tool list changed {k})" in summary  # every change of the list, and nothing else
