@@ -1,5 +1,6 @@
-"""The Lab with the offload strategy, in Chinese: its controls and reasons are translated, and the Replay
-tab's cost says, as a model, how many read-back calls it includes (issue 28 item 1)."""
+"""Issue 28's techniques in the app: the Lab with offload in Chinese (controls and reasons translated, the
+Replay tab's cost and needed-facts metric stating the modelled read-backs), and tools per call in the Lab
+and Tune replayed as the engine replays them (deferred loading; a retrieval's list changes as cache breaks)."""
 from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
