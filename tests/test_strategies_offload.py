@@ -133,3 +133,11 @@ def test_a_result_whose_pointer_would_not_be_shorter_is_sent_as_is_and_says_why(
     small = min((t, i) for i, (t, r) in enumerate(zip(view.tokens, view.roles)) if r == "tool")
     plan = get_strategy("offload", min_tokens=max(small[0] - 1, 1), preview_tokens=10_000).apply(view, Budget(128_000))
     assert plan.actions[small[1]] == "keep" and "would not be shorter" in plan.reasons[small[1]]
+
+
+def test_the_offload_marker_stays_inside_ctxlab_when_the_result_is_exported():
+    conv = ctxlab.load(FLASH)
+    plan = get_strategy("offload", min_tokens=2_000).apply(make_view(conv), Budget(128_000))
+    for fmt in ("openai", "anthropic", "langchain"):
+        text = json.dumps(ctxlab.export(conv.with_messages(plan.messages), fmt).data)
+        assert "/large_tool_results/" in text and OFFLOADED not in text, fmt
