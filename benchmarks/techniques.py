@@ -105,7 +105,8 @@ def table(label: str, convs: list[Conversation], budgets: tuple[int, ...], model
             with_reads = (t["served"] + t["read"]) / t["needed"] if t["needed"] else float("nan")
             vs = t["cost"] / base["cost"] - 1 if base["cost"] else float("nan")
             print(f"| {limit:,} | {name} | {t['over']:,} of {t['calls']:,} | {recall:.3f} | {with_reads:.3f} | "
-                  f"{t['reads']:,} | {t['input']:,} | ${t['cost']:.3f} | {vs:+.1%} | {t['breaks']:,} | {t['missing']:,} |"
+                  f"{t['reads']:,} | {t['input']:,} | ${t['cost']:.3f} | {vs:+.1%} | {t['breaks']:,} | "
+                  f"{t['missing']:,} |"
                   f"  <!-- {time.perf_counter() - t0:.1f} s -->")
 
 

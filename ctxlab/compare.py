@@ -182,8 +182,8 @@ def measure_on_replay(conv: Any, replayed: Any, baseline: Any, *, model: str, pr
     chosen = price if price is not None else load_prices()
     nf = facts if facts is not None else needed_facts(conv)
     fid = needed_recall(replayed, nf)
-    return ReplayMeasures(replayed, fid, replay_cost(replayed, conv, model=model, price=chosen, read_backs=fid.read_backs),
-                          replay_cost(baseline, conv, model=model, price=chosen))
+    cost = replay_cost(replayed, conv, model=model, price=chosen, read_backs=fid.read_backs)
+    return ReplayMeasures(replayed, fid, cost, replay_cost(baseline, conv, model=model, price=chosen))
 
 
 def _change(value: float) -> str:

@@ -308,8 +308,8 @@ READ_BACK_MODEL = ("one more call per read-back: the prompt of the call that nee
 
 def _read_back_cost(rb: Any, chosen: Price | None, rule: str, minimum: int) -> CallCost:
     """The modelled call of one ``strategies.offload.ReadBack`` (see ``READ_BACK_MODEL``)."""
-    cached, _ = _cached(rule, minimum, True, rb.prompt_tokens, rb.prompt_tokens, True, rb.prompt_tokens + rb.read_tokens)
     prompt = rb.prompt_tokens + rb.read_tokens
+    cached, _ = _cached(rule, minimum, True, rb.prompt_tokens, rb.prompt_tokens, True, prompt)
     uncached = prompt - cached
     out = READ_BACK_OUTPUT_TOKENS
     return CallCost(rb.turn, rb.index, prompt, cached, 0, uncached, out,

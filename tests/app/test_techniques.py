@@ -29,7 +29,8 @@ def test_offload_in_the_chinese_lab_prices_its_read_backs_and_leaves_no_english(
         at.run()
         assert not at.exception, at.exception
         texts = visible_text(at)
-        assert any("建模的回读调用" in t and "其中包含" in t for t in texts), [t for t in texts if "回读" in t]
+        reads = [t for t in texts if "回读" in t]
+        assert any("建模的回读调用" in t and "其中包含" in t for t in reads), reads
         assert any("次建模的回读" in (m.help or "") and "算作已提供" in (m.help or "") for m in at.metric)
         left = english_left(at, allow=PRODUCTS, engine_text={load_prices().get("gpt-4o").source})
         assert not left, report(left)
@@ -57,8 +58,9 @@ def test_the_lab_replays_with_deferred_tools_as_the_engine_does(monkeypatch, dat
     r = replay(view, strategy, budget, tools=tools)
     mean = sum(c.tools.tokens for c in r.calls) / len(r.calls)
     captions = [c.value for c in at.caption if c.value.startswith("Tool definitions:")]
-    assert captions == [f"Tool definitions: {mean:,.0f} tokens a call on average (all of them: {budget.tools_tokens:,}); "
-                        f"the list changed at 0 calls; 0 calls used a tool that was not sent."]
+    assert captions == [f"Tool definitions: {mean:,.0f} tokens a call on average (all of them: "
+                        f"{budget.tools_tokens:,}); the list changed at 0 calls; 0 calls used a tool that was "
+                        "not sent."]
     assert mean < budget.tools_tokens  # fewer tool tokens than sending all ten
 
 
