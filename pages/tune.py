@@ -31,8 +31,7 @@ from tunejob import SweepJob
 from ctxlab.i18n import N_, _, local, use
 from ui import config_downloads, native_downloads, strategy_title, translated_columns
 
-UPLOAD_TYPES = tuple(s.lstrip(".") for s in TRACE_SUFFIXES)
-"""What the uploaders take: every file ending a sweep folder is searched for."""
+UPLOAD_TYPES = tuple(s.lstrip(".") for s in TRACE_SUFFIXES)  # every file ending a sweep folder is searched for
 
 SETS = {"samples": N_("Bundled samples"), "upload": N_("Upload files"), "folder": N_("Upload a folder"),
         "current": N_("The sidebar's conversation")}
