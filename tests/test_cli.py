@@ -164,3 +164,24 @@ def test_model_modules_are_named_for_what_they_hold():
     assert Conversation and MODELS
     import importlib.util
     assert importlib.util.find_spec("ctxlab.model") is None and importlib.util.find_spec("ctxlab.models") is None
+
+
+def test_tools_query_without_the_embedding_model_says_so_once_and_exits_2(tmp_path, capsys, monkeypatch):
+    """A built index queried where the offline model's package is missing (a core install, issue 31.3):
+    one line naming [retrieval] and exit 2, not exit 0 with every tool sent and the message per tool."""
+    from ctxlab.tools import embeddings
+    monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("CTXLAB_CHROMA_HOST", raising=False)
+    catalog = str(SAMPLES / "tools_ecommerce.json")
+    assert main(["tools", "index", "--catalog", catalog]) == 0
+    capsys.readouterr()
+    embeddings._local_session.cache_clear()
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails as if never installed
+    try:
+        code = main(["tools", "query", "--catalog", catalog, "I want my money back"])
+    finally:
+        embeddings._local_session.cache_clear()
+    out, err = capsys.readouterr()
+    assert code == 2 and not out.strip(), out[:500]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "[retrieval]" in lines[0] and "onnxruntime" in lines[0], err

