@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -30,7 +31,7 @@ from ctxlab.sessions.responder import (CannedTools, ModelResponder, ScriptedResp
 from ctxlab.strategies import Budget
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.generate import generate
-from ui import over_budget_note
+from ui import over_budget_note, text_width
 from ctxlab.tokens import CATEGORIES
 
 NEW = "new"
@@ -202,6 +203,12 @@ HISTORY_COLUMNS = {"turn": N_("turn"), "acted": N_("acted"), "tokens": N_("token
                    "summarized": N_("summarized"), "dropped": N_("dropped"), "cleared": N_("cleared")}
 
 
+def _history_columns(rows: list[dict]) -> dict[str, Any]:
+    """The compression history's columns, each wide enough for its longest cell ("16,005 → 15,210" was cut)."""
+    return {c: st.column_config.Column(_(label), width=text_width([_(label), *(str(r[c]) for r in rows)]))
+            for c, label in HISTORY_COLUMNS.items()}
+
+
 def _side(session: Session) -> None:
     """What is sent this turn, the running summary, the compression history, the counters."""
     sent = session.context()  # first: it may run the strategy (before every call), which updates the record
@@ -229,7 +236,7 @@ def _side(session: Session) -> None:
              "dropped": len(c.dropped), "cleared": len(c.cleared)} for c in reversed(session.compressions())]
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="chat_history_table",
-                     column_config={c: st.column_config.Column(_(label)) for c, label in HISTORY_COLUMNS.items()})
+                     column_config=_history_columns(rows))
     else:
         st.caption(_("The strategy runs before every model call (or at every user message, with apply_at "
                      "turn_start); nothing has run yet."))

@@ -185,3 +185,16 @@ def test_tools_query_without_the_embedding_model_says_so_once_and_exits_2(tmp_pa
     assert code == 2 and not out.strip(), out[:500]
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "[retrieval]" in lines[0] and "onnxruntime" in lines[0], err
+
+
+def test_every_commands_summary_in_help_is_a_whole_sentence(capsys):
+    """`ctxlab --help` showed replay's summary cut at the docstring's line end ("...prompt tokens and")."""
+    from ctxlab.cli.core import COMMANDS, build_parser
+    build_parser()
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "print every call's prompt tokens and fit, needed_recall per call" in shown
+    for name, (_args, fn) in COMMANDS.items():
+        first = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
+        assert first.endswith((".", ")")), (name, first)

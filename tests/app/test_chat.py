@@ -217,3 +217,17 @@ def test_the_long_sample_agent_plays_thirty_tickets_offline_not_placeholders(dat
     assert replies and "(The script" not in text and "are all played" not in text
     assert "Next scripted message: Ticket TCK" in " ".join(c.value for c in at.caption)  # 24 more to go
     assert int(metric(at, "Times it acted")) >= 1  # six tickets overflow its 8K limit: the summary works
+
+
+def test_the_compression_historys_token_column_shows_its_numbers_whole(data_dir, monkeypatch):
+    """Issue 31.6: the "tokens" cell ("16,005 → 15,210") was cut to "16,005 -> 16,00": each column is now at
+    least as wide as its longest cell needs."""
+    from ui import text_width
+    from .helpers import column_config
+    at = _started(monkeypatch)
+    at.button(key="chat_send_scripted").click().run()
+    table = next(d for d in at.dataframe if "summarized" in d.value.columns)
+    widths = {name: spec.get("width") for name, spec in column_config(table).items()}
+    longest = max(table.value["tokens"], key=len)
+    assert "→" in longest and isinstance(widths.get("tokens"), int), widths
+    assert widths["tokens"] >= text_width([longest])
