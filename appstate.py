@@ -345,6 +345,21 @@ def current_conversation() -> ctxlab.Conversation | None:
     return parse(text) if text else None
 
 
+def _own_tools_note(n_own: int, own: int, stale: bool) -> str:
+    """The budget's note when it counts the conversation's own tools (``stale``: a Tool Retrieval
+    selection exists, made for another conversation or model); a conversation without tools says so."""
+    if n_own == 0:
+        return _("Tool definitions in the budget: none, the conversation has no tools; the Tool Retrieval selection "
+                 "was made for another conversation or model: open Tool Retrieval to select again.") if stale else \
+            _("Tool definitions in the budget: none, the conversation has no tools.")
+    if stale:
+        return _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens); the Tool "
+                 "Retrieval selection was made for another conversation or model: open Tool Retrieval to select "
+                 "again.").format(n=n_own, own=own)
+    return _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens).").format(
+        n=n_own, own=own)
+
+
 def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
     """The tool-definition tokens the budget counts, which catalog they come from (in words),
     and whether they exceed all of the conversation's own tools. The Tool Retrieval selection
@@ -354,13 +369,14 @@ def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
     n_own = len(conv.tools)
     override, src = st.session_state.tool_tokens_override, st.session_state.get("tool_tokens_source")
     if override is None or not src:
-        return own, _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens).").format(
-            n=n_own, own=own), False
+        return own, _own_tools_note(n_own, own, False), False
     if src.get("conversation") != text_hash(st.session_state.conversation_text or "") or src.get("model") != model:
-        return own, _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens); the "
-                      "Tool Retrieval selection was made for another conversation or model: open Tool Retrieval to "
-                      "select again.").format(n=n_own, own=own), False
+        return own, _own_tools_note(n_own, own, True), False
     if int(override) > own:
+        if n_own == 0:
+            return int(override), _("Tool definitions in the budget: {sel:,} tokens, the tools retrieval selects from "
+                                    "{label}; the conversation has no tools of its own: that catalog is not the "
+                                    "conversation's.").format(sel=int(override), label=src["label"]), True
         return int(override), _("Tool definitions in the budget: {sel:,} tokens, the tools retrieval selects from "
                                 "{label}, more than all the conversation's own {n} tools ({own:,} tokens): that "
                                 "catalog is not the conversation's.").format(
