@@ -30,12 +30,14 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "sample_data"
 DEFAULT_SAMPLE = "ecommerce_refund.json"
 DEFAULT_SAMPLES = {"zh": "zh_support_agent.json"}
 """The first sample by interface language: a Chinese user starts on a Chinese conversation."""
+AUTO_FORMAT = "auto"
 SOURCES = {"sample": N_("Sample"), "paste": N_("Paste"), "upload": N_("Upload"), "generate": N_("Generate")}
 
 DEFAULTS: dict[str, Callable[[], Any]] = {
     "source": lambda: "sample",          # sample | paste | upload | generate
     "sample_name": lambda: DEFAULT_SAMPLES.get(language(), DEFAULT_SAMPLE),
     "paste_text": lambda: "",
+    "input_format": lambda: AUTO_FORMAT,  # the format the input is read as: detected, or one the user names
     "conversation_text": lambda: None,   # the text of the conversation in use (last good input)
     "conversation_label": lambda: "",    # where it came from, for captions
     "input_error": lambda: None,         # the engine's message for the last bad input
@@ -148,8 +150,35 @@ def conversation_parts(text: str) -> list[tuple[str, str]]:
         return _parts(f"{text_hash(text)}|{language()}", text)  # the labels are in the language in use
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _read_as(text_key: str, fmt: str, _text: str) -> str:
+    """The input read as format ``fmt`` (detection skipped), written back as OpenAI messages that
+    every page reads the same way: one conversation as JSON, several as JSONL (one a line)."""
+    convs = ctxlab.load_all(_text, format=fmt)
+    docs = [{**ctxlab.export(c, "openai").data, "facts": list(c.facts), "title": c.metadata.get("title", "")}
+            for c in convs]
+    return json.dumps(docs[0]) if len(docs) == 1 else "\n".join(json.dumps(d) for d in docs) + "\n"
+
+
+def _format_picker() -> None:
+    """The sidebar's Format option: detect the input's format, or read it as the format named (a file
+    that detection reads as another format, e.g. a bare mini-swe-agent message list). Its own function:
+    the input panel's other options sit beside it."""
+    from ctxlab.formats import FORMATS
+    titles = {AUTO_FORMAT: _("detect (auto)"), **{k: f.title for k, f in FORMATS.items()}}
+    if st.session_state.get("input_format") not in titles:
+        st.session_state.input_format = AUTO_FORMAT
+    st.sidebar.selectbox(_("Format"), list(titles), key="input_format", format_func=titles.__getitem__,
+                         help=_("How to read the input: detected, or the format you name (when an error asks you to "
+                                "pick the format). A named format is read, then used as OpenAI messages."))
+
+
 def _try_use(text: str, label: str) -> None:
+    fmt = st.session_state.get("input_format", AUTO_FORMAT)
     try:
+        if fmt != AUTO_FORMAT:
+            text = _read_as(text_hash(text), fmt, text)
+            label = _("{label}, read as {format}").format(label=label, format=fmt)
         parts = conversation_parts(text)
     except CtxlabError as e:
         st.session_state.input_error = error_text(e)
@@ -320,6 +349,7 @@ def input_panel() -> None:
     persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum
     st.sidebar.header(_("Conversation"))
     _conversation_input()
+    _format_picker()
     _pick_conversation()
     if st.session_state.input_error:
         st.sidebar.error(md_escape(local(st.session_state.input_error)))

@@ -29,7 +29,7 @@ from ctxlab.sweep import COLUMNS, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
 from ctxlab.i18n import N_, _, local, use
-from ui import config_downloads, native_downloads, strategy_title, translated_columns
+from ui import config_downloads, native_downloads, snippet_download, strategy_title, translated_columns
 
 SETS = {"samples": N_("Bundled samples"), "upload": N_("Upload files"), "folder": N_("Upload a folder"),
         "current": N_("The sidebar's conversation")}
@@ -298,6 +298,7 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
                  "agent's.").format(n=tools_tokens))
     config_downloads(config, _("ctxlab config"), "tuned", "tune_dl")
     native_downloads(config, "tune_dl")
+    snippet_download(config, strategy.apply_at, "tune_dl_snippet", show_code=False)  # every target, as in the Lab
 
 
 def _results(result: SweepResult, tools_tokens: int) -> None:
