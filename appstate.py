@@ -165,7 +165,7 @@ def _format_picker() -> None:
     that detection reads as another format, e.g. a bare mini-swe-agent message list). Its own function:
     the input panel's other options sit beside it."""
     from ctxlab.formats import FORMATS
-    titles = {AUTO_FORMAT: _("detect (auto)"), **{k: f.title for k, f in FORMATS.items()}}
+    titles = {AUTO_FORMAT: _("detect (auto)"), **{k: _(f.title) for k, f in FORMATS.items()}}  # titles: sidebar.po
     if st.session_state.get("input_format") not in titles:
         st.session_state.input_format = AUTO_FORMAT
     st.sidebar.selectbox(_("Format"), list(titles), key="input_format", format_func=titles.__getitem__,
@@ -313,12 +313,21 @@ LANG_KEY = "lang"
 """Session-state key of the interface language; the URL's ``?lang=`` keeps it across reloads."""
 
 
+def _follow_language_sample(lang: str) -> None:
+    """A first sample left as it was (some language's default) becomes the new language's: switching
+    to 中文 opens the Chinese sample, and back. A sample the user picked stays."""
+    defaults = {DEFAULT_SAMPLE, *DEFAULT_SAMPLES.values()}
+    if st.session_state.get("sample_name") in defaults:
+        st.session_state.sample_name = DEFAULT_SAMPLES.get(lang, DEFAULT_SAMPLE)
+
+
 def _on_language_change() -> None:
     lang = st.session_state.get(LANG_KEY)
     if lang not in LANGUAGES:  # a click on the selected option clears the control: keep the language
         lang = st.query_params.get(LANG_KEY) if st.query_params.get(LANG_KEY) in LANGUAGES else use(None)
         st.session_state[LANG_KEY] = lang
     st.query_params[LANG_KEY] = lang
+    _follow_language_sample(lang)
 
 
 def choose_language() -> str:
