@@ -26,7 +26,14 @@ PAGES = [
 choose_language()  # before the navigation: its titles are translated
 here = Path(__file__).resolve().parent
 present = [p for p in PAGES if (here / p[0]).exists()]
-nav = st.navigation([st.Page(path, title=_(title), icon=icon, default=k == 0)
-                     for k, (path, title, icon) in enumerate(present)])
+# The first page is served at "/" (its url_path "home" only names it inside Streamlit); its own address
+# (/strategy_lab, as in a link someone shared) opens it too, through an unlisted copy: without it, Streamlit
+# answered "Page not found".
+pages = [st.Page(path, title=_(title), icon=icon, default=k == 0, url_path="home" if k == 0 else None)
+         for k, (path, title, icon) in enumerate(present)]
+if present:
+    path, title, icon = present[0]
+    pages.append(st.Page(path, title=_(title), icon=icon, url_path=Path(path).stem, visibility="hidden"))
+nav = st.navigation(pages)
 show_tour([page[0] for page in present])  # a newcomer's three first stops, until dismissed
 nav.run()

@@ -330,8 +330,23 @@ def _on_language_change() -> None:
     _follow_language_sample(lang)
 
 
+def _follow_app_navigation() -> None:
+    """Run under app.py's navigation even when a deep link is the server's first request. With a
+    ``pages/`` folder beside app.py, Streamlit starts in its old multipage mode until app.py calls
+    ``st.navigation``; a first request for ``/chat`` ran pages/chat.py alone, under a navigation of
+    file names ("app", "agent loop"), without the tour, and ``/strategy_lab`` was "Page not found".
+    Leaving that mode and rerunning runs app.py, which opens the page the link asked for (a page's
+    address is the same in both modes). Pages run alone (AppTest, ``streamlit run pages/x.py``) are
+    never in that mode."""
+    from streamlit.runtime.pages_manager import PagesManager
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def choose_language() -> str:
     """Set this run's language: the user's choice, else the URL's ``?lang=``, else the browser's."""
+    _follow_app_navigation()  # first: every page calls this before drawing anything
     lang = st.session_state.get(LANG_KEY)
     if lang not in LANGUAGES:
         lang = st.query_params.get(LANG_KEY)
