@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from appstate import choose_language
+from appstate import choose_language, follow_app_navigation
 from ctxlab.i18n import N_, _
 from tour import show_tour
 
@@ -23,6 +23,7 @@ PAGES = [
     ("pages/agents.py", N_("Agents"), ":material/smart_toy:"),
     ("pages/chat.py", N_("Chat"), ":material/chat:"),
 ]
+follow_app_navigation(rerun=False)  # this run is app.py's: no rerun needed to leave the pages-folder mode
 choose_language()  # before the navigation: its titles are translated
 here = Path(__file__).resolve().parent
 present = [p for p in PAGES if (here / p[0]).exists()]

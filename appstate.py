@@ -330,23 +330,25 @@ def _on_language_change() -> None:
     _follow_language_sample(lang)
 
 
-def _follow_app_navigation() -> None:
+def follow_app_navigation(rerun: bool = True) -> None:
     """Run under app.py's navigation even when a deep link is the server's first request. With a
     ``pages/`` folder beside app.py, Streamlit starts in its old multipage mode until app.py calls
     ``st.navigation``; a first request for ``/chat`` ran pages/chat.py alone, under a navigation of
     file names ("app", "agent loop"), without the tour, and ``/strategy_lab`` was "Page not found".
     Leaving that mode and rerunning runs app.py, which opens the page the link asked for (a page's
     address is the same in both modes). Pages run alone (AppTest, ``streamlit run pages/x.py``) are
-    never in that mode."""
+    never in that mode. :func:`input_panel` calls it (every page draws the sidebar; a callback
+    must not: its rerun would drop the callback's work). app.py itself calls this with ``rerun=False`` (it is about to call
+    ``st.navigation``, which leaves the mode too): a rerun there would only cost a run."""
     from streamlit.runtime.pages_manager import PagesManager
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        if rerun:
+            st.rerun()
 
 
 def choose_language() -> str:
     """Set this run's language: the user's choice, else the URL's ``?lang=``, else the browser's."""
-    _follow_app_navigation()  # first: every page calls this before drawing anything
     lang = st.session_state.get(LANG_KEY)
     if lang not in LANGUAGES:
         lang = st.query_params.get(LANG_KEY)
@@ -368,6 +370,7 @@ def language_switch() -> None:
 
 def input_panel() -> None:
     """The shared sidebar: language, conversation input, then model and budget."""
+    follow_app_navigation()  # first: every page draws the sidebar (never from a callback, where a rerun is lost)
     language_switch()  # first: the defaults (the first sample) depend on the language
     init_state()
     persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum

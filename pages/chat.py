@@ -96,6 +96,27 @@ def _session() -> Session | None:
         return None
 
 
+def script_of(history: list[dict], scripts: list[str]) -> str | None:
+    """The script a session plays: the one whose first user message opens its history (None: none does,
+    e.g. a session typed by hand)."""
+    first = next((str(m.get("content") or "") for m in history if m.get("role") == "user"), None)
+    if first is None:
+        return None
+    return next((n for n in scripts if script_for(n)[0].user_messages[:1] == [first]), None)
+
+
+def _follow_session_script(scripts: list[str]) -> None:
+    """A session picked (or resumed after a restart) shows the script it plays, not its agent's first one."""
+    pick = st.session_state.get("chat_session_pick")
+    if pick == st.session_state.get("chat_script_session"):
+        return
+    st.session_state.chat_script_session = pick
+    session = _session()
+    found = script_of(session.history(), scripts) if session is not None else None
+    if found:
+        st.session_state.chat_script = found
+
+
 def _responder():
     if model_configured():
         return ModelResponder()
@@ -296,6 +317,7 @@ top[1].selectbox(_("Session"), [NEW, *infos], key="chat_session_pick",
                                                              time=f"{infos[i].created_at:%Y-%m-%d %H:%M}"),
                  help=_("Resume any session of this agent, also after a restart"))
 top[2].button(_("Start a new session"), key="chat_new", on_click=_start_session, args=(profile,))
+_follow_session_script(scripts)
 
 if model_configured():
     try:
