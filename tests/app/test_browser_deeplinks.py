@@ -9,7 +9,7 @@ import pytest
 from ctxlab import i18n
 
 from ..conftest import ROOT
-from .browser import free_port, launch, missing_requirements, settle, start_app, stop_app, wait_until_ready
+from .browser import launch, missing_requirements, served_app, settle
 from .test_browser import nav_pages
 
 pytestmark = pytest.mark.browser
@@ -54,21 +54,14 @@ def test_deep_links_first_after_a_restart_show_the_apps_navigation(tmp_path, mon
     monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CTXLAB_SESSIONS_URL"):
         monkeypatch.delenv(name, raising=False)
-    port, log = free_port(), ARTIFACTS / "streamlit-deeplinks.log"
-    proc = start_app(ROOT, port, log)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_ready(proc, url, log)
-        with sync_playwright() as p:
-            browser = launch(p)
-            try:
-                zh = _open(browser, f"{url}/tool_retrieval?lang=zh", "deeplink-tool-retrieval-zh.png")  # the first
-                chat = _open(browser, f"{url}/chat", "deeplink-chat.png")
-                lab = _open(browser, f"{url}/strategy_lab", "deeplink-strategy-lab.png")
-            finally:
-                browser.close()
-    finally:
-        stop_app(proc)
+    with served_app(ROOT, ARTIFACTS / "streamlit-deeplinks.log") as url, sync_playwright() as p:
+        browser = launch(p)
+        try:
+            zh = _open(browser, f"{url}/tool_retrieval?lang=zh", "deeplink-tool-retrieval-zh.png")  # the first request
+            chat = _open(browser, f"{url}/chat", "deeplink-chat.png")
+            lab = _open(browser, f"{url}/strategy_lab", "deeplink-strategy-lab.png")
+        finally:
+            browser.close()
     assert zh["nav"] == _titles("zh") and zh["h1"] == "工具检索" and zh["tour"] == 1, zh
     assert chat["nav"] == _titles("en") and chat["h1"] == "Chat" and chat["tour"] == 1, chat
     assert lab["h1"] == "Strategy Lab" and lab["path"] == "strategy_lab" and not lab["dialogs"], lab
