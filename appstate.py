@@ -338,8 +338,8 @@ def follow_app_navigation(rerun: bool = True) -> None:
     Leaving that mode and rerunning runs app.py, which opens the page the link asked for (a page's
     address is the same in both modes). Pages run alone (AppTest, ``streamlit run pages/x.py``) are
     never in that mode. :func:`input_panel` calls it (every page draws the sidebar; a callback
-    must not: its rerun would drop the callback's work). app.py itself calls this with ``rerun=False`` (it is about to call
-    ``st.navigation``, which leaves the mode too): a rerun there would only cost a run."""
+    must not: its rerun would drop the callback's work). app.py itself calls this with
+    ``rerun=False`` (it is about to call ``st.navigation``, which leaves the mode too)."""
     from streamlit.runtime.pages_manager import PagesManager
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False

@@ -38,7 +38,8 @@ def main() -> None:
     a = ap.parse_args()
     sets = {n: d for n, d in bz.load_sets(Path(a.acebench), 10).items() if n in a.sets.split(",")}
     cache = Path(os.environ.get("CTXLAB_BENCH_CACHE") or Path(tempfile.gettempdir()) / "ctxlab-bench-cache")
-    print(f"load {os.getloadavg()[0]:.1f}; sets: " + ", ".join(f"{n} ({len(d['catalog'])} tools)" for n, d in sets.items()))
+    named = ", ".join(f"{n} ({len(d['catalog'])} tools)" for n, d in sets.items())
+    print(f"load {os.getloadavg()[0]:.1f}; sets: {named}")
     default = select_module.LEXICAL_WEIGHT
     for name in a.providers.split(","):
         provider = bz.DiskMemo(get_provider(name), cache)

@@ -34,8 +34,9 @@ PRESETS = {label: model for label, model in CLASSIC}
 PRESETS.update({f"{m} ({ctxlab.MODELS[m].context_window // 1000:,}K)": m for m in CURRENT if m in ctxlab.MODELS})
 NO_TOOLS = "none"
 NEW_AGENT_LIMIT = SIDEBAR_DEFAULTS["max_tokens"]()
-"""A new agent's context limit: the sidebar's small default, so its strategy acts on the Chat page's scripts
-(the 30-ticket script reaches about 35,000 tokens); a model preset fills the model's whole window."""
+# (a new agent's context limit: the sidebar's small default, so its strategy acts on the Chat page's scripts,
+# whose 30-ticket one reaches about 35,000 tokens; a model preset fills the model's whole window. A comment,
+# not a string: a bare string on a page is drawn on it)
 SESSION_COLUMNS = {"title": N_("title"), "messages": N_("messages"), "strategy": N_("strategy"),
                    "created_at": N_("created_at"), "updated_at": N_("updated_at")}
 # (the sessions table's columns and their headers: in English, the column names themselves)

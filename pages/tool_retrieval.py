@@ -32,10 +32,10 @@ from ctxlab.tools.select import DEFAULT_THRESHOLD, Selection
 SAMPLE_CATALOG = ROOT / "sample_data" / "tools_ecommerce.json"
 SAMPLE_QUERIES = ROOT / "sample_data" / "tool_queries_ecommerce.jsonl"
 DEFAULT_QUERY = "The blender from order ORD-104233 arrived broken. I want my money back."
-SAMPLE_SETS = {"zh": (ROOT / "sample_data" / "tools_zh_support.json", ROOT / "sample_data" / "tool_queries_zh_support.jsonl",
-                      "我要退货退款，订单号 YJ20261108-4471。")}
-"""Per interface language: the sample catalog, its labeled queries and the example query (English otherwise), so a
-Chinese user starts on the Chinese catalog with a Chinese question."""
+SAMPLE_SETS = {"zh": (ROOT / "sample_data" / "tools_zh_support.json",
+                      ROOT / "sample_data" / "tool_queries_zh_support.jsonl", "我要退货退款，订单号 YJ20261108-4471。")}
+# (per interface language: the sample catalog, its labeled queries and the example query, English otherwise, so
+# a Chinese user starts on the Chinese catalog with a Chinese question; a comment: a bare string is drawn)
 CATALOGS = {"sample": N_("Sample catalog"), "conversation": N_("The conversation's tools"),
             "upload": N_("Upload a tool list")}
 QUERY_SOURCES = {"text": N_("Free text"), "conversation": N_("The conversation's newest user message")}
