@@ -26,7 +26,8 @@ from ctxlab.tokens import TokenCounter
 from ctxlab.tools import (TUNED_CONTEXT, OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, conversation_query,
                           data_dir, get_provider, query_from_conversation, sweep)
 from ctxlab.tools.lexical import tokenize
-from ctxlab.tools.confidence import DEFAULT_ON_NO_MATCH
+from ctxlab.tools.confidence import DEFAULT_ON_NO_MATCH, TUNED_THRESHOLDS
+from ctxlab.tools.embeddings import PROVIDERS as MODEL_CLASSES, default_provider_for
 from ctxlab.tools.select import DEFAULT_THRESHOLD, Selection
 
 SAMPLE_CATALOG = ROOT / "sample_data" / "tools_ecommerce.json"
@@ -146,6 +147,21 @@ def _provider(name: str, typed_key: str) -> Any:
     return get_provider(name)
 
 
+def _follow_model_threshold(catalog: ToolCatalog) -> None:
+    """The threshold starts as the one tuned for the model the provider picked (MiniLM's 0.26 means nothing
+    to e5, whose scores sit near 0.9) and follows a provider change until the user moves the slider."""
+    name = st.session_state.get("tr_provider", "auto")
+    if name == "auto":
+        name = default_provider_for([t.description for t in catalog.tools])
+    cls = MODEL_CLASSES.get(name)
+    model_id = getattr(cls, "model_id", None) if cls is not None else None  # a dataclass field's default
+    tuned = TUNED_THRESHOLDS.get(model_id) if isinstance(model_id, str) else None
+    filled = st.session_state.get("tr_threshold_filled", DEFAULT_THRESHOLD)
+    if tuned is not None and st.session_state.get("tr_threshold") == filled:
+        st.session_state.tr_threshold = tuned
+        st.session_state.tr_threshold_filled = tuned
+
+
 def _mark_chosen() -> None:
     st.session_state[CHOSEN] = True
 
@@ -262,6 +278,7 @@ if [n for n in st.session_state.tr_always if n not in catalog.names]:
 
 st.subheader(_("Retrieval settings"))
 s1, s2, s3 = st.columns([1, 1, 1], gap="large")
+_follow_model_threshold(catalog)
 top_k = s1.slider(_("Top k"), 1, 20, key="tr_top_k", help=_("At most this many tools picked by similarity"))
 threshold = s1.slider(_("Threshold"), 0.0, 1.0, step=0.01, key="tr_threshold",
                       help=_("A tool is picked only when its ranking score reaches this (when none does, retrieval "

@@ -622,6 +622,7 @@ def test_chinese_on_the_chinese_sample_picks_the_multilingual_model_and_finds_th
         assert not at.exception, at.exception
         status = next(c.value for c in at.caption if c.value.startswith("索引")).replace("\\", "")
         assert "multilingual-e5" in status, status
+        assert at.slider(key="tr_threshold").value == 0.83  # e5's tuned threshold, not MiniLM's 0.26
         sent = _sent(at)
         assert sent["name"][0] in RETURN_OR_REFUND and len(sent) < 40, list(sent["name"])
         assert not [w for w in at.warning if "没有" in w.value and "40" in w.value]  # not "unsure: all 40 tools"
