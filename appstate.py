@@ -30,12 +30,14 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "sample_data"
 DEFAULT_SAMPLE = "ecommerce_refund.json"
 DEFAULT_SAMPLES = {"zh": "zh_support_agent.json"}
 """The first sample by interface language: a Chinese user starts on a Chinese conversation."""
+AUTO_FORMAT = "auto"
 SOURCES = {"sample": N_("Sample"), "paste": N_("Paste"), "upload": N_("Upload"), "generate": N_("Generate")}
 
 DEFAULTS: dict[str, Callable[[], Any]] = {
     "source": lambda: "sample",          # sample | paste | upload | generate
     "sample_name": lambda: DEFAULT_SAMPLES.get(language(), DEFAULT_SAMPLE),
     "paste_text": lambda: "",
+    "input_format": lambda: AUTO_FORMAT,  # the format the input is read as: detected, or one the user names
     "conversation_text": lambda: None,   # the text of the conversation in use (last good input)
     "conversation_label": lambda: "",    # where it came from, for captions
     "input_error": lambda: None,         # the engine's message for the last bad input
@@ -148,8 +150,35 @@ def conversation_parts(text: str) -> list[tuple[str, str]]:
         return _parts(f"{text_hash(text)}|{language()}", text)  # the labels are in the language in use
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _read_as(text_key: str, fmt: str, _text: str) -> str:
+    """The input read as format ``fmt`` (detection skipped), written back as OpenAI messages that
+    every page reads the same way: one conversation as JSON, several as JSONL (one a line)."""
+    convs = ctxlab.load_all(_text, format=fmt)
+    docs = [{**ctxlab.export(c, "openai").data, "facts": list(c.facts), "title": c.metadata.get("title", "")}
+            for c in convs]
+    return json.dumps(docs[0]) if len(docs) == 1 else "\n".join(json.dumps(d) for d in docs) + "\n"
+
+
+def _format_picker() -> None:
+    """The sidebar's Format option: detect the input's format, or read it as the format named (a file
+    that detection reads as another format, e.g. a bare mini-swe-agent message list). Its own function:
+    the input panel's other options sit beside it."""
+    from ctxlab.formats import FORMATS
+    titles = {AUTO_FORMAT: _("detect (auto)"), **{k: _(f.title) for k, f in FORMATS.items()}}  # titles: sidebar.po
+    if st.session_state.get("input_format") not in titles:
+        st.session_state.input_format = AUTO_FORMAT
+    st.sidebar.selectbox(_("Format"), list(titles), key="input_format", format_func=titles.__getitem__,
+                         help=_("How to read the input: detected, or the format you name (when an error asks you to "
+                                "pick the format). A named format is read, then used as OpenAI messages."))
+
+
 def _try_use(text: str, label: str) -> None:
+    fmt = st.session_state.get("input_format", AUTO_FORMAT)
     try:
+        if fmt != AUTO_FORMAT:
+            text = _read_as(text_hash(text), fmt, text)
+            label = _("{label}, read as {format}").format(label=label, format=fmt)
         parts = conversation_parts(text)
     except CtxlabError as e:
         st.session_state.input_error = error_text(e)
@@ -284,12 +313,38 @@ LANG_KEY = "lang"
 """Session-state key of the interface language; the URL's ``?lang=`` keeps it across reloads."""
 
 
+def _follow_language_sample(lang: str) -> None:
+    """A first sample left as it was (some language's default) becomes the new language's: switching
+    to 中文 opens the Chinese sample, and back. A sample the user picked stays."""
+    defaults = {DEFAULT_SAMPLE, *DEFAULT_SAMPLES.values()}
+    if st.session_state.get("sample_name") in defaults:
+        st.session_state.sample_name = DEFAULT_SAMPLES.get(lang, DEFAULT_SAMPLE)
+
+
 def _on_language_change() -> None:
     lang = st.session_state.get(LANG_KEY)
     if lang not in LANGUAGES:  # a click on the selected option clears the control: keep the language
         lang = st.query_params.get(LANG_KEY) if st.query_params.get(LANG_KEY) in LANGUAGES else use(None)
         st.session_state[LANG_KEY] = lang
     st.query_params[LANG_KEY] = lang
+    _follow_language_sample(lang)
+
+
+def follow_app_navigation(rerun: bool = True) -> None:
+    """Run under app.py's navigation even when a deep link is the server's first request. With a
+    ``pages/`` folder beside app.py, Streamlit starts in its old multipage mode until app.py calls
+    ``st.navigation``; a first request for ``/chat`` ran pages/chat.py alone, under a navigation of
+    file names ("app", "agent loop"), without the tour, and ``/strategy_lab`` was "Page not found".
+    Leaving that mode and rerunning runs app.py, which opens the page the link asked for (a page's
+    address is the same in both modes). Pages run alone (AppTest, ``streamlit run pages/x.py``) are
+    never in that mode. :func:`input_panel` calls it (every page draws the sidebar; a callback
+    must not: its rerun would drop the callback's work). app.py itself calls this with
+    ``rerun=False`` (it is about to call ``st.navigation``, which leaves the mode too)."""
+    from streamlit.runtime.pages_manager import PagesManager
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        if rerun:
+            st.rerun()
 
 
 def choose_language() -> str:
@@ -315,11 +370,13 @@ def language_switch() -> None:
 
 def input_panel() -> None:
     """The shared sidebar: language, conversation input, then model and budget."""
+    follow_app_navigation()  # first: every page draws the sidebar (never from a callback, where a rerun is lost)
     language_switch()  # first: the defaults (the first sample) depend on the language
     init_state()
     persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum
     st.sidebar.header(_("Conversation"))
     _conversation_input()
+    _format_picker()
     _pick_conversation()
     if st.session_state.input_error:
         st.sidebar.error(md_escape(local(st.session_state.input_error)))
@@ -345,6 +402,21 @@ def current_conversation() -> ctxlab.Conversation | None:
     return parse(text) if text else None
 
 
+def _own_tools_note(n_own: int, own: int, stale: bool) -> str:
+    """The budget's note when it counts the conversation's own tools (``stale``: a Tool Retrieval
+    selection exists, made for another conversation or model); a conversation without tools says so."""
+    if n_own == 0:
+        return _("Tool definitions in the budget: none, the conversation has no tools; the Tool Retrieval selection "
+                 "was made for another conversation or model: open Tool Retrieval to select again.") if stale else \
+            _("Tool definitions in the budget: none, the conversation has no tools.")
+    if stale:
+        return _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens); the Tool "
+                 "Retrieval selection was made for another conversation or model: open Tool Retrieval to select "
+                 "again.").format(n=n_own, own=own)
+    return _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens).").format(
+        n=n_own, own=own)
+
+
 def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
     """The tool-definition tokens the budget counts, which catalog they come from (in words),
     and whether they exceed all of the conversation's own tools. The Tool Retrieval selection
@@ -354,13 +426,14 @@ def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
     n_own = len(conv.tools)
     override, src = st.session_state.tool_tokens_override, st.session_state.get("tool_tokens_source")
     if override is None or not src:
-        return own, _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens).").format(
-            n=n_own, own=own), False
+        return own, _own_tools_note(n_own, own, False), False
     if src.get("conversation") != text_hash(st.session_state.conversation_text or "") or src.get("model") != model:
-        return own, _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens); the "
-                      "Tool Retrieval selection was made for another conversation or model: open Tool Retrieval to "
-                      "select again.").format(n=n_own, own=own), False
+        return own, _own_tools_note(n_own, own, True), False
     if int(override) > own:
+        if n_own == 0:
+            return int(override), _("Tool definitions in the budget: {sel:,} tokens, the tools retrieval selects from "
+                                    "{label}; the conversation has no tools of its own: that catalog is not the "
+                                    "conversation's.").format(sel=int(override), label=src["label"]), True
         return int(override), _("Tool definitions in the budget: {sel:,} tokens, the tools retrieval selects from "
                                 "{label}, more than all the conversation's own {n} tools ({own:,} tokens): that "
                                 "catalog is not the conversation's.").format(

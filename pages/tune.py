@@ -29,7 +29,7 @@ from ctxlab.sweep import COLUMNS, TRACE_SUFFIXES, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
 from ctxlab.i18n import N_, _, local, use
-from ui import config_downloads, native_downloads, strategy_title, translated_columns
+from ui import config_downloads, native_downloads, snippet_download, strategy_title, translated_columns
 
 UPLOAD_TYPES = tuple(s.lstrip(".") for s in TRACE_SUFFIXES)  # every file ending a sweep folder is searched for
 
@@ -300,6 +300,7 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
                  "agent's.").format(n=tools_tokens))
     config_downloads(config, _("ctxlab config"), "tuned", "tune_dl")
     native_downloads(config, "tune_dl")
+    snippet_download(config, strategy.apply_at, "tune_dl_snippet", show_code=False)  # every target, as in the Lab
 
 
 def _results(result: SweepResult, tools_tokens: int) -> None:

@@ -141,6 +141,13 @@ def _input_args(p: argparse.ArgumentParser) -> None:
                    help="refuse inputs larger than this many MB (default 50)")
 
 
+def summary(doc: str | None) -> str:
+    """A command's one-line help: the first paragraph of its docstring, whole (a summary that wraps
+    onto a second docstring line would otherwise end mid-sentence in ``ctxlab --help``)."""
+    first = (doc or "").strip().split("\n\n")[0]
+    return " ".join(first.split())
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand. With ``only``, just that command's
     arguments are added (each command imports what its arguments list, say the strategies or the
@@ -148,7 +155,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="ctxlab", description="Inspect, count, convert and trim LLM tool conversations.")
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (add_args, fn) in COMMANDS.items():
-        sp = subs.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
+        sp = subs.add_parser(name, help=summary(fn.__doc__))
         if only is None or name == only:
             add_args(sp)
         sp.set_defaults(run=fn)
