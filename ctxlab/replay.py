@@ -29,7 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from .conversation import Conversation, Message, Usage
+from .conversation import FINAL, Conversation, Message, Usage, starts_turn
 from .errors import CtxlabError
 from .segments import segment
 from .strategies.base import APPLY_AT, Strategy, get_strategy, result_view
@@ -322,9 +322,10 @@ def _source(source: Conversation | View | Sequence[Message], model: str | None,
 
 def call_points(messages: Sequence[Message]) -> list[int]:
     """The index of every model call: each assistant message, plus ``len(messages)`` when the
-    conversation does not end with an assistant message (the pending call)."""
+    conversation does not end with an assistant message (the pending call), unless the run ended
+    there (a submission or an exit the reader marked ``FINAL``: no call came after it)."""
     points = [i for i, m in enumerate(messages) if m.role == "assistant"]
-    if messages and messages[-1].role != "assistant":
+    if messages and messages[-1].role != "assistant" and not messages[-1].extra.get(FINAL):
         points.append(len(messages))
     return points
 
@@ -421,7 +422,7 @@ class _Walk:
         user_since = True  # a run starts a turn, even before its first user message
         for c, point in enumerate(call_points(messages)):
             new = messages[upto:point]
-            user_since = user_since or any(m.role == "user" for m in new)
+            user_since = user_since or any(starts_turn(m) for m in new)
             if view is None:
                 at = slice(upto, point)
                 view = View(new, self.whole.tokens[at], self.whole.categories[at], segment(new), self.counter,

@@ -11,7 +11,8 @@ An action without it (older, text-based runs) becomes a tool call named by its a
 ``edit``...) with its ``args``, and the observation whose ``cause`` is its id its result. User and
 agent ``message`` actions are user and assistant messages; a ``system`` action the system prompt; a
 ``condensation`` action's summary a user message marked as a compaction summary. Events the model
-never saw (agent state changes, recalls, null observations) are counted in a note.
+never saw (agent state changes, recalls, null observations) are counted in a note. An action's
+``llm_metrics.token_usages`` entry for its model response is that response's billed Usage.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from ..conversation import Message, ToolCall
+from dataclasses import replace
+
+from ..conversation import Message, ToolCall, Usage
 from ..errors import ShapeError, shown
 from ._trace import Trace, trace_format, compaction
 
@@ -91,6 +94,7 @@ class _Reader:
         self.text_actions = 0
         self.unsourced = 0
         self.open_synthetic: str | None = None
+        self.billed: set[Any] = set()  # response ids whose usage was given to a message
 
     def tool_action(self, e: dict, meta: dict) -> None:
         """An action from a tool call: joins the assistant message of its model response."""
@@ -106,7 +110,7 @@ class _Reader:
         at = self.response_at.get(rid) if rid is not None else None
         if at is not None:
             m = self.trace.messages[at]
-            self.trace.messages[at] = Message("assistant", m.content, tool_calls=m.tool_calls + (call,))
+            self.trace.messages[at] = replace(m, tool_calls=m.tool_calls + (call,))
             return
         self.trace.add([Message("assistant", _text(msg.get("content")) or _text(_args(e).get("thought")),
                                 tool_calls=(call,))])
@@ -186,7 +190,7 @@ class _Reader:
             at = self.response_at.get(rid) if rid is not None else None
             if at is not None:
                 m = self.trace.messages[at]
-                self.trace.messages[at] = Message("assistant", m.content, tool_calls=m.tool_calls + (call,))
+                self.trace.messages[at] = replace(m, tool_calls=m.tool_calls + (call,))
             else:
                 self.trace.add([Message("assistant", _text(e.get("thought")), tool_calls=(call,))])
                 if rid is not None:
@@ -213,11 +217,37 @@ class _Reader:
             self.v1(e)
         elif "action" in e:
             self.action(e)
+            self.bill(e)
         elif "observation" in e:
             self.observation(e)
         else:
             raise ShapeError("an event has neither 'action' nor 'observation'", where=f"event {k}",
                              hint="Give OpenHands events as its event stream or trajectory export wrote them")
+
+    def bill(self, e: dict) -> None:
+        """The billed usage of the model response an action came from: the entry of its
+        ``llm_metrics.token_usages`` with the response's id (the last entry for an action without
+        ``tool_call_metadata``), given to the assistant message of that response, once."""
+        metrics = e.get("llm_metrics") if isinstance(e.get("llm_metrics"), dict) else {}
+        usages = [u for u in metrics.get("token_usages") or () if isinstance(u, dict)]
+        last = len(self.trace.messages) - 1
+        if not usages or last < 0 or e.get("source") == "user":
+            return
+        meta = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
+        resp = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
+        rid = resp.get("id")
+        entry = next((u for u in reversed(usages) if u.get("response_id") == rid), None) if rid else usages[-1]
+        at = self.response_at.get(rid, last) if rid else last
+        key = entry.get("response_id") if entry else None
+        if entry is None or key in self.billed or self.trace.messages[at].role != "assistant":
+            return
+        self.billed.add(key)
+        n = lambda k: entry.get(k) if isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool) else None  # noqa: E731
+        if n("prompt_tokens") is not None:
+            model = entry.get("model") if isinstance(entry.get("model"), str) else None
+            self.trace.messages[at] = replace(self.trace.messages[at], usage=Usage(
+                n("prompt_tokens"), n("completion_tokens"), n("cache_read_tokens"), n("cache_write_tokens"), model))
+            self.trace.model = self.trace.model or model
 
     def final_finish(self) -> None:
         """A run ends with a ``finish`` call that no observation answers: the agent's last word, kept as
