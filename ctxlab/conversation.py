@@ -50,6 +50,8 @@ FINAL = "ctxlab_final"
 #: a message whose tokens are given, not counted (the part of the prompt a trace does not log,
 #: inferred from the bill: see ``ctxlab.prefix``)
 FIXED_TOKENS = "ctxlab_tokens"
+#: the unlogged prefix's segment: how its size was found (``ctxlab.prefix.Prefix.to_dict``)
+UNLOGGED = "ctxlab_unlogged"
 
 
 def starts_turn(m: "Message") -> bool:

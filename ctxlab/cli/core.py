@@ -139,6 +139,21 @@ def _input_args(p: argparse.ArgumentParser) -> None:
                    help="refuse inputs larger than this many MB (default 50)")
 
 
+def prefix_args(p: argparse.ArgumentParser) -> None:
+    """``--prefix``: the part of the prompt the file does not log (see ``ctxlab.prefix``)."""
+    p.add_argument("--prefix", metavar="N|FILE",
+                   help="the system prompt and tools the file does not log: a number of tokens, or a file holding "
+                        "them (default: inferred from the bill where the file logs usage; 0 for none)")
+
+
+def with_prefix(args: argparse.Namespace, conv: Conversation) -> tuple[Conversation, dict[str, Any] | None, list[str]]:
+    """The conversation with its unlogged prefix at the head (inferred, or ``--prefix``), the
+    prefix as JSON (None without one) and notes."""
+    from ..prefix import apply_prefix, parse_override
+    out, prefix, notes = apply_prefix(conv, args.model, parse_override(getattr(args, "prefix", None)))
+    return out, None if prefix is None else prefix.to_dict(), notes
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand. With ``only``, just that command's
     arguments are added (each command imports what its arguments list, say the strategies or the

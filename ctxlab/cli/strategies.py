@@ -8,7 +8,8 @@ import json
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from .core import EXIT_OK, _conversations, _emit, _input_args, command, finite_number, note, whole_number
+from .core import (EXIT_OK, _conversations, _emit, _input_args, command, finite_number, note, prefix_args,
+                   whole_number, with_prefix)
 from ..errors import CtxlabError
 from ..formats import FORMATS, export
 from ..conversation import Conversation
@@ -143,6 +144,7 @@ def _replay_args(p: argparse.ArgumentParser) -> None:
                         "(only when a user message arrives); overrides the strategy's apply_at")
     p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
     p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
+    prefix_args(p)
 
 
 MATRIX_CELLS = 200_000
@@ -159,10 +161,15 @@ def _replay(args: argparse.Namespace) -> int:
     from ..usage import compare_usage, has_usage
     out = []
     for i, conv in _conversations(args):
-        strategy, budget, view = _setup(args, conv)
+        conv, prefix, prefix_notes = with_prefix(args, conv)
+        each = argparse.Namespace(**{**vars(args), "pin": [p + 1 for p in args.pin] if prefix else args.pin})
+        strategy, budget, view = _setup(each, conv)
         check = FactCheck(needed_facts(conv))
-        r = replay(conv, strategy, budget, model=args.model, pins=args.pin, apply_at=args.apply_at, observe=check)
+        r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=check)
         d = r.to_dict(matrix=len(r.calls) * r.size <= MATRIX_CELLS)
+        d["unlogged_prefix"] = prefix
+        for text in prefix_notes:
+            note(f"conversation {i}: {text}")
         model = args.model or conv.model or "gpt-4o"
         prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
         d["fidelity"] = check.fidelity(r.strategy).to_dict()
