@@ -23,7 +23,8 @@ def _count(args: argparse.Namespace) -> int:
     """Print token counts as the API would bill them."""
     from ..calibration import calibrate, calibrate_from_usage
     from ..tokens import count_tokens
-    from ..usage import compare_total, compare_usage, has_usage
+    from ..prefix import check_against_bill
+    from ..usage import compare_total, has_usage
     convs = _conversations(args)
     out = []
     for i, conv in convs:
@@ -38,7 +39,7 @@ def _count(args: argparse.Namespace) -> int:
             d["calibration"] = cal.to_dict()
             d["calibrated_total"] = cal.reported
         if has_usage(conv):  # a production trace: what each call was billed beside ctxlab's count
-            d["reported_usage"] = compare_usage(conv, model=args.model).to_dict()
+            d["reported_usage"] = check_against_bill(conv, model=args.model).to_dict()
             d["calibration_from_usage"] = [c.to_dict() for c in calibrate_from_usage([conv], model=args.model)]
         out.append({"index": i, **d} if len(convs) > 1 else d)
     _emit(out)

@@ -158,7 +158,8 @@ def _replay(args: argparse.Namespace) -> int:
     from ..fidelity import FactCheck, needed_facts
     from ..pricing import load_prices, parse_price_override, replay_cost
     from ..replay import replay
-    from ..usage import compare_usage, has_usage
+    from ..prefix import check_against_bill
+    from ..usage import has_usage
     out = []
     for i, conv in _conversations(args):
         conv, prefix, prefix_notes = with_prefix(args, conv)
@@ -178,7 +179,7 @@ def _replay(args: argparse.Namespace) -> int:
         none = replay_cost(replay(conv, "none", budget, model=args.model), conv, model=model, price=prices)
         d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
         if has_usage(conv):  # a production trace: billed beside counted and modelled, per call as sent
-            d["reported_usage"] = compare_usage(conv, model=model, price=prices, budget=budget).to_dict()
+            d["reported_usage"] = check_against_bill(conv, model=model, price=prices, budget=budget).to_dict()
         if not r.fits:
             w = r.worst
             note(f"conversation {i}: {r.calls_over_limit:,} of {len(r.calls):,} model calls are over the "
