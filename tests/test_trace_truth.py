@@ -178,3 +178,17 @@ def test_a_main_session_lists_its_sub_agents_and_where_each_returned():
     assert agent["id"] == "aac57f5" and agent["prompt"].startswith("Search hex.pm")
     back = conv.messages[agent["returned_at"]]
     assert back.role == "tool" and back.extra["ctxlab_subagent"] == "aac57f5"
+
+
+def test_the_cli_opens_and_replays_a_sub_agent_of_a_main_session(capsys):
+    from ctxlab.cli import main
+    parent = str(DATA / "claude_code_task_parent.jsonl")
+    assert main(["count", parent]) == 0
+    (agent,) = json.loads(capsys.readouterr().out)["subagents"]
+    assert agent["id"] == "aac57f5" and agent["tokens_back"] > 500  # the report the parent got back
+    assert main(["replay", parent, "--agent", "aac57f5", "--strategy", "none"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert len(d["calls"]) == 1 and d["calls"][0]["prompt_tokens"] > 13_000  # its own prompt, with its own prefix
+    assert main(["count", parent, "--agent", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no sub-agent 'nope'" in err and "aac57f5" in err  # the known ones are named

@@ -55,7 +55,11 @@ def _read_input(path: str) -> bytes:
 
 
 def _conversations(args: argparse.Namespace) -> list[tuple[int, Conversation]]:
-    convs = load_all(_read_input(args.file), format=args.format, max_bytes=int(args.max_mb * 1024 * 1024))
+    data = _read_input(args.file)
+    if getattr(args, "agent", None):  # one sub-agent of a Claude Code session, read as its own file
+        from ..formats.claude_agents import session_records, subagent_text
+        data = subagent_text(session_records(data), args.agent).encode("utf-8")
+    convs = load_all(data, format=args.format, max_bytes=int(args.max_mb * 1024 * 1024))
     if args.index is not None:
         if not 0 <= args.index < len(convs):
             raise CtxlabError(f"--index {args.index} is out of range", where="--index",
@@ -135,6 +139,8 @@ def _input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a .json or .jsonl file, or - for standard input")
     p.add_argument("--format", choices=sorted(FORMATS), help="skip detection and read as this format")
     p.add_argument("--index", type=whole_number(0), help="which conversation of a multi-conversation file")
+    p.add_argument("--agent", metavar="ID", help="a sub-agent of a Claude Code session (its id, as `ctxlab count` "
+                                                 "lists them under subagents): read its own conversation")
     p.add_argument("--max-mb", type=finite_number(0, above=True), default=50.0,
                    help="refuse inputs larger than this many MB (default 50)")
 

@@ -23,6 +23,7 @@ def _count(args: argparse.Namespace) -> int:
     """Print token counts as the API would bill them."""
     from ..calibration import calibrate, calibrate_from_usage
     from ..tokens import count_tokens
+    from ..formats.claude_agents import subagent_summary
     from ..prefix import check_against_bill
     from ..usage import compare_total, has_usage
     convs = _conversations(args)
@@ -31,6 +32,8 @@ def _count(args: argparse.Namespace) -> int:
         conv, prefix, notes = with_prefix(args, conv)
         d = {"format": conv.format, **count_tokens(conv, model=args.model).to_dict(),
              "notes": [*conv.notes, *notes], "unlogged_prefix": prefix}
+        if conv.metadata.get("subagents"):  # a Claude Code session: each sub-agent, where it returned, what came back
+            d["subagents"] = subagent_summary(conv, args.model)
         total = compare_total(conv, model=args.model)
         if total is not None:  # a run that logs its billed totals only (SWE-agent's model_stats)
             d["billed_total"] = total

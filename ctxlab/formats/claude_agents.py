@@ -115,6 +115,20 @@ def subagent_text(records: list[Any], agent: str) -> str:
     return "\n".join(json.dumps({**r, "isSidechain": True}, ensure_ascii=False) for r in chosen.records) + "\n"
 
 
+def subagent_summary(conv: Any, model: str | None = None) -> list[dict]:
+    """A main session's sub-agents (``metadata["subagents"]``) with the tokens each sent back:
+    its Task result's message, counted for ``model`` (default the conversation's)."""
+    from ..tokens import TokenCounter
+    rows = conv.metadata.get("subagents") if isinstance(conv.metadata.get("subagents"), list) else []
+    counter = TokenCounter(model or conv.model) if rows else None
+    out = []
+    for row in rows:
+        at = row.get("returned_at")
+        back = counter.message(conv.messages[at]) if isinstance(at, int) and 0 <= at < len(conv.messages) else None
+        out.append({**row, "tokens_back": back})
+    return out
+
+
 def session_records(text: str | bytes) -> list[Any]:
     """The records of a Claude Code session text (one JSON object a line; blank lines skipped)."""
     if isinstance(text, bytes):
@@ -130,4 +144,4 @@ def session_records(text: str | bytes) -> list[Any]:
     return out
 
 
-__all__ = ["SubAgent", "agent_records", "returned_agent", "session_records", "subagent_text"]
+__all__ = ["SubAgent", "agent_records", "returned_agent", "session_records", "subagent_summary", "subagent_text"]
