@@ -42,6 +42,9 @@ DEFAULTS: dict[str, Callable[[], Any]] = {
     "multi_text": lambda: None,          # an input of several conversations (JSONL): the picker's source
     "multi_input": lambda: None,         # (its text hash, where it came from)
     "multi_pick": lambda: 0,             # which of them is in use
+    "subagent_text": lambda: None,       # a Claude Code session with sub-agents: the sub-agent picker's source
+    "subagent_input": lambda: None,      # (its text hash, where it came from)
+    "subagent_pick": lambda: "",         # the sub-agent in use ("": the main session)
     "model": lambda: "gpt-4o",
     "max_tokens": lambda: 16_000,        # context limit in use (a small default so strategies have work)
     "limit_set_by_user": lambda: False,  # True once the user typed a limit: a model change then keeps it
@@ -95,7 +98,8 @@ def parse(text: str) -> ctxlab.Conversation:
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _parse(text_key: str, _text: str) -> ctxlab.Conversation:
-    return ctxlab.loads(_text)
+    from ctxlab.prefix import with_unlogged_prefix
+    return with_unlogged_prefix(ctxlab.loads(_text))  # a trace's unlogged system prompt and tools, from its bill
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -162,6 +166,8 @@ def _try_use(text: str, label: str) -> None:
         st.session_state.input_error = None
         return
     st.session_state.multi_text = None
+    if _offer_subagents(text, label):  # the sub-agent picker (_pick_subagent) chooses what is in use
+        return
     _use(text, label)
 
 
@@ -177,6 +183,57 @@ def _pick_conversation() -> None:
     _use(parts[k][1], _("{label}, conversation {k} of {n}").format(label=label, k=k + 1, n=len(parts)))
 
 
+def _offer_subagents(text: str, label: str) -> bool:
+    """Whether ``text`` is a Claude Code session whose sub-agents can be opened (then the picker
+    shows); remembered with where it came from."""
+    try:
+        conv = parse(text)
+    except CtxlabError:
+        return False  # _use shows the error
+    if not any(a.get("records") for a in conv.metadata.get("subagents") or ()):
+        st.session_state.subagent_text = None
+        return False
+    if st.session_state.get("subagent_input") != (text_hash(text), label):
+        st.session_state.subagent_pick = ""
+    st.session_state.subagent_input = (text_hash(text), label)
+    st.session_state.subagent_text = text
+    st.session_state.input_error = None
+    return True
+
+
+def _subagent_label(row: dict[str, Any]) -> str:
+    task = (row.get("prompt") or "")[:50]
+    if row.get("returned_at") is None:
+        return _("{id}: {task} — no result came back in this file").format(id=row["id"], task=task)
+    return _("{id}: {task} — returned at message {at}, {tokens:,} tokens back").format(
+        id=row["id"], task=task, at=row["returned_at"], tokens=row.get("tokens_back") or 0)
+
+
+def _pick_subagent() -> None:
+    """For a Claude Code session with sub-agents: the main session or one sub-agent, each a
+    conversation of its own that every page opens and replays."""
+    from ctxlab.formats.claude_agents import session_records, subagent_summary, subagent_text
+    text = st.session_state.get("subagent_text")
+    if not text:
+        return
+    rows = {r["id"]: r for r in subagent_summary(parse(text), st.session_state.get("model")) if r.get("records")}
+    choice = st.sidebar.selectbox(_("Sub-agent ({n} in this session)").format(n=len(rows)), ["", *rows],
+                                  key="subagent_pick", format_func=lambda i: _subagent_label(rows[i]) if i else
+                                  _("The main session"),
+                                  help=_("A sub-agent (a Task call) ran with its own context: pick it to see and "
+                                         "replay its own conversation"))
+    label = st.session_state.subagent_input[1]
+    if choice not in rows:
+        _use(text, label)
+        return
+    try:
+        sub = subagent_text(session_records(text), choice)
+    except CtxlabError as e:
+        st.session_state.input_error = error_text(e)
+        return
+    _use(sub, _("{label}, sub-agent {id}").format(label=label, id=choice))
+
+
 def _use(text: str, label: str) -> None:
     try:
         parse(text)
@@ -185,10 +242,30 @@ def _use(text: str, label: str) -> None:
         return
     if text != st.session_state.conversation_text:
         st.session_state.pins = []
+        _adopt_trace_model(parse(text))
     st.session_state.conversation_text = text
     st.session_state.conversation_label = label
     st.session_state.conversation_kind = st.session_state.get("source")  # where it came from: upload, paste...
     st.session_state.input_error = None
+
+
+def _adopt_trace_model(conv: ctxlab.Conversation) -> None:
+    """A trace names the model that ran it: the sidebar takes it, so every page prices, counts and
+    fits with it (a model ctxlab has no window for keeps the sidebar's, with a note)."""
+    from ctxlab.formats import TRACES
+    if conv.format not in TRACES or not conv.model:
+        return
+    try:
+        name = ctxlab.resolve_model(conv.model).name
+    except CtxlabError:
+        st.session_state.limit_note = _("The trace ran {model}: ctxlab has no tokenizer or window for it; the "
+                                        "sidebar's model stays.").format(model=conv.model)
+        return
+    if name in ctxlab.MODELS and name != st.session_state.get("model"):
+        st.session_state.model = name
+        _on_model_change()
+        taken = _("Model {name} taken from the trace ({model}).").format(name=name, model=conv.model)
+        st.session_state.limit_note = " ".join(n for n in (taken, st.session_state.limit_note) if n)
 
 
 MAX_FOLLOWED_LIMIT = 1_000_000
@@ -321,6 +398,7 @@ def input_panel() -> None:
     st.sidebar.header(_("Conversation"))
     _conversation_input()
     _pick_conversation()
+    _pick_subagent()
     if st.session_state.input_error:
         st.sidebar.error(md_escape(local(st.session_state.input_error)))
         if st.session_state.conversation_text:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -183,6 +183,15 @@ def apply_prefix(conv: Conversation, model: str | None = None, override: int | s
     return conv, None, []
 
 
+def with_unlogged_prefix(conv: Conversation, model: str | None = None,
+                         override: int | str | None = None) -> Conversation:
+    """``apply_prefix``'s conversation with its notes among the conversation's own (what a page
+    shows: the segment at the head, or the note that the prompt is incomplete)."""
+    out, _, notes = apply_prefix(conv, model, override)
+    extra = tuple(n for n in notes if n not in out.notes and not any(n in m for m in out.notes))
+    return replace(out, notes=out.notes + extra) if extra else out
+
+
 def _logs_whole_prompt(conv: Conversation) -> bool:
     return bool(conv.tools) and bool(conv.messages) and conv.messages[0].role == "system"
 
@@ -210,4 +219,4 @@ def without_prefix(messages: Sequence[Message]) -> tuple[Message, ...]:
 
 __all__ = ["Prefix", "PrefixError", "UNLOGGED", "apply_prefix", "check_against_bill", "has_prefix", "infer_prefix",
            "parse_override",
-           "prefix_message", "without_prefix"]
+           "prefix_message", "with_unlogged_prefix", "without_prefix"]

@@ -39,3 +39,36 @@ def test_the_lab_shows_a_coding_runs_task_as_kept(monkeypatch):
     table = next(d.value for d in at.dataframe if "reason" in d.value.columns)
     first = table.iloc[0]
     assert first["content"].startswith("[the run's task, kept]") and first["action"] == "kept"
+
+
+def test_the_lab_takes_the_model_a_trace_ran(monkeypatch):
+    import json
+    from ..test_trace_truth import _mini_run
+    at = open_page("strategy_lab.py", monkeypatch)
+    assert at.session_state["model"] == "gpt-4o"
+    _use(at, json.dumps(_mini_run()))  # a mini-swe-agent run of openai/gpt-5-mini
+    assert at.session_state["model"] == "gpt-5-mini"
+    assert any("taken from the trace" in c.value for c in at.caption)
+
+
+def test_the_unlogged_prefix_is_the_first_message_of_a_billed_session(monkeypatch):
+    at = open_page("token_counts.py", monkeypatch)
+    _use(at, (ROOT / "tests" / "data" / "coding" / "claude_code_subagent_file.jsonl").read_text(encoding="utf-8"))
+    table = next(d.value for d in at.dataframe if "tokens" in d.value.columns)
+    head = table.iloc[0]
+    assert head["text"].startswith("(unlogged: system prompt and tools") and head["tokens"] > 12_000
+
+
+def test_a_sub_agent_is_picked_in_the_sidebar_and_replayed(monkeypatch):
+    at = open_page("strategy_lab.py", monkeypatch)
+    _use(at, (ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl").read_text(encoding="utf-8"))
+    picker = at.selectbox(key="subagent_pick")
+    assert picker.options[1].startswith("aac57f5: Search hex.pm") and "tokens back" in picker.options[1]
+    main = at.session_state["conversation_text"]
+    picker.set_value("aac57f5").run()
+    assert not at.exception, at.exception
+    assert at.session_state["conversation_text"] != main and "sub-agent aac57f5" in at.session_state["conversation_label"]
+    table = next(d.value for d in at.dataframe if "reason" in d.value.columns)
+    assert "hex.pm" in " ".join(table["content"].astype(str))  # the sub-agent's own task, planned in the Lab
+    at.selectbox(key="subagent_pick").set_value("").run()
+    assert at.session_state["conversation_text"] == main
