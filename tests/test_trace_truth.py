@@ -192,3 +192,15 @@ def test_the_cli_opens_and_replays_a_sub_agent_of_a_main_session(capsys):
     assert main(["count", parent, "--agent", "nope"]) == 2
     err = capsys.readouterr().err
     assert "no sub-agent 'nope'" in err and "aac57f5" in err  # the known ones are named
+
+
+def test_a_view_grown_message_by_message_agrees_that_the_harness_opens_no_turn():
+    from ctxlab.strategies import make_view
+    conv = loads(json.dumps(_mini_run()))
+    counter = TokenCounter("gpt-4o")
+    whole = make_view(conv.messages, counter=counter)
+    view = make_view(conv.messages[:1], counter=counter)
+    for m in conv.messages[1:]:
+        view = view.append(m)
+    assert view.seg == whole.seg and len(whole.seg.turns) == 1
+    assert view.newest_user() == whole.newest_user() == 1  # the task, not the format error after it
