@@ -72,3 +72,9 @@ def test_a_sub_agent_is_picked_in_the_sidebar_and_replayed(monkeypatch):
     assert "hex.pm" in " ".join(table["content"].astype(str))  # the sub-agent's own task, planned in the Lab
     at.selectbox(key="subagent_pick").set_value("").run()
     assert at.session_state["conversation_text"] == main
+
+
+def test_token_counts_checks_each_call_against_the_bill(monkeypatch):
+    at = open_page("token_counts.py", monkeypatch)
+    _use(at, (ROOT / "tests" / "data" / "coding" / "claude_code_subagent_file.jsonl").read_text(encoding="utf-8"))
+    assert any("3 of 3 calls within 5%" in c.value for c in at.caption)
