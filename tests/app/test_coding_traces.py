@@ -78,3 +78,15 @@ def test_token_counts_checks_each_call_against_the_bill(monkeypatch):
     at = open_page("token_counts.py", monkeypatch)
     _use(at, (ROOT / "tests" / "data" / "coding" / "claude_code_subagent_file.jsonl").read_text(encoding="utf-8"))
     assert any("3 of 3 calls within 5%" in c.value for c in at.caption)
+
+
+def test_the_lab_replay_shows_each_calls_estimate_against_the_bill(monkeypatch):
+    at = open_page("strategy_lab.py", monkeypatch)
+    _use(at, (ROOT / "tests" / "data" / "coding" / "claude_code_subagent_file.jsonl").read_text(encoding="utf-8"))
+    at.session_state["lab_tab"] = "Replay call by call"
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    billed = next(d.value for d in at.dataframe if "error vs bill" in d.value.columns)
+    errors = [float(e.rstrip("%")) for e in billed["error vs bill"]]
+    assert len(errors) == 3 and all(abs(e) <= 5 for e in errors)
+    assert billed["counted"].min() > 13_000  # every call's count holds the unlogged prefix
