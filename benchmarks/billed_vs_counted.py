@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"growth between consecutive calls (no compaction between, billed prompt grew): billed {grow_b:+,}, counted {grow_c:+,} "
           f"(billed/counted {grow_b / grow_c if grow_c else float('nan'):.3f})")
     print(f"median billed - counted per call: {statistics.median(gaps):+,.0f} tokens "
-          f"({'what the trace does not log, if constant' if args.no_prefix else 'the prefix included: the tokenizer gap'})")
+          f"({'what the trace does not log, if constant' if args.no_prefix else 'prefix included: the tokenizer gap'})")
     print(f"cached: billed {b_cached:,}, modelled {m_cached:,} (difference {b_cached - m_cached:+,}, "
           f"modelled/billed {m_cached / b_cached if b_cached else float('nan'):.3f})")
     if args.holdout:

@@ -36,7 +36,8 @@ class PrefixError(CtxlabError):
 @dataclass(frozen=True)
 class Prefix:
     """The unlogged part of every prompt: ``tokens``, how it was found (``source``: "inferred",
-    "inferred-total" from a run's billed totals, "given", "file"), the calls it was inferred from and the tokenizer ``factor`` used."""
+    "inferred-total" from a run's billed totals, "given", "file"), the calls it was inferred from
+    and the tokenizer ``factor`` used."""
 
     tokens: int
     source: str

@@ -148,7 +148,8 @@ class UsageComparison:
         errors = sorted(abs(c.estimate_error) for c in self.calls if c.estimate_error is not None)
         if not errors:
             return None
-        return {"calls": len(errors), "max_abs": round(errors[-1], 4), "median_abs": round(statistics.median(errors), 4),
+        return {"calls": len(errors), "max_abs": round(errors[-1], 4),
+                "median_abs": round(statistics.median(errors), 4),
                 "within_1pct": sum(e <= 0.01 for e in errors), "within_5pct": sum(e <= 0.05 for e in errors)}
 
 

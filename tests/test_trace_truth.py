@@ -75,7 +75,8 @@ def test_the_public_mini_swe_agent_run_marks_its_format_error_prompts_as_the_har
 
 
 def test_no_call_after_the_submission():
-    for conv in (loads(json.dumps(_mini_run())), load(DATA / "mini_swe_agent_github_issue.json", format="mini_swe_agent"),
+    for conv in (loads(json.dumps(_mini_run())),
+                 load(DATA / "mini_swe_agent_github_issue.json", format="mini_swe_agent"),
                  load(DATA / "swe_agent_ctf_baby_encryption.traj"), load(DATA / "swe_agent_model_stats.traj")):
         assistants = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
         assert call_points(conv.messages) == assistants, conv.format

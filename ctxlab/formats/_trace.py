@@ -32,6 +32,14 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def usage_from(u: dict, model: str | None, prompt: str, output: str, cached: str, written: str) -> Usage | None:
+    """A Usage from the token counts a trace's usage record names (keys given in Usage's order);
+    None when its prompt count is not a whole number."""
+    if _int(u.get(prompt)) is None:
+        return None
+    return Usage(u[prompt], _int(u.get(output)), _int(u.get(cached)), _int(u.get(written)), model)
+
+
 def chat_usage(u: Any, model: str | None = None) -> Usage | None:
     """An OpenAI Chat Completions ``usage`` (as litellm writes it, for any provider) as a call's
     Usage: ``prompt_tokens`` billed, cached from ``prompt_tokens_details.cached_tokens`` (or

@@ -5,7 +5,8 @@ Responses API items (messages, reasoning, function calls and their outputs): wha
 They are read by the Responses reader, after ``custom_tool_call`` (a freeform tool such as
 ``apply_patch``) and ``local_shell_call`` items are turned into function calls. ``event_msg``
 records repeat what the items hold for the UI (user_message, agent_message) and are left out,
-except ``token_count``: its ``last_token_usage`` is the billed Usage of the reply just before it; ``turn_context`` gives the model; ``session_meta`` the working directory and, in newer
+except ``token_count``: its ``last_token_usage`` is the billed Usage of the reply just before
+it; ``turn_context`` gives the model; ``session_meta`` the working directory and, in newer
 versions, the system prompt (``base_instructions``). A ``compacted`` record holds the summary that
 replaced the history: it is read as a user message marked as a compaction summary. Older rollouts
 (items directly on the lines, a first line with ``instructions``) are read too.
@@ -14,15 +15,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
-
 from dataclasses import replace
+from typing import Any
 
 from ..conversation import Message, Usage
 from ..errors import ShapeError, shown
 from . import responses
 from ._base import ReadContext
-from ._trace import Trace, trace_format, as_records, compaction, line_where
+from ._trace import Trace, trace_format, as_records, compaction, line_where, usage_from
 
 NAME = "codex"
 _ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
@@ -149,12 +149,11 @@ class _Reader:
         if info.get("total_token_usage") is not None and info.get("total_token_usage") == self.last_total:
             return False
         self.last_total = info.get("total_token_usage")
-        u = info["last_token_usage"]
-        n = lambda key: u.get(key) if isinstance(u.get(key), int) and not isinstance(u.get(key), bool) else None  # noqa: E731
-        if n("input_tokens") is None:
+        usage = usage_from(info["last_token_usage"], self.trace.model, "input_tokens", "output_tokens",
+                           "cached_input_tokens", "cache_write_input_tokens")
+        if usage is None:
             return False
-        self.bills.append((len(self.items), Usage(n("input_tokens"), n("output_tokens"), n("cached_input_tokens"),
-                                                  n("cache_write_input_tokens"), self.trace.model)))
+        self.bills.append((len(self.items), usage))
         return True
 
     def finish(self) -> Trace:

@@ -83,7 +83,8 @@ class _Reader:
         sub_read(openai_chat.read, {key: v for key, v in m.items() if key in _OPENAI_KEYS}, self.trace,
                  f"$.messages[{k}]")
         for i in range(before, len(self.trace.messages)):
-            self.trace.messages[i] = marked(self.trace.messages[i], HARNESS, str(extra.get("interrupt_type") or "harness"))
+            kind = str(extra.get("interrupt_type") or "harness")
+            self.trace.messages[i] = marked(self.trace.messages[i], HARNESS, kind)
         self.after_call = False
         return True
 
@@ -125,7 +126,7 @@ class _Reader:
         if self.text_actions:
             t.notes.append(f"text-based run: {self.text_actions:,} bash commands the model wrote in fenced blocks are "
                            "read as tool calls 'bash', each observation as the result; the model saw them as text, "
-                           "so the calls add no tokens (the command stays in the assistant's text and is counted there)")
+                           "so the calls add no tokens (the command stays in the assistant's text, counted there)")
         if self.exits:
             t.notes.append(f"{self.exits:,} 'exit' message(s) (the run's end, never sent to the model) left out")
         if self.harness:

@@ -22,9 +22,9 @@ from typing import Any
 
 from dataclasses import replace
 
-from ..conversation import Message, ToolCall, Usage
+from ..conversation import Message, ToolCall
 from ..errors import ShapeError, shown
-from ._trace import Trace, trace_format, compaction
+from ._trace import Trace, trace_format, compaction, usage_from
 
 NAME = "openhands"
 _SILENT = ("change_agent_state", "agent_state_changed", "null", "recall", "message_from_user_ignored",
@@ -242,11 +242,11 @@ class _Reader:
         if entry is None or key in self.billed or self.trace.messages[at].role != "assistant":
             return
         self.billed.add(key)
-        n = lambda k: entry.get(k) if isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool) else None  # noqa: E731
-        if n("prompt_tokens") is not None:
-            model = entry.get("model") if isinstance(entry.get("model"), str) else None
-            self.trace.messages[at] = replace(self.trace.messages[at], usage=Usage(
-                n("prompt_tokens"), n("completion_tokens"), n("cache_read_tokens"), n("cache_write_tokens"), model))
+        model = entry.get("model") if isinstance(entry.get("model"), str) else None
+        usage = usage_from(entry, model, "prompt_tokens", "completion_tokens", "cache_read_tokens",
+                           "cache_write_tokens")
+        if usage is not None:
+            self.trace.messages[at] = replace(self.trace.messages[at], usage=usage)
             self.trace.model = self.trace.model or model
 
     def final_finish(self) -> None:

@@ -148,9 +148,9 @@ def _model_stats(t: Trace, stats: Any) -> None:
     in_history = sum(m.role == "assistant" for m in t.messages)
     if calls > in_history:
         t.meta["unlogged_calls"] = calls - in_history
-        t.notes.append(f"model_stats bills {calls:,} model calls, the history holds {in_history:,}: {calls - in_history:,} "
-                       "call(s) are not in it (re-queries after a format error or a retry); their prompts are "
-                       "billed in tokens_sent but not replayed")
+        t.notes.append(f"model_stats bills {calls:,} model calls, the history holds {in_history:,}: "
+                       f"{calls - in_history:,} call(s) are not in it (re-queries after a format error or a "
+                       "retry); their prompts are billed in tokens_sent but not replayed")
 
 
 def _replay_model(config: Any) -> str | None:

@@ -67,7 +67,8 @@ def test_a_sub_agent_is_picked_in_the_sidebar_and_replayed(monkeypatch):
     main = at.session_state["conversation_text"]
     picker.set_value("aac57f5").run()
     assert not at.exception, at.exception
-    assert at.session_state["conversation_text"] != main and "sub-agent aac57f5" in at.session_state["conversation_label"]
+    assert at.session_state["conversation_text"] != main
+    assert "sub-agent aac57f5" in at.session_state["conversation_label"]
     table = next(d.value for d in at.dataframe if "reason" in d.value.columns)
     assert "hex.pm" in " ".join(table["content"].astype(str))  # the sub-agent's own task, planned in the Lab
     at.selectbox(key="subagent_pick").set_value("").run()
