@@ -205,3 +205,14 @@ def test_a_view_grown_message_by_message_agrees_that_the_harness_opens_no_turn()
         view = view.append(m)
     assert view.seg == whole.seg and len(whole.seg.turns) == 1
     assert view.newest_user() == whole.newest_user() == 1  # the task, not the format error after it
+
+
+def test_a_swe_agent_model_ctxlab_does_not_know_is_kept_aside_with_a_note():
+    raw = json.loads((DATA / "swe_agent_model_stats.traj").read_text())
+    config = json.loads(raw["replay_config"]) if isinstance(raw["replay_config"], str) else raw["replay_config"]
+    config["agent"]["model"]["name"] = "azure/my-deployment"
+    raw["replay_config"] = json.dumps(config)
+    conv = loads(json.dumps(raw))
+    assert conv.model is None and conv.metadata["model_name"] == "azure/my-deployment"
+    assert any("azure/my-deployment" in n and "--model" in n for n in conv.notes)
+    TokenCounter(conv.model).count(conv)  # counting still works, with the default model
