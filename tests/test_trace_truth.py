@@ -216,3 +216,18 @@ def test_a_swe_agent_model_ctxlab_does_not_know_is_kept_aside_with_a_note():
     assert conv.model is None and conv.metadata["model_name"] == "azure/my-deployment"
     assert any("azure/my-deployment" in n and "--model" in n for n in conv.notes)
     TokenCounter(conv.model).count(conv)  # counting still works, with the default model
+
+
+def test_a_tool_calling_mini_swe_agent_run_bills_each_reply_too():
+    run = {"trajectory_format": "mini-swe-agent-1.1", "info": {"exit_status": "Submitted"}, "messages": [
+        {"role": "system", "content": "You can run bash."},
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}],
+         "extra": {"actions": [{"command": "ls", "tool_call_id": "call_1"}], "response": _litellm_response(300, 20)}},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.py"}]}
+    conv = loads(json.dumps(run))
+    (reply,) = [m for m in conv.messages if m.role == "assistant"]
+    assert reply.tool_calls[0].id == "call_1" and not reply.extra.get(TEXT_ACTION)  # a real call: counted as one
+    assert reply.usage.prompt_tokens == 300
+    assert call_points(conv.messages) == [2]  # the run was submitted: no call after the last result
