@@ -91,3 +91,15 @@ def test_the_lab_replay_shows_each_calls_estimate_against_the_bill(monkeypatch):
     errors = [float(e.rstrip("%")) for e in billed["error vs bill"]]
     assert len(errors) == 3 and all(abs(e) <= 5 for e in errors)
     assert billed["counted"].min() > 13_000  # every call's count holds the unlogged prefix
+
+
+def test_tune_sweeps_a_billed_session_with_its_unlogged_prefix(monkeypatch):
+    from .helpers import run_tune_sweep
+    at = open_page("tune.py", monkeypatch)
+    at.radio(key="tune_set").set_value("upload").run()
+    sub = ROOT / "tests" / "data" / "coding" / "claude_code_subagent_file.jsonl"
+    at.file_uploader(key="tune_upload").set_value([(sub.name, sub.read_bytes(), "application/json")]).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run_tune_sweep(at)
+    table = next(d.value for d in at.dataframe if "worst_prompt" in d.value.columns)
+    assert (table["worst_prompt"] > 13_000).all()  # every point's prompts hold the ~13.7k unlogged tokens
