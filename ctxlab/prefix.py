@@ -197,12 +197,17 @@ def _logs_whole_prompt(conv: Conversation) -> bool:
     return bool(conv.tools) and bool(conv.messages) and conv.messages[0].role == "system"
 
 
-_AT = re.compile(r"\bmessage (\d+)")
+_AT = re.compile(r"\b(messages? )(\d+(?:(?:, | and |-)\d+(?![\d,]* more))*)")
+
+
+def _shift(note: str) -> str:
+    """A note with the message indexes it names (``message 4``, ``messages 2, 4 and 6``) moved by one."""
+    return _AT.sub(lambda m: m[1] + re.sub(r"\d+", lambda d: str(int(d[0]) + 1), m[2]), note)
 
 
 def _with(conv: Conversation, head: Message) -> Conversation:
     """``head`` before every message; the indexes notes and metadata name move by one."""
-    notes = tuple(_AT.sub(lambda m: f"message {int(m[1]) + 1}", n) for n in conv.notes)
+    notes = tuple(_shift(n) for n in conv.notes)
     notes += (f"message 0: {head.extra[UNLOGGED]['text']} (added at the head of every prompt; never removed, "
               "never exported)",)
     meta = dict(conv.metadata)

@@ -118,3 +118,12 @@ def test_count_gives_a_swe_agent_runs_billed_totals_beside_the_count(capsys):
     total = d["billed_total"]
     assert total["billed_prompt_tokens"] == 7141 and total["billed_calls"] == total["counted_calls"] == 5
     assert abs(total["counted_prompt_tokens"] / 7141 - 1) < 0.05
+
+
+def test_every_message_index_a_note_names_moves_with_the_segment():
+    from dataclasses import replace
+    conv = replace(load(SUB), notes=("messages 2, 4 and 6: a", "messages 1, 3 and 10 more (12 in all): b",
+                                     "message 7: c", "the 12 messages are fine"))
+    out = apply_prefix(conv)[0].notes
+    assert out[:4] == ("messages 3, 5 and 7: a", "messages 2, 4 and 10 more (12 in all): b", "message 8: c",
+                       "the 12 messages are fine")
