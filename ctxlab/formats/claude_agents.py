@@ -139,8 +139,9 @@ def session_records(text: str | bytes) -> list[Any]:
             try:
                 out.append(json.loads(line))
             except ValueError as e:
-                raise ShapeError(f"not a JSON line: {e}", where=f"JSONL line {n}",
-                                 hint="Give the session file as Claude Code wrote it") from None
+                raise ShapeError(f"a sub-agent is read from a Claude Code session (one JSON object a line); line {n} "
+                                 f"is not one ({e})", where=f"JSONL line {n}",
+                                 hint="Give --agent with the session file as Claude Code wrote it") from None
     return out
 
 
