@@ -213,11 +213,11 @@ def compare_usage(conv: Conversation, *, model: str | None = None, price: Any = 
 def compare_total(conv: Conversation, *, model: str | None = None) -> dict[str, Any] | None:
     """A run's billed totals (``metadata["billed_total"]``: SWE-agent's ``model_stats``) beside
     the prompts ctxlab counts for the calls the file holds, as sent. None without totals."""
-    from .replay import replay
-    from .strategies import prepare
     billed = conv.metadata.get("billed_total")
     if not isinstance(billed, dict) or not isinstance(billed.get("prompt_tokens"), int):
         return None
+    from .replay import replay
+    from .strategies import prepare
     model = model or conv.model or "gpt-4o"
     calls = [c for c in replay(conv, "none", prepare(conv, model)[1], model=model).calls if not c.pending]
     counted = sum(c.tokens_after for c in calls)
