@@ -69,7 +69,7 @@ class Segments:
 def _turn_spans(messages: Sequence[Message], ints: list[int]) -> tuple[list[int], Span, list[Span]]:
     """Turn number per message, the preamble range and the turn ranges (numbers taken from
     ``ints``, ``list(range(len(messages) + 1))``)."""
-    starts = [i for i, m in zip(ints, messages) if starts_turn(m)]
+    starts = [i for i, m in zip(ints, messages) if m.role == "user" and starts_turn(m)]
     n = len(messages)
     preamble = (0, starts[0] if starts else n)
     ends = starts[1:] + [ints[n]]
