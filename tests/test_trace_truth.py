@@ -231,3 +231,13 @@ def test_a_tool_calling_mini_swe_agent_run_bills_each_reply_too():
     assert reply.tool_calls[0].id == "call_1" and not reply.extra.get(TEXT_ACTION)  # a real call: counted as one
     assert reply.usage.prompt_tokens == 300
     assert call_points(conv.messages) == [2]  # the run was submitted: no call after the last result
+
+
+def test_a_public_openhands_run_bills_each_response_and_checks_within_5_percent():
+    from ctxlab.prefix import apply_prefix, check_against_bill
+    conv = load(DATA / "openhands_llama_usage.json")
+    assert [m.usage.prompt_tokens for m in conv.messages if m.usage] == [5920, 6736, 6971, 7469]
+    assert conv.model is None and conv.metadata["model_name"] == "openai/openrouter-llama-4-maverick"  # noted
+    with_prefix, prefix, _ = apply_prefix(conv, "llama")  # the tool definitions the events do not hold
+    assert 2_500 < prefix.tokens < 4_000
+    assert all(abs(c.estimate_error) <= 0.05 for c in check_against_bill(with_prefix, model="llama").calls)

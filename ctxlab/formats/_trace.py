@@ -60,6 +60,24 @@ def marked(m: Message, key: str, value: Any = True, usage: Usage | None = None) 
                    {**m.extra, key: value}, usage if usage is not None else m.usage)
 
 
+def adopt_model(trace: "Trace", name: str | None, where: str) -> None:
+    """The model a trace names (``where``: the field it came from), when ctxlab's model lookup knows
+    it; else kept in the metadata (``model_name``) with a note, and counts use the default."""
+    from ..errors import CtxlabError, shown
+    from ..model_specs import resolve_model
+    if not name or trace.model == name:
+        return
+    try:
+        resolve_model(name)
+    except CtxlabError:
+        if trace.meta.get("model_name") != name:
+            trace.meta["model_name"] = name
+            trace.notes.append(f"the run's model {shown(name, 60)} ({where}) is not one ctxlab knows: counts and "
+                               "prices use the default model (give --model)")
+        return
+    trace.model = name
+
+
 def mark_final(trace: "Trace", why: str) -> None:
     """Mark the trace's last message as the end of the run (no model call follows it), with a note."""
     if trace.messages and trace.messages[-1].role != "assistant":

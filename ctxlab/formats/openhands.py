@@ -12,7 +12,8 @@ An action without it (older, text-based runs) becomes a tool call named by its a
 agent ``message`` actions are user and assistant messages; a ``system`` action the system prompt; a
 ``condensation`` action's summary a user message marked as a compaction summary. Events the model
 never saw (agent state changes, recalls, null observations) are counted in a note. An action's
-``llm_metrics.token_usages`` entry for its model response is that response's billed Usage.
+``llm_metrics.token_usages`` entry for its model response (else the evaluation output's
+``metrics.token_usages`` entry with that response id) is that response's billed Usage.
 """
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from typing import Any
 
 from dataclasses import replace
 
-from ..conversation import Message, ToolCall
+from ..conversation import Message, ToolCall, Usage
 from ..errors import ShapeError, shown
-from ._trace import Trace, trace_format, compaction, usage_from
+from ._trace import Trace, adopt_model, chat_usage, trace_format, compaction, usage_from
 
 NAME = "openhands"
 _SILENT = ("change_agent_state", "agent_state_changed", "null", "recall", "message_from_user_ignored",
@@ -86,8 +87,9 @@ def _text(value: Any) -> str:
 
 
 class _Reader:
-    def __init__(self) -> None:
+    def __init__(self, run_usages: dict[Any, dict] | None = None) -> None:
         self.trace = Trace(meta={})
+        self.run_usages = run_usages or {}  # response id -> its usage, from an evaluation output's metrics
         self.response_at: dict[str, int] = {}  # model_response.id -> message index
         self.synthetic: dict[Any, str] = {}     # event id -> call id of an action without tool_call_metadata
         self.skipped: Counter[str] = Counter()
@@ -225,29 +227,34 @@ class _Reader:
                              hint="Give OpenHands events as its event stream or trajectory export wrote them")
 
     def bill(self, e: dict) -> None:
-        """The billed usage of the model response an action came from: the entry of its
-        ``llm_metrics.token_usages`` with the response's id (the last entry for an action without
-        ``tool_call_metadata``), given to the assistant message of that response, once."""
+        """The billed usage of the model response an action came from, given once to the assistant
+        message of that response: its ``llm_metrics.token_usages`` entry with the response's id (the
+        last entry for an action without ``tool_call_metadata``), else the evaluation output's entry
+        with that id, else the response's own ``usage`` (``tool_call_metadata.model_response``)."""
         metrics = e.get("llm_metrics") if isinstance(e.get("llm_metrics"), dict) else {}
         usages = [u for u in metrics.get("token_usages") or () if isinstance(u, dict)]
         last = len(self.trace.messages) - 1
-        if not usages or last < 0 or e.get("source") == "user":
-            return
         meta = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
         resp = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
         rid = resp.get("id")
-        entry = next((u for u in reversed(usages) if u.get("response_id") == rid), None) if rid else usages[-1]
         at = self.response_at.get(rid, last) if rid else last
-        key = entry.get("response_id") if entry else None
-        if entry is None or key in self.billed or self.trace.messages[at].role != "assistant":
+        if last < 0 or e.get("source") == "user" or (rid or len(usages)) in self.billed or \
+                self.trace.messages[at].role != "assistant":
             return
-        self.billed.add(key)
-        model = entry.get("model") if isinstance(entry.get("model"), str) else None
-        usage = usage_from(entry, model, "prompt_tokens", "completion_tokens", "cache_read_tokens",
-                           "cache_write_tokens")
+        usage = self._usage(usages, rid, resp)
         if usage is not None:
+            self.billed.add(rid or len(usages))
             self.trace.messages[at] = replace(self.trace.messages[at], usage=usage)
-            self.trace.model = self.trace.model or model
+            adopt_model(self.trace, self.trace.model or usage.model, "llm_metrics")
+
+    def _usage(self, usages: list[dict], rid: Any, resp: dict) -> Usage | None:
+        entry = next((u for u in reversed(usages) if u.get("response_id") == rid), self.run_usages.get(rid)) \
+            if rid else (usages[-1] if usages else None)
+        if entry is not None:
+            model = entry.get("model") if isinstance(entry.get("model"), str) else None
+            return usage_from(entry, model, "prompt_tokens", "completion_tokens", "cache_read_tokens",
+                              "cache_write_tokens")
+        return chat_usage(resp.get("usage"), resp.get("model") if isinstance(resp.get("model"), str) else None)
 
     def final_finish(self) -> None:
         """A run ends with a ``finish`` call that no observation answers: the agent's last word, kept as
@@ -287,10 +294,18 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     events = _events(doc)
     if events is None:
         raise ShapeError("expected a list of OpenHands events or an object with 'history'", where="$")
-    reader = _Reader()
+    reader = _Reader(_run_usages(doc))
     for k, e in enumerate(events):
         reader.event(k, e)
     return reader.finish()
+
+
+def _run_usages(doc: Any) -> dict[Any, dict]:
+    """An evaluation output's ``metrics.token_usages`` (one per model response) by response id: the
+    events' own ``llm_metrics`` hold running totals only there."""
+    metrics = doc.get("metrics") if isinstance(doc, dict) and isinstance(doc.get("metrics"), dict) else {}
+    return {u["response_id"]: u for u in metrics.get("token_usages") or ()
+            if isinstance(u, dict) and u.get("response_id")}
 
 
 TRACE = trace_format(NAME, "OpenHands events / trajectory", detect_doc, read_doc)

@@ -15,10 +15,10 @@ import json
 from typing import Any
 
 from ..conversation import TEXT_ACTION, Message, ToolCall
-from ..errors import CtxlabError, ShapeError, shown
+from ..errors import ShapeError
 from . import openai_chat
 from ._base import Format
-from ._trace import Trace, TraceFormat, mark_final, never, sub_read
+from ._trace import Trace, TraceFormat, adopt_model, mark_final, never, sub_read
 
 NAME = "swe_agent"
 _DROP_KEYS = ("agent", "message_type", "thought", "action", "is_demo", "tool_call_ids", "cache_control", "thinking_blocks")
@@ -126,7 +126,7 @@ class _Reader:
         if isinstance(info.get("exit_status"), str):
             t.meta["exit_status"] = info["exit_status"]
         _model_stats(t, info.get("model_stats"))
-        _adopt_model(t, _replay_model(doc.get("replay_config")))
+        adopt_model(t, _replay_model(doc.get("replay_config")), "replay_config")
         if isinstance(info.get("exit_status"), str) and info["exit_status"]:
             mark_final(t, f"exit status {info['exit_status']}")
         t.notes.append("a .traj keeps no tool definitions (SWE-agent's config lists them): counts leave them out")
@@ -151,22 +151,6 @@ def _model_stats(t: Trace, stats: Any) -> None:
         t.notes.append(f"model_stats bills {calls:,} model calls, the history holds {in_history:,}: "
                        f"{calls - in_history:,} call(s) are not in it (re-queries after a format error or a "
                        "retry); their prompts are billed in tokens_sent but not replayed")
-
-
-def _adopt_model(t: Trace, name: str | None) -> None:
-    """The run's model from its config, when ctxlab's model lookup knows it; else kept in the
-    metadata (``model_name``) with a note, and counts use the default."""
-    from ..model_specs import resolve_model
-    if name is None:
-        return
-    try:
-        resolve_model(name)
-    except CtxlabError:
-        t.meta["model_name"] = name
-        t.notes.append(f"the run's model {shown(name, 60)} (replay_config) is not one ctxlab knows: counts and prices "
-                       "use the default model (give --model)")
-        return
-    t.model = name
 
 
 def _replay_model(config: Any) -> str | None:
