@@ -21,6 +21,7 @@ from typing import Sequence
 
 from .conversation import FIXED_TOKENS, UNLOGGED, Conversation, Message
 from .errors import CtxlabError
+
 FIRST_CALLS = 3
 """The prefix is the median gap over this many first calls (before any compaction)."""
 TYPICAL = {"claude_code": "a Claude Code session's first call is billed 15,178-26,010 tokens more than the file "
@@ -98,15 +99,16 @@ def infer_prefix(conv: Conversation, model: str | None = None, first: int = FIRS
 
 
 def check_against_bill(conv: Conversation, model: str | None = None, first: int = FIRST_CALLS, **kw):
-    """``compare_usage`` of a conversation that carries its prefix segment, with the prefix of each
-    call inferred where the agent's unlogged part changes: per billing model, and again after each
-    compaction (Claude Code re-attaches what it re-read after a ``/compact``, unlogged too): the
-    median gap over the first ``first`` calls of that model in that part of the session."""
+    """``compare_usage`` of a conversation that carries its prefix segment. An inferred prefix is
+    inferred again where the agent's unlogged part changes: per billing model, and after each
+    compaction (the unlogged part of a Claude Code session grows after a ``/compact``): the median
+    gap over the first ``first`` calls of that model in that part of the session. A prefix the user
+    gave is used as given."""
     from dataclasses import replace as copy
     from .formats._trace import is_compaction
     from .usage import compare_usage
     cmp = compare_usage(conv, model=model, **kw)
-    if not cmp.calls or not has_prefix(conv.messages):
+    if not (cmp.calls and has_prefix(conv.messages)) or conv.messages[0].extra[UNLOGGED]["source"] != "inferred":
         return cmp
     marks = [i for i, m in enumerate(conv.messages) if is_compaction(m)]
     groups: dict[tuple[int, str | None], list] = {}
@@ -160,19 +162,19 @@ def apply_prefix(conv: Conversation, model: str | None = None, override: int | s
     prefix, and notes (what was inferred, or that the prompt is incomplete and by how much).
     ``factor`` fixes the tokenizer factor of an estimating counter (default: measured on the trace)."""
     from .tokens import TokenCounter
+    from .usage import has_usage
     if has_prefix(conv.messages):
         return conv, None, []
+    scale = (lambda: _factor(conv, model or conv.model or "gpt-4o", factor)) if has_usage(conv) else (lambda: 1.0)
     if isinstance(override, str):
-        n = TokenCounter(model or conv.model).text(override)
-        prefix = Prefix(n, "file")
+        prefix = Prefix(TokenCounter(model or conv.model).text(override), "file", factor=scale())
         return _with(conv, prefix_message(prefix, override)), prefix, [prefix.describe()]
-    inferred = None if _logs_whole_prompt(conv) else infer_prefix(conv, model, factor=factor)
-    prefix = Prefix(override, "given") if override is not None else inferred
+    inferred = None if _logs_whole_prompt(conv) or override is not None else infer_prefix(conv, model, factor=factor)
+    prefix = Prefix(override, "given", factor=scale()) if override else inferred
     if prefix is not None and prefix.tokens > 0:
         return _with(conv, prefix_message(prefix)), prefix, [prefix.describe()]
     if override is not None:
         return conv, None, []
-    from .usage import has_usage
     if _logs_whole_prompt(conv):
         return conv, None, []
     if has_usage(conv) or "billed_total" in conv.metadata:

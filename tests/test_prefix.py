@@ -127,3 +127,11 @@ def test_every_message_index_a_note_names_moves_with_the_segment():
     out = apply_prefix(conv)[0].notes
     assert out[:4] == ("messages 3, 5 and 7: a", "messages 2, 4 and 10 more (12 in all): b", "message 8: c",
                        "the 12 messages are fine")
+
+
+def test_a_prefix_the_user_gives_is_checked_as_given():
+    conv, prefix, _ = apply_prefix(load(SUB), override=5_000)
+    calls = check_against_bill(conv).calls
+    assert calls and all(c.prefix == 5_000 for c in calls)  # not inferred again from the bill
+    assert prefix.factor > 1 and all(c.factor == pytest.approx(prefix.factor, abs=1e-4) for c in calls)  # still scaled
+    assert all(c.estimate_error < -0.2 for c in calls)  # 5,000 is far too small for this sub-agent: it shows
