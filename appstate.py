@@ -92,14 +92,52 @@ def parse(text: str) -> ctxlab.Conversation:
     """Parse conversation text once per distinct text (a shared object: conversations are
     immutable, and copying a large one on every rerun would cost more than planning it). Cached
     under the text's hash, itself remembered per text: Streamlit would otherwise hash the whole
-    text on every rerun (20-30 ms for a 10,000-message conversation)."""
-    return _parse(text_hash(text), text)
+    text on every rerun (20-30 ms for a 10,000-message conversation). A trace's unlogged system
+    prompt and tools are at its head: inferred from its bill, or the size the user gave
+    (``prefix_override``, which is part of the text's key)."""
+    return _parse(text_hash(text), text, prefix_override(text))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _parse(text_key: str, _text: str) -> ctxlab.Conversation:
+def _parse(text_key: str, _text: str, override: int | None = None) -> ctxlab.Conversation:
     from ctxlab.prefix import with_unlogged_prefix
-    return with_unlogged_prefix(ctxlab.loads(_text))  # a trace's unlogged system prompt and tools, from its bill
+    return with_unlogged_prefix(ctxlab.loads(_text), override=override)
+
+
+def prefix_override(text: str) -> int | None:
+    """The size the user gave to the unlogged part of this text's prompt (None: inferred)."""
+    return (st.session_state.get("prefix_overrides") or {}).get(_sha(text))
+
+
+def _set_prefix(text: str, key: str) -> None:
+    st.session_state.prefix_overrides = {**(st.session_state.get("prefix_overrides") or {}),
+                                         _sha(text): int(st.session_state[key])}
+
+
+def _infer_prefix(text: str, key: str) -> None:
+    overrides = dict(st.session_state.get("prefix_overrides") or {})
+    overrides.pop(_sha(text), None)
+    st.session_state.prefix_overrides = overrides
+    st.session_state.pop(key, None)  # the input shows the inferred size again
+
+
+def prefix_input(conv: ctxlab.Conversation, container: Any = st) -> None:
+    """For a trace: the size of the system prompt and tools its file does not log (inferred from its
+    bill), which the user can set; every page counts, fits and prices with it."""
+    from ctxlab.conversation import UNLOGGED
+    from ctxlab.formats import TRACES
+    text = st.session_state.get("conversation_text")
+    if not text or conv.format not in TRACES:
+        return
+    head = conv.messages[0].extra.get(UNLOGGED) if conv.messages else None
+    key = f"prefix_in_{_sha(text)[:16]}"
+    container.number_input(_("Unlogged system prompt and tools (tokens)"), min_value=0, max_value=2_000_000, step=500,
+                           value=int(head["tokens"]) if head else 0, key=key, on_change=_set_prefix, args=(text, key),
+                           help=_("The part of every prompt the trace file does not hold, inferred from its bill "
+                                  "where it logs one. Type the size you know (0: none); every page uses it."))
+    if prefix_override(text) is not None:
+        container.button(_("Infer it from the bill again"), key="prefix_reset", on_click=_infer_prefix,
+                         args=(text, key))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -118,9 +156,15 @@ def _view(text_hash: str, _text: str, model: str, pins: tuple[int, ...]) -> View
 
 
 @lru_cache(maxsize=8)
-def text_hash(text: str) -> str:
-    """sha256 of a conversation text, computed once per text (cache keys use it on every rerun)."""
+def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    """sha256 of a conversation text, computed once per text (cache keys use it on every rerun),
+    with the unlogged-prefix size the user gave for it: every cache keyed by it follows the size."""
+    override = prefix_override(text)
+    return _sha(text) if override is None else f"{_sha(text)}|prefix={override}"
 
 
 def current_view(conv_text: str, model: str, pins: tuple[int, ...] = ()) -> View:

@@ -2,7 +2,7 @@
 sidebar sets (the same limit, reserve, colours and number format as the other pages)."""
 import streamlit as st
 
-from appstate import current_budget, input_panel, md_escape, require_conversation
+from appstate import current_budget, input_panel, md_escape, prefix_input, require_conversation
 from ctxlab import count_tokens, tokens
 from ctxlab.errors import CtxlabError
 from ctxlab.figures import CATEGORY_NAMES, prompt_bar
@@ -35,6 +35,7 @@ st.write(_("Every message of the conversation on the left, counted the way the O
            "split by category and set against the sidebar's context limit, less the response reserve."))
 
 conv = require_conversation()
+prefix_input(conv)
 model = st.session_state.model
 try:
     counts = count_tokens(conv, model=model)

@@ -103,3 +103,27 @@ def test_tune_sweeps_a_billed_session_with_its_unlogged_prefix(monkeypatch):
     run_tune_sweep(at)
     table = next(d.value for d in at.dataframe if "worst_prompt" in d.value.columns)
     assert (table["worst_prompt"] > 13_000).all()  # every point's prompts hold the ~13.7k unlogged tokens
+
+
+def test_the_user_sets_the_unlogged_prefix_and_every_page_follows(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)  # the whole app: pages in one session
+    at.run()
+    at.switch_page("pages/token_counts.py").run()
+    _use(at, (ROOT / "tests" / "data" / "coding" / "claude_code_subagent_file.jsonl").read_text(encoding="utf-8"))
+    (box,) = [n for n in at.number_input if n.label == "Unlogged system prompt and tools (tokens)"]
+    inferred = box.value
+    assert inferred > 12_000
+    box.set_value(20_000).run()
+    assert not at.exception, at.exception
+    table = next(d.value for d in at.dataframe if "tokens" in d.value.columns)
+    assert table.iloc[0]["tokens"] == 20_000 and "as given" in table.iloc[0]["text"]
+    at.switch_page("pages/strategy_lab.py").run()
+    assert not at.exception, at.exception
+    lab = next(d.value for d in at.dataframe if "reason" in d.value.columns)
+    assert "~20,000 tokens, as given" in lab["content"].iloc[0]  # the Lab plans with the size the user gave
+    at.switch_page("pages/token_counts.py").run()
+    at.button(key="prefix_reset").click().run()
+    table = next(d.value for d in at.dataframe if "tokens" in d.value.columns)
+    assert table.iloc[0]["tokens"] == inferred
