@@ -91,7 +91,8 @@ if has_usage(conv):  # a production trace: what the provider billed beside the c
             st.caption(_("Each call's prompt as ctxlab estimates it (the unlogged prefix plus the count, scaled by the "
                          "tokenizer factor) against the bill: {within:,} of {calls:,} calls within 5%, median error "
                          "{median:.1%}, largest {largest:.1%}.").format(
-                within=check["within_5pct"], calls=check["calls"], median=check["median_abs"], largest=check["max_abs"]))
+                within=check["within_5pct"], calls=check["calls"], median=check["median_abs"],
+                largest=check["max_abs"]))
         st.caption(_("Per call in the Strategy Lab's Replay tab and in `ctxlab count` (reported_usage)."))
 
 if counts.approximations:
