@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 from .i18n import N_, _, local
 from .fidelity import VERDICT_RULE, NeededFacts, ReplayMeasures, needed_facts, needed_recall, pick_by_recall
 from .strategies.plan import Plan
-from .validate import Finding, validate
+from .validate import Finding, FindingKey, introduced_findings, validate
 
 ACTION_WORDS: dict[str, str] = {
     "keep": N_("kept"), "summarize": N_("summarized"), "clear": N_("cleared"), "truncate": N_("truncated"),
@@ -91,11 +91,14 @@ def column_labels(names: Sequence[str], columns: Sequence[int] | None = None) ->
     return [f"{k} · {n}" for k, n in zip(numbers, names)]
 
 
-def measure(plan: Plan, label: str, rules: Sequence[str] = RULE_SETS) -> PlanMetrics:
-    """A plan's figures, with its result validated under each rule set."""
+def measure(plan: Plan, label: str, rules: Sequence[str] = RULE_SETS,
+            inherited: frozenset[FindingKey] = frozenset()) -> PlanMetrics:
+    """A plan's figures, with its result validated under each rule set. Findings the input has at
+    the same message (``inherited``, from ``validate.input_finding_keys``) are the input's and
+    left out: a strategy is judged on what it changed."""
+    found = {r: tuple(introduced_findings(validate(list(plan.messages), r), plan.origin, inherited)) for r in rules}
     return PlanMetrics(label, plan.tokens_before, plan.tokens_after, plan.removed,
-                       plan.retention, plan.fits, {r: tuple(validate(list(plan.messages), r)) for r in rules},
-                       tuple(plan.warnings))
+                       plan.retention, plan.fits, found, tuple(plan.warnings))
 
 
 def action_table(roles: Sequence[str], tokens: Sequence[int], plans: Sequence[Plan], labels: Sequence[str],
@@ -248,17 +251,13 @@ def finding_changes(input_findings: Sequence[Finding], result_findings: Sequence
                     origin: Sequence[int | None], rules: str) -> FindingChanges:
     """Match the errors of the input with those of a plan's result (``origin`` maps each result
     message to its input index): an error is the same when its code and input message are."""
-    def key(f: Finding, at: int | None) -> tuple[str, int | None]:
-        return f.code, at
-
     errors_in = [f for f in input_findings if f.severity == "error"]
-    errors_out = [f for f in result_findings if f.severity == "error"]
-    out_keys = {key(f, origin[f.index] if f.index is not None and f.index < len(origin) else None): f
-                for f in errors_out}
-    in_keys = {key(f, f.index) for f in errors_in}
-    repaired = tuple(f for f in errors_in if key(f, f.index) not in out_keys)
-    remaining = tuple(f for k, f in out_keys.items() if k in in_keys)
-    introduced = tuple(f for k, f in out_keys.items() if k not in in_keys)
+    out = {(f.code, origin[f.index] if f.index is not None and f.index < len(origin) else None): f
+           for f in result_findings if f.severity == "error"}  # one finding per code and input message
+    inherited = frozenset((rules, f.code, f.index) for f in errors_in)
+    introduced = tuple(introduced_findings(list(out.values()), origin, inherited))
+    remaining = tuple(f for f in out.values() if f not in introduced)
+    repaired = tuple(f for f in errors_in if (f.code, f.index) not in out)
     return FindingChanges(rules, tuple(errors_in), repaired, remaining, introduced)
 
 

@@ -11,9 +11,11 @@ as of 2026); ``gpt-3.5-turbo-4k`` and ``gpt-4`` (8K) are the small classic prese
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 
 from .errors import UnknownModelError
+from .i18n import T, Text
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,3 +162,36 @@ def resolve_model(name: str | None) -> ModelSpec:
         return MODELS[max(prefixes, key=len)]
     raise UnknownModelError(f"unknown model {name!r}", where="model",
                             hint=f"Known families: {', '.join(MODELS)}")
+
+
+#: the shortest start a new model's name must share with a known family to count with its tokenizer
+_CLOSEST_MIN = 3
+
+
+def closest_model(name: str) -> tuple[ModelSpec, Text | None]:
+    """The spec to count a model a trace names with, and a note when it is a stand-in.
+
+    A name ``resolve_model`` knows gives its spec and no note. New model names appear every month
+    (``gpt-5.1-codex-max``): a trace naming one is still read and counted, with the known family
+    whose name shares the longest start with it (at least three characters; the shortest such
+    family on a tie, ``gpt-5`` before ``gpt-5-mini``), else the default model's; the spec is marked
+    not exact and the note says which tokenizer stands in. The one place both a trace's model and
+    a command adopting it fall back."""
+    try:
+        return resolve_model(name), None
+    except UnknownModelError:
+        pass
+    key = name.strip().lower()
+    shared = {m: len(os.path.commonprefix([key, m])) for m in MODELS}
+    best = max(shared.values(), default=0)
+    family = min((m for m, n in shared.items() if n == best), key=len) if best >= _CLOSEST_MIN else DEFAULT_MODEL
+    spec = MODELS[family]
+    if best >= _CLOSEST_MIN:
+        note = T("model {model} is not one ctxlab knows: counted with the tokenizer of {family} ({encoding}), the "
+                 "closest known family, so counts are an estimate", model=repr(name[:80]), family=family,
+                 encoding=spec.encoding)
+    else:
+        note = T("model {model} is not one ctxlab knows and is like no known family: counted with the tokenizer of "
+                 "{family} ({encoding}), the default, so counts are an estimate", model=repr(name[:80]),
+                 family=family, encoding=spec.encoding)
+    return replace(spec, exact=False, note=str(note)), note

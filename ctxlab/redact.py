@@ -2,7 +2,7 @@
 stores, caches, prints or shows it (answers, summaries, probe replies, chat replies, errors).
 
 A server can echo the bearer key it was sent: verbatim, upper-cased, base64-encoded, hex-encoded,
-or broken by line breaks and spaces (a reply built from chunks). :class:`KeyRedactor` hides every
+URL-encoded, reversed, or broken by line breaks and spaces (a reply built from chunks). :class:`KeyRedactor` hides every
 run of at least :data:`FRAGMENT` consecutive characters of the key in any of those forms, in any
 letter case, ignoring white space and zero-width characters between them, so a half of the key is
 hidden as surely as the whole. A key shorter than :data:`SHORT_KEY` characters (``ollama``,
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 from typing import Iterable
+from urllib.parse import quote
 
 #: the shortest run of a key's characters that is hidden (10 characters: about 60 bits of a random key)
 FRAGMENT = 10
@@ -26,14 +27,17 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 def encoded_forms(secret: str) -> list[str]:
     """The key and its common encodings, lower-cased: the text, base64 (standard and URL-safe, at
     each of the three byte alignments a key can have inside a longer encoded text, without the
-    characters the neighbouring bytes change) and hex."""
+    characters the neighbouring bytes change) and hex; each also URL-encoded (a server quoting the
+    request's URL or form) and reversed (a server that echoes the key back to front)."""
     raw = secret.encode("utf-8")
     forms = [secret, raw.hex()]
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
         core = encoded[4 if offset else 0:-2]  # the edges depend on the bytes around the key
         forms += [core, core.replace("+", "-").replace("/", "_")]
-    return [f.translate(_ASCII_LOWER) for f in forms if len(f) >= FRAGMENT]
+    forms += [quote(f, safe="") for f in forms]
+    forms += [f[::-1] for f in forms]
+    return list(dict.fromkeys(f.translate(_ASCII_LOWER) for f in forms if len(f) >= FRAGMENT))
 
 
 class KeyRedactor:

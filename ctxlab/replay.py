@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .conversation import FINAL, Conversation, Message, Usage, starts_turn
 from .errors import CtxlabError
+from .i18n import T
 from .segments import segment
 from .strategies.base import APPLY_AT, Strategy, get_strategy, result_view
 from .strategies.plan import REMOVED, Plan
@@ -75,6 +76,10 @@ class Call:
     extends_previous: bool
     pending: bool = False
     reported: Usage | None = None
+    question_lost: bool = False
+    """The prompt sent lacks the newest user message that has arrived (the model cannot see the question)."""
+    task_lost: bool = False
+    """The prompt sent lacks the task of a coding agent's run (its first user message, ``ctxlab_task``)."""
 
     @property
     def saved(self) -> int:
@@ -88,7 +93,9 @@ class Call:
                 "tokens_before": self.tokens_before, "over_limit": self.over_limit, "messages": self.messages,
                 "messages_removed": self.messages_removed,
                 **({} if self.reported is None else {"reported_prompt_tokens": self.reported.prompt_tokens,
-                                                     "reported_cached_tokens": self.reported.cached_tokens})}
+                                                     "reported_cached_tokens": self.reported.cached_tokens}),
+                **({"question_lost": True} if self.question_lost else {}),
+                **({"task_lost": True} if self.task_lost else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +164,30 @@ class Replay:
     def fits(self) -> bool:
         """True only when every call's prompt fits the limit."""
         return not any(c.over_limit for c in self.calls)
+
+    @property
+    def calls_without_question(self) -> int:
+        """How many calls sent a prompt without the newest user message (a fit that hides a loss)."""
+        return sum(c.question_lost for c in self.calls)
+
+    @property
+    def calls_without_task(self) -> int:
+        """How many calls sent a prompt without the run's task (every strategy but a baseline keeps it)."""
+        return sum(c.task_lost for c in self.calls)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What a user must see beside ``fits``: calls whose prompt lost the question or the task."""
+        out = []
+        if self.calls_without_question:
+            out.append(T("{strategy} sent {n:,} of {calls:,} calls without the newest user message: they fit, but "
+                         "the model could not see the question", strategy=self.strategy,
+                         n=self.calls_without_question, calls=len(self.calls)))
+        if self.calls_without_task:
+            out.append(T("{strategy} sent {n:,} of {calls:,} calls without the run's task (its first user "
+                         "message), which every other strategy keeps", strategy=self.strategy,
+                         n=self.calls_without_task, calls=len(self.calls)))
+        return out
 
     @property
     def worst(self) -> Call | None:
@@ -298,6 +329,9 @@ class Replay:
                "history": [dataclasses.asdict(h) for h in self.history],
                "applications": self.applications, "times_triggered": self.times_triggered,
                "tokens_saved": self.tokens_saved, "messages_removed": self.messages_removed}
+        if self.warnings:
+            out.update(calls_without_question=self.calls_without_question, calls_without_task=self.calls_without_task,
+                       warnings=list(self.warnings))
         if matrix:
             out["matrix"] = [list(row) for row in self.matrix]
         return out
@@ -398,6 +432,7 @@ class _Walk:
                  whole: View | None = None) -> None:
         self.messages, self.counter, self.facts, self.pins = messages, counter, facts, pins
         self.strategy, self.budget, self.apply_at = strategy, budget, apply_at
+        self.works_on = getattr(strategy, "works_on", "kept_history")
         self.starts = tuple(s for s, _ in segment(messages).turns)
         self.turn_of = _turn_index(self.starts)
         self.head = budget.tools_tokens + budget.reply_priming
@@ -416,23 +451,29 @@ class _Walk:
         records: list[Compression] = []
         prompts: dict[int, _Kept] = {}
         kept_entries = 0
-        view: View | None = None
+        base: View | None = None  # what arrivals extend: the prompt left (kept) or the whole history (full)
+        full = self.works_on == "full_history"
         upto = 0
         prev: View | None = None  # the previous call's prompt
+        prev_changed = False  # the previous call's prompt was not its history as it arrived
         user_since = True  # a run starts a turn, even before its first user message
+        question: int | None = None  # the newest user message arrived, and the run's task
+        task: int | None = None
         for c, point in enumerate(call_points(messages)):
             new = messages[upto:point]
             user_since = user_since or any(starts_turn(m) for m in new)
-            if view is None:
+            question, task = _question_and_task(new, upto, question, task)
+            if base is None:
                 at = slice(upto, point)
-                view = View(new, self.whole.tokens[at], self.whole.categories[at], segment(new), self.counter,
+                base = View(new, self.whole.tokens[at], self.whole.categories[at], segment(new), self.counter,
                             self.facts, self.whole.fact_masks[at], frozenset(i for i in range(upto, point)
                                                                               if i in self.pins),
                             tuple(range(upto, point)))
             elif new:
-                view = view._grow(new, tuple(range(upto, point)),
-                                  frozenset(len(view) + k for k, i in enumerate(range(upto, point)) if i in self.pins),
+                base = base._grow(new, tuple(range(upto, point)),
+                                  frozenset(len(base) + k for k, i in enumerate(range(upto, point)) if i in self.pins),
                                   self.whole)
+            view = base
             for i in range(upto, point):
                 arrived[i] = c
             upto = point
@@ -450,7 +491,9 @@ class _Walk:
                 user_since = False
                 triggered = plan.idle is None
                 for k, (o, a) in enumerate(zip(view.origin, plan.actions)):
-                    if o is None or a == "keep" or a == state_now[o]:
+                    # kept: a message the plan keeps is sent as the last application left it; full: as it
+                    # arrived, so a message removed or cleared at an earlier call comes back
+                    if o is None or a == state_now[o] or (a == "keep" and not full):
                         continue
                     if a in REMOVED:
                         removed_at[o] = c
@@ -458,18 +501,29 @@ class _Walk:
                     state_now[o] = a
                     events.append((c, o, a))
                 if triggered:
-                    view = result_view(view, plan).with_state(dict(plan.state))
-                elif plan.state != view.state:
+                    view = result_view(view, plan)
+                    view = view if full else view.with_state(dict(plan.state))
+                elif plan.state != view.state and not full:
                     view = view.with_state(dict(plan.state))
                 records.append(Compression(c, triggered, plan.tokens_before, plan.tokens_after, plan.saved, removed))
+            elif full and len(view):  # the whole history goes out as it arrived
+                for o in view.origin:
+                    if o is not None and state_now[o] != "keep":
+                        state_now[o] = "keep"
+                        events.append((c, o, "keep"))
+            if not full:
+                base = view
             after = view.total + self.head
-            if triggered or prev is None:
+            if triggered or prev is None or prev_changed:
                 shared, extends = (0, False) if prev is None else _shared(prev.messages, view.messages, view.tokens)
             else:  # nothing changed: the previous prompt is a prefix of this one
                 shared, extends = prev.total, True
+            prev_changed = full and triggered
             call = Call(c, point, self.turn_of(point), bool(apply and len(view)), triggered, before, after,
                         after > self.budget.prompt_limit, len(view), removed, shared, extends,
-                        point == n, messages[point].usage if point < n else None)
+                        point == n, messages[point].usage if point < n else None,
+                        question is not None and removed_at[question] is not None,
+                        task is not None and removed_at[task] is not None)
             calls.append(call)
             if observe is not None:
                 observe(call, view)
@@ -481,6 +535,17 @@ class _Walk:
                 kept_entries += cost
             prev = view
         return calls, records, prompts, None, arrived, removed_at, events
+
+
+def _question_and_task(new: Sequence[Message], start: int, question: int | None,
+                       task: int | None) -> tuple[int | None, int | None]:
+    """The newest user message and the task once ``new`` (from index ``start``) has arrived."""
+    for k, m in enumerate(new):
+        if m.role == "user":
+            question = start + k
+            if task is None and m.extra.get("ctxlab_task"):
+                task = start + k
+    return question, task
 
 
 def replay(source: Conversation | View | Sequence[Message], strategy: Strategy | str, budget: Budget, *,

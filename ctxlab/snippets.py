@@ -37,7 +37,8 @@ def strategy_from_config(config: Any) -> tuple[Strategy, dict[str, Any], str | N
 
 
 def _call(strategy: Strategy) -> str:
-    args = "".join(f", {k}={v!r}" for k, v in strategy.params().items() if (k, v) != ("apply_at", "every_call"))
+    shared = {k: type(strategy).__dataclass_fields__[k].default for k in ("apply_at", "works_on")}
+    args = "".join(f", {k}={v!r}" for k, v in strategy.params().items() if k not in shared or v != shared[k])
     return f"get_strategy({strategy.name!r}{args})"
 
 

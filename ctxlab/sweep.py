@@ -14,6 +14,7 @@ conversation order, so they are identical whatever the executor or the number of
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import itertools
 import math
@@ -24,17 +25,18 @@ import time
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .conversation import Conversation
-from .i18n import N_, T, _
+from .i18n import N_, T, Tn, _, listing
 from .errors import CtxlabError
 from .fidelity import FactCheck, needed_facts
 from .pricing import Price, PriceTable, load_prices, replay_cost
 from .replay import replay
 from .strategies import STRATEGIES, Budget, StrategyError, get_strategy, parse_param
 from .tokens import TokenCounter
-from .validate import validate
+from .validate import FindingKey, input_finding_keys, introduced_findings, validate
 
 DEFAULT_MIN_RECALL = 0.95
 DASK_CONNECT_TIMEOUT = 10  # seconds to reach a scheduler before saying it cannot be reached
@@ -160,35 +162,40 @@ class _Checks:
     """The sweep's observer of a replay: needed facts at every call, and provider validity of the
     prompt at every call where the strategy changed something, and at the last call."""
 
-    def __init__(self, nf: Any, validate_prompts: bool) -> None:
+    def __init__(self, nf: Any, validate_prompts: bool, inherited: frozenset[FindingKey] = frozenset()) -> None:
         self.facts = FactCheck(nf)
         self.validate_prompts = validate_prompts
+        self.inherited = inherited  # the input's own errors: never the strategy's fault
         self.invalid = False
         self.final: Any = None  # the last call's prompt view
 
-    def _check(self, messages: Sequence[Any]) -> None:
-        self.invalid = any(f.severity == "error" for rules in ("openai", "anthropic")
-                           for f in validate(list(messages), rules))
+    def _check(self, view: Any) -> None:
+        """Invalid when the prompt has an error the input does not have at the same message."""
+        found = [f for rules in ("openai", "anthropic") for f in validate(list(view.messages), rules)
+                 if f.severity == "error"]
+        self.invalid = bool(introduced_findings(found, view.origin, self.inherited))
 
     def __call__(self, call: Any, view: Any) -> None:
         self.facts(call, view)
         self.final = view
         if self.validate_prompts and not self.invalid and call.triggered:
-            self._check(view.messages)
+            self._check(view)
 
 
 def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, price: Price | None,
-             tools_tokens: int, reserve: float, max_tokens: int) -> dict[str, Any]:
+             tools_tokens: int, reserve: float, max_tokens: int,
+             inherited: frozenset[FindingKey] = frozenset()) -> dict[str, Any]:
     """One conversation under one point (None: the ``none`` baseline), replayed call by call.
     Validity is checked on every call whose prompt the strategy changed and on the last call (a
-    call where it changed nothing sends the prompt checked before plus original messages)."""
+    call where it changed nothing sends the prompt checked before plus original messages); an
+    error the input has at the same message (``inherited``) is the input's, not the point's."""
     strategy = get_strategy("none") if point is None else get_strategy(point.strategy, **point.params)
     budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools_tokens, max_tokens=max_tokens)
-    checks = _Checks(nf, point is not None)
+    checks = _Checks(nf, point is not None, inherited)
     t0 = time.perf_counter()
     r = replay(conv, strategy, budget, model=model, observe=checks)
     if checks.validate_prompts and checks.final is not None and not checks.invalid:
-        checks._check(checks.final.messages)
+        checks._check(checks.final)
     seconds = time.perf_counter() - t0
     cost = replay_cost(r, conv, model=model, price=price)
     fid = checks.facts.fidelity(r.strategy)
@@ -217,13 +224,31 @@ def evaluate_chunk(chunk: Sequence[tuple[int, Conversation]], points: Sequence[P
     of ``chunk``. Returns one record per conversation, in order."""
     out = []
     for index, conv in chunk:
-        m = model or conv.model or "gpt-4o"
-        tools = TokenCounter(m).tools(conv.tools)
-        nf = needed_facts(conv)
-        base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points))
-        out.append({"index": index, "none": base,
-                    "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens) for p in points]})
+        try:
+            out.append(_evaluate_one(index, conv, points, model, price, reserve))
+        except CtxlabError as e:  # say which conversation (and file) could not be measured
+            source = conv.metadata.get(SOURCE_KEY)
+            raise SweepError(f"conversation {index}{f' ({source})' if source else ''}: {e}") from None
     return out
+
+
+SOURCE_KEY = "x-ctxlab-source"
+"""Metadata key ``load_conversations`` sets to the file (and JSONL line) a conversation came from."""
+
+
+def _evaluate_one(index: int, conv: Conversation, points: Sequence[PointSpec], model: str | None,
+                  price: Price | None, reserve: float) -> dict[str, Any]:
+    m = model or conv.model or "gpt-4o"
+    tools = TokenCounter(m).tools(conv.tools)
+    nf = needed_facts(conv)
+    inherited = input_finding_keys(conv)
+    base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points))
+    return {"index": index, "none": base, "input_errors": sorted(inherited, key=_key_order),
+            "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens, inherited) for p in points]}
+
+
+def _key_order(key: FindingKey) -> tuple[str, str, int]:
+    return key[0], key[1], -1 if key[2] is None else key[2]
 
 
 def _p95(values: Sequence[float]) -> float:
@@ -291,18 +316,24 @@ def _has_native(strategy: str) -> bool:
 
 def recommend(points: Sequence[Mapping[str, Any]], min_recall: float = DEFAULT_MIN_RECALL) -> int | None:
     """The index of the point ``RECOMMENDATION_RULE`` picks, or None when none qualifies."""
-    good = [k for k, p in enumerate(points)
-            if p["invalid"] == 0 and p["needed_recall"] is not None and p["needed_recall"] >= min_recall]
+    good = [k for k, p in enumerate(points) if p["invalid"] == 0 and _recall(p) >= min_recall]
     fitting = [k for k in good if points[k].get("calls_over_limit", 0) == 0]
     if not fitting:
         if not good:
             return None
         return min(good, key=lambda k: (points[k].get("calls_over_limit", 0), _axis_value(points[k], "cost_usd"),
-                                        -points[k]["needed_recall"], k))
+                                        -_recall(points[k]), k))
     cheapest = min(_axis_value(points[k], "cost_usd") for k in fitting)
     equals = [k for k in fitting if _axis_value(points[k], "cost_usd") <= cheapest + abs(cheapest) * NATIVE_TIE]
-    return min(equals, key=lambda k: (not _has_native(points[k].get("strategy", "")), -points[k]["needed_recall"],
+    return min(equals, key=lambda k: (not _has_native(points[k].get("strategy", "")), -_recall(points[k]),
                                       _axis_value(points[k], "cost_usd"), k))
+
+
+def _recall(point: Mapping[str, Any]) -> float:
+    """A point's needed recall; 1.0 when the conversations need no fact (nothing could be lost:
+    ``recommendation_notes`` says the pick was made on cost and fit alone)."""
+    r = point.get("needed_recall")
+    return 1.0 if r is None else r
 
 
 def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, min_recall: float) -> list[str]:
@@ -311,20 +342,26 @@ def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, 
         return [T("no point serves at least {level:.0%} of the needed facts with a valid output: lower "
                   "--min-recall, raise the limit, or vary other parameters", level=min_recall)]
     p = points[pick]
+    notes = []
+    if "needed_recall" in p and p["needed_recall"] is None:
+        notes.append(T("no needed fact was found in these conversations (no later call reuses an earlier value): "
+                       "the pick is made on fit and cost alone"))
     if p.get("calls_over_limit", 0):
-        return [T("no point fits every model call: the recommendation is the closest, {over:,} of {calls:,} calls "
-                  "over the {limit:,}-token limit (largest prompt {largest:,}); raise the limit or vary other "
-                  "parameters", over=p["calls_over_limit"], calls=p["calls"], limit=p["max_tokens"],
-                  largest=p["worst_prompt"])]
-    return []
+        notes.append(T("no point fits every model call: the recommendation is the closest, {over:,} of {calls:,} "
+                       "calls over the {limit:,}-token limit (largest prompt {largest:,}); raise the limit or vary "
+                       "other parameters", over=p["calls_over_limit"], calls=p["calls"], limit=p["max_tokens"],
+                       largest=p["worst_prompt"]))
+    return notes
 
 
-def scaled_params(name: str, params: Mapping[str, Any], max_tokens: int, reserve: float) -> dict[str, Any]:
-    """``params`` over the strategy's budget-scaled values at ``max_tokens`` (as the Strategy Lab
-    sets them): a parameter the grid does not vary is scaled to the budget, not left at a peer's
-    default that never acts at this limit (a 100,000-token trigger at a 3,000-token limit)."""
+def scaled_params(name: str, params: Mapping[str, Any], max_tokens: int, reserve: float,
+                  tools_tokens: int = 0) -> dict[str, Any]:
+    """``params`` over the strategy's budget-scaled values at ``max_tokens`` with ``tools_tokens``
+    of tool definitions (as the Strategy Lab and ``ctxlab replay`` set them): a parameter the grid
+    does not vary is scaled to the budget, not left at a peer's default that never acts at this
+    limit (a 100,000-token trigger at a 3,000-token limit)."""
     cls = STRATEGIES[name]
-    budget = Budget(max_tokens, reserve)
+    budget = Budget(max_tokens, reserve, tools_tokens)
     scaled = cls.budget_scaled(budget)
     resolved = cls.scaled_defaults(budget)
     return {**{k: resolved[k] for k in scaled if k in resolved}, **params}
@@ -342,6 +379,9 @@ class SweepResult:
     min_recall: float
     model: str | None
     notes: tuple[str, ...] = ()
+    input_errors: tuple[dict[str, Any], ...] = ()
+    """The errors the conversations have as logged (``conversation``, ``rules``, ``code``,
+    ``message``), listed once: they count against no point."""
 
     @property
     def rule(self) -> str:
@@ -353,7 +393,8 @@ class SweepResult:
         return {"points": [dict(p) for p in self.points], "pareto": list(self.pareto),
                 "recommendation": None if self.recommendation is None else dict(self.points[self.recommendation]),
                 "recommendation_index": self.recommendation, "rule": self.rule, "axes": list(self.axes),
-                "baseline": dict(self.baseline), "model": self.model, "notes": list(self.notes)}
+                "baseline": dict(self.baseline), "model": self.model, "notes": list(self.notes),
+                "input_errors": [dict(e) for e in self.input_errors]}
 
     def to_csv(self) -> str:
         """One row per point (params as JSON), plus ``pareto`` and ``recommended`` columns."""
@@ -481,7 +522,6 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     if not 0 <= min_recall <= 1:
         raise SweepError(f"the recall level must be between 0 and 1, got {min_recall}", where="--min-recall")
     combos = grid.sample(sample, seed) if sample else grid.combos()
-    specs = [PointSpec(name, scaled_params(name, params, b, reserve), b) for name, params in combos for b in budgets]
     convs = list(conversations)
     usable = [(k, c) for k, c in enumerate(convs) if any(m.role == "user" for m in c.messages)]
     notes = []
@@ -490,6 +530,9 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     if not usable:
         raise SweepError("no conversation with a user turn to replay", where="conversations",
                          hint="Give conversations that have at least one user message")
+    tools = _shared_tools_tokens([c for _, c in usable], model)
+    specs = [PointSpec(name, scaled_params(name, params, b, reserve, tools), b) for name, params in combos
+             for b in budgets]
     price = _price_for(prices, model, [c for _, c in usable])
     if price is None:
         notes.append(T("no price for model {model}: cost_usd is empty; the Pareto front and recommendation use "
@@ -506,48 +549,122 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     baseline = _aggregate(PointSpec("none", {}, max(budgets)), none, none)
     front = tuple(pareto_front(points, axes))
     pick = recommend(points, min_recall)
+    input_errors = tuple({"conversation": rec["index"], "rules": r, "code": c, "message": i}
+                         for rec in records for r, c, i in rec["input_errors"])
+    if input_errors:
+        notes.append(_input_errors_note(input_errors))
     notes += recommendation_notes(points, pick, min_recall)
     return SweepResult(points, front, pick, baseline, tuple(axes), min_recall, model or usable[0][1].model,
-                       tuple(notes))
+                       tuple(notes), input_errors)
 
 
+def _shared_tools_tokens(convs: Sequence[Conversation], model: str | None) -> int:
+    """The tokens of the tool definitions when every conversation sends the same amount (one agent's
+    sessions; a single conversation), so a point's scaled parameters are the ones the Strategy Lab
+    and ``ctxlab replay`` pick for it; 0 when they differ (one set of parameters serves them all)."""
+    counts = {TokenCounter(model or c.model or "gpt-4o").tools(c.tools) for c in convs}
+    return counts.pop() if len(counts) == 1 else 0
+
+
+def _input_errors_note(errors: Sequence[Mapping[str, Any]]) -> str:
+    """One sentence for the errors the input has as logged: how many, in how many conversations, a
+    few of them; they judge no point."""
+    convs = sorted({e["conversation"] for e in errors})
+    shown = sorted({(e["code"], e["conversation"], e["message"]) for e in errors},
+                   key=lambda x: (x[1], -1 if x[2] is None else x[2], x[0]))
+    listed = listing(T("{code} in conversation {conv} at message {i}", code=code, conv=conv, i=i)
+                     for code, conv, i in shown[:3])
+    return T("{n} conversation(s) break a provider's rules as logged ({listed}{more}): those errors are the "
+             "input's, listed once under input_errors, and count against no point", n=len(convs), listed=listed,
+             more=", ..." if len(shown) > 3 else "")
+
+
+
+
+TRACE_SUFFIXES = (".json", ".jsonl", ".traj")
+"""File endings a folder is searched for: every file ctxlab reads (``.traj.json`` ends in ``.json``)."""
+
+
+def trace_files(folder: os.PathLike[str] | str, notes: list[str] | None = None) -> list[Path]:
+    """Every file of ``folder`` and its subfolders (Codex keeps sessions in ``YYYY/MM/DD``) whose
+    name ends in one of ``TRACE_SUFFIXES``, sorted by path. Links are followed once: a link back
+    to a folder already searched (a loop) and a name that is not a regular file (a link to a
+    device such as ``/dev/zero``, a pipe) are skipped with a note, and so are other files, counted."""
+    root = Path(folder)
+    found: list[Path] = []
+    seen: set[Path] = set()
+    others = 0
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        real = d.resolve()
+        if real in seen:
+            _note(notes, T("skipped {path}: a link to a folder already searched (a loop)", path=str(d)))
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(d.iterdir())
+        except OSError as e:
+            _note(notes, T("skipped {path}: cannot list it ({error})", path=str(d), error=e.strerror or str(e)))
+            continue
+        for f in entries:
+            if f.is_dir():
+                stack.append(f)
+            elif not f.name.lower().endswith(TRACE_SUFFIXES):
+                others += 1
+            elif f.is_file():
+                found.append(f)
+            else:
+                _note(notes, T("skipped {path}: not a regular file (a device, a pipe or a broken link)",
+                               path=str(f)))
+    if others:
+        _note(notes, Tn("{n} file in {folder} is not .json, .jsonl or .traj: skipped",
+                        "{n} files in {folder} are not .json, .jsonl or .traj: skipped", others, folder=str(root)))
+    return sorted(found)
+
+
+def _note(notes: list[str] | None, text: str) -> None:
+    if notes is not None:
+        notes.append(text)
 
 
 def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 1024,
                        notes: list[str] | None = None) -> list[Conversation]:
     """Every conversation in the given files (JSON or JSONL, any format ctxlab reads) and folders
-    (their ``*.json`` and ``*.jsonl`` files, sorted by name), in order. A file named on its own
-    that is not a conversation is an error; one found in a folder is skipped with a note appended
-    to ``notes`` (a folder of samples holds tool catalogs too)."""
-    from pathlib import Path
-
+    (``trace_files``: their ``.json``, ``.jsonl`` and ``.traj`` files, subfolders included, sorted
+    by path), in order. A file named on its own that is not a conversation is an error naming it;
+    one found in a folder is skipped with a note appended to ``notes`` (a folder of samples holds
+    tool catalogs too), and so is one larger than ``max_bytes`` (checked before it is read)."""
     from .formats import load_all
+    from .formats._json import read_path
     files: list[tuple[Path, bool]] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.suffix.lower() in (".json", ".jsonl") and f.is_file())
+            found = trace_files(p, notes)
             if not found:
-                raise SweepError(f"no .json or .jsonl file in folder {raw}", where="FILE")
+                raise SweepError(f"no .json, .jsonl or .traj file in folder {raw} or its subfolders", where="FILE")
             files += [(f, True) for f in found]
         elif p.is_file():
             files.append((p, False))
         else:
-            raise SweepError(f"no such file or folder: {raw}", where="FILE", hint="Give .json/.jsonl files or folders")
+            raise SweepError(f"no such file or folder: {raw}", where="FILE",
+                             hint="Give .json/.jsonl/.traj files or folders")
     out: list[Conversation] = []
     for f, in_folder in files:
         try:
-            out += load_all(f.read_bytes(), max_bytes=max_bytes)
-        except CtxlabError as e:
+            found = load_all(read_path(f, max_bytes), max_bytes=max_bytes)  # the size checked before reading
+            out += [dataclasses.replace(c, metadata={**c.metadata, SOURCE_KEY: str(f) if len(found) == 1 else
+                                                     f"{f}, conversation {k}"}) for k, c in enumerate(found)]
+        except (CtxlabError, OSError) as e:
             if not in_folder:
-                raise SweepError(f"{f.name}: {e}", where="FILE") from None
-            if notes is not None:
-                notes.append(T("skipped {file}: not a conversation ({error})", file=str(f), error=str(e)))
+                raise SweepError(f"{f}: {e}", where="FILE") from None
+            _note(notes, T("skipped {file}: not a conversation ({error})", file=str(f), error=str(e)))
     if not out:
         raise SweepError("no conversation found in the files given", where="FILE")
     return out
 
 
 __all__ = ["COLUMNS", "DEFAULT_AXES", "DEFAULT_MIN_RECALL", "RECOMMENDATION_RULE", "Grid", "PointSpec",
-           "SweepError", "SweepResult", "evaluate_chunk", "load_conversations", "pareto_front", "recommend",
+           "SweepError", "SweepResult", "TRACE_SUFFIXES", "evaluate_chunk", "load_conversations", "pareto_front", "recommend",
            "recommendation_notes", "run_sweep", "scaled_params"]

@@ -29,6 +29,9 @@ it, since ``tool_result`` blocks must come first in a turn); two assistant turns
 a user or assistant message with no content and no tool calls is ``empty_content``, except a final
 assistant message. OpenAI only: an assistant message with no content and no tool calls is an
 ``empty_content`` warning (the API takes it; it adds nothing). A system message anywhere is fine.
+Both: a content block of a type the provider does not accept (``{"type": "teleport"}``, kept as
+sent when read) is ``unknown_block_type``, once per message (``ANTHROPIC_BLOCK_TYPES``,
+``OPENAI_PART_TYPES``).
 
 Reasoning, when thinking is on (``ctxlab.reasoning`` says what each provider requires):
 ``deepseek-thinking`` is OpenAI's rules plus ``missing_reasoning_content`` (an error at every
@@ -189,7 +192,7 @@ def check_openai(messages: Sequence[Message]) -> list[Finding]:
             found.append(Finding("empty_content", "warning", i,
                                  T("Message {i} (assistant) has no content and no tool calls: "
                                  "remove it or give it text.", i=i), "openai"))
-    return found
+    return found + _unknown_parts(messages, OPENAI_PART_TYPES, frozenset(), "OpenAI", "openai")
 
 
 def _anthropic_turn(i: int, m: Message, prev: str | None) -> tuple[str, Finding | None]:
@@ -258,6 +261,38 @@ def check_anthropic(messages: Sequence[Message]) -> list[Finding]:
         found.append(Finding("empty_conversation", "error", None,
                              T("The conversation has only system messages: Anthropic needs at least one "
                              "user message."), "anthropic"))
+    return found + _unknown_parts(messages, ANTHROPIC_BLOCK_TYPES, ANTHROPIC_LEFT_OUT, "Anthropic", "anthropic")
+
+
+ANTHROPIC_BLOCK_TYPES = frozenset({
+    "text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use", "tool_result",
+    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result",
+    "container_upload", "mcp_tool_use", "mcp_tool_result", "mcp_tool_listing", "compaction", "advisor_tool_result",
+    "fallback", "tool_addition", "tool_removal"})
+"""Content block types the Anthropic Messages API takes in a request (the Python SDK 2.14.0's
+``ContentBlockParam`` and, for beta features such as compaction, ``BetaContentBlockParam``)."""
+ANTHROPIC_LEFT_OUT = frozenset({"refusal", "input_audio", "audio", "file", "input_file", "video"})
+"""Part types ctxlab's Anthropic writer leaves out with a note (no place in Anthropic): not sent, not rejected."""
+OPENAI_PART_TYPES = frozenset({"text", "image", "image_url", "input_audio", "file", "refusal",
+                               "thinking", "redacted_thinking"})
+"""Part types OpenAI Chat takes (text, image_url, input_audio, file, refusal) or that ctxlab's OpenAI
+writer turns into one (``image``) or leaves out with a note (thinking blocks)."""
+
+
+def _unknown_parts(messages: Sequence[Message], known: frozenset[str], skip: frozenset[str],
+                   provider: str, rules: str) -> list[Finding]:
+    """An ``unknown_block_type`` error per message holding a part type the provider rejects."""
+    found = []
+    for i, m in enumerate(messages):
+        if isinstance(m.content, str):  # plain text: nothing to check (and no part to make)
+            continue
+        bad = sorted({p.type for p in m.content if p.type not in known and p.type not in skip})
+        if bad:
+            found.append(Finding("unknown_block_type", "error", i, T(
+                "Message {i} ({role}) holds a content block of a type {provider} does not accept ({types}): the "
+                "request is rejected; remove the block or convert it to text.", i=i, role=role_text(m.role),
+                provider=provider, types=", ".join(bad)), rules))
     return found
 
 
@@ -334,6 +369,32 @@ def validate(messages_or_conversation: Sequence[Message] | Conversation,
     else:
         messages = messages_or_conversation
     return sorted(check(messages), key=_sort_key)
+
+
+FindingKey = tuple[str, str, int | None]
+"""A finding as ``(rules, code, input message index)``: where it sits in the conversation as logged."""
+
+
+def input_finding_keys(messages: Sequence[Message] | Conversation,
+                       rules: Sequence[str] = ("openai", "anthropic")) -> frozenset[FindingKey]:
+    """The errors the input already has under each rule set, keyed by input message: what a
+    strategy's output may carry without the strategy being blamed for it (Claude Code and Codex
+    log a first turn as two user messages; no strategy made that)."""
+    return frozenset((r, f.code, f.index) for r in rules for f in validate(messages, r) if f.severity == "error")
+
+
+def introduced_findings(findings: Sequence[Finding], origin: Sequence[int | None],
+                        inherited: frozenset[FindingKey]) -> list[Finding]:
+    """The findings of a strategy's output (``origin`` maps each output message to its input index,
+    None for an inserted summary) that the input does not have at the same message under the same
+    rules and code: the ones the strategy introduced. A finding about the whole prompt, or about
+    an inserted message, is always the strategy's."""
+    out = []
+    for f in findings:
+        at = origin[f.index] if f.index is not None and f.index < len(origin) else None
+        if at is None or (f.rules, f.code, at) not in inherited:
+            out.append(f)
+    return out
 
 
 def is_valid(findings: Sequence[Finding]) -> bool:

@@ -19,7 +19,7 @@ from ctxlab.figures import token_bars
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.strategies import Budget, Strategy, View, get_strategy
-from ctxlab.validate import validate
+from ctxlab.validate import input_finding_keys
 from ctxlab.i18n import N_, _, local
 from ui import action_words, action_column, count_column, strategy_picker, table_columns, translated_columns
 
@@ -124,7 +124,8 @@ if not plans:
     st.stop()
 
 labels = column_labels(names, columns)
-metrics = [measure(p, label) for p, label in zip(plans, labels)]
+inherited = input_finding_keys(conv, RULE_NAMES)
+metrics = [measure(p, label, RULE_NAMES, inherited) for p, label in zip(plans, labels)]
 try:
     price = price_panel(st)
 except CtxlabError as e:
@@ -186,13 +187,12 @@ st.dataframe(action_rows, key="cmp_actions", hide_index=True, width="stretch",
                             **{f"{label} reason": st.column_config.Column(_("{label} reason").format(label=label))
                                for label in labels}})
 
-input_errors = sorted({(f.code, f.index) for r in RULE_NAMES for f in validate(list(conv.messages), r)
-                       if f.severity == "error"}, key=lambda ci: (ci[1] is None, ci[1] or 0, ci[0]))
+input_errors = sorted({(code, i) for _rules, code, i in inherited}, key=lambda ci: (ci[1] is None, ci[1] or 0, ci[0]))
 if input_errors:
     listed = _(", ").join(_("{code} at message #{i}").format(code=code, i=i) for code, i in input_errors[:5])
-    st.warning(md_escape(_("The input itself breaks the OpenAI or Anthropic rules ({n} error(s): {listed}): a "
-                           "strategy whose result has no finding below only happened to remove the messages at "
-                           "fault. Fix the input.").format(n=len(input_errors), listed=listed)))
+    st.info(md_escape(_("The input itself breaks the OpenAI or Anthropic rules as logged ({n} error(s): {listed}). "
+                        "These are the input's, listed here once: a strategy is judged only on findings it "
+                        "introduced, listed below.").format(n=len(input_errors), listed=listed)))
 rows = finding_rows(metrics, plans)
 if rows:
     with st.expander(_("Provider findings ({n})").format(n=len(rows)), expanded=True):

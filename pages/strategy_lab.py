@@ -18,6 +18,7 @@ import labtable
 from appstate import (LANG_KEY, current_budget, current_llm, current_price, current_view, input_panel, md_escape,
                       price_panel, require_conversation, text_hash, tool_budget)
 from ctxlab.errors import CtxlabError
+from ctxlab.cache_breaks import CacheBreak
 from ctxlab.conversation import Conversation, Message
 from ctxlab.llm import use_llm
 from ctxlab.compare import ACTION_WORDS, cost_sentence, outcome_notes
@@ -140,6 +141,38 @@ def _cost_section(m: ReplayMeasures) -> None:
     fig = cost_per_turn_figure(c, none)
     fig.update_xaxes(dtick=max(1, -(-len(c.per_turn()) // 20)))  # whole turns, at most ~20 ticks
     st.plotly_chart(fig, key="lab_cost_chart")
+
+
+CAUSE_WORDS = {"clear": N_("cleared"), "truncate": N_("truncated"), "drop": N_("dropped"),
+               "summarize": N_("folded into a summary"), "refold": N_("its summary rewritten"),
+               "changed": N_("sent differently")}
+
+
+def _break_sentence(b: CacheBreak) -> str:
+    """One call's cache break in a sentence: where the prompt stopped matching, why, what it cost."""
+    where = _("message #{i}").format(i=b.origin) if b.origin is not None else _("the summary")
+    cost = "" if b.cost_usd is None else _(", ${cost:.4f}").format(cost=b.cost_usd)
+    return _("This call's prompt stops matching the previous call's at {where} ({cause} at this call): {n:,} "
+             "tokens no longer read from the prompt cache{cost}.").format(where=where, cause=_(CAUSE_WORDS[b.cause]),
+                                                                         n=b.tokens_lost, cost=cost)
+
+
+def _breaks_section(breaks: list[CacheBreak]) -> None:
+    """How often the strategy broke the prompt cache, why, and what it cost (a model, stated)."""
+    if not breaks:
+        st.caption(_("Prompt cache: every call's prompt extends the previous one, so nothing the cache held is "
+                     "lost."))
+        return
+    per: dict[str, int] = {}
+    for b in breaks:
+        per[b.cause] = per.get(b.cause, 0) + 1
+    causes = _(", ").join(_("{cause} {n:,}").format(cause=_(CAUSE_WORDS[c]), n=k) for c, k in per.items())
+    costs = [b.cost_usd for b in breaks]
+    cost = "" if any(c is None for c in costs) else _(" (${cost:.4f} at the input price less the cached price; a "
+                                                     "model)").format(cost=sum(costs))
+    st.caption(_("Prompt cache: the strategy changed an earlier part of the prompt at {k:,} calls ({causes}), and "
+                 "{n:,} tokens were no longer read from the cache{cost}. The slider's call says where, when it is "
+                 "one of them.").format(k=len(breaks), causes=causes, n=sum(b.tokens_lost for b in breaks), cost=cost))
 
 
 def _billed_section(u: UsageComparison) -> None:
@@ -428,6 +461,8 @@ if tab_replay.open:
             if measures is not None:
                 _where_it_runs(keys, price)
                 _cost_section(measures)
+                cache_breaks = labcache.breaks(*keys, repr(price), rp, conv, model, price)
+                _breaks_section(cache_breaks)
             if has_usage(conv):  # a production trace: the billed figures beside the modelled ones
                 try:
                     _billed_section(labcache.usage(keys[0][0], model, repr(price), keys[2], conv, price, budget))
@@ -454,6 +489,9 @@ if tab_replay.open:
             st.caption((_("The prompt of call {c} ({turn}; {made}): {n:,} messages.") if call.applied else
                         _("The prompt of call {c} ({turn}; {made}): {n:,} messages; the strategy did not run before "
                           "this call.")).format(c=c, turn=turn, made=made, n=call.messages))
+            broke = next((b for b in cache_breaks if b.call == c), None) if measures is not None else None
+            if broke is not None:
+                st.caption(md_escape(_break_sentence(broke)))
             if call.reported is not None:
                 st.caption(_("Billed for this call as the trace sent it: {prompt} prompt tokens, {cached} of "
                              "them cached.").format(prompt=f"{call.reported.prompt_tokens:,}",

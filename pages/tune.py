@@ -26,11 +26,14 @@ from ctxlab.formats import load_all
 from ctxlab.prefix import with_unlogged_prefix
 from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
-from ctxlab.sweep import COLUMNS, Grid, SweepResult
+from ctxlab.sweep import COLUMNS, TRACE_SUFFIXES, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
 from ctxlab.i18n import N_, _, local, use
 from ui import config_downloads, native_downloads, strategy_title, translated_columns
+
+UPLOAD_TYPES = tuple(s.lstrip(".") for s in TRACE_SUFFIXES)
+"""What the uploaders take: every file ending a sweep folder is searched for."""
 
 SETS = {"samples": N_("Bundled samples"), "upload": N_("Upload files"), "folder": N_("Upload a folder"),
         "current": N_("The sidebar's conversation")}
@@ -74,13 +77,13 @@ def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
         names = st.multiselect(_("Samples"), sample_names(), key="tune_samples", placeholder=_("Choose options"))
         files = tuple((n, (SAMPLES_DIR / n).read_bytes()) for n in names)
     elif which == "upload":
-        ups = st.file_uploader(_("One or more .json / .jsonl files (a JSONL file may hold one conversation a line)"),
-                               type=["json", "jsonl"], accept_multiple_files=True, key="tune_upload")
+        ups = st.file_uploader(_("One or more .json / .jsonl / .traj files (a JSONL file may hold one conversation "
+                                 "a line)"), type=list(UPLOAD_TYPES), accept_multiple_files=True, key="tune_upload")
         files = tuple((u.name, u.getvalue()) for u in ups or ())
     elif which == "folder":
-        ups = st.file_uploader(_("A folder: its .json and .jsonl files (the others, and files that are not "
-                                 "conversations, such as tool catalogs, are skipped with a note)"),
-                               type=["json", "jsonl"], accept_multiple_files="directory", key="tune_folder")
+        ups = st.file_uploader(_("A folder: its .json, .jsonl and .traj files, subfolders included (the others, and "
+                                 "files that are not conversations, such as tool catalogs, are skipped with a note)"),
+                               type=list(UPLOAD_TYPES), accept_multiple_files="directory", key="tune_folder")
         files = tuple((u.name, u.getvalue()) for u in ups or ())
     else:
         conv = current_conversation()

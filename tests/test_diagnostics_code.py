@@ -91,3 +91,19 @@ def test_a_test_run_that_names_no_file_is_retried_after_any_edit():
     edit = ("Edit", {"file_path": "/w/src/x.py", "old_string": "a", "new_string": "b"}, "The file was updated.")
     assert _codes(_run([failing, edit, failing]), "repeated_failing_call") == []
     assert len(_codes(_run([failing, ("Bash", {"command": "ls"}, "x.py"), failing]), "repeated_failing_call")) == 1
+
+
+def test_sed_ranges_an_agent_pages_through_are_not_mistyped_ids():
+    """mini-swe-agent pages through a file with sed -n ranges (issue 27: 63 of 68 false findings on
+    one run were such ranges: "120p is one typo away from 220p")."""
+    listing = "\n".join(f"{n}\t    def field_{n}(self):" for n in range(100, 120))
+    steps = [("bash", {"command": "nl -ba src/marshmallow/fields.py | sed -n '100,120p'"}, listing),
+             ("bash", {"command": "sed -n '120,220p' src/marshmallow/fields.py"}, listing),
+             ("bash", {"command": "sed -n '200,260p' src/marshmallow/fields.py"}, listing),
+             ("bash", {"command": "sed -n '250,260p' src/marshmallow/fields.py"}, listing)]
+    assert _codes(_run(steps), "mistyped_id") == []
+
+
+def test_a_one_letter_order_code_is_still_checked_outside_a_sed_range():
+    conv = _run([("get_order", {"id": "W120p"}, '{"order": "120p"}'), ("refund", {"id": "220p"}, '{"ok": true}')])
+    assert len(_codes(conv, "mistyped_id")) == 1

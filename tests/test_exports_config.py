@@ -97,7 +97,8 @@ def test_apply_with_a_config_gives_the_plan_of_the_same_flags(capsys, tmp_path):
     by_flags = json.loads(_run(capsys, "apply", SAMPLE, "--strategy", "tool_rounds", "--param", "keep_rounds=2",
                                "--max-tokens", 9000, "--reserve", 0.2, "--pin", 3, "--model", MODEL)[1])
     assert by_file == by_flags
-    assert by_file["budget"]["max_tokens"] == 9000 and by_file["params"] == {"keep_rounds": 2, "apply_at": "every_call"}
+    assert by_file["budget"]["max_tokens"] == 9000
+    assert by_file["params"] == {"keep_rounds": 2, "apply_at": "every_call", "works_on": "kept_history"}
 
 
 def test_flags_override_the_config(capsys, tmp_path):

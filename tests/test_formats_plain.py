@@ -119,8 +119,10 @@ def test_cli_apply_writes_what_the_eager_plan_gives(capsys):
         out, _ = capsys.readouterr()
         (conv,) = load_all(path.read_bytes())
         view, budget = prepare(conv, None, context_limit=2000)
-        plan = build_strategy("sliding_window", []).apply(view, budget)
+        strategy = build_strategy("sliding_window", [], budget)  # scaled to the budget, as the CLI does
+        plan = strategy.apply(view, budget)
         want = plan.to_dict()
+        want["params"] = strategy.params()
         want["findings"] = [asdict(f) for f in validate(list(plan.messages), rules="openai")]
         want["messages"] = export(conv.with_messages(plan.messages), "openai").data
         assert out == dumps(want, indent=2) + "\n", path.name

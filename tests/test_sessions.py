@@ -280,3 +280,34 @@ def test_a_bad_url_is_one_clear_error_without_the_password():
     with pytest.raises(SessionError, match="cannot open the session store") as e:
         SessionStore("postgresql://bob:hunter2@127.0.0.1:1/agents")
     assert "hunter2" not in str(e.value)
+
+
+@pytest.mark.parametrize("works_on", ["full_history", "kept_history"])
+def test_a_live_session_sends_what_the_replay_sends_in_either_history_mode(store, works_on):
+    """clear_tool_results applied before every call in a live session: the prompt of each call is the
+    replay's (full_history: recomputed from the whole history, as Anthropic does; kept_history: from what it left)."""
+    from ctxlab.conversation import Conversation
+    from ctxlab.replay import replay
+    from ctxlab.strategies import Budget, get_strategy
+    system, history_msgs, _ = sample_messages()
+    params = {"trigger_tokens": 1500, "keep": 1, "works_on": works_on}
+    store.save_profile("p", model="gpt-4o", max_tokens=100_000, reserve=0.0, system_prompt=system,
+                       strategy="clear_tool_results", params=params)
+    s = store.start_session("p")
+    conv = ctxlab.loads(json.dumps({"messages": [{"role": "system", "content": system}, *history_msgs]}))
+    r = replay(conv, get_strategy("clear_tool_results", **params), Budget(100_000, 0.0), model="gpt-4o")
+    points = [c.index for c in r.calls]
+    sent_at = {}
+    for k, m in enumerate(history_msgs, start=1):
+        s.add(m)
+        if k + 1 in points:  # the next message is the model's: a call
+            sent_at[k + 1] = s.context()
+    compared = 0
+    for c in r.calls:
+        if c.index in sent_at:
+            ours = [m.get("content") for m in sent_at[c.index]]
+            theirs = [ctxlab.export(Conversation((m,)), "openai").data["messages"][0].get("content")
+                      for m in r.context_at(c.number)]
+            assert ours == theirs, (works_on, c.number)
+            compared += 1
+    assert compared >= 5 and r.times_triggered >= 2

@@ -40,6 +40,7 @@ NON_DEFAULT = {  # one changed parameter per strategy that has any, so a round t
     "llm_attention": {"max_size": 12, "keep_first": 2},
     "server_compaction": {"trigger_tokens": 900, "keep_user_messages": True, "instructions": "Keep order ids."},
     "truncation_auto": {"output_allowance": 2_000},
+    "head_tail": {"max_lines": 40, "max_bytes": 2_048, "marker": "[{omitted} of {total} lines cut]"},
 }
 
 
@@ -87,11 +88,11 @@ def test_config_text_reads_back_to_the_same_strategy_budget_and_model(strategy, 
 def test_config_says_what_it_holds():
     config = strategy_config(get_strategy("tool_rounds", keep_rounds=3), Budget(16_000, 0.15, 777), MODEL)
     assert config == {"ctxlab_config": 1, "ctxlab": ctxlab.__version__, "strategy": "tool_rounds",
-                      "params": {"keep_rounds": 3, "apply_at": "every_call"},
+                      "params": {"keep_rounds": 3, "apply_at": "every_call", "works_on": "kept_history"},
                       "model": MODEL, "max_tokens": 16_000, "reserve": 0.15, "tools_tokens": 777}
     pipe = strategy_config(_pipeline(), Budget(16_000), MODEL)
     assert [s["strategy"] for s in pipe["pipeline"]] == ["clear_tool_results", "tool_rounds"]
-    assert pipe["pipeline"][1]["params"] == {"keep_rounds": 2, "apply_at": "every_call"}
+    assert pipe["pipeline"][1]["params"] == {"keep_rounds": 2, "apply_at": "every_call", "works_on": "kept_history"}
     assert "strategy" not in pipe
 
 

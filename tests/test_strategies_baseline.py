@@ -169,4 +169,5 @@ def test_bad_parameters_are_refused_when_built(params: dict, word: str) -> None:
 def test_it_is_registered_with_its_parameters() -> None:
     assert STRATEGIES["langchain_trim"].name == "langchain_trim"
     names = [p["name"] for p in STRATEGIES["langchain_trim"].schema()]
-    assert names == ["strategy", "start_on", "end_on", "include_system", "allow_partial", "max_tokens", "apply_at"]
+    assert names == ["strategy", "start_on", "end_on", "include_system", "allow_partial", "max_tokens", "apply_at",
+                     "works_on"]

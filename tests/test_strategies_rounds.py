@@ -394,9 +394,10 @@ def test_every_sample_gives_a_valid_plan_with_a_reason_per_message(name, params,
 def test_the_three_strategies_are_registered_with_their_defaults():
     defaults = {name: {s["name"]: s["default"] for s in get_strategy(name).schema()}
                 for name in ("tool_rounds", "key_messages", "clear_tool_results")}
-    shared = {"apply_at": "every_call"}  # every strategy's: where it runs in the agent loop
+    shared = {"apply_at": "every_call", "works_on": "kept_history"}  # every strategy's: where it runs, on what history
     assert defaults["tool_rounds"] == {"keep_rounds": 1, **shared}
     assert defaults["key_messages"] == {"recent": 50, "key_tools": ["generate_sql", "run_sql"], "max_key": 50,
                                         **shared}
     assert defaults["clear_tool_results"] == {"trigger_tokens": 100_000, "keep": 3, "clear_at_least": 0,
-                                              "exclude_tools": [], "clear_tool_inputs": False, **shared}
+                                              "exclude_tools": [], "clear_tool_inputs": False,
+                                              **shared, "works_on": "full_history"}  # as Anthropic runs it

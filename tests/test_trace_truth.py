@@ -207,15 +207,15 @@ def test_a_view_grown_message_by_message_agrees_that_the_harness_opens_no_turn()
     assert view.newest_user() == whole.newest_user() == 1  # the task, not the format error after it
 
 
-def test_a_swe_agent_model_ctxlab_does_not_know_is_kept_aside_with_a_note():
+def test_a_swe_agent_model_ctxlab_does_not_know_is_counted_with_a_stand_in_and_a_note():
     raw = json.loads((DATA / "swe_agent_model_stats.traj").read_text())
     config = json.loads(raw["replay_config"]) if isinstance(raw["replay_config"], str) else raw["replay_config"]
     config["agent"]["model"]["name"] = "azure/my-deployment"
     raw["replay_config"] = json.dumps(config)
     conv = loads(json.dumps(raw))
-    assert conv.model is None and conv.metadata["model_name"] == "azure/my-deployment"
-    assert any("azure/my-deployment" in n and "--model" in n for n in conv.notes)
-    TokenCounter(conv.model).count(conv)  # counting still works, with the default model
+    assert conv.metadata["model_named"] == "azure/my-deployment"  # the name as the run wrote it
+    assert any("azure/my-deployment" in n for n in conv.notes)
+    TokenCounter(conv.model).count(conv)  # counted with the stand-in model
 
 
 def test_a_tool_calling_mini_swe_agent_run_bills_each_reply_too():
@@ -237,7 +237,18 @@ def test_a_public_openhands_run_bills_each_response_and_checks_within_5_percent(
     from ctxlab.prefix import apply_prefix, check_against_bill
     conv = load(DATA / "openhands_llama_usage.json")
     assert [m.usage.prompt_tokens for m in conv.messages if m.usage] == [5920, 6736, 6971, 7469]
-    assert conv.model is None and conv.metadata["model_name"] == "openai/openrouter-llama-4-maverick"  # noted
+    assert conv.metadata["model_named"] == "openai/openrouter-llama-4-maverick"  # noted, counted with a stand-in
     with_prefix, prefix, _ = apply_prefix(conv, "llama")  # the tool definitions the events do not hold
     assert 2_500 < prefix.tokens < 4_000
     assert all(abs(c.estimate_error) <= 0.05 for c in check_against_bill(with_prefix, model="llama").calls)
+
+
+def test_a_count_of_the_langchain_messages_keeps_the_text_action_and_prefix_marks():
+    from ctxlab.formats.langchain import to_langchain
+    from ctxlab.prefix import apply_prefix
+    from ctxlab.strategies.baseline import tiktoken_counter
+    counter = TokenCounter("gpt-4o")
+    for conv in (load(DATA / "swe_agent_ctf_baby_encryption.traj"),
+                 apply_prefix(load(DATA / "claude_code_subagent_file.jsonl"))[0]):
+        lcs = [to_langchain(m, i, []) for i, m in enumerate(conv.messages)]
+        assert tiktoken_counter(counter)(lcs) == sum(counter.count(conv.messages, tools=()).message_tokens)

@@ -313,3 +313,43 @@ def test_tau_bench_runs_with_a_result_dropped_are_caught(tau_runs: list[list[Mes
             found = validate(msgs[:j] + msgs[j + 1:], rules)
             assert ("unanswered_tool_call", caller) in codes(found)
     assert checked > 50
+
+
+# ---------------------------------------------------------------- block types a provider does not know
+
+TELEPORT = {"model": "claude-sonnet-4-5", "messages": [
+    {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "teleport", "to": "mars"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]}
+
+
+def test_a_block_type_anthropic_does_not_know_is_an_error_under_its_rules(capsys, tmp_path):
+    from ctxlab import loads
+    from ctxlab.cli import main
+    conv = loads(json.dumps(TELEPORT), format="anthropic")
+    assert conv.messages[0].parts[1].type == "teleport"  # kept as sent on read
+    found = [f for f in validate(conv, "anthropic") if f.code == "unknown_block_type"]
+    assert [(f.index, f.severity) for f in found] == [(0, "error")] and "teleport" in found[0].message
+    assert [f.code for f in validate(conv, "openai") if f.code == "unknown_block_type"] == ["unknown_block_type"]
+    path = tmp_path / "teleport.json"
+    path.write_text(json.dumps(TELEPORT))
+    assert main(["validate", str(path), "--rules", "anthropic"]) == 1
+    assert '"unknown_block_type"' in capsys.readouterr().out
+
+
+def test_every_block_type_the_anthropic_sdk_takes_is_known():
+    import re
+    import typing
+    anthropic_types = pytest.importorskip("anthropic.types")
+    from ctxlab.validate import ANTHROPIC_BLOCK_TYPES
+    sdk = set()
+    for a in typing.get_args(anthropic_types.ContentBlockParam):
+        for b in typing.get_args(a) or (a,):
+            sdk |= set(re.findall(r"'([a-z_]+)'", str(getattr(b, "__annotations__", {}).get("type"))))
+    assert "text" in sdk and "tool_result" in sdk  # the SDK was read
+    assert sdk <= ANTHROPIC_BLOCK_TYPES, sorted(sdk - ANTHROPIC_BLOCK_TYPES)
+
+
+def test_known_blocks_are_no_finding():
+    msgs = [Message("user", (Part("text", "see"), Part("document", data={"source": {"type": "text", "data": "x"}}))),
+            Message("assistant", "ok")]
+    assert not [f for f in validate(msgs, "anthropic") if f.code == "unknown_block_type"]

@@ -45,21 +45,23 @@ def command(name: str, add_args: Callable[[argparse.ArgumentParser], None]):
     return wrap
 
 
-def _read_input(path: str) -> bytes:
+def _read_input(path: str, max_bytes: int) -> bytes:
+    """The input file's bytes (``-``: stdin), refused before reading when over ``max_bytes``."""
+    from ..formats._json import read_limited, read_path
     if path == "-":
-        return sys.stdin.buffer.read()
-    p = Path(path)
-    if not p.is_file():
+        return read_limited(sys.stdin.buffer, max_bytes)
+    if not Path(path).is_file():
         raise CtxlabError(f"no such file: {shown(path, 80)}", where="FILE", hint="Give the path of a .json or .jsonl file")
-    return p.read_bytes()
+    return read_path(path, max_bytes)
 
 
 def _conversations(args: argparse.Namespace) -> list[tuple[int, Conversation]]:
-    data = _read_input(args.file)
+    max_bytes = int(args.max_mb * 1024 * 1024)
+    data = _read_input(args.file, max_bytes)
     if getattr(args, "agent", None):  # one sub-agent of a Claude Code session, read as its own file
         from ..formats.claude_agents import session_records, subagent_text
         data = subagent_text(session_records(data), args.agent).encode("utf-8")
-    convs = load_all(data, format=args.format, max_bytes=int(args.max_mb * 1024 * 1024))
+    convs = load_all(data, format=args.format, max_bytes=max_bytes)
     if args.index is not None:
         if not 0 <= args.index < len(convs):
             raise CtxlabError(f"--index {args.index} is out of range", where="--index",

@@ -15,7 +15,7 @@ from ..formats import FORMATS, export
 from ..conversation import Conversation
 
 if TYPE_CHECKING:
-    from ..strategies import Strategy
+    from ..strategies import Budget, Strategy
 
 
 def _strategies_args(p: argparse.ArgumentParser) -> None:
@@ -31,8 +31,10 @@ def _strategies(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_strategy(spec: str, params: list[str]) -> Strategy:
-    """``name`` or ``a >> b`` (also ``a,b``) with ``key=value`` (or ``name.key=value``) parameters."""
+def build_strategy(spec: str, params: list[str], scale_to: Budget | None = None) -> Strategy:
+    """``name`` or ``a >> b`` (also ``a,b``) with ``key=value`` (or ``name.key=value``) parameters.
+    With ``scale_to``, a parameter not given takes the strategy's value scaled to that budget (as
+    the Strategy Lab and ``ctxlab sweep`` set them), not its documented peer default."""
     from ..strategies import STRATEGIES, StrategyError, get_strategy, parse_param
     names = [n.strip() for n in spec.replace(">>", ",").split(",") if n.strip()]
     if not names:
@@ -52,7 +54,9 @@ def build_strategy(spec: str, params: list[str]) -> Strategy:
                 get_strategy(n)  # raises with the known names
             k, v = parse_param(STRATEGIES[n], text[len(owner) + 1:] if owner else text)
             per[n][k] = v
-    steps = [get_strategy(n, **per[n]) for n in names]
+    scaled = {n: STRATEGIES[n].scaled_defaults(scale_to) if scale_to is not None and n in STRATEGIES else {}
+              for n in names}
+    steps = [get_strategy(n, **{**scaled[n], **per[n]}) for n in names]
     out = steps[0]
     for s in steps[1:]:
         out = out >> s
@@ -70,6 +74,9 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pin", type=int, action="append", default=[], help="message index to pin (repeatable)")
     p.add_argument("--config", help="a ctxlab config (.json or .yaml): strategy, parameters, model, budget and "
                                     "pins; the flags above override it")
+    p.add_argument("--peer-defaults", action="store_true",
+                   help="parameters not given keep the documented peer defaults (e.g. a 100,000-token trigger); "
+                        "by default they are scaled to the budget, as in the Strategy Lab and `ctxlab sweep`")
 
 
 def _setup(args: argparse.Namespace, conv: Conversation):
@@ -80,7 +87,31 @@ def _setup(args: argparse.Namespace, conv: Conversation):
     from ..strategies import prepare
     reserve = 0.15 if args.reserve is None else args.reserve
     view, budget = prepare(conv, args.model, context_limit=args.max_tokens, reserve=reserve, pins=args.pin)
-    return build_strategy(args.strategy, args.param), budget, view
+    strategy = build_strategy(args.strategy, args.param, None if args.peer_defaults else budget)
+    return strategy, budget, view
+
+
+def defaults_used(args: argparse.Namespace) -> str:
+    """Which values the parameters not given took: the config's, the documented peer defaults, or
+    the budget-scaled ones (the output says which, so a figure can be reproduced)."""
+    if args.config and not args.strategy:
+        return "config"
+    return "peer" if args.peer_defaults else "budget_scaled"
+
+
+def _say_scaled(args: argparse.Namespace, strategy: Strategy, budget: Budget) -> None:
+    """A note on stderr naming the parameters scaled to the budget (once per run)."""
+    if defaults_used(args) != "budget_scaled" or getattr(args, "_said_scaled", False):
+        return
+    args._said_scaled = True
+    steps = getattr(strategy, "steps", (strategy,))
+    given = {t.split("=", 1)[0].rpartition(".")[2] for t in args.param}
+    values = [(k, st.params()[k]) for st in steps for k in type(st).budget_scaled(budget)
+              if k not in given and k in st.params()]
+    changed = [f"{k}={v:,}" if isinstance(v, int) and not isinstance(v, bool) else f"{k}={v}" for k, v in values]
+    if changed:
+        note(f"parameters scaled to the {budget.max_tokens:,}-token budget, as the Strategy Lab and sweep set them: "
+             f"{', '.join(changed)} (--peer-defaults keeps the documented defaults)")
 
 
 def _setup_from_config(args: argparse.Namespace, conv: Conversation):
@@ -88,8 +119,13 @@ def _setup_from_config(args: argparse.Namespace, conv: Conversation):
     from ..exports import load_config_file
     from ..strategies import STRATEGIES, Pipeline, get_strategy, parse_param, prepare
     lab = load_config_file(args.config)
-    if args.strategy:
-        strategy = build_strategy(args.strategy, args.param)
+    reserve = lab.reserve if args.reserve is None else args.reserve
+    view, budget = prepare(conv, args.model or lab.model, context_limit=args.max_tokens or lab.max_tokens,
+                           reserve=reserve, pins=args.pin or lab.pins)
+    if not conv.tools:  # no tool definitions in the file: the ones measured in the lab
+        budget = replace(budget, tools_tokens=lab.tools_tokens)
+    if args.strategy:  # a strategy the config does not hold: its parameters as without a config
+        strategy = build_strategy(args.strategy, args.param, None if args.peer_defaults else budget)
     else:
         steps = list(lab.steps())
         build_strategy(" >> ".join(s.name for s in steps), args.param)  # the CLI's own checks and messages
@@ -99,11 +135,6 @@ def _setup_from_config(args: argparse.Namespace, conv: Conversation):
             key, value = parse_param(STRATEGIES[name], text[len(owner) + 1:] if owner else text)
             steps = [get_strategy(name, **{**s.params(), key: value}) if s.name == name else s for s in steps]
         strategy = steps[0] if len(steps) == 1 else Pipeline(steps=tuple(steps))
-    reserve = lab.reserve if args.reserve is None else args.reserve
-    view, budget = prepare(conv, args.model or lab.model, context_limit=args.max_tokens or lab.max_tokens,
-                           reserve=reserve, pins=args.pin or lab.pins)
-    if not conv.tools:  # no tool definitions in the file: the ones measured in the lab
-        budget = replace(budget, tools_tokens=lab.tools_tokens)
     return strategy, budget, view
 
 
@@ -122,6 +153,7 @@ def _apply(args: argparse.Namespace) -> int:
     out = []
     for i, conv in _conversations(args):
         strategy, budget, view = _setup(args, conv)
+        _say_scaled(args, strategy, budget)
         plan = strategy.apply(view, budget)
         result = conv.with_messages(plan.messages)
         exported = export(result, args.to)
@@ -129,6 +161,7 @@ def _apply(args: argparse.Namespace) -> int:
             note(text)
         rules = args.rules or ("anthropic" if args.to == "anthropic" else "openai")
         d = plan.to_dict(lazy=True)  # the decisions are written one by one (see _emit)
+        d["params"] = strategy.params()
         d["findings"] = [asdict(f) for f in validate(list(plan.messages), rules=rules)]
         d["messages"] = exported.data
         out.append(d)
@@ -155,6 +188,7 @@ MATRIX_CELLS = 200_000
 def _replay(args: argparse.Namespace) -> int:
     """Replay a conversation call by call under a strategy; print every call's prompt tokens and
     fit, needed_recall per call, and the cost with the prompt cache."""
+    from ..cache_breaks import cache_breaks, summary as breaks_summary
     from ..fidelity import FactCheck, needed_facts
     from ..pricing import load_prices, parse_price_override, replay_cost
     from ..replay import replay
@@ -165,9 +199,11 @@ def _replay(args: argparse.Namespace) -> int:
         conv, prefix, prefix_notes = with_prefix(args, conv)
         each = argparse.Namespace(**{**vars(args), "pin": [p + 1 for p in args.pin] if prefix else args.pin})
         strategy, budget, view = _setup(each, conv)
+        _say_scaled(args, strategy, budget)
         check = FactCheck(needed_facts(conv))
         r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=check)
         d = r.to_dict(matrix=len(r.calls) * r.size <= MATRIX_CELLS)
+        d["defaults"], d["params"] = defaults_used(args), strategy.params()
         d["unlogged_prefix"] = prefix
         for text in prefix_notes:
             note(f"conversation {i}: {text}")
@@ -176,10 +212,14 @@ def _replay(args: argparse.Namespace) -> int:
         d["fidelity"] = check.fidelity(r.strategy).to_dict()
         d["needed_recall"] = d["fidelity"]["needed_recall"]
         d["cost"] = replay_cost(r, conv, model=model, price=prices).to_dict()
+        breaks = cache_breaks(r, conv, model=model, price=prices)
+        d["cache_breaks"] = {**breaks_summary(breaks), "calls": [b.to_dict() for b in breaks]}
         none = replay_cost(replay(conv, "none", budget, model=args.model), conv, model=model, price=prices)
         d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
         if has_usage(conv):  # a production trace: billed beside counted and modelled, per call as sent
             d["reported_usage"] = check_against_bill(conv, model=model, price=prices, budget=budget).to_dict()
+        for warning in r.warnings:
+            note(f"conversation {i}: {warning}")
         if not r.fits:
             w = r.worst
             note(f"conversation {i}: {r.calls_over_limit:,} of {len(r.calls):,} model calls are over the "

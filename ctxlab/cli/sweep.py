@@ -12,7 +12,7 @@ from ..errors import CtxlabError
 
 
 def _sweep_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE", help=".json / .jsonl files or folders of them")
+    p.add_argument("files", nargs="+", metavar="FILE", help=".json / .jsonl / .traj files, or folders of them (subfolders included)")
     p.add_argument("--strategy", action="append", default=[], required=True,
                    help="a strategy to sweep (repeatable)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME.KEY=V1,V2",

@@ -4,7 +4,8 @@ false alarms (issue 17: 7 of 11 findings on real coding traces were false).
 * ``not_a_typo(token, near, text)``: two identifier-shaped tokens one edit apart that are not a
   mistyped id: hex colours (``#1a3a1a`` / ``#4a3a1a``), one number in two notations or two nearby
   numbers (``0040060d`` / ``0x40060d``), names made in sequence (``pub1``, ``pub2``, ``pub3``), one
-  name written with and without a separator (``msg1`` / ``msg-1``).
+  name written with and without a separator (``msg1`` / ``msg-1``), the line addresses of ranges
+  an agent pages through (``sed -n '120,220p'`` then ``'200,260p'``).
 * ``files_used(call)``: the file names a call's arguments mention (``python decrypt.py`` uses
   ``decrypt.py``); ``edited_between(...)``: whether a call between two runs changed one of them
   (any file, for a command that names none: ``pytest``), so a repeated failure is the agent
@@ -47,11 +48,25 @@ def _in_sequence(a: str, b: str) -> bool:
     return bool(ma and mb and ma[1] == mb[1] and ma[3] == mb[3] and ma[1] and ma[2] != mb[2])
 
 
+_LINE_ADDRESS = re.compile(r"\d{1,7}[pdq]")
+"""A line number with a sed command letter: the ``220p`` of ``sed -n '120,220p'``."""
+_SED_RANGE = re.compile(r"\b\d{1,7}\s*,\s*\d{1,7}[pdq]\b|\bsed\s+(?:-\w+\s+)*['\"]?\d")
+
+
+def _line_addresses(token: str, near: str, context: str) -> bool:
+    """Both are line addresses of sed-style ranges (``120p``, ``220p``) in a context that pages
+    through a file (``sed -n '120,220p'``): an agent reading on, not a name mistyped."""
+    return bool(_LINE_ADDRESS.fullmatch(token) and _LINE_ADDRESS.fullmatch(near) and token[-1] == near[-1]
+                and _SED_RANGE.search(context))
+
+
 def not_a_typo(token: str, near: str, context: str = "") -> str | None:
     """Why ``token`` is not a mistyped ``near`` (one edit apart), or None when it may be one.
-    ``context``: the text both appear in (a ``#`` before them marks colours)."""
+    ``context``: the text both appear in (a ``#`` before them marks colours; ``sed -n`` ranges)."""
     if _numeral(token, context) and _numeral(near, context):
         return "numbers (colours, addresses, offsets), not names"
+    if _line_addresses(token, near, context):
+        return "line numbers of ranges an agent pages through (sed -n '120,220p'), not names"
     if _SEPARATORS.sub("", token).lower() == _SEPARATORS.sub("", near).lower():
         return "the same name with and without a separator"
     if _in_sequence(token, near) and not (_hex_value(token) is not None and len(token) >= LONG_HASH):

@@ -146,7 +146,8 @@ def _strategy(config: Mapping[str, Any]) -> Strategy:
     if "params" in config:
         raise ConfigError("'params' belongs inside each pipeline step", where="config.params")
     built = tuple(_built(s, f"config.pipeline[{k}]") for k, s in enumerate(steps))
-    return Pipeline(steps=built, apply_at=built[0].apply_at)  # a pipeline runs where its first step runs
+    return Pipeline(steps=built, apply_at=built[0].apply_at,  # a pipeline runs where and as its first step runs
+                    works_on=built[0].works_on)
 
 
 def _pins(config: Mapping[str, Any]) -> tuple[int, ...]:

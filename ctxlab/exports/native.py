@@ -77,7 +77,45 @@ def export_native(config: Any, to: str) -> NativeExport:
         maps = T("Strategies that map to {to}: {strategies}.", to=to, strategies=", ".join(exporters))
         raise NoNativeFormError(problem, where="config.strategy",
                                 hint=T("{maps} {hint}", maps=maps, hint=HINTS[to]) if HINTS.get(to) else maps)
-    return exporter(lab)
+    _budget_leaves_room(lab)
+    native = exporter(lab)
+    _int64_only(native.data, to)
+    return native
+
+
+#: the largest integer a framework's config takes: TOML (Codex's config.toml) and the providers' APIs hold int64
+INT64_MAX = 2**63 - 1
+
+
+def _budget_leaves_room(lab: LabConfig) -> None:
+    """A config whose budget leaves no token for messages exports thresholds of 0 or less, which
+    every framework rejects (LangChain: "trigger thresholds must be greater than 0")."""
+    budget = lab.budget()
+    if budget.available <= 0:
+        raise ConfigError(T("the budget leaves {available:,} tokens for messages (max_tokens {max_tokens:,} less the "
+                            "reserve {reserve}, tools_tokens {tools:,} and {priming} for the reply): a framework "
+                            "takes no threshold of 0 or less", available=budget.available,
+                            max_tokens=lab.max_tokens, reserve=lab.reserve, tools=lab.tools_tokens,
+                            priming=budget.reply_priming),
+                          where="config.max_tokens", hint=T("Raise max_tokens, or lower reserve or tools_tokens"))
+
+
+def _int64_only(data: Any, to: str, path: str = "$") -> None:
+    """Every integer of a native config fits int64 (TOML parsers reject larger ones; so do the
+    providers' APIs): a larger one is an error naming where it is, never a file the target refuses."""
+    if isinstance(data, bool):
+        return
+    if isinstance(data, int):
+        if not -INT64_MAX - 1 <= data <= INT64_MAX:
+            raise ConfigError(T("{to} takes no integer beyond 64 bits, and this config exports one of {digits} "
+                                "digits at {path}", to=to, digits=len(str(abs(data))), path=path),
+                              where="config", hint=T("Lower max_tokens, or the parameter that sets this value"))
+    elif isinstance(data, Mapping):
+        for k, v in data.items():
+            _int64_only(v, to, f"{path}.{k}")
+    elif isinstance(data, (list, tuple)):
+        for k, v in enumerate(data):
+            _int64_only(v, to, f"{path}[{k}]")
 
 
 RUNS = {"every_call": T("before every model call"), "turn_start": T("once per user message (at the start of a run)")}
@@ -98,10 +136,32 @@ def where_note(lab: LabConfig, runs: str) -> str | None:
             "{runs}; {fix}", tuned=tuned, tuned_runs=RUNS[tuned], runs=RUNS[runs], fix=fix))
 
 
-def common_notes(lab: LabConfig, *, budget_used: bool, runs: str = "every_call") -> list[str]:
+HISTORY_RUNS = {
+    "kept_history": T("on the history it keeps (what it left at its last application plus what arrived since)"),
+    "full_history": T("on the whole history, recomputed at every call")}
+
+
+def history_note(lab: LabConfig, works_on: str | None = None) -> str | None:
+    """The note when the framework runs the strategy on another history than it was tuned on
+    (its ``works_on``): ``works_on`` is the framework's (``kept_history`` or ``full_history``); None
+    means the way the strategy's target runs it, its class default."""
+    steps = lab.strategy.steps if hasattr(lab.strategy, "steps") else (lab.strategy,)
+    tuned = getattr(lab.strategy, "works_on", steps[0].works_on)
+    framework = works_on or type(steps[0]).__dataclass_fields__["works_on"].default
+    if tuned == framework:
+        return None
+    return T("what it works on: tuned with works_on={tuned} ({tuned_runs}), but this framework runs it {runs}; replay "
+             "with works_on={framework} to see what it does there", tuned=tuned, tuned_runs=HISTORY_RUNS[tuned],
+             runs=HISTORY_RUNS[framework], framework=framework)
+
+
+def common_notes(lab: LabConfig, *, budget_used: bool, runs: str = "every_call",
+                 works_on: str | None = None) -> list[str]:
     """What a config holds that none of the frameworks takes: pins, retrieval settings, the budget,
-    and where the strategy runs when the framework runs it elsewhere (``runs``, an ``apply_at``)."""
-    notes = [n for n in (where_note(lab, runs),) if n]
+    where the strategy runs when the framework runs it elsewhere (``runs``, an ``apply_at``), and
+    what it works on when the framework runs it on another history (``works_on``;
+    None: as the strategy's target runs it)."""
+    notes = [n for n in (where_note(lab, runs), history_note(lab, works_on)) if n]
     if lab.pins:
         notes.append(T("pins (messages {items}): the framework has no pinned messages; "
                      "they are message indexes of the lab's conversation, so they are not exported", items=', '.join(map(str, lab.pins))))

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import FIXED_TOKENS, UNLOGGED, Conversation, Message, Part
 from ..i18n import T
-from ._base import Export, Format, ReadContext, group_notes, shared_shape
+from ._base import Export, Format, ReadContext, adopt_model, group_notes, shared_shape
 from ._carry import carry_top_level, unplaced_fields
 from ._plain import PlainMessages, has_plain, role_sample, trace_probe, undo
 from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
@@ -193,8 +193,8 @@ def _finish(messages: list[Message], top: dict[str, Any], where: str, name: str,
     facts = top.get("facts", [])
     if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
         raise ShapeError("'facts' must be a list of strings", where=f"{where}.facts")
-    model = top.get("model") if isinstance(top.get("model"), str) else None
     meta = {k: v for k, v in top.items() if k not in _OWN_KEYS}
+    model = adopt_model(top.get("model"), ctx.notes, meta)
     return Conversation(tuple(messages), tools, model, name, tuple(facts), meta, group_notes(ctx.notes))
 
 

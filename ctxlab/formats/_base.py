@@ -211,6 +211,33 @@ def shared_shape(items: list[Any]) -> Iterator[None]:
         _SHAPES.memo = outer
 
 
+#: Conversation.metadata key of the model name a file wrote when ctxlab counts it as another (see adopt_model)
+MODEL_NAMED = "model_named"
+
+
+def adopt_model(name: Any, notes: list[str], meta: dict[str, Any]) -> str | None:
+    """The model a file names, as ctxlab will count it: the name itself when ctxlab knows it; for a
+    new name (``gpt-5.1-codex-max``), the closest known family (``model_specs.closest_model``), the
+    name as written kept in ``meta["model_named"]`` and a note saying which tokenizer stands in.
+    So a trace of a model released last week is read and counted, never refused."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    from ..model_specs import closest_model
+    spec, note = closest_model(name)
+    if note is None:
+        return name
+    meta[MODEL_NAMED] = name
+    notes.append(note)
+    return spec.name
+
+
+def model_as_written(conv: Conversation) -> str | None:
+    """The model name a writer puts back in the file: the one the source wrote (a name ctxlab counts
+    as a stand-in family is written as it came), else the conversation's model."""
+    named = conv.metadata.get(MODEL_NAMED)
+    return named if isinstance(named, str) else conv.model
+
+
 def expect_dict(item: Any, ctx: ReadContext, index: int) -> dict:
     """The item as a dict, or a ShapeError naming its position."""
     if not isinstance(item, dict):

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from ..conversation import Conversation
 from ..errors import shown_keys
-from ._base import INTERNAL_EXTRA
+from ._base import INTERNAL_EXTRA, MODEL_NAMED
 
 _COMMON = {"temperature", "top_p", "stream", "metadata", "service_tier"}
 #: top-level request parameters of each API (besides messages, tools, model, system, input)
@@ -67,7 +67,7 @@ def carry_top_level(conv: Conversation, target: str, body: dict[str, Any], title
     source = conv.format or target
     left: list[str] = []
     for key, value in conv.metadata.items():
-        if key in body:
+        if key in body or key == MODEL_NAMED:  # the model's name as the file wrote it: written as "model"
             continue
         if key not in _ALL_PARAMS:
             body[key] = value  # ctxlab's own or the user's field: every format's file keeps it

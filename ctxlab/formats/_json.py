@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 import uuid
 from types import GeneratorType
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ..errors import InputTooLargeError, NestingTooDeepError, NotJSONError, path_key
 from ._plain import PlainMessages, PlainParse
@@ -19,16 +20,40 @@ DEFAULT_MAX_DEPTH = 64
 
 
 def size_check(text: str | bytes, max_bytes: int) -> None:
+    """An InputTooLargeError when ``text`` is over ``max_bytes`` bytes (UTF-8)."""
     if isinstance(text, bytes):
         size = len(text)
     else:  # no UTF-8 copy of a large ASCII paste just to measure it
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    _limit(size, max_bytes)
+
+
+def _limit(size: int, max_bytes: int, more: bool = False) -> None:
     if size > max_bytes:
         raise InputTooLargeError(
+            f"input is over the {max_bytes / MB:,.4g} MB limit" if more else
             f"input is {size / MB:,.1f} MB, over the {max_bytes / MB:,.4g} MB limit",
             where="input",
             hint="Split the file, or raise the limit (max_bytes= in Python, --max-mb on the CLI)",
         )
+
+
+def read_limited(stream: BinaryIO, max_bytes: int, size: int | None = None) -> bytes:
+    """The bytes of a file or stream, refused before they are read when over ``max_bytes``: a
+    file's size (``size``, from ``stat``) is checked first, and at most ``max_bytes + 1`` bytes are
+    ever read (a pipe, ``/dev/zero`` or a file growing while read says nothing of its size), so a
+    3 GB file never fills memory to be told it is too large."""
+    if size is not None:
+        _limit(size, max_bytes)
+    data = stream.read(max_bytes + 1)
+    _limit(len(data), max_bytes, more=len(data) > max_bytes and size is None)
+    return data
+
+
+def read_path(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of the file at ``path`` under the size limit (see ``read_limited``)."""
+    with open(path, "rb") as f:
+        return read_limited(f, max_bytes, os.fstat(f.fileno()).st_size)
 
 
 def json_path(where: str, keys: list[str | int]) -> str:

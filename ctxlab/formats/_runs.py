@@ -16,6 +16,7 @@ left out with a note (its prompt is repeated by the call that follows).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -136,16 +137,30 @@ def read_items(items: list[Any], where: str, notes: list[str]) -> list[Message]:
     return msgs
 
 
+_INT64_TEXT = re.compile(r"-?[0-9]{1,19}")  # ASCII digits only: "\u00b2".isdigit() is True, int() refuses it
+INT64_MAX = 2**63 - 1
+
+
+def int64_text(value: Any) -> int | None:
+    """An integer written as text the way OTLP JSON writes int64 (ASCII digits, an optional minus,
+    at most 19 digits), else None: superscripts, other scripts' digits, ``--5`` and 5,000-digit
+    strings are not numbers here."""
+    if value.__class__ is not str or not _INT64_TEXT.fullmatch(value.strip()):
+        return None
+    number = int(value)
+    return number if -INT64_MAX - 1 <= number <= INT64_MAX else None
+
+
 def whole(value: Any, where: str, what: str) -> int | None:
     """A token count from a trace (an int, or an int written as text, as OTLP JSON writes int64);
-    None when absent; an error when it is something else."""
+    None when absent; an error when it is something else (negative, beyond int64, not a number)."""
     if value is None:
         return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
+    if isinstance(value, str) and int64_text(value) is not None:
+        value = int64_text(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
         raise ShapeError(f"{what} must be a whole number of tokens, found {shown(value, 40)}", where=where)
     return value
 
@@ -158,4 +173,4 @@ def usage_of(prompt: int | None, output: int | None, cached: int | None, written
     return Usage(prompt, output, cached, written, model)
 
 
-__all__ = ["CallRecord", "assemble", "read_items", "usage_of", "whole"]
+__all__ = ["CallRecord", "assemble", "int64_text", "read_items", "usage_of", "whole"]

@@ -13,12 +13,13 @@ end of a run ``FINAL`` (no pending call), all defined in ``ctxlab.conversation``
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..conversation import FINAL, HARNESS, TEXT_ACTION, Conversation, Message, ToolDef, Usage
-from ..errors import CtxlabError, ShapeError
-from ._base import Format, ReadContext, group_notes
+from ..conversation import FINAL, Conversation, Message, ToolDef, Usage
+from ..errors import CtxlabError, ShapeError, shown
+from ._base import Format, ReadContext, adopt_model, check_arguments, group_notes
 from ._json import DEFAULT_MAX_DEPTH, SourceObjects
 
 #: the Message.extra key that marks a compaction summary the agent itself wrote into its context
@@ -60,24 +61,6 @@ def marked(m: Message, key: str, value: Any = True, usage: Usage | None = None) 
                    {**m.extra, key: value}, usage if usage is not None else m.usage)
 
 
-def adopt_model(trace: "Trace", name: str | None, where: str) -> None:
-    """The model a trace names (``where``: the field it came from), when ctxlab's model lookup knows
-    it; else kept in the metadata (``model_name``) with a note, and counts use the default."""
-    from ..errors import CtxlabError, shown
-    from ..model_specs import resolve_model
-    if not name or trace.model == name:
-        return
-    try:
-        resolve_model(name)
-    except CtxlabError:
-        if trace.meta.get("model_name") != name:
-            trace.meta["model_name"] = name
-            trace.notes.append(f"the run's model {shown(name, 60)} ({where}) is not one ctxlab knows: counts and "
-                               "prices use the default model (give --model)")
-        return
-    trace.model = name
-
-
 def mark_final(trace: "Trace", why: str) -> None:
     """Mark the trace's last message as the end of the run (no model call follows it), with a note."""
     if trace.messages and trace.messages[-1].role != "assistant":
@@ -100,6 +83,16 @@ class Trace:
     def add(self, msgs: list[Message]) -> None:
         """Append messages."""
         self.messages.extend(msgs)
+
+    def note_unkept(self, index: int, fields: list[str], source: str) -> None:
+        """Note the fields of message ``index``'s record that no message field carries (a converted
+        file has no place for them), so a conversion never drops them silently."""
+        if fields:
+            items = ", ".join(f if len(f) <= 40 and f.isprintable() else shown(f, 40) for f in fields[:6])
+            more = f" and {len(fields) - 6} more" if len(fields) > 6 else ""
+            owner = source + ("'" if source.endswith("s") else "'s")
+            self.notes.append(f"message {index}: {owner} {items}{more} not carried (ctxlab keeps a message's "
+                              "role, text and tool calls), so a conversion leaves them out")
 
     def note_at(self, words: str) -> None:
         """A note about the message appended next (or the last one when nothing follows)."""
@@ -166,6 +159,35 @@ def line_where(lines: tuple[int, ...] | None, k: int, what: str = "$") -> str:
     return f"{what}[{k}]"
 
 
+def content_text(value: Any, where: str) -> str:
+    """The text of a message's content read by a trace reader that needs text (a text action's
+    thought, a command's message): a string, the text parts of a list joined by newlines, or ""
+    when absent; anything else is an error naming ``where``."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, list):
+        return "\n".join(p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else
+                         p if isinstance(p, str) else "" for p in value)
+    raise ShapeError(f"content must be text or a list of text parts, found {type(value).__name__}", where=where)
+
+
+def counted(kinds: "Counter[str]", most: int = 8) -> str:
+    """``2 TOOL, 1 AGENT``: the most common kinds a reader left out, each name cut to one short
+    phrase (a kind is read from the file: it can be 5,000 characters long)."""
+    return ", ".join(f"{n:,} {k if len(k) <= 60 else shown(k, 60)}" for k, n in kinds.most_common(most))
+
+
+def call_arguments(text: Any, where: str) -> str:
+    """Tool-call arguments a trace reader found, held to the rule of every format (a JSON object
+    within the depth limit, see ``check_arguments``); an error names ``where``."""
+    try:
+        return check_arguments(text, ReadContext(), 0)
+    except CtxlabError as e:
+        e.where = where
+        e.args = (f"{where}: {e.problem}" + (f". {e.hint}" if e.hint else ""),)
+        raise
+
+
 def as_records(doc: Any, lines: tuple[int, ...] | None) -> list[Any]:
     """The records of a JSONL trace: the line objects (a one-line file parses as one object)."""
     if lines is not None:
@@ -202,7 +224,8 @@ def read_trace_document(docs: list[Any], lines: list[int] | None, name: str,
         m = messages[first]
         messages[first] = Message(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
                                   {**m.extra, TASK: True}, m.usage)
-    return Conversation(tuple(messages), trace.tools, trace.model, name, (), trace.meta, group_notes(trace.notes))
+    model = adopt_model(trace.model, trace.notes, trace.meta)
+    return Conversation(tuple(messages), trace.tools, model, name, (), trace.meta, group_notes(trace.notes))
 
 
 def read_trace_documents(docs: list[Any], lines: list[int] | None, name: str,

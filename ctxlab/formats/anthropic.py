@@ -16,6 +16,7 @@ from ..errors import ExportError, ShapeError, ToolArgumentsError, shown, shown_k
 from ..conversation import MODELED_PART_TYPES, Conversation, Message, Part, ToolCall, compact_json
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_not_empty, expect_dict, list_shape,
                     role_of)
+from ._base import model_as_written
 from ._json import JSONText
 from .tools import tools_to_anthropic
 
@@ -387,7 +388,7 @@ def write(conv: Conversation) -> Export:
     lead = next((i for i, m in enumerate(msgs) if m.role != "system"), len(msgs))
     body: dict[str, Any] = {}
     if conv.model:
-        body["model"] = conv.model
+        body["model"] = model_as_written(conv)
     if lead:
         body["system"] = _system_out(msgs[:lead], notes)
     body["messages"] = _turns(msgs, lead, notes)

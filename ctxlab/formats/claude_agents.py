@@ -32,8 +32,14 @@ class SubAgent:
     @property
     def responses(self) -> int:
         """Model responses (distinct assistant message ids) the sub-agent logged."""
-        ids = {(r.get("message") or {}).get("id") for r in self.records if r.get("type") == "assistant"}
-        return len(ids)
+        ids = {_text(r.get("message"), "id") for r in self.records if r.get("type") == "assistant"}
+        return len(ids - {""})
+
+
+def _text(d: Any, key: str) -> str:
+    """``d[key]`` when ``d`` is a dict and it is a string, else "" (a hostile file's ids can be anything)."""
+    value = d.get(key) if isinstance(d, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def returned_agent(rec: dict) -> str | None:
@@ -52,7 +58,7 @@ def _progress_record(rec: dict) -> dict | None:
     inner = data.get("message")
     if not (isinstance(inner, dict) and inner.get("type") in _MESSAGES and isinstance(inner.get("message"), dict)):
         return None
-    return {"type": inner["type"], "message": inner["message"], "uuid": inner.get("uuid"),
+    return {"type": inner["type"], "message": inner["message"], "uuid": _text(inner, "uuid") or None,
             "timestamp": inner.get("timestamp"), "sessionId": rec.get("sessionId"), "isSidechain": True,
             "agentId": data["agentId"]}
 
@@ -60,9 +66,9 @@ def _progress_record(rec: dict) -> dict | None:
 def _prompt(records: list[dict]) -> str:
     for r in records:
         if r.get("type") == "user":
-            content = (r.get("message") or {}).get("content")
+            content = r["message"].get("content") if isinstance(r.get("message"), dict) else None
             text = content if isinstance(content, str) else " ".join(
-                b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text")
+                _text(b, "text") for b in (content if isinstance(content, list) else ()) if _text(b, "type") == "text")
             if text.strip():
                 return " ".join(text.split())[:120]
     return ""
@@ -89,9 +95,9 @@ def agent_records(records: list[Any]) -> list[SubAgent]:
             continue
         if not rec.get("isSidechain") or rec.get("type") not in _MESSAGES:
             continue
-        uid, parent = rec.get("uuid"), rec.get("parentUuid")
-        root = root_of.get(parent, uid if isinstance(uid, str) else str(len(chains)))
-        if isinstance(uid, str):
+        uid, parent = _text(rec, "uuid"), _text(rec, "parentUuid")
+        root = root_of.get(parent) or uid or str(len(chains))
+        if uid:
             root_of[uid] = root
         if isinstance(rec.get("agentId"), str):
             agent_of_root.setdefault(root, rec["agentId"])

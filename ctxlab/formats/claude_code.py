@@ -51,18 +51,19 @@ def _clean(blocks: Any) -> Any:
 
 
 def detect_doc(doc: Any) -> bool:
-    """A JSONL of records where a user/assistant line has a ``message`` and Claude Code's fields
-    (``sessionId``, ``uuid`` or ``parentUuid``)."""
+    """A JSONL of records where user/assistant lines have a ``message`` and Claude Code's fields
+    (``sessionId``, ``uuid`` or ``parentUuid``), at least as many as the lines that are broken."""
     records = doc if isinstance(doc, list) else [doc]
-    seen = False
+    good = bad = 0  # a broken line among good ones is still this format: the reader then names its line
     for r in records[:200]:
         if not isinstance(r, dict) or "type" not in r:
-            return False
-        if r["type"] in _MESSAGE_TYPES:
-            if not isinstance(r.get("message"), dict) or not ({"sessionId", "uuid", "parentUuid"} & r.keys()):
-                return False
-            seen = True
-    return seen
+            bad += 1
+        elif r["type"] in _MESSAGE_TYPES:
+            if isinstance(r.get("message"), dict) and {"sessionId", "uuid", "parentUuid"} & r.keys():
+                good += 1
+            else:
+                bad += 1
+    return good > 0 and good >= bad
 
 
 class _Reader:
@@ -84,6 +85,9 @@ class _Reader:
     def assistant(self, k: int, msg: dict) -> None:
         """Join the blocks of one response (same message.id)."""
         blocks = msg.get("content")
+        if not isinstance(blocks, (str, list, type(None))):
+            raise ShapeError(f"an assistant line's content must be text or a list of blocks, found "
+                             f"{type(blocks).__name__}", where=f"{line_where(self.lines, k)}: $.message.content")
         blocks = [{"type": "text", "text": blocks}] if isinstance(blocks, str) else list(_clean(blocks) or [])
         mid = msg.get("id") if isinstance(msg.get("id"), str) else None
         if mid is not None and isinstance(msg.get("usage"), dict):

@@ -22,7 +22,7 @@ from ..conversation import Message, Usage
 from ..errors import ShapeError, shown
 from . import responses
 from ._base import ReadContext
-from ._trace import Trace, trace_format, as_records, compaction, line_where, usage_from
+from ._trace import Trace, counted, trace_format, as_records, compaction, line_where, usage_from
 
 NAME = "codex"
 _ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
@@ -165,7 +165,7 @@ class _Reader:
         self.trace.messages = _bill(_mark_summaries(msgs, self.summaries, self.trace), self.items, self.bills,
                                     self.trace.notes)
         if self.skipped:
-            kinds = ", ".join(f"{n:,} {kind}" for kind, n in self.skipped.most_common(8))
+            kinds = counted(self.skipped)
             self.trace.notes.append(f"records that repeat or describe the items for the UI were left out ({kinds})")
         if not any(m.role == "system" for m in self.trace.messages):
             self.trace.notes.append("this rollout logs no system prompt and no tool definitions: counts leave out both")

@@ -32,7 +32,7 @@ from ..errors import ShapeError, shown
 from .langfuse import reply_items
 from .tools import parse_tools
 from ._runs import CallRecord, assemble, read_items, usage_of, whole
-from ._trace import Trace, trace_format
+from ._trace import Trace, counted, trace_format
 
 NAME = "langsmith"
 _RUN_TYPES = ("llm", "chain", "tool", "retriever", "embedding", "prompt", "parser")
@@ -206,7 +206,7 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
                            "their results are marked where the next prompt says so (status=\"error\")")
     if skipped:
         trace.notes.append("runs other than llm runs left out (" +
-                           ", ".join(f"{n:,} {kind}" for kind, n in skipped.most_common(6)) + ")")
+                           counted(skipped, 6) + ")")
     if not trace.tools:
         trace.notes.append("no llm run logs its tool definitions: counts leave them out")
     return trace

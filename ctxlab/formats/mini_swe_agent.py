@@ -22,7 +22,7 @@ from typing import Any
 from ..conversation import HARNESS, TEXT_ACTION, Message, ToolCall
 from ..errors import ShapeError
 from . import openai_chat
-from ._trace import Trace, chat_usage, mark_final, marked, trace_format, sub_read
+from ._trace import Trace, chat_usage, content_text, mark_final, marked, trace_format, sub_read
 
 NAME = "mini_swe_agent"
 _BLOCK = re.compile(r"```(?:mswea_bash_command|bash)\s*\n(.*?)\n```", re.DOTALL)
@@ -92,6 +92,13 @@ class _Reader:
         where = f"$.messages[{k}]"
         if not isinstance(m, dict):
             raise ShapeError(f"expected a message object, found {type(m).__name__}", where=where)
+        at = len(self.trace.messages)
+        self._message(k, m, where)
+        if len(self.trace.messages) > at:  # 'extra' (costs, raw responses) has its own note
+            self.trace.note_unkept(at, [f for f, v in m.items() if f not in (*_OPENAI_KEYS, "extra") and v],
+                                   "mini-swe-agent")
+
+    def _message(self, k: int, m: dict, where: str) -> None:
         role = m.get("role")
         if role == "exit":
             self.exits += 1
@@ -112,8 +119,8 @@ class _Reader:
             self.submitted = self.submitted or any(mark in a for a in acts for mark in _SUBMIT)
             calls = tuple(ToolCall(f"action-{k}-{n}", "bash", json.dumps({"command": a}, ensure_ascii=False))
                           for n, a in enumerate(acts))
-            self.trace.add([Message("assistant", m.get("content") or "", tool_calls=calls,
-                                    extra={TEXT_ACTION: True}, usage=_usage(m))])
+            text = content_text(m.get("content"), f"{where}.content")
+            self.trace.add([Message("assistant", text, tool_calls=calls, extra={TEXT_ACTION: True}, usage=_usage(m))])
             self.open = [c.id for c in calls]
             return
         out = sub_read(openai_chat.read, {key: v for key, v in m.items() if key in _OPENAI_KEYS}, self.trace, where)

@@ -14,6 +14,7 @@ from ..conversation import _EMPTY, Conversation, Message, Part, ToolCall
 from ..i18n import T
 from ._base import (INTERNAL_EXTRA, Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict,
                     list_shape, role_of, text_or_parts)
+from ._base import model_as_written
 from .tools import tools_to_openai
 
 _KNOWN_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "reasoning_content"}
@@ -245,7 +246,7 @@ def write(conv: Conversation) -> Export:
     notes: list[str] = []
     body: dict[str, Any] = {}
     if conv.model:
-        body["model"] = conv.model
+        body["model"] = model_as_written(conv)
     body["messages"] = [message_to_openai(m, i, notes) for i, m in enumerate(conv.messages)]
     if conv.tools:
         body["tools"] = tools_to_openai(conv.tools)

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from ..conversation import Message, ToolCall, Usage
 from ..errors import ShapeError, shown
-from ._trace import Trace, adopt_model, chat_usage, trace_format, compaction, usage_from
+from ._trace import Trace, call_arguments, chat_usage, trace_format, compaction, usage_from
 
 NAME = "openhands"
 _SILENT = ("change_agent_state", "agent_state_changed", "null", "recall", "message_from_user_ignored",
@@ -80,14 +80,43 @@ def _loads(arguments: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _id(value: Any, where: str, field: str) -> str | None:
+    """An id read from an event (a response id, a call id, an event id): text, or a number written
+    as text; None when absent; a list or an object is an error naming the event and the field."""
+    if value is None:
+        return None
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    raise ShapeError(f"{field} must be a string id, found {type(value).__name__}", where=f"{where}: $.{field}",
+                     hint="Give OpenHands events as its event stream or trajectory export wrote them")
+
+
+def _typed(value: Any, kind: type, where: str, field: str) -> Any:
+    """``value`` when it is absent or of ``kind``, else an error naming the event and the field."""
+    if value is None or isinstance(value, kind):
+        return value
+    raise ShapeError(f"{field} must be a {'list' if kind is list else 'JSON object'}, found {type(value).__name__}",
+                     where=f"{where}: $.{field}")
+
+
 def _text(value: Any) -> str:
-    if isinstance(value, list):
-        return "\n".join(str(p.get("text", "")) for p in value if isinstance(p, dict))
+    if isinstance(value, list):  # the text parts (an image part has no text: noted by _unkept_parts)
+        return "\n".join(str(p["text"]) for p in value if isinstance(p, dict) and p.get("text") is not None)
     return "" if value is None else str(value)
 
 
+def _unkept_parts(value: Any) -> list[str]:
+    """The kinds of the parts of a V1 content list that are not text (images...): not carried."""
+    if not isinstance(value, list):
+        return []
+    kinds = [p.get("type") for p in value if isinstance(p, dict) and p.get("text") is None]
+    return [f"{shown(k, 30) if not isinstance(k, str) or len(k) > 30 else k} part" for k in dict.fromkeys(kinds)]
+
+
 class _Reader:
-    def __init__(self, run_usages: dict[Any, dict] | None = None) -> None:
+    def __init__(self, lines: tuple[int, ...] | None = None, run_usages: dict[Any, dict] | None = None) -> None:
+        self.lines = lines
+        self.where = "event 0"  # the event being read, for errors
         self.trace = Trace(meta={})
         self.run_usages = run_usages or {}  # response id -> its usage, from an evaluation output's metrics
         self.response_at: dict[str, int] = {}  # model_response.id -> message index
@@ -103,12 +132,18 @@ class _Reader:
         resp = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
         choice = (resp.get("choices") or [{}])[0] if isinstance(resp.get("choices"), list) else {}
         msg = choice.get("message") if isinstance(choice, dict) and isinstance(choice.get("message"), dict) else {}
-        cid = str(meta.get("tool_call_id"))
-        raw = next((c for c in msg.get("tool_calls") or [] if isinstance(c, dict) and c.get("id") == cid), None)
-        fn = raw.get("function", {}) if raw else {}
-        args = fn.get("arguments") if isinstance(fn.get("arguments"), str) else json.dumps(_args(e), ensure_ascii=False)
+        base = "tool_call_metadata.model_response"
+        cid = str(_id(meta.get("tool_call_id"), self.where, "tool_call_metadata.tool_call_id"))
+        calls = _typed(msg.get("tool_calls"), list, self.where, f"{base}.choices[0].message.tool_calls") or []
+        k, raw = next(((k, c) for k, c in enumerate(calls) if isinstance(c, dict) and c.get("id") == cid), (0, None))
+        fn = _typed(raw.get("function"), dict, self.where, f"{base}.choices[0].message.tool_calls[{k}].function") \
+            if raw else None
+        fn = fn or {}
+        args = call_arguments(fn["arguments"], f"{self.where}: $.{base}.choices[0].message.tool_calls[{k}].function"
+                              ".arguments") if isinstance(fn.get("arguments"), str) else \
+            json.dumps(_args(e), ensure_ascii=False)
         call = ToolCall(cid, str(meta.get("function_name") or e.get("action")), args)
-        rid = resp.get("id")
+        rid = _id(resp.get("id"), self.where, f"{base}.id")
         at = self.response_at.get(rid) if rid is not None else None
         if at is not None:
             m = self.trace.messages[at]
@@ -150,8 +185,9 @@ class _Reader:
                                     or _text(rest) or "(finished)")])
         else:  # a text-based action: a tool call named by its action
             self.text_actions += 1
-            cid = f"event-{e.get('id', len(self.trace.messages))}"
-            self.synthetic[e.get("id")] = cid
+            eid = _id(e.get("id"), self.where, "id")
+            cid = f"event-{len(self.trace.messages) if eid is None else eid}"
+            self.synthetic[eid] = cid
             self.open_synthetic = cid
             rest = {k: v for k, v in args.items() if k != "thought"}
             self.trace.add([Message("assistant", _text(args.get("thought")), tool_calls=(
@@ -160,7 +196,8 @@ class _Reader:
     def observation(self, e: dict) -> None:
         kind = e.get("observation")
         meta = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else None
-        cid = str(meta["tool_call_id"]) if meta and meta.get("tool_call_id") else self.synthetic.get(e.get("cause"))
+        cid = _id(meta.get("tool_call_id"), self.where, "tool_call_metadata.tool_call_id") if meta else None
+        cid = cid or self.synthetic.get(_id(e.get("cause"), self.where, "cause"))
         if cid is None and "cause" not in e and kind not in _SILENT:  # flat layout: it answers the open action
             cid = self.open_synthetic
         self.open_synthetic = None
@@ -184,12 +221,18 @@ class _Reader:
             role = llm.get("role") if llm.get("role") in ("user", "assistant", "system") else \
                 ("user" if e.get("source") == "user" else "assistant")
             self.trace.add([Message(role, _text(llm.get("content")))])
+            self.trace.note_unkept(len(self.trace.messages) - 1, _unkept_parts(llm.get("content")) + [
+                f for f in ("reasoning_content", "thinking_blocks") if llm.get(f)], "OpenHands")
         elif kind == "ActionEvent" and isinstance(e.get("tool_call"), dict):
             tc = e["tool_call"]
-            call = ToolCall(str(tc.get("id") or e.get("tool_call_id")), str(tc.get("name") or e.get("tool_name")),
-                            tc["arguments"] if isinstance(tc.get("arguments"), str) else "{}")
-            rid = e.get("llm_response_id")
+            call = ToolCall(str(_id(tc.get("id"), self.where, "tool_call.id") or
+                                _id(e.get("tool_call_id"), self.where, "tool_call_id")),
+                            str(tc.get("name") or e.get("tool_name")),
+                            call_arguments(tc.get("arguments"), f"{self.where}: $.tool_call.arguments"))
+            rid = _id(e.get("llm_response_id"), self.where, "llm_response_id")
             at = self.response_at.get(rid) if rid is not None else None
+            self.trace.note_unkept(len(self.trace.messages) if at is None else at,
+                                   [f for f in ("reasoning_content", "thinking_blocks") if e.get(f)], "OpenHands")
             if at is not None:
                 m = self.trace.messages[at]
                 self.trace.messages[at] = replace(m, tool_calls=m.tool_calls + (call,))
@@ -200,8 +243,9 @@ class _Reader:
         elif kind in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation") and e.get("tool_call_id"):
             obs = e.get("observation") if isinstance(e.get("observation"), dict) else {}
             text = _text(obs.get("content")) if obs else str(e.get("error") or e.get("rejection_reason") or "")
-            self.trace.add([Message("tool", text, tool_call_id=str(e["tool_call_id"]),
+            self.trace.add([Message("tool", text, tool_call_id=_id(e["tool_call_id"], self.where, "tool_call_id"),
                                     is_error=kind != "ObservationEvent" or bool(obs.get("is_error")))])
+            self.trace.note_unkept(len(self.trace.messages) - 1, _unkept_parts(obs.get("content")), "OpenHands")
         elif kind in ("CondensationSummaryEvent", "Condensation") and e.get("summary"):
             self.trace.add([compaction(Message("user", _text(e["summary"])))])
             i = len(self.trace.messages) - 1
@@ -212,8 +256,10 @@ class _Reader:
             self.skipped[f"{kind}"] += 1
 
     def event(self, k: int, e: Any) -> None:
+        self.where = f"event {k}" if self.lines is None or k >= len(self.lines) else \
+            f"event {k} (JSONL line {self.lines[k]})"
         if not isinstance(e, dict):
-            raise ShapeError(f"expected an event object, found {type(e).__name__}", where=f"event {k}")
+            raise ShapeError(f"expected an event object, found {type(e).__name__}", where=self.where)
         if isinstance(e.get("kind"), str) and "action" not in e and "observation" not in e or \
                 e.get("kind") in _V1_KINDS:
             self.v1(e)
@@ -223,7 +269,7 @@ class _Reader:
         elif "observation" in e:
             self.observation(e)
         else:
-            raise ShapeError("an event has neither 'action' nor 'observation'", where=f"event {k}",
+            raise ShapeError("an event has neither 'action' nor 'observation'", where=self.where,
                              hint="Give OpenHands events as its event stream or trajectory export wrote them")
 
     def bill(self, e: dict) -> None:
@@ -232,11 +278,12 @@ class _Reader:
         last entry for an action without ``tool_call_metadata``), else the evaluation output's entry
         with that id, else the response's own ``usage`` (``tool_call_metadata.model_response``)."""
         metrics = e.get("llm_metrics") if isinstance(e.get("llm_metrics"), dict) else {}
-        usages = [u for u in metrics.get("token_usages") or () if isinstance(u, dict)]
+        usages = [u for u in metrics.get("token_usages") if isinstance(u, dict)] \
+            if isinstance(metrics.get("token_usages"), list) else []
         last = len(self.trace.messages) - 1
         meta = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
         resp = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
-        rid = resp.get("id")
+        rid = resp.get("id") if isinstance(resp.get("id"), (str, int)) else None
         at = self.response_at.get(rid, last) if rid else last
         if last < 0 or e.get("source") == "user" or (rid or len(usages)) in self.billed or \
                 self.trace.messages[at].role != "assistant":
@@ -245,7 +292,7 @@ class _Reader:
         if usage is not None:
             self.billed.add(rid or len(usages))
             self.trace.messages[at] = replace(self.trace.messages[at], usage=usage)
-            adopt_model(self.trace, self.trace.model or usage.model, "llm_metrics")
+            self.trace.model = self.trace.model or usage.model  # an unknown name: read_trace_document notes it
 
     def _usage(self, usages: list[dict], rid: Any, resp: dict) -> Usage | None:
         entry = next((u for u in reversed(usages) if u.get("response_id") == rid), self.run_usages.get(rid)) \
@@ -294,7 +341,7 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     events = _events(doc)
     if events is None:
         raise ShapeError("expected a list of OpenHands events or an object with 'history'", where="$")
-    reader = _Reader(_run_usages(doc))
+    reader = _Reader(lines if events is doc else None, _run_usages(doc))
     for k, e in enumerate(events):
         reader.event(k, e)
     return reader.finish()
@@ -304,8 +351,8 @@ def _run_usages(doc: Any) -> dict[Any, dict]:
     """An evaluation output's ``metrics.token_usages`` (one per model response) by response id: the
     events' own ``llm_metrics`` hold running totals only there."""
     metrics = doc.get("metrics") if isinstance(doc, dict) and isinstance(doc.get("metrics"), dict) else {}
-    return {u["response_id"]: u for u in metrics.get("token_usages") or ()
-            if isinstance(u, dict) and u.get("response_id")}
+    usages = metrics.get("token_usages") if isinstance(metrics.get("token_usages"), list) else []
+    return {u["response_id"]: u for u in usages if isinstance(u, dict) and isinstance(u.get("response_id"), str)}
 
 
 TRACE = trace_format(NAME, "OpenHands events / trajectory", detect_doc, read_doc)

@@ -36,8 +36,8 @@ from typing import Any, Iterator
 from ..conversation import Message, Part, ToolCall, compact_json
 from ..errors import ShapeError, shown
 from .tools import parse_tools
-from ._runs import CallRecord, assemble, usage_of, whole
-from ._trace import Trace, trace_format
+from ._runs import CallRecord, assemble, int64_text, usage_of, whole
+from ._trace import Trace, counted, trace_format
 
 NAME = "otel_genai"
 INFERENCE = ("chat", "text_completion", "generate_content")
@@ -64,7 +64,8 @@ def _value(v: Any) -> Any:
             return v[key]
     if "intValue" in v:
         raw = v["intValue"]
-        return int(raw) if isinstance(raw, str) and raw.lstrip("-").isdigit() else raw
+        number = int64_text(raw)
+        return raw if number is None else number
     if "arrayValue" in v:
         return [_value(x) for x in _values(v["arrayValue"])]
     if "kvlistValue" in v:
@@ -87,16 +88,32 @@ def _documents(doc: Any) -> list[dict]:
     return [d for d in (doc if isinstance(doc, list) else [doc]) if isinstance(d, dict)]
 
 
-def spans(doc: Any) -> Iterator[tuple[dict, str]]:
-    """Every span of an OTLP JSON document (or JSONL of them), with its JSON path."""
+#: key of a one-run document (see ``runs``) listing where each of its spans is in the file it came from
+WHERE = "x-ctxlab-where"
+
+
+def spans(doc: Any, lines: tuple[int, ...] | None = None) -> Iterator[tuple[dict, str]]:
+    """Every span of an OTLP JSON document (or JSONL of them), with its JSON path (``JSONL line 4:
+    $.resourceSpans[0]...`` in a JSONL file; in a one-run document, the path in the file it came from)."""
+    wheres = doc.get(WHERE) if isinstance(doc, dict) else None
+    if isinstance(wheres, list):
+        found = [sp for _, sp in _spans(doc, None)]
+        if len(found) == len(wheres) and all(isinstance(w, str) for w in wheres):
+            yield from ((sp, w[:300]) for sp, w in zip(found, wheres))
+            return
+    yield from ((sp, where) for where, sp in _spans(doc, lines))
+
+
+def _spans(doc: Any, lines: tuple[int, ...] | None) -> Iterator[tuple[str, dict]]:
     for n, d in enumerate(_documents(doc)):
-        base = f"$[{n}]" if isinstance(doc, list) else "$"
+        base = (f"JSONL line {lines[n]}: $" if lines is not None and n < len(lines) else f"$[{n}]") \
+            if isinstance(doc, list) else "$"
         for i, rs in enumerate(_list(d.get("resourceSpans"))):
             rs = rs if isinstance(rs, dict) else {}
             for j, ss in enumerate(_list(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans"))):
                 for k, sp in enumerate(_list(ss.get("spans") if isinstance(ss, dict) else None)):
                     if isinstance(sp, dict):
-                        yield sp, f"{base}.resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                        yield f"{base}.resourceSpans[{i}].scopeSpans[{j}].spans[{k}]", sp
 
 
 def _list(value: Any) -> list:
@@ -124,9 +141,17 @@ def detect_doc(doc: Any) -> bool:
 # ---------------------------------------------------------------------- runs
 
 
-def _start(sp: dict) -> int:
-    raw = sp.get("startTimeUnixNano", 0)
-    return int(raw) if isinstance(raw, (int, str)) and str(raw).isdigit() else 0
+def _start(sp: dict, where: str) -> int:
+    """A span's start time in nanoseconds (0 when absent); a value that is no integer is an error
+    naming the span (it orders the calls)."""
+    raw = sp.get("startTimeUnixNano")
+    if raw is None or raw == "":
+        return 0
+    number = raw if raw.__class__ is int else int64_text(raw)
+    if number is None:
+        raise ShapeError(f"startTimeUnixNano must be an integer of nanoseconds (or one written as text), found "
+                         f"{shown(raw, 40)}", where=f"{where}.startTimeUnixNano")
+    return number
 
 
 def _run_of(doc: Any) -> dict[str, tuple[str, str | None]]:
@@ -136,16 +161,35 @@ def _run_of(doc: Any) -> dict[str, tuple[str, str | None]]:
         sid = str(sp.get("spanId", ""))
         info[sid] = (str(sp.get("traceId", "")), str(sp.get("parentSpanId") or "") or None,
                      _op(attributes(sp)) or "")
-    out: dict[str, tuple[str, str | None]] = {}
-    for sid, (tid, _, _) in info.items():
-        cur, seen, agent = sid, set(), None
-        while cur in info and cur not in seen:
-            seen.add(cur)
-            if info[cur][2] == AGENT:
-                agent = cur
+    agent_of = _nearest_agents({sid: (parent, op == AGENT) for sid, (_, parent, op) in info.items()})
+    return {sid: (tid, agent_of[sid]) for sid, (tid, _, _) in info.items()}
+
+
+def _nearest_agents(tree: dict[str, tuple[str | None, bool]]) -> dict[str, str | None]:
+    """span id -> the nearest agent span at or above it (None when there is none), for ``tree``
+    of span id -> (parent id, whether it is an agent span). Each span is walked once: a walk up
+    stops at the first span already answered, and its answer is given to every span on the way
+    (a chain of 100,000 spans is 100,000 steps, not 5 billion); a parent loop ends the walk."""
+    out: dict[str, str | None] = {}
+    for start in tree:
+        path: list[str] = []
+        on_path: set[str] = set()
+        cur: str | None = start
+        found: str | None = None
+        while cur is not None and cur in tree and cur not in on_path:
+            if cur in out:
+                found = out[cur]
                 break
-            cur = info[cur][1] or ""
-        out[sid] = (tid, agent)
+            if tree[cur][1]:
+                found = cur
+                break
+            path.append(cur)
+            on_path.add(cur)
+            cur = tree[cur][0]
+        for sid in path:
+            out[sid] = found
+        if start not in out:  # the start is itself an agent span
+            out[start] = found
     return out
 
 
@@ -154,25 +198,28 @@ def runs(doc: Any, lines: tuple[int, ...] | None) -> list[dict]:
     the agent span), runs ordered by their first call."""
     run_of = _run_of(doc)
     groups: dict[tuple[str, str | None], list[dict]] = {}
+    wheres: dict[tuple[str, str | None], list[str]] = {}
     first: dict[tuple[str, str | None], int] = {}
-    for sp, _ in spans(doc):
+    for sp, where in spans(doc, lines):
         key = run_of.get(str(sp.get("spanId", "")), (str(sp.get("traceId", "")), None))
         attrs = attributes(sp)
         op = _op(attrs)
         if op != AGENT and any(k.startswith("gen_ai.") for k in attrs) or str(sp.get("spanId")) == key[1]:
             groups.setdefault(key, []).append(sp)  # other GenAI spans go along, to be noted
+            wheres.setdefault(key, []).append(where)
             if op in INFERENCE:
-                first[key] = min(first.get(key, _start(sp)), _start(sp))
+                first[key] = min(first.get(key, _start(sp, where)), _start(sp, where))
     keys = sorted((k for k in groups if k in first), key=lambda k: (first[k], k[0], k[1] or ""))
     for k in [k for k in groups if k not in first]:  # GenAI spans outside any run with calls: noted there
         home = next((h for h in keys if h[0] == k[0]), None)
         if home is not None:
             groups[home] += groups[k]
+            wheres[home] += wheres[k]
     if not keys:
         raise ShapeError("the OTLP file has no GenAI inference span (gen_ai.operation.name chat, "
                          "text_completion or generate_content)", where="$.resourceSpans",
                          hint="Export the spans of the model calls, not only the agent's")
-    return [{"resourceSpans": [{"scopeSpans": [{"spans": groups[k]}]}]} for k in keys]
+    return [{"resourceSpans": [{"scopeSpans": [{"spans": groups[k]}]}], WHERE: wheres[k]} for k in keys]
 
 
 # ---------------------------------------------------------------------- messages
@@ -328,11 +375,11 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     failed_tools: dict[str, str] = {}
     skipped: Counter[str] = Counter()
     traces: set[str] = set()
-    for sp, where in spans(doc):
+    for sp, where in spans(doc, lines):
         attrs = attributes(sp)
         op = _op(attrs)
         if op in INFERENCE:
-            calls.append((_start(sp), _call(sp, where, trace)))
+            calls.append((_start(sp, where), _call(sp, where, trace)))
             traces.add(str(sp.get("traceId", "")))
         elif op == TOOL:
             err = _failed(sp, attrs)
@@ -353,7 +400,7 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
         trace.meta.setdefault("trace_id", sorted(traces)[0])
     if skipped:
         trace.notes.append("spans of other operations left out (" +
-                           ", ".join(f"{n:,} {op}" for op, n in skipped.most_common(6)) + ")")
+                           counted(skipped, 6) + ")")
     if not trace.tools:
         trace.notes.append("no span logs gen_ai.tool.definitions: counts leave out the tool definitions")
     return trace

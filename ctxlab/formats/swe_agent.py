@@ -18,9 +18,11 @@ from ..conversation import TEXT_ACTION, Message, ToolCall
 from ..errors import ShapeError
 from . import openai_chat
 from ._base import Format
-from ._trace import Trace, TraceFormat, adopt_model, mark_final, never, sub_read
+from ._trace import Trace, TraceFormat, content_text, mark_final, never, sub_read
 
 NAME = "swe_agent"
+#: fields of a history message that carry something a converted file would lose (noted when set)
+_UNKEPT = ("thinking_blocks", "cache_control")
 _DROP_KEYS = ("agent", "message_type", "thought", "action", "is_demo", "tool_call_ids", "cache_control", "thinking_blocks")
 
 
@@ -51,7 +53,8 @@ class _Reader:
         self.actions += 1
         cid = f"action-{k}"
         action = m["action"]
-        content = m.get("content") if isinstance(m.get("content"), str) else m.get("thought") or ""
+        content = m["content"] if isinstance(m.get("content"), str) else m["thought"] if \
+            isinstance(m.get("thought"), str) else content_text(m.get("content"), f"$.history[{k}].content")
         self.trace.add([Message("assistant", content, tool_calls=(
             ToolCall(cid, _command_name(action), json.dumps({"command": action}, ensure_ascii=False)),),
             extra={TEXT_ACTION: True})])
@@ -61,6 +64,12 @@ class _Reader:
         where = f"$.history[{k}]"
         if not isinstance(m, dict):
             raise ShapeError(f"expected a message object, found {type(m).__name__}", where=where)
+        at = len(self.trace.messages)
+        self._message(k, m, where)
+        if len(self.trace.messages) > at:
+            self.trace.note_unkept(at, [f for f in _UNKEPT if m.get(f)], "SWE-agent")
+
+    def _message(self, k: int, m: dict, where: str) -> None:
         role = m.get("role")
         if m.get("is_demo"):
             self.demos += 1
@@ -126,7 +135,7 @@ class _Reader:
         if isinstance(info.get("exit_status"), str):
             t.meta["exit_status"] = info["exit_status"]
         _model_stats(t, info.get("model_stats"))
-        adopt_model(t, _replay_model(doc.get("replay_config")), "replay_config")
+        t.model = _replay_model(doc.get("replay_config")) or t.model  # read_trace_document adopts it
         if isinstance(info.get("exit_status"), str) and info["exit_status"]:
             mark_final(t, f"exit status {info['exit_status']}")
         t.notes.append("a .traj keeps no tool definitions (SWE-agent's config lists them): counts leave them out")

@@ -140,7 +140,14 @@ class Application:
 def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prompt: str,
           layout: Sequence[Mapping[str, Any]], state: Mapping[str, Any], bodies: Mapping[int, dict],
           applied_through: int) -> Application:
-    """Apply ``strategy`` to the current context (see the module docstring)."""
+    """Apply ``strategy`` to the current context (see the module docstring). A strategy whose
+    ``works_on`` is ``full_history`` is applied to the whole history as it arrived, with no state, at every
+    application (as ``ctxlab.replay`` does): what it left last time does not matter."""
+    before: dict[int, bool] | None = None  # full: what the last prompt sent, each seq changed or not
+    if getattr(strategy, "works_on", "kept_history") == "full_history":
+        before = {**{e["seq"]: bool(e.get("body")) for e in layout if "seq" in e},
+                  **{seq: False for seq in bodies if seq > applied_through}}
+        layout, state, applied_through = [{"seq": seq} for seq in sorted(bodies)], {}, max(bodies, default=-1)
     msgs, origin, changed = _view_input(system_prompt, layout, bodies, applied_through)
     view = make_view(msgs, counter=counter, origin=origin, state=state)
     plan = strategy.apply(view, budget)
@@ -170,8 +177,11 @@ def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prom
                     entry["insert"] = to_dict(summary_message(carried, plan_state.get("summarized", ())))
     done: dict[str, list[int]] = {"summarize": [], "drop": [], "clear": []}
     for a, seq in zip(plan.actions, origin):
-        if seq is not None and seq >= 0 and a != "keep":
-            done["clear" if a in ("clear", "truncate") else a].append(seq)
+        if seq is None or seq < 0 or a == "keep":
+            continue
+        if before is not None and (seq not in before or (before[seq] and a in ("clear", "truncate"))):
+            continue  # full history: removed or changed at an earlier call already, counted then
+        done["clear" if a in ("clear", "truncate") else a].append(seq)
     return Application(plan, new_layout, [e["seq"] for e in new_layout if "seq" in e], summary,
                        _json_state(plan_state), done["summarize"], done["drop"], done["clear"])
 

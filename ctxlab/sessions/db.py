@@ -143,6 +143,28 @@ def make_engine(url: str) -> Engine:
                            hint="Install the driver, e.g. psycopg[binary] for PostgreSQL") from None
 
 
+def read_only_urls(url: str) -> list[str]:
+    """URLs that read a SQLite store file without writing beside it, for a store in a read-only
+    folder (a WAL-mode file needs its ``-wal`` and ``-shm`` files, which such a folder cannot hold):
+    read-only, then, when no ``-wal`` file holds changes not yet in the file, immutable (SQLite
+    then needs no ``-shm``). Empty for any other store."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return []
+    path = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not path or path == ":memory:" or parsed.query:
+        return []
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        return []
+    base = f"sqlite:///file:{file.as_posix()}?mode=ro"
+    urls = [f"{base}&uri=true"]
+    if not Path(f"{file}-wal").exists():
+        urls.append(f"{base}&immutable=1&uri=true")
+    return urls
+
+
 def _alembic_config(connection):
     from alembic.config import Config
     cfg = Config()

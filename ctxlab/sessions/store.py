@@ -23,7 +23,7 @@ from ..exports.config import read_config
 from ..model_specs import resolve_model
 from ..snippets import strategy_config
 from ..strategies import Budget, get_strategy
-from .db import SessionError, default_url, make_engine, migrate, redact
+from .db import SessionError, default_url, make_engine, migrate, read_only_urls, redact
 from .models import context_records, messages, profiles, sessions
 from .records import COUNTERS, Profile, SessionInfo, strategy_label, utc
 from .session import Session
@@ -56,7 +56,23 @@ class SessionStore:
     def __init__(self, url: str | None = None) -> None:
         self.url = url or default_url()
         self.engine = make_engine(self.url)
-        self.schema_version = migrate(self.engine)
+        try:
+            self.schema_version = migrate(self.engine)
+        except SessionError as e:  # a store in a read-only folder: still listed and shown (writes fail clearly)
+            self.schema_version = self._open_read_only(e)
+
+    def _open_read_only(self, error: SessionError) -> str:
+        """Reopen a SQLite store that cannot be written as read-only (see ``read_only_urls``)."""
+        if "cannot be written" not in error.problem:
+            raise error
+        for url in read_only_urls(self.url):
+            self.engine.dispose()
+            self.engine = make_engine(url)
+            try:
+                return migrate(self.engine)
+            except SessionError:
+                continue
+        raise error
 
     def __repr__(self) -> str:
         return f"SessionStore({redact(self.url)!r})"

@@ -10,6 +10,7 @@ from . import windows  # noqa: F401,I001  (none, sliding_window, turn_safe)
 from . import summarize, rounds, priority, baseline  # noqa: F401,I001
 from . import condensers  # noqa: F401,I001  (observation_masking, recent_events, amortized_forgetting)
 from . import compaction  # noqa: F401,I001  (server_compaction, truncation_auto: the providers' own, simulated)
+from . import head_tail  # noqa: F401,I001  (Codex's cut of each large result to its head and tail)
 
 __all__ = ["ACTIONS", "STRATEGIES", "Budget", "BudgetError", "Decision", "Insertion", "Pipeline", "Plan",
            "Strategy", "StrategyError", "View", "auto_facts", "build_plan", "get_strategy", "make_plan",

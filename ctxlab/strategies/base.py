@@ -31,6 +31,18 @@ APPLY_AT = ("every_call", "turn_start")
 """Where a strategy runs in an agent loop: before every model call (LangChain agent middleware,
 Anthropic context editing, OpenHands condensers), or only when a user message arrives (a trim node
 right after START in a LangGraph graph). ``ctxlab.replay`` reads it; a plan on its own ignores it."""
+WORKS_ON = ("kept_history", "full_history")
+"""What a strategy works on at each model call, as its target framework runs it: ``kept_history``,
+the history it keeps (what it left at its last application plus what arrived since: LangChain's
+SummarizationMiddleware, OpenHands condensers, Claude Code and Codex compaction rewrite the history
+they keep), or ``full_history``, the whole history recomputed at every call (Anthropic context editing,
+LangChain's ClearToolUsesEdit, SWE-agent history processors, a LangGraph pre-model hook returning
+``llm_input_messages``). ``ctxlab.replay`` reads it; a plan on its own ignores it."""
+WORKS_ON_HELP = N_("What the strategy works on at each call: kept_history (what it left at its last application plus "
+                   "what arrived since: a history it rewrites, as LangChain's SummarizationMiddleware, OpenHands "
+                   "condensers and compaction do) or full_history (the whole history, recomputed at every call: a "
+                   "message it removed can come back, as with Anthropic context editing, SWE-agent history processors "
+                   "or a LangGraph pre-model hook). The default is how its target framework runs it.")
 TRIGGER_SHARE = 0.8
 """Share of the budget's message room at which a budget-scaled trigger fires (``summarize``'s
 ``trigger_ratio`` default)."""
@@ -63,10 +75,18 @@ def _type_name(f: dataclasses.Field) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str", tuple: "list[str]"}.get(type(d), "str")
 
 
+def works_on_param(target: str) -> Any:
+    """The ``works_on`` parameter of a strategy whose target framework runs it as ``target`` (a
+    strategy class redeclares it: ``works_on: str = works_on_param("full_history")``)."""
+    return param(target, choices=WORKS_ON, help=WORKS_ON_HELP)
+
+
 def _fields(cls_or_obj: Any) -> list[dataclasses.Field]:
-    """The dataclass fields, the shared ``apply_at`` last (each strategy's own parameters first)."""
+    """The dataclass fields, the shared ``apply_at`` and ``works_on`` last (each strategy's own
+    parameters first)."""
     fields = dataclasses.fields(cls_or_obj)
-    return [f for f in fields if f.name != "apply_at"] + [f for f in fields if f.name == "apply_at"]
+    shared = ("apply_at", "works_on")
+    return [f for f in fields if f.name not in shared] + [f for n in shared for f in fields if f.name == n]
 
 
 @dataclass(frozen=True)
@@ -82,6 +102,7 @@ class Strategy:
                           help=N_("Where the strategy runs in the agent loop: every_call (before every model call, "
                                "as agent middleware does) or turn_start (only when a user message arrives: "
                                "never cuts inside a turn, so a long turn can overflow)."))
+    works_on: str = param("kept_history", choices=WORKS_ON, help=WORKS_ON_HELP)  # works_on_param: a target's own
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -120,7 +141,7 @@ class Strategy:
         return False
 
     def params(self) -> dict[str, Any]:
-        """The resolved parameters (``apply_at`` last)."""
+        """The resolved parameters (``apply_at`` and ``works_on`` last)."""
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
                 for f in _fields(self)}
 
@@ -164,7 +185,7 @@ class Strategy:
         """``a >> b``: apply ``b`` to what ``a`` leaves."""
         left = self.steps if isinstance(self, Pipeline) else (self,)
         right = other.steps if isinstance(other, Pipeline) else (other,)
-        return Pipeline(steps=left + right, apply_at=self.apply_at)
+        return Pipeline(steps=left + right, apply_at=self.apply_at, works_on=left[0].works_on)
 
 
 @dataclass(frozen=True)
@@ -185,7 +206,8 @@ class Pipeline(Strategy):
 
     def params(self) -> dict[str, Any]:
         """Each step's name and parameters, and where the pipeline runs."""
-        return {"steps": [{"strategy": s.name, "params": s.params()} for s in self.steps], "apply_at": self.apply_at}
+        return {"steps": [{"strategy": s.name, "params": s.params()} for s in self.steps], "apply_at": self.apply_at,
+                "works_on": self.works_on}
 
     def quick_idle(self, view: View, budget: Budget) -> bool:
         """Every step would keep everything."""

@@ -23,7 +23,7 @@ from ..formats.langchain import to_langchain
 from ..conversation import Message, Part, ToolCall, compact_json
 from ..tokens import TokenCounter
 from ..validate import Finding, validate
-from .base import Strategy, StrategyError, param, register
+from .base import Strategy, StrategyError, works_on_param, param, register
 from .plan import Plan, make_plan
 from .view import Budget, View
 
@@ -81,12 +81,15 @@ def _calls(lc: BaseMessage) -> tuple[ToolCall, ...]:
 
 def message_from_langchain(lc: BaseMessage) -> Message:
     """A langchain-core message as a ctxlab Message, for counting: role, content (text, images,
-    thinking), name, tool calls and call id. Other fields are left out (they are not counted)."""
+    thinking), name, tool calls and call id, and the marks that change a count (a text action, the
+    unlogged prefix's size). Other fields are left out (they are not counted)."""
     from langchain_core.messages import ToolMessage
     content = lc.content if isinstance(lc.content, str) else tuple(_part(b) for b in lc.content)
     role = _ROLE_OF.get(lc.type, "user")
+    from ..formats.langchain import count_marks
     call_id = lc.tool_call_id if isinstance(lc, ToolMessage) else None
-    return Message(role, content, name=lc.name, tool_calls=_calls(lc), tool_call_id=call_id)  # type: ignore[arg-type]
+    return Message(role, content, name=lc.name, tool_calls=_calls(lc), tool_call_id=call_id,  # type: ignore[arg-type]
+                   extra=count_marks(lc.additional_kwargs))
 
 
 def tiktoken_counter(counter: TokenCounter) -> Callable[[list[BaseMessage]], int]:
@@ -172,6 +175,7 @@ class LangChainTrim(Strategy):
     title: ClassVar[str] = N_("LangChain trim_messages (baseline)")
     summary: ClassVar[str] = N_("Runs langchain_core.messages.trim_messages as a LangChain user would; its output "
                               "is not repaired, so the validator shows when it breaks a tool call from its result.")
+    works_on: str = works_on_param("full_history")  # trim_messages in a pre-model hook
     strategy: str = param("last", choices=("last", "first"),
                           help=N_("Keep the newest messages (last) or the oldest (first)."))
     start_on: str = param("human", choices=(*MESSAGE_TYPES, "none"),
@@ -278,4 +282,8 @@ class LangChainTrim(Strategy):
         if newest is not None and newest not in origins:
             out.append(T("{call} dropped the newest user message (message {newest:,}): "
                        "the model would not see the question", call=self.call_text(), newest=newest))
+        task = next((i for i in view.compactions if view.messages[i].extra.get("ctxlab_task")), None)
+        if task is not None and task != newest and task not in origins:
+            out.append(T("{call} dropped the run's task (message {task:,}), which every other strategy keeps",
+                         call=self.call_text(), task=task))
         return out

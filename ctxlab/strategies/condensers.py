@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from ..i18n import N_, T
 from ..conversation import Message
-from .base import Strategy, budget_window, param, register
+from .base import Strategy, budget_window, works_on_param, param, register
 from .plan import Plan, make_plan, texts
 from .view import MEMO_EXTENDERS, Budget, View, message_text
 from .rounds import answer_lone_users
@@ -46,6 +46,7 @@ class ObservationMasking(Strategy):
     title: ClassVar[str] = N_("Observation masking")
     summary: ClassVar[str] = N_("Keeps the last N tool results (observations) and replaces older ones with a short "
                               "placeholder; every action and all reasoning stay (SWE-agent, JetBrains).")
+    works_on: str = works_on_param("full_history")  # SWE-agent's history processors, OpenHands' masking condenser
     window: int = param(5, min=0, max=1_000_000,
                         help=N_("How many of the newest observations stay as they are (SWE-agent's configs use 5)."))
     placeholder: str = param(SWE_AGENT_PLACEHOLDER,
@@ -123,6 +124,7 @@ class RecentEvents(Strategy):
                               "forgets the middle (OpenHands' recent condenser).")
     scaling: ClassVar[str] = N_("Scaled to the budget, max_events is the number of 1,000-token messages that fill half "
                               "of what the budget leaves for messages.")
+    works_on: str = works_on_param("full_history")  # OpenHands' recent-events condenser: a function of the whole view
     keep_first: int = param(1, min=0, max=1_000_000, help=N_("How many of the first messages after the system prompt "
                                                           "always stay (default 1: the task, OpenHands' default)."))
     max_events: int = param(100, min=1, max=1_000_000,

@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..i18n import N_, T, Text, Tn
-from .base import Strategy, param, register
+from .base import Strategy, works_on_param, param, register
 from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, positions, settle, texts
 from ._batch import apply as apply_removal, simulate, tables as batch_tables
 from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
@@ -78,6 +78,7 @@ class MiddleOut(Strategy):
     title: ClassVar[str] = N_("Middle out")
     summary: ClassVar[str] = N_("Keeps the start (the task) and the end (the latest work); removes whole tool rounds "
                               "and messages from the middle outwards until the rest fits.")
+    works_on: str = works_on_param("full_history")  # OpenRouter's middle-out transform, per request
     preserve_start: int = param(2, min=0, max=100_000, help=N_("Messages at the start that are always kept."))
     preserve_end: int = param(10, min=0, max=100_000, help=N_("Messages at the end that are always kept."))
     target_ratio: float = param(1.0, min=0.1, max=1.0, help=N_("Share of the budget's message room to fill."))

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from ..i18n import N_, T, listing, role_text
 from ..conversation import Message
-from .base import Strategy, budget_trigger, budget_window, param, register
+from .base import Strategy, budget_trigger, budget_window, works_on_param, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
 from .view import MEMO_EXTENDERS, Budget, View
 from ._replan import remember
@@ -432,6 +432,7 @@ class ClearToolResults(Strategy):
                               "passes a trigger; every call keeps its result.")
     scaling: ClassVar[str] = N_("The defaults are Anthropic's (trigger 100,000 tokens, keep 3); scaled to the budget, "
                               "trigger_tokens is 80% of what the budget leaves for messages.")
+    works_on: str = works_on_param("full_history")  # Anthropic context editing, LangChain's ClearToolUsesEdit
     trigger_tokens: int = param(100_000, min=0, max=10_000_000,
                                 help=N_("Clear only when the messages hold more tokens than this (0 = always). Default "
                                      "100,000, Anthropic's clear_tool_uses_20250919 default; the budget-scaled value "

@@ -7,7 +7,7 @@ from itertools import compress
 from typing import ClassVar
 
 from ..i18n import N_, T
-from .base import Strategy, budget_window, param, register
+from .base import Strategy, budget_window, works_on_param, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
 from ._replan import remember
@@ -97,6 +97,7 @@ class SlidingWindow(Strategy):
     title: ClassVar[str] = N_("Sliding window")
     summary: ClassVar[str] = N_("Keeps the newest whole messages that fit the window (a tool call and its results "
                               "count as one); older ones are dropped.")
+    works_on: str = works_on_param("full_history")  # a trim in a pre-model hook (LangChain trim_messages)
     max_tokens: int | None = param(None, type="int", min=1, help=N_("Window size in tokens; empty = what the budget leaves for messages."))
     buffer_ratio: float = param(0.1, min=0.0, max=0.9, help=N_("Share of the window left free as a safety margin."))
 
@@ -177,6 +178,7 @@ class TurnSafe(Strategy):
                               "(an agent's run of calls) is cut at a whole tool round, keeping its user message.")
     scaling: ClassVar[str] = N_("Scaled to the budget, last_n is the number of 1,000-token messages that fill half "
                               "of what the budget leaves for messages.")
+    works_on: str = works_on_param("full_history")  # trim_messages by count in a pre-model hook
     last_n: int = param(100, min=1, max=100_000,
                         help=N_("How many of the newest messages to keep. Default 100 (fixed); the budget-scaled "
                              "value is half the budget's message room in 1,000-token messages."))

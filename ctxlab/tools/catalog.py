@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import ShapeError
 from ..formats import parse_tools
-from ..formats._json import load_json_documents
+from ..formats._json import load_json_documents, read_path
 from ..conversation import ToolDef
 from ..tokens import TokenCounter
 
@@ -120,7 +120,7 @@ class ToolCatalog:
     @classmethod
     def load(cls, path: str | Path) -> "ToolCatalog":
         """From a JSON file."""
-        docs, _ = load_json_documents(Path(path).read_bytes())
+        docs, _ = load_json_documents(read_path(path))
         return cls.from_data(docs[0], name=Path(path).stem)
 
 

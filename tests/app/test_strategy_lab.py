@@ -604,3 +604,23 @@ def test_a_result_over_budget_is_said_once(app):
     app.sidebar.number_input(key="max_tokens").set_value(8_000).run()
     over = [w.value for w in app.warning if "13,661" in w.value.replace("\\", "")]
     assert len(over) == 1, over
+
+
+def test_the_replay_tab_says_where_the_prompt_cache_broke_and_why(app):
+    """Observation masking before every call rewrites earlier results: the Replay tab counts the calls
+    where the prompt stopped extending the previous one, and the chosen call says at which message and why."""
+    from ctxlab.cache_breaks import cache_breaks
+    conv = ctxlab.load(SAMPLE)
+    budget = Budget(LIMIT, RESERVE, TokenCounter(MODEL).tools(conv.tools))
+    strategy = get_strategy("observation_masking", **STRATEGIES["observation_masking"].scaled_defaults(budget))
+    expected = cache_breaks(replay(conv, strategy, budget, model=MODEL), conv, model=MODEL)
+    assert expected, "masking the sample's results breaks the cache"
+    app.selectbox(key="lab_strategy").set_value("observation_masking").run()
+    _tab(app, "Replay call by call")
+    captions = [c.value.replace("\\", "") for c in app.caption]
+    summary = next(c for c in captions if c.startswith("Prompt cache: the strategy changed"))
+    assert f"at {len(expected):,} calls (cleared {len(expected):,})" in summary
+    first = expected[0]
+    app.slider(key="lab_call").set_value(first.call).run()
+    captions = [c.value.replace("\\", "") for c in app.caption]
+    assert any(f"at message #{first.origin} (cleared at this call): {first.tokens_lost:,} tokens" in c for c in captions)
