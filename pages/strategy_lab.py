@@ -183,6 +183,8 @@ def _billed_section(u: UsageComparison) -> None:
                   "tokens."))
     rows = [{_("call"): c.call, _("message"): c.index, _("billed prompt"): c.reported.prompt_tokens,
              _("counted"): c.counted, _("difference"): c.prompt_difference,
+             _("estimated prompt"): c.estimated,
+             _("error vs bill"): None if c.estimate_error is None else f"{c.estimate_error:+.1%}",
              _("billed cached"): c.reported.cached_tokens, _("modelled cached"): c.modelled_cached,
              _("cached difference"): c.cached_difference} for c in u.calls]
     st.dataframe(pd.DataFrame(rows), key="lab_billed_table", hide_index=True, width="stretch")

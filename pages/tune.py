@@ -23,6 +23,7 @@ from ctxlab.errors import CtxlabError
 from ctxlab.exports import make_config
 from ctxlab.figures_tune import has_values, pareto_figure, points_table, sensitivity_figure, undefined_axis_reason
 from ctxlab.formats import load_all
+from ctxlab.prefix import with_unlogged_prefix
 from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, TRACE_SUFFIXES, Grid, SweepResult
@@ -61,7 +62,7 @@ def _parse_files(key: str, _files: tuple[tuple[str, bytes], ...]) -> tuple[list[
     errors: list[str] = []
     for name, data in _files:
         try:
-            convs += load_all(data, max_bytes=MAX_UPLOAD_BYTES)
+            convs += [with_unlogged_prefix(c) for c in load_all(data, max_bytes=MAX_UPLOAD_BYTES)]  # traces: + bill
         except CtxlabError as e:
             errors.append(f"{name}: {e}")  # the engine's message, in English like the CLI's
     return convs, errors
