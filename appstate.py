@@ -462,10 +462,16 @@ def follow_app_navigation(rerun: bool = True) -> None:
     must not: its rerun would drop the callback's work). app.py itself calls this with
     ``rerun=False`` (it is about to call ``st.navigation``, which leaves the mode too)."""
     from streamlit.runtime.pages_manager import PagesManager
+    if not rerun:  # app.py's own run: this session has its navigation
+        st.session_state[APP_NAV_SEEN] = True
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        if rerun:
-            st.rerun()
+        if rerun and not st.session_state.get(APP_NAV_SEEN):  # a session app.py never ran for: a deep link
+            st.rerun()  # (a session that has it keeps its widget events: a rerun would drop a click)
+
+
+APP_NAV_SEEN = "_app_navigation_seen"
+"""Session-state key app.py sets: the session ran under its navigation at least once."""
 
 
 def choose_language() -> str:
