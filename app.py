@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from appstate import choose_language
+from appstate import choose_language, follow_app_navigation
 from ctxlab.i18n import N_, _
 from tour import show_tour
 
@@ -23,10 +23,18 @@ PAGES = [
     ("pages/agents.py", N_("Agents"), ":material/smart_toy:"),
     ("pages/chat.py", N_("Chat"), ":material/chat:"),
 ]
+follow_app_navigation(rerun=False)  # this run is app.py's: no rerun needed to leave the pages-folder mode
 choose_language()  # before the navigation: its titles are translated
 here = Path(__file__).resolve().parent
 present = [p for p in PAGES if (here / p[0]).exists()]
-nav = st.navigation([st.Page(path, title=_(title), icon=icon, default=k == 0)
-                     for k, (path, title, icon) in enumerate(present)])
+# The first page is served at "/" (its url_path "home" only names it inside Streamlit); its own address
+# (/strategy_lab, as in a link someone shared) opens it too, through an unlisted copy: without it, Streamlit
+# answered "Page not found".
+pages = [st.Page(path, title=_(title), icon=icon, default=k == 0, url_path="home" if k == 0 else None)
+         for k, (path, title, icon) in enumerate(present)]
+if present:
+    path, title, icon = present[0]
+    pages.append(st.Page(path, title=_(title), icon=icon, url_path=Path(path).stem, visibility="hidden"))
+nav = st.navigation(pages)
 show_tour([page[0] for page in present])  # a newcomer's three first stops, until dismissed
 nav.run()

@@ -30,18 +30,23 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "sample_data"
 DEFAULT_SAMPLE = "ecommerce_refund.json"
 DEFAULT_SAMPLES = {"zh": "zh_support_agent.json"}
 """The first sample by interface language: a Chinese user starts on a Chinese conversation."""
+AUTO_FORMAT = "auto"
 SOURCES = {"sample": N_("Sample"), "paste": N_("Paste"), "upload": N_("Upload"), "generate": N_("Generate")}
 
 DEFAULTS: dict[str, Callable[[], Any]] = {
     "source": lambda: "sample",          # sample | paste | upload | generate
     "sample_name": lambda: DEFAULT_SAMPLES.get(language(), DEFAULT_SAMPLE),
     "paste_text": lambda: "",
+    "input_format": lambda: AUTO_FORMAT,  # the format the input is read as: detected, or one the user names
     "conversation_text": lambda: None,   # the text of the conversation in use (last good input)
     "conversation_label": lambda: "",    # where it came from, for captions
     "input_error": lambda: None,         # the engine's message for the last bad input
     "multi_text": lambda: None,          # an input of several conversations (JSONL): the picker's source
     "multi_input": lambda: None,         # (its text hash, where it came from)
     "multi_pick": lambda: 0,             # which of them is in use
+    "subagent_text": lambda: None,       # a Claude Code session with sub-agents: the sub-agent picker's source
+    "subagent_input": lambda: None,      # (its text hash, where it came from)
+    "subagent_pick": lambda: "",         # the sub-agent in use ("": the main session)
     "model": lambda: "gpt-4o",
     "max_tokens": lambda: 16_000,        # context limit in use (a small default so strategies have work)
     "limit_set_by_user": lambda: False,  # True once the user typed a limit: a model change then keeps it
@@ -89,13 +94,52 @@ def parse(text: str) -> ctxlab.Conversation:
     """Parse conversation text once per distinct text (a shared object: conversations are
     immutable, and copying a large one on every rerun would cost more than planning it). Cached
     under the text's hash, itself remembered per text: Streamlit would otherwise hash the whole
-    text on every rerun (20-30 ms for a 10,000-message conversation)."""
-    return _parse(text_hash(text), text)
+    text on every rerun (20-30 ms for a 10,000-message conversation). A trace's unlogged system
+    prompt and tools are at its head: inferred from its bill, or the size the user gave
+    (``prefix_override``, which is part of the text's key)."""
+    return _parse(text_hash(text), text, prefix_override(text))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _parse(text_key: str, _text: str) -> ctxlab.Conversation:
-    return ctxlab.loads(_text)
+def _parse(text_key: str, _text: str, override: int | None = None) -> ctxlab.Conversation:
+    from ctxlab.prefix import with_unlogged_prefix
+    return with_unlogged_prefix(ctxlab.loads(_text), override=override)
+
+
+def prefix_override(text: str) -> int | None:
+    """The size the user gave to the unlogged part of this text's prompt (None: inferred)."""
+    return (st.session_state.get("prefix_overrides") or {}).get(_sha(text))
+
+
+def _set_prefix(text: str, key: str) -> None:
+    st.session_state.prefix_overrides = {**(st.session_state.get("prefix_overrides") or {}),
+                                         _sha(text): int(st.session_state[key])}
+
+
+def _infer_prefix(text: str, key: str) -> None:
+    overrides = dict(st.session_state.get("prefix_overrides") or {})
+    overrides.pop(_sha(text), None)
+    st.session_state.prefix_overrides = overrides
+    st.session_state.pop(key, None)  # the input shows the inferred size again
+
+
+def prefix_input(conv: ctxlab.Conversation, container: Any = st) -> None:
+    """For a trace: the size of the system prompt and tools its file does not log (inferred from its
+    bill), which the user can set; every page counts, fits and prices with it."""
+    from ctxlab.conversation import UNLOGGED
+    from ctxlab.formats import TRACES
+    text = st.session_state.get("conversation_text")
+    if not text or conv.format not in TRACES:
+        return
+    head = conv.messages[0].extra.get(UNLOGGED) if conv.messages else None
+    key = f"prefix_in_{_sha(text)[:16]}"
+    container.number_input(_("Unlogged system prompt and tools (tokens)"), min_value=0, max_value=2_000_000, step=500,
+                           value=int(head["tokens"]) if head else 0, key=key, on_change=_set_prefix, args=(text, key),
+                           help=_("The part of every prompt the trace file does not hold, inferred from its bill "
+                                  "where it logs one. Type the size you know (0: none); every page uses it."))
+    if prefix_override(text) is not None:
+        container.button(_("Infer it from the bill again"), key="prefix_reset", on_click=_infer_prefix,
+                         args=(text, key))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -114,9 +158,15 @@ def _view(text_hash: str, _text: str, model: str, pins: tuple[int, ...]) -> View
 
 
 @lru_cache(maxsize=8)
-def text_hash(text: str) -> str:
-    """sha256 of a conversation text, computed once per text (cache keys use it on every rerun)."""
+def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    """sha256 of a conversation text, computed once per text (cache keys use it on every rerun),
+    with the unlogged-prefix size the user gave for it: every cache keyed by it follows the size."""
+    override = prefix_override(text)
+    return _sha(text) if override is None else f"{_sha(text)}|prefix={override}"
 
 
 def current_view(conv_text: str, model: str, pins: tuple[int, ...] = ()) -> View:
@@ -148,8 +198,35 @@ def conversation_parts(text: str) -> list[tuple[str, str]]:
         return _parts(f"{text_hash(text)}|{language()}", text)  # the labels are in the language in use
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _read_as(text_key: str, fmt: str, _text: str) -> str:
+    """The input read as format ``fmt`` (detection skipped), written back as OpenAI messages that
+    every page reads the same way: one conversation as JSON, several as JSONL (one a line)."""
+    convs = ctxlab.load_all(_text, format=fmt)
+    docs = [{**ctxlab.export(c, "openai").data, "facts": list(c.facts), "title": c.metadata.get("title", "")}
+            for c in convs]
+    return json.dumps(docs[0]) if len(docs) == 1 else "\n".join(json.dumps(d) for d in docs) + "\n"
+
+
+def _format_picker() -> None:
+    """The sidebar's Format option: detect the input's format, or read it as the format named (a file
+    that detection reads as another format, e.g. a bare mini-swe-agent message list). Its own function:
+    the input panel's other options sit beside it."""
+    from ctxlab.formats import FORMATS
+    titles = {AUTO_FORMAT: _("detect (auto)"), **{k: _(f.title) for k, f in FORMATS.items()}}  # titles: sidebar.po
+    if st.session_state.get("input_format") not in titles:
+        st.session_state.input_format = AUTO_FORMAT
+    st.sidebar.selectbox(_("Format"), list(titles), key="input_format", format_func=titles.__getitem__,
+                         help=_("How to read the input: detected, or the format you name (when an error asks you to "
+                                "pick the format). A named format is read, then used as OpenAI messages."))
+
+
 def _try_use(text: str, label: str) -> None:
+    fmt = st.session_state.get("input_format", AUTO_FORMAT)
     try:
+        if fmt != AUTO_FORMAT:
+            text = _read_as(text_hash(text), fmt, text)
+            label = _("{label}, read as {format}").format(label=label, format=fmt)
         parts = conversation_parts(text)
     except CtxlabError as e:
         st.session_state.input_error = error_text(e)
@@ -162,6 +239,8 @@ def _try_use(text: str, label: str) -> None:
         st.session_state.input_error = None
         return
     st.session_state.multi_text = None
+    if _offer_subagents(text, label):  # the sub-agent picker (_pick_subagent) chooses what is in use
+        return
     _use(text, label)
 
 
@@ -177,6 +256,57 @@ def _pick_conversation() -> None:
     _use(parts[k][1], _("{label}, conversation {k} of {n}").format(label=label, k=k + 1, n=len(parts)))
 
 
+def _offer_subagents(text: str, label: str) -> bool:
+    """Whether ``text`` is a Claude Code session whose sub-agents can be opened (then the picker
+    shows); remembered with where it came from."""
+    try:
+        conv = parse(text)
+    except CtxlabError:
+        return False  # _use shows the error
+    if not any(a.get("records") for a in conv.metadata.get("subagents") or ()):
+        st.session_state.subagent_text = None
+        return False
+    if st.session_state.get("subagent_input") != (text_hash(text), label):
+        st.session_state.subagent_pick = ""
+    st.session_state.subagent_input = (text_hash(text), label)
+    st.session_state.subagent_text = text
+    st.session_state.input_error = None
+    return True
+
+
+def _subagent_label(row: dict[str, Any]) -> str:
+    task = (row.get("prompt") or "")[:50]
+    if row.get("returned_at") is None:
+        return _("{id}: {task} — no result came back in this file").format(id=row["id"], task=task)
+    return _("{id}: {task} — returned at message {at}, {tokens:,} tokens back").format(
+        id=row["id"], task=task, at=row["returned_at"], tokens=row.get("tokens_back") or 0)
+
+
+def _pick_subagent() -> None:
+    """For a Claude Code session with sub-agents: the main session or one sub-agent, each a
+    conversation of its own that every page opens and replays."""
+    from ctxlab.formats.claude_agents import session_records, subagent_summary, subagent_text
+    text = st.session_state.get("subagent_text")
+    if not text:
+        return
+    rows = {r["id"]: r for r in subagent_summary(parse(text), st.session_state.get("model")) if r.get("records")}
+    choice = st.sidebar.selectbox(_("Sub-agent ({n} in this session)").format(n=len(rows)), ["", *rows],
+                                  key="subagent_pick", format_func=lambda i: _subagent_label(rows[i]) if i else
+                                  _("The main session"),
+                                  help=_("A sub-agent (a Task call) ran with its own context: pick it to see and "
+                                         "replay its own conversation"))
+    label = st.session_state.subagent_input[1]
+    if choice not in rows:
+        _use(text, label)
+        return
+    try:
+        sub = subagent_text(session_records(text), choice)
+    except CtxlabError as e:
+        st.session_state.input_error = error_text(e)
+        return
+    _use(sub, _("{label}, sub-agent {id}").format(label=label, id=choice))
+
+
 def _use(text: str, label: str) -> None:
     try:
         parse(text)
@@ -185,10 +315,30 @@ def _use(text: str, label: str) -> None:
         return
     if text != st.session_state.conversation_text:
         st.session_state.pins = []
+        _adopt_trace_model(parse(text))
     st.session_state.conversation_text = text
     st.session_state.conversation_label = label
     st.session_state.conversation_kind = st.session_state.get("source")  # where it came from: upload, paste...
     st.session_state.input_error = None
+
+
+def _adopt_trace_model(conv: ctxlab.Conversation) -> None:
+    """A trace names the model that ran it: the sidebar takes it, so every page prices, counts and
+    fits with it (a model ctxlab has no window for keeps the sidebar's, with a note)."""
+    from ctxlab.formats import TRACES
+    if conv.format not in TRACES or not conv.model:
+        return
+    try:
+        name = ctxlab.resolve_model(conv.model).name
+    except CtxlabError:
+        st.session_state.limit_note = _("The trace ran {model}: ctxlab has no tokenizer or window for it; the "
+                                        "sidebar's model stays.").format(model=conv.model)
+        return
+    if name in ctxlab.MODELS and name != st.session_state.get("model"):
+        st.session_state.model = name
+        _on_model_change()
+        taken = _("Model {name} taken from the trace ({model}).").format(name=name, model=conv.model)
+        st.session_state.limit_note = " ".join(n for n in (taken, st.session_state.limit_note) if n)
 
 
 MAX_FOLLOWED_LIMIT = 1_000_000
@@ -284,12 +434,44 @@ LANG_KEY = "lang"
 """Session-state key of the interface language; the URL's ``?lang=`` keeps it across reloads."""
 
 
+def _follow_language_sample(lang: str) -> None:
+    """A first sample left as it was (some language's default) becomes the new language's: switching
+    to 中文 opens the Chinese sample, and back. A sample the user picked stays."""
+    defaults = {DEFAULT_SAMPLE, *DEFAULT_SAMPLES.values()}
+    if st.session_state.get("sample_name") in defaults:
+        st.session_state.sample_name = DEFAULT_SAMPLES.get(lang, DEFAULT_SAMPLE)
+
+
 def _on_language_change() -> None:
     lang = st.session_state.get(LANG_KEY)
     if lang not in LANGUAGES:  # a click on the selected option clears the control: keep the language
         lang = st.query_params.get(LANG_KEY) if st.query_params.get(LANG_KEY) in LANGUAGES else use(None)
         st.session_state[LANG_KEY] = lang
     st.query_params[LANG_KEY] = lang
+    _follow_language_sample(lang)
+
+
+def follow_app_navigation(rerun: bool = True) -> None:
+    """Run under app.py's navigation even when a deep link is the server's first request. With a
+    ``pages/`` folder beside app.py, Streamlit starts in its old multipage mode until app.py calls
+    ``st.navigation``; a first request for ``/chat`` ran pages/chat.py alone, under a navigation of
+    file names ("app", "agent loop"), without the tour, and ``/strategy_lab`` was "Page not found".
+    Leaving that mode and rerunning runs app.py, which opens the page the link asked for (a page's
+    address is the same in both modes). Pages run alone (AppTest, ``streamlit run pages/x.py``) are
+    never in that mode. :func:`input_panel` calls it (every page draws the sidebar; a callback
+    must not: its rerun would drop the callback's work). app.py itself calls this with
+    ``rerun=False`` (it is about to call ``st.navigation``, which leaves the mode too)."""
+    from streamlit.runtime.pages_manager import PagesManager
+    if not rerun:  # app.py's own run: this session has its navigation
+        st.session_state[APP_NAV_SEEN] = True
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        if rerun and not st.session_state.get(APP_NAV_SEEN):  # a session app.py never ran for: a deep link
+            st.rerun()  # (a session that has it keeps its widget events: a rerun would drop a click)
+
+
+APP_NAV_SEEN = "_app_navigation_seen"
+"""Session-state key app.py sets: the session ran under its navigation at least once."""
 
 
 def choose_language() -> str:
@@ -315,12 +497,15 @@ def language_switch() -> None:
 
 def input_panel() -> None:
     """The shared sidebar: language, conversation input, then model and budget."""
+    follow_app_navigation()  # first: every page draws the sidebar (never from a callback, where a rerun is lost)
     language_switch()  # first: the defaults (the first sample) depend on the language
     init_state()
     persist(*DEFAULTS)  # the sidebar's widgets too: a page switch would reset them to their first option / minimum
     st.sidebar.header(_("Conversation"))
     _conversation_input()
+    _format_picker()
     _pick_conversation()
+    _pick_subagent()
     if st.session_state.input_error:
         st.sidebar.error(md_escape(local(st.session_state.input_error)))
         if st.session_state.conversation_text:
@@ -345,6 +530,21 @@ def current_conversation() -> ctxlab.Conversation | None:
     return parse(text) if text else None
 
 
+def _own_tools_note(n_own: int, own: int, stale: bool) -> str:
+    """The budget's note when it counts the conversation's own tools (``stale``: a Tool Retrieval
+    selection exists, made for another conversation or model); a conversation without tools says so."""
+    if n_own == 0:
+        return _("Tool definitions in the budget: none, the conversation has no tools; the Tool Retrieval selection "
+                 "was made for another conversation or model: open Tool Retrieval to select again.") if stale else \
+            _("Tool definitions in the budget: none, the conversation has no tools.")
+    if stale:
+        return _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens); the Tool "
+                 "Retrieval selection was made for another conversation or model: open Tool Retrieval to select "
+                 "again.").format(n=n_own, own=own)
+    return _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens).").format(
+        n=n_own, own=own)
+
+
 def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
     """The tool-definition tokens the budget counts, which catalog they come from (in words),
     and whether they exceed all of the conversation's own tools. The Tool Retrieval selection
@@ -354,13 +554,14 @@ def tool_budget(conv: ctxlab.Conversation) -> tuple[int, str, bool]:
     n_own = len(conv.tools)
     override, src = st.session_state.tool_tokens_override, st.session_state.get("tool_tokens_source")
     if override is None or not src:
-        return own, _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens).").format(
-            n=n_own, own=own), False
+        return own, _own_tools_note(n_own, own, False), False
     if src.get("conversation") != text_hash(st.session_state.conversation_text or "") or src.get("model") != model:
-        return own, _("Tool definitions in the budget: all the conversation's own {n} tools ({own:,} tokens); the "
-                      "Tool Retrieval selection was made for another conversation or model: open Tool Retrieval to "
-                      "select again.").format(n=n_own, own=own), False
+        return own, _own_tools_note(n_own, own, True), False
     if int(override) > own:
+        if n_own == 0:
+            return int(override), _("Tool definitions in the budget: {sel:,} tokens, the tools retrieval selects from "
+                                    "{label}; the conversation has no tools of its own: that catalog is not the "
+                                    "conversation's.").format(sel=int(override), label=src["label"]), True
         return int(override), _("Tool definitions in the budget: {sel:,} tokens, the tools retrieval selects from "
                                 "{label}, more than all the conversation's own {n} tools ({own:,} tokens): that "
                                 "catalog is not the conversation's.").format(

@@ -23,8 +23,9 @@ from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.strategies import Budget, Plan, Strategy, View, get_strategy
+from ctxlab.prefix import check_against_bill
 from ctxlab.tools_per_call import ToolsAt, tools_per_call
-from ctxlab.usage import UsageComparison, compare_usage
+from ctxlab.usage import UsageComparison
 from ctxlab.validate import Finding, validate
 
 RULES = RULE_NAMES
@@ -122,8 +123,8 @@ def heatmap(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _rp:
 @st.cache_resource(show_spinner=False, max_entries=8)
 def usage(text_key: str, model_key: str, price_key: str, budget_key: str, _conv: ctxlab.Conversation,
           _price: Price | None, _budget: Budget) -> UsageComparison:
-    """A production trace's billed usage beside ctxlab's counts."""
-    return compare_usage(_conv, model=model_key, price=_price, budget=_budget)
+    """A production trace's billed usage beside ctxlab's counts (and estimate: the unlogged prefix included)."""
+    return check_against_bill(_conv, model=model_key, price=_price, budget=_budget)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -276,6 +276,24 @@ def over_budget_note(record: Any, history: int, sent: int, limit: int) -> str:
         over=over, s=s, acted=acted, ran=ran)
 
 
+APPLY_AT_WORDS = {"every_call": N_("before every model call"), "turn_start": N_("when a user message arrives")}
+"""Where a strategy runs (its ``apply_at``), in words."""
+
+
+def snippet_download(config: dict[str, Any], apply_at: str, key: str, show_code: bool = True) -> None:
+    """The Python snippet that applies the config's strategy in production (``manage_context.py``):
+    a caption saying where its LangGraph node runs (``apply_at``), a download button (key ``key``)
+    and the code."""
+    from ctxlab.snippets import python_snippet
+    snippet = python_snippet(config)
+    where = apply_at
+    st.caption(_("Python that applies the same strategy in production: a plain function, and a LangGraph node "
+                 "wired to run {where} (its apply_at).").format(where=_(APPLY_AT_WORDS.get(where, where))))
+    st.download_button(_("Python snippet"), snippet, file_name="manage_context.py", mime="text/x-python", key=key)
+    if show_code:
+        st.code(snippet, language="python")
+
+
 def native_downloads(config: dict[str, Any], prefix: str) -> None:
     """The config in each framework's own form (JSON and Python downloads, what does not carry
     over), or the one line saying why a framework has none (keys ``{prefix}_{target}_json|py``)."""

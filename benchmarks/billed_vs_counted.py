@@ -1,7 +1,13 @@
 """Billed vs counted on traces that carry usage: how far ctxlab's prompt count and prompt-cache
 model are from what providers reported.
 
-    PYTHONPATH=. python3 benchmarks/billed_vs_counted.py FILE_OR_FOLDER... [--model M]
+    PYTHONPATH=. python3 benchmarks/billed_vs_counted.py FILE_OR_FOLDER... [--model M] [--no-prefix]
+
+Each conversation carries the unlogged prefix ``ctxlab.prefix`` infers from its first calls'
+bill (unless --no-prefix); the table at the end gives, per format, how many calls the estimate
+(prefix + tokenizer factor x counted) puts within 1% and 5% of the billed prompt, over all calls
+and over the calls after those the prefix was inferred from. Folders are searched recursively
+(.json, .jsonl, .traj).
 
 For every conversation with reported usage (production traces, Claude Code sessions) it prints the
 billed and counted prompt tokens over all calls, their ratio, and the billed and modelled cached
@@ -22,15 +28,42 @@ from pathlib import Path
 
 from ctxlab.formats import load_all
 from ctxlab.formats._trace import is_compaction
-from ctxlab.usage import compare_usage, has_usage
+from ctxlab.prefix import apply_prefix, check_against_bill
+from ctxlab.usage import compare_total, compare_usage, has_usage
 
 
 def _files(paths: list[str]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
-        out += sorted(f for f in p.iterdir() if f.suffix in (".json", ".jsonl")) if p.is_dir() else [p]
+        out += sorted(f for f in p.rglob("*") if f.suffix in (".json", ".jsonl", ".traj")) if p.is_dir() else [p]
     return out
+
+
+class PerFormat:
+    """The per-call check against the bill after the inferred prefix (issue 26.4), per format:
+    every call, and the calls after the first ones the prefix was inferred from (held out)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[tuple[float, bool, bool]]] = {}  # format -> (error, held out, exact tokenizer)
+
+    def add(self, fmt: str, u) -> None:
+        """The calls of one comparison (``ctxlab.prefix.check_against_bill``)."""
+        for c in u.calls:
+            if c.estimate_error is not None:
+                self.rows.setdefault(fmt, []).append((c.estimate_error, not c.fitted, u.exact))
+
+    def print(self) -> None:
+        """One line per format (and per held-out part)."""
+        print(f"\nper call, estimated (inferred prefix + factor x counted) vs billed:")
+        print(f"{'format':14} {'calls':>6} {'within 1%':>10} {'within 5%':>10} {'median |e|':>11} {'max |e|':>9}  part")
+        for fmt, rows in sorted(self.rows.items()):
+            for part, keep in (("all calls", lambda r: True), ("not used to infer a prefix", lambda r: r[1])):
+                errs = sorted(abs(r[0]) for r in rows if keep(r))
+                if errs:
+                    print(f"{fmt:14} {len(errs):6,} {sum(e <= .01 for e in errs) / len(errs):10.1%} "
+                          f"{sum(e <= .05 for e in errs) / len(errs):10.1%} {statistics.median(errs):11.2%} "
+                          f"{errs[-1]:9.2%}  {part}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--holdout", type=int, metavar="N",
                     help="also tune on the first N files and report on the others: the growth factor "
                          "(calibrate_from_usage) and a fit billed = a + b x counted, per billing model")
+    ap.add_argument("--no-prefix", action="store_true", help="compare without the inferred unlogged prefix")
+    ap.add_argument("--factor", type=float, help="the tokenizer factor of an estimating counter (default: each "
+                                                 "trace's own growth factor); tune it on other traces to hold out")
     args = ap.parse_args(argv)
     loaded: list[list] = []
+    per_format = PerFormat()
+    totals: list[str] = []
     billed = counted = b_cached = m_cached = grow_b = grow_c = calls = pre_b = pre_c = pre_n = 0
     gaps: list[int] = []
     print(f"{'file':48} {'calls':>5} {'billed':>11} {'counted':>11} {'ratio':>6} {'billed cached':>13} "
@@ -54,9 +92,17 @@ def main(argv: list[str] | None = None) -> int:
             continue
         loaded.append(convs)
         for k, conv in enumerate(convs):
+            if not args.no_prefix:
+                conv = apply_prefix(conv, args.model, factor=args.factor)[0]
+            total = compare_total(conv, model=args.model)
+            if total is not None:
+                totals.append(f"{f.name[:44]:48} billed {total['billed_prompt_tokens']:,} over {total['billed_calls']} "
+                              f"calls, counted {total['counted_prompt_tokens']:,} over {total['counted_calls']} "
+                              f"({total['counted_prompt_tokens'] / total['billed_prompt_tokens'] - 1:+.1%})")
             if not has_usage(conv):
                 continue
-            u = compare_usage(conv, model=args.model)
+            u = check_against_bill(conv, model=args.model)
+            per_format.add(conv.format, u)
             if not u.calls:
                 continue
             marks = [i for i, m in enumerate(conv.messages) if is_compaction(m)]
@@ -81,9 +127,12 @@ def main(argv: list[str] | None = None) -> int:
             grow_b += gb
             grow_c += gc
             calls += len(u.calls)
+    if totals:
+        print("\nruns that log billed totals only (SWE-agent model_stats):\n" + "\n".join(totals))
     if not calls:
         print("no call with reported usage")
         return 1
+    per_format.print()
     print(f"\nall: {calls:,} calls; billed {billed:,} prompt tokens, counted {counted:,} "
           f"(difference {billed - counted:+,}, billed/counted {billed / counted:.3f})")
     print(f"calls before any compaction: {pre_n:,}; billed {pre_b:,}, counted {pre_c:,} "
@@ -91,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"growth between consecutive calls (no compaction between, billed prompt grew): billed {grow_b:+,}, counted {grow_c:+,} "
           f"(billed/counted {grow_b / grow_c if grow_c else float('nan'):.3f})")
     print(f"median billed - counted per call: {statistics.median(gaps):+,.0f} tokens "
-          f"(what the trace does not log, if constant)")
+          f"({'what the trace does not log, if constant' if args.no_prefix else 'prefix included: the tokenizer gap'})")
     print(f"cached: billed {b_cached:,}, modelled {m_cached:,} (difference {b_cached - m_cached:+,}, "
           f"modelled/billed {m_cached / b_cached if b_cached else float('nan'):.3f})")
     if args.holdout:

@@ -334,7 +334,8 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
                 rules=RULE_NAMES.get(r, r), n=len(ch.introduced) - limit)))
     input_errors = _grouped(input_findings)
     if input_errors:
-        listed = _("; ").join(f"{f.code}{_where(f, None)}: {local(f.message)}" for _n, f in input_errors[:limit])
+        listed = _("; ").join(f"{f.code}{_where(f, None)}: {local(f.message).rstrip('.。')}"  # the sentence ends it
+                              for _n, f in input_errors[:limit])
         if len(input_errors) > limit:
             listed = _("{listed} (and {n} more)").format(listed=listed, n=len(input_errors) - limit)
         who = _(" and ").join(dict.fromkeys(n for names, _f in input_errors for n in names.split(_(" and "))))

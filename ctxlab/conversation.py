@@ -38,6 +38,27 @@ copyreg.pickle(MappingProxyType, lambda m: (_read_only, (dict(m),)))
 MODELED_PART_TYPES = frozenset({"text", "image", "thinking", "redacted_thinking", "refusal"})
 
 
+#: Message.extra marks a trace reader sets on what it read (formats/_trace.py re-exports them):
+#: an assistant message whose tool calls stand for an action the model wrote as text (the text
+#: holds it: the calls add no tokens to a count, as the model never received them as calls)
+TEXT_ACTION = "ctxlab_text_action"
+#: a user-role message the agent's harness wrote (a format error, a step-limit warning), not the
+#: person: it starts no user turn
+HARNESS = "ctxlab_harness"
+#: the last message of a run that ended (a submission, an exit): no model call follows it
+FINAL = "ctxlab_final"
+#: a message whose tokens are given, not counted (the part of the prompt a trace does not log,
+#: inferred from the bill: see ``ctxlab.prefix``)
+FIXED_TOKENS = "ctxlab_tokens"
+#: the unlogged prefix's segment: how its size was found (``ctxlab.prefix.Prefix.to_dict``)
+UNLOGGED = "ctxlab_unlogged"
+
+
+def starts_turn(m: "Message") -> bool:
+    """Whether a message opens a user turn: a user message the person sent (not the harness's)."""
+    return m.role == "user" and not (m.extra and m.extra.get(HARNESS))
+
+
 @dataclass(frozen=True, slots=True)
 class Part:
     """One piece of multi-part content.

@@ -29,7 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from .conversation import Conversation, Message, Usage
+from .conversation import FINAL, Conversation, Message, Usage, starts_turn
 from .errors import CtxlabError
 from .i18n import T
 from .segments import segment
@@ -360,9 +360,10 @@ def _source(source: Conversation | View | Sequence[Message], model: str | None,
 
 def call_points(messages: Sequence[Message]) -> list[int]:
     """The index of every model call: each assistant message, plus ``len(messages)`` when the
-    conversation does not end with an assistant message (the pending call)."""
+    conversation does not end with an assistant message (the pending call), unless the run ended
+    there (a submission or an exit the reader marked ``FINAL``: no call came after it)."""
     points = [i for i, m in enumerate(messages) if m.role == "assistant"]
-    if messages and messages[-1].role != "assistant":
+    if messages and messages[-1].role != "assistant" and not messages[-1].extra.get(FINAL):
         points.append(len(messages))
     return points
 
@@ -472,7 +473,7 @@ class _Walk:
         task: int | None = None
         for c, point in enumerate(call_points(messages)):
             new = messages[upto:point]
-            user_since = user_since or any(m.role == "user" for m in new)
+            user_since = user_since or any(starts_turn(m) for m in new)
             question, task = _question_and_task(new, upto, question, task)
             if base is None:
                 at = slice(upto, point)

@@ -8,7 +8,8 @@ names the units a strategy works with, in one pass over the messages:
   numbered 0, 1, 2 ... in order. Messages before the first user message (the system prompt, an
   assistant greeting, ...) are the **preamble**, and their turn number is **-1**. This way
   ``turns[k]`` is always the turn that starts with the k-th user message, and "keep the last 3
-  turns" never counts the system prompt as a turn.
+  turns" never counts the system prompt as a turn. A user message the agent's harness wrote
+  (marked ``HARNESS`` by a trace reader: a format error, a step-limit warning) opens no turn.
 * **tool round**: an assistant message that asks for tool calls, plus every tool message that
   answers one of those calls. Rounds are numbered 0, 1, 2 ... in the order of their assistant
   message. A message in no round has round number -1.
@@ -26,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .conversation import Message
+from .conversation import Message, starts_turn
 
 Span = tuple[int, int]
 
@@ -68,7 +69,7 @@ class Segments:
 def _turn_spans(messages: Sequence[Message], ints: list[int]) -> tuple[list[int], Span, list[Span]]:
     """Turn number per message, the preamble range and the turn ranges (numbers taken from
     ``ints``, ``list(range(len(messages) + 1))``)."""
-    starts = [i for i, m in zip(ints, messages) if m.role == "user"]
+    starts = [i for i, m in zip(ints, messages) if m.role == "user" and starts_turn(m)]
     n = len(messages)
     preamble = (0, starts[0] if starts else n)
     ends = starts[1:] + [ints[n]]

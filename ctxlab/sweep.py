@@ -644,9 +644,12 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
     (``trace_files``: their ``.json``, ``.jsonl`` and ``.traj`` files, subfolders included, sorted
     by path), in order. A file named on its own that is not a conversation is an error naming it;
     one found in a folder is skipped with a note appended to ``notes`` (a folder of samples holds
-    tool catalogs too), and so is one larger than ``max_bytes`` (checked before it is read)."""
+    tool catalogs too), and so is one larger than ``max_bytes`` (checked before it is read). A
+    trace that logs no system prompt or tools gets its unlogged prefix (``ctxlab.prefix``), as the
+    other commands and pages count it."""
     from .formats import load_all
     from .formats._json import read_path
+    from .prefix import with_unlogged_prefix
     files: list[tuple[Path, bool]] = []
     for raw in paths:
         p = Path(raw)
@@ -663,7 +666,8 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
     out: list[Conversation] = []
     for f, in_folder in files:
         try:
-            found = load_all(read_path(f, max_bytes), max_bytes=max_bytes)  # the size checked before reading
+            found = [with_unlogged_prefix(c) for c in  # a trace's unlogged prompt counted, as every command does
+                     load_all(read_path(f, max_bytes), max_bytes=max_bytes)]  # the size checked before reading
             out += [dataclasses.replace(c, metadata={**c.metadata, SOURCE_KEY: str(f) if len(found) == 1 else
                                                      f"{f}, conversation {k}"}) for k, c in enumerate(found)]
         except (CtxlabError, OSError) as e:

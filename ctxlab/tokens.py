@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ._bpe_count import count_text, count_texts
 from ._encodings import get_encoding
 from .chat_templates import group_pieces, render
-from .conversation import Conversation, Message, Part, ToolDef
+from .conversation import FIXED_TOKENS, TEXT_ACTION, Conversation, Message, Part, ToolDef
 from .model_specs import ModelSpec, resolve_model
 
 CATEGORIES = ("system", "tool_definitions", "user", "assistant_text", "tool_calls", "tool_results",
@@ -161,6 +161,11 @@ class TokenCounter:
         """(category, tokens of the message itself, tokens of its tool calls)."""
         notes = set() if notes is None else notes
         s = self.spec
+        if m.extra:
+            fixed = m.extra.get(FIXED_TOKENS)
+            if isinstance(fixed, int):  # the unlogged part of a prompt: its size is given (ctxlab.prefix)
+                return _category(m), fixed, 0
+            m = as_sent(m)
         if s.template:
             pieces = render(s.template, [m], (), s.thinking, notes)
             return _category(m), sum(self.text(p.text) for p in pieces if p.kind == "message"), 0
@@ -282,6 +287,7 @@ class TokenCounter:
     def _count_rendered(self, messages: Sequence[Message], tools: Sequence[ToolDef]) -> TokenCount:
         """Count a request of a template model: render it, count each run of pieces."""
         s, notes = self.spec, set()
+        messages = [as_sent(m) for m in messages]
         pieces = render(s.template, messages, tools, s.thinking, notes)
         runs = group_pieces(pieces, self._enc.specials)
         self.prime([p.text for p in pieces] + ["".join(p.text for p in r) for r in runs if len(r) > 1])
@@ -308,9 +314,20 @@ class TokenCounter:
             tool_each[t.name] = tool_each.get(t.name, 0) + self.tool(t)
         if not s.exact:
             notes.add(s.note)
+        for i, m in enumerate(messages):
+            if m.extra and isinstance(m.extra.get(FIXED_TOKENS), int):
+                per_msg[i] = m.extra[FIXED_TOKENS]
         total = sum(per_msg) + tools_total + priming
         return TokenCount(self.model, self.encoding, s.exact and not notes, tuple(per_msg), cats, tools_total,
                           tool_each, priming, total, by_cat, tuple(sorted(notes)))
+
+
+def as_sent(m: Message) -> Message:
+    """The message as the model received it: an assistant message whose tool calls stand for an
+    action the model wrote as text (``TEXT_ACTION``) without those calls (its text holds the action)."""
+    if m.extra and m.extra.get(TEXT_ACTION) and m.tool_calls:
+        return Message(m.role, m.content, m.name, (), m.tool_call_id, m.is_error, m.id, m.extra, m.usage)
+    return m
 
 
 NOTE_OLD_THINKING = ("thinking blocks of turns before the newest user message: not counted (Anthropic "

@@ -15,10 +15,11 @@ logs no system prompt or no tool definitions is counted without them.
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .conversation import Conversation, Usage
+from .conversation import UNLOGGED, Conversation, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +34,28 @@ class CallUsage:
     counted: int
     modelled_cached: int
     modelled_written: int
+    prefix: int = 0
+    factor: float = 1.0
+    counted_prefix: int = 0
+    fitted: bool = False
 
     @property
     def prompt_difference(self) -> int:
         """Billed minus counted prompt tokens (positive: ctxlab counts fewer than were billed)."""
         return self.reported.prompt_tokens - self.counted
+
+    @property
+    def estimated(self) -> int:
+        """The prompt as ctxlab estimates it: the unlogged prefix for this call plus what the file
+        holds, counted and scaled by the tokenizer factor where the counter only estimates the
+        model's tokenizer. ``counted_prefix`` is the part of ``counted`` that is the prefix segment."""
+        return self.prefix + round(self.factor * (self.counted - self.counted_prefix))
+
+    @property
+    def estimate_error(self) -> float | None:
+        """(estimated - billed) / billed: the per-call check against the bill."""
+        billed = self.reported.prompt_tokens
+        return (self.estimated - billed) / billed if billed else None
 
     @property
     def cached_difference(self) -> int | None:
@@ -53,7 +71,10 @@ class CallUsage:
                 "cached_difference": self.cached_difference,
                 "reported_cache_write_tokens": self.reported.cache_write_tokens,
                 "modelled_cache_write_tokens": self.modelled_written,
-                "reported_output_tokens": self.reported.output_tokens, "reported_model": self.reported.model}
+                "reported_output_tokens": self.reported.output_tokens, "reported_model": self.reported.model,
+                "unlogged_prefix_tokens": self.prefix, "prefix_inferred_here": self.fitted,
+                "estimated_prompt_tokens": self.estimated,
+                "estimate_error": None if self.estimate_error is None else round(self.estimate_error, 4)}
 
 
 @dataclass(frozen=True)
@@ -112,10 +133,24 @@ class UsageComparison:
             "counted_prompt_tokens": self.counted_prompt_tokens, "prompt_difference": self.prompt_difference,
             "prompt_ratio": None if self.prompt_ratio is None else round(self.prompt_ratio, 4),
             "reported_cached_tokens": cached, "modelled_cached_tokens": self.modelled_cached_tokens,
-            "cached_difference": None if cached is None else cached - self.modelled_cached_tokens}
+            "cached_difference": None if cached is None else cached - self.modelled_cached_tokens,
+            "unlogged_prefix_tokens": self.calls[0].prefix if self.calls else 0,
+            "tokenizer_factor": round(self.calls[0].factor, 4) if self.calls else 1.0,
+            "estimate_error_per_call": self.error_summary()}
         if per_call:
             out["calls"] = [c.to_dict() for c in self.calls]
         return out
+
+
+    def error_summary(self) -> dict[str, Any] | None:
+        """The per-call check against the bill: the largest and median absolute estimate error and
+        the calls within 1% and 5%."""
+        errors = sorted(abs(c.estimate_error) for c in self.calls if c.estimate_error is not None)
+        if not errors:
+            return None
+        return {"calls": len(errors), "max_abs": round(errors[-1], 4),
+                "median_abs": round(statistics.median(errors), 4),
+                "within_1pct": sum(e <= 0.01 for e in errors), "within_5pct": sum(e <= 0.05 for e in errors)}
 
 
 def has_usage(conv: Conversation | Sequence[Any]) -> bool:
@@ -157,6 +192,8 @@ def compare_usage(conv: Conversation, *, model: str | None = None, price: Any = 
     model = model or conv.model or "gpt-4o"
     if budget is None:
         budget = prepare(conv, model)[1]
+    head = conv.messages[0].extra.get(UNLOGGED) if conv.messages else None
+    prefix, factor = (int(head["tokens"]), float(head.get("factor", 1.0))) if isinstance(head, dict) else (0, 1.0)
     rows, total = [], 0
     for offset, part in _epochs(conv):
         if not any(m.role == "assistant" for m in part.messages):
@@ -168,9 +205,26 @@ def compare_usage(conv: Conversation, *, model: str | None = None, price: Any = 
                 continue
             cc = cost[call.index]
             rows.append(CallUsage(total + call.number, call.index + offset, call.reported, call.tokens_after,
-                                  cc.cached_tokens, cc.cache_write_tokens))
+                                  cc.cached_tokens, cc.cache_write_tokens, prefix, factor, prefix))
         total += sum(not c.pending for c in r.calls)
     return UsageComparison(model, TokenCounter(model).spec.exact, tuple(rows), total)
 
 
-__all__ = ["CallUsage", "UsageComparison", "compare_usage", "has_usage"]
+def compare_total(conv: Conversation, *, model: str | None = None) -> dict[str, Any] | None:
+    """A run's billed totals (``metadata["billed_total"]``: SWE-agent's ``model_stats``) beside
+    the prompts ctxlab counts for the calls the file holds, as sent. None without totals."""
+    billed = conv.metadata.get("billed_total")
+    if not isinstance(billed, dict) or not isinstance(billed.get("prompt_tokens"), int):
+        return None
+    from .replay import replay
+    from .strategies import prepare
+    model = model or conv.model or "gpt-4o"
+    calls = [c for c in replay(conv, "none", prepare(conv, model)[1], model=model).calls if not c.pending]
+    counted = sum(c.tokens_after for c in calls)
+    return {"billed_prompt_tokens": billed["prompt_tokens"], "billed_calls": billed.get("calls"),
+            "counted_prompt_tokens": counted, "counted_calls": len(calls),
+            "prompt_difference": billed["prompt_tokens"] - counted,
+            "prompt_ratio": round(billed["prompt_tokens"] / counted, 4) if counted else None}
+
+
+__all__ = ["CallUsage", "UsageComparison", "compare_total", "compare_usage", "has_usage"]

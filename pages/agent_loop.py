@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ctxlab
 from appstate import SAMPLES_DIR, choose_language, current_price, input_panel, md_escape, open_in_lab, text_hash
+from ctxlab.conversation import starts_turn
 from ctxlab.errors import CtxlabError
 from ctxlab.fidelity import ReplayMeasures, measure_replay, needed_facts
 from ctxlab.i18n import N_, _
@@ -186,7 +187,7 @@ except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
 every, start = both["every_call"], both["turn_start"]
-turns = sum(m.role == "user" for m in conv.messages)
+turns = sum(starts_turn(m) for m in conv.messages)  # a harness's format-error prompt is not a user turn
 (st.warning if start.replay.calls_over_limit or every.replay.calls_over_limit else st.success)(
     md_escape(_conclusion(every, start, turns)))
 

@@ -14,6 +14,7 @@ if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `stre
     sys.path.insert(0, str(ROOT))
 
 import ctxlab
+from appstate import DEFAULTS as SIDEBAR_DEFAULTS
 from appstate import SAMPLES_DIR, input_panel, md_escape, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.i18n import N_, _
@@ -32,6 +33,10 @@ CURRENT = ("gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4o", "gpt-4o-mini", "o3", "cla
 PRESETS = {label: model for label, model in CLASSIC}
 PRESETS.update({f"{m} ({ctxlab.MODELS[m].context_window // 1000:,}K)": m for m in CURRENT if m in ctxlab.MODELS})
 NO_TOOLS = "none"
+NEW_AGENT_LIMIT = SIDEBAR_DEFAULTS["max_tokens"]()
+# (a new agent's context limit: the sidebar's small default, so its strategy acts on the Chat page's scripts,
+# whose 30-ticket one reaches about 35,000 tokens; a model preset fills the model's whole window. A comment,
+# not a string: a bare string on a page is drawn on it)
 SESSION_COLUMNS = {"title": N_("title"), "messages": N_("messages"), "strategy": N_("strategy"),
                    "created_at": N_("created_at"), "updated_at": N_("updated_at")}
 # (the sessions table's columns and their headers: in English, the column names themselves)
@@ -144,7 +149,7 @@ if err := st.session_state.pop("agents_error", None):
     st.error(md_escape(err))
 
 for key, default in (("agents_name", ""), ("agents_model", "gpt-4o"), ("agents_system", ""),
-                     ("agents_max_tokens", 128_000), ("agents_reserve", 0.15), ("agents_tools", NO_TOOLS)):
+                     ("agents_max_tokens", NEW_AGENT_LIMIT), ("agents_reserve", 0.15), ("agents_tools", NO_TOOLS)):
     st.session_state.setdefault(key, default)
 
 left, right = st.columns([1, 1], gap="large")
@@ -163,7 +168,9 @@ with right:
     st.selectbox(_("Agent model"), list(ctxlab.MODELS), key="agents_model",
                  help=_("Picks the tokenizer and the framing the context is counted with"))
     st.number_input(_("Agent context limit (tokens)"), min_value=256, max_value=2_000_000, step=1000,
-                    key="agents_max_tokens")
+                    key="agents_max_tokens",
+                    help=_("A new agent starts at {n:,} tokens, so its strategy acts within the sample scripts; a "
+                           "model preset fills the model's whole window").format(n=NEW_AGENT_LIMIT))
     st.slider(_("Agent response reserve"), 0.0, 0.5, step=0.05, key="agents_reserve",
               help=_("Share of the limit kept free for the model's reply"))
     with st.expander(_("What each strategy does")):

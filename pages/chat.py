@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -30,7 +31,7 @@ from ctxlab.sessions.responder import (CannedTools, ModelResponder, ScriptedResp
 from ctxlab.strategies import Budget
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.generate import generate
-from ui import over_budget_note
+from ui import over_budget_note, text_width
 from ctxlab.tokens import CATEGORIES
 
 NEW = "new"
@@ -93,6 +94,27 @@ def _session() -> Session | None:
         return open_store(default_url()).open_session(sid)
     except CtxlabError:
         return None
+
+
+def script_of(history: list[dict], scripts: list[str]) -> str | None:
+    """The script a session plays: the one whose first user message opens its history (None: none does,
+    e.g. a session typed by hand)."""
+    first = next((str(m.get("content") or "") for m in history if m.get("role") == "user"), None)
+    if first is None:
+        return None
+    return next((n for n in scripts if script_for(n)[0].user_messages[:1] == [first]), None)
+
+
+def _follow_session_script(scripts: list[str]) -> None:
+    """A session picked (or resumed after a restart) shows the script it plays, not its agent's first one."""
+    pick = st.session_state.get("chat_session_pick")
+    if pick == st.session_state.get("chat_script_session"):
+        return
+    st.session_state.chat_script_session = pick
+    session = _session()
+    found = script_of(session.history(), scripts) if session is not None else None
+    if found:
+        st.session_state.chat_script = found
 
 
 def _responder():
@@ -202,6 +224,12 @@ HISTORY_COLUMNS = {"turn": N_("turn"), "acted": N_("acted"), "tokens": N_("token
                    "summarized": N_("summarized"), "dropped": N_("dropped"), "cleared": N_("cleared")}
 
 
+def _history_columns(rows: list[dict]) -> dict[str, Any]:
+    """The compression history's columns, each wide enough for its longest cell ("16,005 → 15,210" was cut)."""
+    return {c: st.column_config.Column(_(label), width=text_width([_(label), *(str(r[c]) for r in rows)]))
+            for c, label in HISTORY_COLUMNS.items()}
+
+
 def _side(session: Session) -> None:
     """What is sent this turn, the running summary, the compression history, the counters."""
     sent = session.context()  # first: it may run the strategy (before every call), which updates the record
@@ -229,7 +257,7 @@ def _side(session: Session) -> None:
              "dropped": len(c.dropped), "cleared": len(c.cleared)} for c in reversed(session.compressions())]
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="chat_history_table",
-                     column_config={c: st.column_config.Column(_(label)) for c, label in HISTORY_COLUMNS.items()})
+                     column_config=_history_columns(rows))
     else:
         st.caption(_("The strategy runs before every model call (or at every user message, with apply_at "
                      "turn_start); nothing has run yet."))
@@ -289,6 +317,7 @@ top[1].selectbox(_("Session"), [NEW, *infos], key="chat_session_pick",
                                                              time=f"{infos[i].created_at:%Y-%m-%d %H:%M}"),
                  help=_("Resume any session of this agent, also after a restart"))
 top[2].button(_("Start a new session"), key="chat_new", on_click=_start_session, args=(profile,))
+_follow_session_script(scripts)
 
 if model_configured():
     try:

@@ -477,7 +477,9 @@ if findings:
     selected = findings[options.index(st.selectbox(_("Finding"), options, key="fm_finding"))]
     # a finding is what the lesson is about, not a failure of the page: no red error box
     (st.info if selected.severity == "info" else st.warning)(
-        f"**{_(SEVERITY_LABELS[selected.severity])}**, " + md_escape(f"{selected.code}: {selected.evidence}"))
+        _("**{severity}**, {code}: {evidence}").format(severity=_(SEVERITY_LABELS[selected.severity]),
+                                                        code=md_escape(selected.code),
+                                                        evidence=md_escape(selected.evidence)))
     if selected.tools:
         shown_tools = ", ".join(selected.tools[:12])
         st.caption(md_escape((_("Tools involved: {tools} and {more} more") if len(selected.tools) > 12 else

@@ -28,20 +28,19 @@ from ctxlab.figures_tune import cost_per_turn_figure
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay
 from ctxlab.usage import UsageComparison, has_usage
-from ctxlab.snippets import python_snippet, strategy_config
+from ctxlab.snippets import strategy_config
 from ctxlab.strategies import STRATEGIES, Plan, View
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.i18n import N_, _, language, local, use
-from ui import (TABLE_ACTIONS, action_column, action_words, config_downloads, count_column, message_number,
-                native_downloads, number_column, role_name, strategy_picker, strategy_title, summary_note,
-                text_width, tools_picker, translated_columns)
+from ui import (APPLY_AT_WORDS, TABLE_ACTIONS, action_column, action_words, config_downloads, count_column,
+                message_number, native_downloads, number_column, role_name, snippet_download, strategy_picker,
+                strategy_title, summary_note, text_width, tools_picker, translated_columns)
 
 RULES, EXPORTS = labcache.RULES, labcache.EXPORTS
 LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}  # English; shown through _()
 ROLES = ("system", "user", "assistant", "tool")
 PREVIEW = 160
-APPLY_AT_WORDS = {"every_call": N_("before every model call"), "turn_start": N_("when a user message arrives")}
 TABLE_HEADERS = (N_("role"), N_("tokens"), N_("action"), N_("reason"), N_("content"), N_("runs"),
                  N_("calls over the limit"), N_("needed facts served"), N_("cost"), N_("input tokens, all calls"),
                  N_("largest prompt"), N_("times it ran"), N_("fact"), N_("came from message"),
@@ -186,6 +185,8 @@ def _billed_section(u: UsageComparison) -> None:
                   "tokens."))
     rows = [{_("call"): c.call, _("message"): c.index, _("billed prompt"): c.reported.prompt_tokens,
              _("counted"): c.counted, _("difference"): c.prompt_difference,
+             _("estimated prompt"): c.estimated,
+             _("error vs bill"): None if c.estimate_error is None else f"{c.estimate_error:+.1%}",
              _("billed cached"): c.reported.cached_tokens, _("modelled cached"): c.modelled_cached,
              _("cached difference"): c.cached_difference} for c in u.calls]
     st.dataframe(pd.DataFrame(rows), key="lab_billed_table", hide_index=True, width="stretch")
@@ -544,9 +545,4 @@ if tab_export.open:
         st.caption(_("The same settings in each framework's own configuration, where the strategy maps, with what "
                      "does not carry over:"))
         native_downloads(config, "lab_dl")
-        snippet = python_snippet(config)
-        st.caption(_("Python that applies the same strategy in production: a plain function, and a LangGraph node "
-                     "wired to run {where} (its apply_at).").format(where=_(APPLY_AT_WORDS[strategy.apply_at])))
-        st.download_button(_("Python snippet"), snippet, file_name="manage_context.py", mime="text/x-python",
-                           key="lab_dl_snippet")
-        st.code(snippet, language="python")
+        snippet_download(config, strategy.apply_at, "lab_dl_snippet")

@@ -2,12 +2,13 @@
 sidebar sets (the same limit, reserve, colours and number format as the other pages)."""
 import streamlit as st
 
-from appstate import current_budget, input_panel, md_escape, require_conversation
+from appstate import current_budget, input_panel, md_escape, prefix_input, require_conversation
 from ctxlab import count_tokens, tokens
 from ctxlab.errors import CtxlabError
 from ctxlab.figures import CATEGORY_NAMES, prompt_bar
 from ctxlab.i18n import N_, _
-from ctxlab.usage import compare_usage, has_usage
+from ctxlab.prefix import check_against_bill
+from ctxlab.usage import has_usage
 from ui import count_column, role_name, translated_columns
 
 HEADERS = (N_("role"), N_("category"), N_("tokens"), N_("text"))
@@ -34,6 +35,7 @@ st.write(_("Every message of the conversation on the left, counted the way the O
            "split by category and set against the sidebar's context limit, less the response reserve."))
 
 conv = require_conversation()
+prefix_input(conv)
 model = st.session_state.model
 try:
     counts = count_tokens(conv, model=model)
@@ -67,7 +69,7 @@ st.dataframe(rows, key="message_table", hide_index=True, width="stretch",
 
 if has_usage(conv):  # a production trace: what the provider billed beside the count, over the calls
     try:
-        u = compare_usage(conv, model=model, budget=budget)
+        u = check_against_bill(conv, model=model, budget=budget)  # with the unlogged prefix when the bill shows one
     except CtxlabError as e:
         st.error(md_escape(str(e)))
     else:
@@ -84,6 +86,13 @@ if has_usage(conv):  # a production trace: what the provider billed beside the c
                       diff=f"{cached - u.modelled_cached_tokens:+,}"), delta_color="off",
                   help=_("Modelled by the prompt-cache rule: {modelled}").format(
                       modelled=f"{u.modelled_cached_tokens:,}"))
+        check = u.error_summary()
+        if check is not None:
+            st.caption(_("Each call's prompt as ctxlab estimates it (the unlogged prefix plus the count, scaled by the "
+                         "tokenizer factor) against the bill: {within:,} of {calls:,} calls within 5%, median error "
+                         "{median:.1%}, largest {largest:.1%}.").format(
+                within=check["within_5pct"], calls=check["calls"], median=check["median_abs"],
+                largest=check["max_abs"]))
         st.caption(_("Per call in the Strategy Lab's Replay tab and in `ctxlab count` (reported_usage)."))
 
 if counts.approximations:

@@ -20,22 +20,28 @@ from appstate import current_conversation, input_panel, md_escape, persist, text
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.formats import load_json_documents
-from ctxlab.i18n import N_, _, local
+from ctxlab.i18n import N_, _, language, local
 from ui import translated_columns
 from ctxlab.tokens import TokenCounter
 from ctxlab.tools import (TUNED_CONTEXT, OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, conversation_query,
                           data_dir, get_provider, query_from_conversation, sweep)
 from ctxlab.tools.lexical import tokenize
-from ctxlab.tools.confidence import DEFAULT_ON_NO_MATCH
+from ctxlab.tools.confidence import DEFAULT_ON_NO_MATCH, TUNED_THRESHOLDS
+from ctxlab.tools.embeddings import PROVIDERS as MODEL_CLASSES, default_provider_for
 from ctxlab.tools.select import DEFAULT_THRESHOLD, Selection
 
 SAMPLE_CATALOG = ROOT / "sample_data" / "tools_ecommerce.json"
 SAMPLE_QUERIES = ROOT / "sample_data" / "tool_queries_ecommerce.jsonl"
 DEFAULT_QUERY = "The blender from order ORD-104233 arrived broken. I want my money back."
+SAMPLE_SETS = {"zh": (ROOT / "sample_data" / "tools_zh_support.json",
+                      ROOT / "sample_data" / "tool_queries_zh_support.jsonl", "我要退货退款，订单号 YJ20261108-4471。")}
+# (per interface language: the sample catalog, its labeled queries and the example query, English otherwise, so
+# a Chinese user starts on the Chinese catalog with a Chinese question; a comment: a bare string is drawn)
 CATALOGS = {"sample": N_("Sample catalog"), "conversation": N_("The conversation's tools"),
             "upload": N_("Upload a tool list")}
 QUERY_SOURCES = {"text": N_("Free text"), "conversation": N_("The conversation's newest user message")}
-PROVIDERS = {"local": N_("local (all-MiniLM-L6-v2, offline)"),
+PROVIDERS = {"auto": N_("auto (by the catalog's language: MiniLM for English, a multilingual model for Chinese)"),
+             "local": N_("local (all-MiniLM-L6-v2, offline)"),
              "use": N_("use (USE multilingual, offline; Chinese, mixed)"),
              "multilingual": N_("multilingual (multilingual-e5-small, offline; Chinese, slower)"),
              "hash": N_("hash (word-hash fake, instant)"),
@@ -55,10 +61,15 @@ SWEEP_RESULT = "tr_sweep_result"  # the last sweep computed on this page (not a 
 CHOSEN = "tr_catalog_chosen"  # True once the user picks a catalog; until then it follows the conversation
 DEFAULTS: dict[str, Any] = {  # this page's widget keys and their first values (tr_catalog: see _default_catalog)
     "tr_query_source": "text", "tr_query": DEFAULT_QUERY, "tr_prev_turns": 0, "tr_context": True,
-    "tr_provider": "local", "tr_top_k": 5, "tr_threshold": DEFAULT_THRESHOLD, "tr_expand": True, "tr_hybrid": True,
+    "tr_provider": "auto", "tr_top_k": 5, "tr_threshold": DEFAULT_THRESHOLD, "tr_expand": True, "tr_hybrid": True,
     "tr_always": [], "tool_use_selection": False, "tr_queries": "bundled", "tr_on_no_match": DEFAULT_ON_NO_MATCH,
     "tr_max_expansion": None,
 }
+
+
+def sample_set() -> tuple[Path, Path, str]:
+    """(sample catalog, its labeled queries, the example query) for the interface's language."""
+    return SAMPLE_SETS.get(language(), (SAMPLE_CATALOG, SAMPLE_QUERIES, DEFAULT_QUERY))
 
 
 def _follow_conversation_query(conv: Any) -> None:
@@ -66,7 +77,8 @@ def _follow_conversation_query(conv: Any) -> None:
     the conversation's own tools, as the conversation's newest user message (an airline upload gets
     an airline query, not the e-commerce example, which every airline tool found "unsure"); it
     follows that until the user types a query of their own."""
-    auto = (query_from_conversation(conv, 0) if conv is not None else "") or DEFAULT_QUERY
+    example = sample_set()[2]
+    auto = (query_from_conversation(conv, 0) if conv is not None else "") or example
     filled = st.session_state.get("tr_query_filled", DEFAULT_QUERY)
     if st.session_state.get("tr_query") in (filled, None):
         st.session_state.tr_query = auto
@@ -127,9 +139,27 @@ def _catalog_key(catalog: ToolCatalog) -> str:
 
 
 def _provider(name: str, typed_key: str) -> Any:
+    """The provider for ToolIndex: "auto" stays a name (the index picks by the catalog's texts)."""
+    if name == "auto":
+        return name
     if name == "openai":
         return OpenAIEmbeddings(api_key=typed_key or None)  # None: the client reads OPENAI_API_KEY
     return get_provider(name)
+
+
+def _follow_model_threshold(catalog: ToolCatalog) -> None:
+    """The threshold starts as the one tuned for the model the provider picked (MiniLM's 0.26 means nothing
+    to e5, whose scores sit near 0.9) and follows a provider change until the user moves the slider."""
+    name = st.session_state.get("tr_provider", "auto")
+    if name == "auto":
+        name = default_provider_for([t.description for t in catalog.tools])
+    cls = MODEL_CLASSES.get(name)
+    model_id = getattr(cls, "model_id", None) if cls is not None else None  # a dataclass field's default
+    tuned = TUNED_THRESHOLDS.get(model_id) if isinstance(model_id, str) else None
+    filled = st.session_state.get("tr_threshold_filled", DEFAULT_THRESHOLD)
+    if tuned is not None and st.session_state.get("tr_threshold") == filled:
+        st.session_state.tr_threshold = tuned
+        st.session_state.tr_threshold_filled = tuned
 
 
 def _mark_chosen() -> None:
@@ -148,7 +178,7 @@ def catalog_label(source: str, catalog: ToolCatalog, upload_name: str = "") -> s
     if source == "conversation":
         return _("the conversation's own {n} tools").format(n=len(catalog))
     if source == "sample":
-        return _("sample catalog {name}, {n} tools").format(name=SAMPLE_CATALOG.name, n=len(catalog))
+        return _("sample catalog {name}, {n} tools").format(name=sample_set()[0].name, n=len(catalog))
     return _("uploaded catalog {name}, {n} tools").format(name=upload_name, n=len(catalog))
 
 
@@ -183,12 +213,12 @@ with cat_col:
     source = st.radio(_("Tool catalog"), sources, key="tr_catalog", format_func=lambda k: _(CATALOGS[k]),
                       horizontal=True, on_change=_mark_chosen,
                       help=_("The tools of the conversation in the sidebar (the default when it has tools), the "
-                             "bundled 42-tool e-commerce catalog, or an OpenAI, Anthropic or MCP tool list of your "
-                             "own"))
+                             "bundled sample catalog (e-commerce; in Chinese, a Chinese shop's), or an OpenAI, "
+                             "Anthropic or MCP tool list of your own"))
     upload_name = ""
     try:
         if source == "sample":
-            catalog = _catalog(SAMPLE_CATALOG.read_text(encoding="utf-8"), "sample")
+            catalog = _catalog(sample_set()[0].read_text(encoding="utf-8"), "sample")
         elif source == "conversation":
             tools_key = _digest(json.dumps([content_hash(t) for t in conv.tools]))
             catalog = _conversation_catalog(tools_key, tuple(conv.tools))
@@ -248,6 +278,7 @@ if [n for n in st.session_state.tr_always if n not in catalog.names]:
 
 st.subheader(_("Retrieval settings"))
 s1, s2, s3 = st.columns([1, 1, 1], gap="large")
+_follow_model_threshold(catalog)
 top_k = s1.slider(_("Top k"), 1, 20, key="tr_top_k", help=_("At most this many tools picked by similarity"))
 threshold = s1.slider(_("Threshold"), 0.0, 1.0, step=0.01, key="tr_threshold",
                       help=_("A tool is picked only when its ranking score reaches this (when none does, retrieval "
@@ -273,7 +304,7 @@ typed_key = s3.text_input(_("OpenAI API key"), type="password", key=KEY_FIELD,
                                  "stored or shown. OPENAI_API_KEY from the environment works too."))
 providers = [p for p in PROVIDERS if p != "openai" or typed_key or os.environ.get("OPENAI_API_KEY")]
 if st.session_state.tr_provider not in providers:
-    st.session_state.tr_provider = "local"
+    st.session_state.tr_provider = "auto"
 provider = s3.radio(_("Embedding provider"), providers, key="tr_provider", format_func=lambda k: _(PROVIDERS[k]),
                     help=_("openai appears once a key is typed above or OPENAI_API_KEY is set"))
 
@@ -420,7 +451,8 @@ qset = st.radio(_("Labeled queries"), list(QUERY_SETS), key="tr_queries", format
 queries: list | None = None
 try:
     if qset == "bundled":
-        queries, qlabel = load_json_documents(SAMPLE_QUERIES.read_text(encoding="utf-8"))[0], SAMPLE_QUERIES.name
+        qpath = sample_set()[1]
+        queries, qlabel = load_json_documents(qpath.read_text(encoding="utf-8"))[0], qpath.name
         if source != "sample":
             st.caption(_("The bundled queries name tools of the sample catalog; with another catalog they mostly "
                          "miss."))

@@ -23,16 +23,16 @@ from ctxlab.errors import CtxlabError
 from ctxlab.exports import make_config
 from ctxlab.figures_tune import has_values, pareto_figure, points_table, sensitivity_figure, undefined_axis_reason
 from ctxlab.formats import load_all
+from ctxlab.prefix import with_unlogged_prefix
 from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, TRACE_SUFFIXES, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
 from ctxlab.i18n import N_, _, local, use
-from ui import config_downloads, native_downloads, strategy_title, tools_picker, translated_columns
+from ui import config_downloads, native_downloads, snippet_download, strategy_title, tools_picker, translated_columns
 
-UPLOAD_TYPES = tuple(s.lstrip(".") for s in TRACE_SUFFIXES)
-"""What the uploaders take: every file ending a sweep folder is searched for."""
+UPLOAD_TYPES = tuple(s.lstrip(".") for s in TRACE_SUFFIXES)  # every file ending a sweep folder is searched for
 
 SETS = {"samples": N_("Bundled samples"), "upload": N_("Upload files"), "folder": N_("Upload a folder"),
         "current": N_("The sidebar's conversation")}
@@ -62,7 +62,7 @@ def _parse_files(key: str, _files: tuple[tuple[str, bytes], ...]) -> tuple[list[
     errors: list[str] = []
     for name, data in _files:
         try:
-            convs += load_all(data, max_bytes=MAX_UPLOAD_BYTES)
+            convs += [with_unlogged_prefix(c) for c in load_all(data, max_bytes=MAX_UPLOAD_BYTES)]  # traces: + bill
         except CtxlabError as e:
             errors.append(f"{name}: {e}")  # the engine's message, in English like the CLI's
     return convs, errors
@@ -301,6 +301,7 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
                  "agent's.").format(n=tools_tokens))
     config_downloads(config, _("ctxlab config"), "tuned", "tune_dl")
     native_downloads(config, "tune_dl")
+    snippet_download(config, strategy.apply_at, "tune_dl_snippet", show_code=False)  # every target, as in the Lab
 
 
 def _results(result: SweepResult, tools_tokens: int) -> None:

@@ -18,7 +18,7 @@ from .conftest import ROOT, SAMPLES
 from .fuzz import _get, _paths, _set
 from .test_formats_coding import V1_EVENTS
 
-TRACE_FILES = sorted([*(ROOT / "tests" / "data" / "coding").iterdir(),
+TRACE_FILES = sorted([*(p for p in (ROOT / "tests" / "data" / "coding").iterdir() if p.name != "README.md"),
                       *(ROOT / "tests" / "data" / "production").glob("*.json*"),
                       SAMPLES / "coding" / "coding_agent_session.jsonl"])
 #: the fields the readers read a typed value from: mutated more often than the rest

@@ -164,3 +164,37 @@ def test_model_modules_are_named_for_what_they_hold():
     assert Conversation and MODELS
     import importlib.util
     assert importlib.util.find_spec("ctxlab.model") is None and importlib.util.find_spec("ctxlab.models") is None
+
+
+def test_tools_query_without_the_embedding_model_says_so_once_and_exits_2(tmp_path, capsys, monkeypatch):
+    """A built index queried where the offline model's package is missing (a core install, issue 31.3):
+    one line naming [retrieval] and exit 2, not exit 0 with every tool sent and the message per tool."""
+    from ctxlab.tools import embeddings
+    monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("CTXLAB_CHROMA_HOST", raising=False)
+    catalog = str(SAMPLES / "tools_ecommerce.json")
+    assert main(["tools", "index", "--catalog", catalog]) == 0
+    capsys.readouterr()
+    embeddings._local_session.cache_clear()
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails as if never installed
+    try:
+        code = main(["tools", "query", "--catalog", catalog, "I want my money back"])
+    finally:
+        embeddings._local_session.cache_clear()
+    out, err = capsys.readouterr()
+    assert code == 2 and not out.strip(), out[:500]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "[retrieval]" in lines[0] and "onnxruntime" in lines[0], err
+
+
+def test_every_commands_summary_in_help_is_a_whole_sentence(capsys):
+    """`ctxlab --help` showed replay's summary cut at the docstring's line end ("...prompt tokens and")."""
+    from ctxlab.cli.core import COMMANDS, build_parser
+    build_parser()
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "print every call's prompt tokens and fit, needed_recall per call" in shown
+    for name, (_args, fn) in COMMANDS.items():
+        first = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
+        assert first.endswith((".", ")")), (name, first)

@@ -272,6 +272,7 @@ def test_an_invalid_input_kept_as_is_is_reported_and_never_called_valid():
                in n.text for n in notes), texts
     assert any("still in the result" in t for t in texts)
     assert not [n for n in notes if n.level == "success"]
+    assert not [t for t in texts if ".." in t]  # the finding's own full stop is not doubled (issue 31.8)
 
 
 def test_a_strategy_that_drops_the_broken_message_is_said_to_have_repaired_it_by_chance():

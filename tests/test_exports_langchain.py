@@ -354,3 +354,20 @@ def test_the_trim_middleware_sends_the_model_what_trim_messages_keeps():
     expected = _trimmed(native, conv.messages)
     assert [m.content for m in sent] == [_lc(conv.messages)[i].content for i in expected]
     assert len(sent) < len(conv.messages)
+
+
+@pytest.mark.parametrize("versions, says, never", [
+    ({"langchain": "1.5.2", "langchain-core": "1.8.3"}, "checked with langchain 1.5.2, langchain-core 1.8.3", None),
+    ({"langchain": None, "langchain-core": "1.8.3"}, "langchain not installed where this was exported", "None"),
+    ({"langchain": None, "langchain-core": None}, "are not installed where this was exported", "None"),
+])
+def test_the_snippet_header_names_the_installed_langchain_or_says_it_is_not_installed(monkeypatch, versions, says,
+                                                                                       never):
+    """Issue 31.7: on a core install the header read "checked with langchain None"."""
+    from ctxlab.exports import langchain as lc
+    monkeypatch.setattr(lc, "CHECKED_WITH", versions)
+    config = make_config(get_strategy("sliding_window"), Budget(8_000, 0.15, 0), "gpt-4o")
+    head = export_native(config, "langchain").python.split('"""')[1]
+    assert says in head, head
+    assert never is None or never not in head, head
+    assert "installed" in head or versions["langchain"] in head

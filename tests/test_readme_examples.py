@@ -44,3 +44,14 @@ def test_every_python_example_of_the_readme_runs(tmp_path, monkeypatch):
     if "sel" in namespace:  # the tool-retrieval example selected tools offline
         assert namespace["sel"].tools and namespace["sel"].tokens_selected < namespace["sel"].tokens_all
     assert not os.path.exists(ROOT / "agents.db")  # the session example wrote into the scratch folder
+
+
+def test_the_set_up_commands_near_the_top_make_a_venv_name_the_url_and_the_plain_test_command():
+    """Issue 31.8: a newcomer found no venv step, no URL to open, and the plain test command at line 152."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Two commands")
+    block = text[start:text.index("### Install", start)]
+    assert "python3 -m venv" in block and "activate" in block
+    assert "http://localhost:8501" in block
+    assert 'python3 -m pytest -m "not install"' in block
+    assert block.index("python3 -m venv") < block.index("python3 -m pip install")  # the venv comes first

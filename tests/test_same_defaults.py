@@ -112,3 +112,16 @@ def test_a_conversation_that_fails_during_the_sweep_is_named_with_its_file(tmp_p
     monkeypatch.setattr(sweep, "needed_facts", fails_on_b)
     with pytest.raises(sweep.SweepError, match=r"conversation 1 \(.*b\.traj\): \$\.history\[3\]: a message"):
         run_sweep(convs, Grid.parse(["sliding_window"], []), [4000], workers=1)
+
+
+def test_a_sweep_counts_a_traces_unlogged_prefix_as_the_cli_and_pages_do(capsys):
+    from ctxlab.prefix import has_prefix
+    path = CODING / "claude_code_task_parent.jsonl"  # a Claude Code session that logs the bill, not the prompt
+    (conv,) = load_conversations([str(path)])
+    assert has_prefix(conv.messages)
+    point = run_sweep([conv], Grid.parse(["sliding_window"], []), [200_000], workers=1).points[0]
+    assert main(["replay", str(path), "--strategy", "sliding_window", "--max-tokens", "200000"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    cli = doc[0] if isinstance(doc, list) else doc
+    assert point["input_tokens_total"] == cli["cost"]["input_tokens"]
+    assert point["calls"] == len(cli["calls"])

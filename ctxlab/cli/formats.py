@@ -7,7 +7,7 @@ import argparse
 from dataclasses import asdict
 
 from ..formats import FORMATS, export
-from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note
+from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note, prefix_args, with_prefix
 
 
 def _count_args(p: argparse.ArgumentParser) -> None:
@@ -15,6 +15,7 @@ def _count_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model whose encoding and framing to use (default: the file's, else gpt-4o)")
     p.add_argument("--prompt-tokens", type=int, metavar="N",
                    help="usage.prompt_tokens the provider reported for this request: adds a calibrated total")
+    prefix_args(p)
 
 
 @command("count", _count_args)
@@ -22,17 +23,26 @@ def _count(args: argparse.Namespace) -> int:
     """Print token counts as the API would bill them."""
     from ..calibration import calibrate, calibrate_from_usage
     from ..tokens import count_tokens
-    from ..usage import compare_usage, has_usage
+    from ..formats.claude_agents import subagent_summary
+    from ..prefix import check_against_bill
+    from ..usage import compare_total, has_usage
     convs = _conversations(args)
     out = []
     for i, conv in convs:
-        d = {"format": conv.format, **count_tokens(conv, model=args.model).to_dict(), "notes": list(conv.notes)}
+        conv, prefix, notes = with_prefix(args, conv)
+        d = {"format": conv.format, **count_tokens(conv, model=args.model).to_dict(),
+             "notes": [*conv.notes, *notes], "unlogged_prefix": prefix}
+        if conv.metadata.get("subagents"):  # a Claude Code session: each sub-agent, where it returned, what came back
+            d["subagents"] = subagent_summary(conv, args.model)
+        total = compare_total(conv, model=args.model)
+        if total is not None:  # a run that logs its billed totals only (SWE-agent's model_stats)
+            d["billed_total"] = total
         if args.prompt_tokens is not None:
             cal = calibrate(conv, args.prompt_tokens, model=args.model)
             d["calibration"] = cal.to_dict()
             d["calibrated_total"] = cal.reported
         if has_usage(conv):  # a production trace: what each call was billed beside ctxlab's count
-            d["reported_usage"] = compare_usage(conv, model=args.model).to_dict()
+            d["reported_usage"] = check_against_bill(conv, model=args.model).to_dict()
             d["calibration_from_usage"] = [c.to_dict() for c in calibrate_from_usage([conv], model=args.model)]
         out.append({"index": i, **d} if len(convs) > 1 else d)
     _emit(out)

@@ -8,7 +8,8 @@ import json
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from .core import EXIT_OK, _conversations, _emit, _input_args, command, finite_number, note, whole_number
+from .core import (EXIT_OK, _conversations, _emit, _input_args, command, finite_number, note, prefix_args,
+                   whole_number, with_prefix)
 from ..errors import CtxlabError
 from ..formats import FORMATS, export
 from ..conversation import Conversation
@@ -176,6 +177,7 @@ def _replay_args(p: argparse.ArgumentParser) -> None:
                         "(only when a user message arrives); overrides the strategy's apply_at")
     p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
     p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
+    prefix_args(p)
     p.add_argument("--tools", choices=("all", "retrieval", "deferred"), default=None,
                    help="the tool definitions sent at each call, counted in its prompt and budget: all of them, a "
                         "BM25 retrieval's pick per call (the query is the call's last messages), or deferred "
@@ -216,20 +218,26 @@ def _replay(args: argparse.Namespace) -> int:
     from ..fidelity import FactCheck, needed_facts
     from ..pricing import load_prices, parse_price_override, replay_cost
     from ..replay import replay
-    from ..usage import compare_usage, has_usage
+    from ..prefix import check_against_bill
+    from ..usage import has_usage
     out = []
     for i, conv in _conversations(args):
-        strategy, budget, view = _setup(args, conv)
+        conv, prefix, prefix_notes = with_prefix(args, conv)
+        each = argparse.Namespace(**{**vars(args), "pin": [p + 1 for p in args.pin] if prefix else args.pin})
+        strategy, budget, view = _setup(each, conv)
         _say_scaled(args, strategy, budget)
         check = FactCheck(needed_facts(conv))
         model = args.model or conv.model or "gpt-4o"
         tools = _tools_of(args, conv, model)
-        r = replay(conv, strategy, budget, model=args.model, pins=args.pin, apply_at=args.apply_at, observe=check,
+        r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=check,
                    tools=tools)
         d = r.to_dict(matrix=len(r.calls) * r.size <= MATRIX_CELLS)
         d["defaults"], d["params"] = defaults_used(args), strategy.params()
         if tools is not None:
             d["tools_per_call"] = _tools_summary(args.tools, tools)
+        d["unlogged_prefix"] = prefix
+        for text in prefix_notes:
+            note(f"conversation {i}: {text}")
         prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
         fid = check.fidelity(r.strategy)
         d["fidelity"], d["needed_recall"] = fid.to_dict(), fid.needed_recall
@@ -239,7 +247,7 @@ def _replay(args: argparse.Namespace) -> int:
         none = replay_cost(replay(conv, "none", budget, model=args.model, tools=tools), conv, model=model, price=prices)
         d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
         if has_usage(conv):  # a production trace: billed beside counted and modelled, per call as sent
-            d["reported_usage"] = compare_usage(conv, model=model, price=prices, budget=budget).to_dict()
+            d["reported_usage"] = check_against_bill(conv, model=model, price=prices, budget=budget).to_dict()
         for warning in r.warnings:
             note(f"conversation {i}: {warning}")
         if not r.fits:

@@ -69,8 +69,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalog", required=True, help="tool catalog: OpenAI / Anthropic / MCP tool list or catalog JSON")
     p.add_argument("--name", help="catalog name for the collection (default: the catalog's, else DIR-FILE)")
     p.add_argument("--provider", default=DEFAULT_PROVIDER, choices=PROVIDER_NAMES,
-                   help=f"embedding provider (default {DEFAULT_PROVIDER}: use (multilingual) for a Chinese, Japanese "
-                        "or Korean catalog, else local; both offline)")
+                   help=f"embedding provider (default {DEFAULT_PROVIDER}: for a Chinese, Japanese or Korean catalog "
+                        "multilingual up to 150 tools, else use; local for other catalogs; all offline)")
     p.add_argument("--data-dir", help="embedded Chroma store directory (default $CTXLAB_DATA_DIR/chroma)")
     p.add_argument("--host", help="Chroma server host (default $CTXLAB_CHROMA_HOST; none: embedded store)")
     p.add_argument("--port", type=int, help="Chroma server port (default $CTXLAB_CHROMA_PORT, else 8000)")

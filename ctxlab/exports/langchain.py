@@ -30,6 +30,17 @@ def _version(package: str) -> str | None:
 
 
 CHECKED_WITH = {"langchain": _version("langchain"), "langchain-core": _version("langchain-core")}
+
+
+def checked_with(versions: Mapping[str, str | None]) -> str:
+    """The snippet header's words on the LangChain packages installed where it was exported: their
+    versions, or that they are not installed (never "langchain None")."""
+    found = [f"{name} {v}" for name, v in versions.items() if v]
+    missing = [name for name, v in versions.items() if not v]
+    if not found:
+        return "langchain and langchain-core are not installed where this was exported: untested here"
+    text = "checked with " + ", ".join(found)
+    return text + (f"; {' and '.join(missing)} not installed where this was exported" if missing else "")
 PLACEHOLDER = "[cleared]"  # ClearToolUsesEdit's default
 COUNTER_NOTE = (T("token counts: LangChain's default counter (count_tokens_approximately) guesses about 4 characters a "
                 "token; ctxlab counted with tiktoken. The code passes token_counter=TOKEN_COUNTER: swap in "
@@ -133,7 +144,7 @@ def _notes_trim(lab: LabConfig) -> list[str]:
 _HEAD = '''\
 """LangChain v1 agent middleware exported by ctxlab {version} from a {strategy} config.
 
-Needs: pip install "langchain>=1,<2" (checked with langchain {lc}, langchain-core {lcc}).
+Needs: pip install "langchain>=1,<2" ({checked}).
 """
 {notes}
 {imports}
@@ -194,8 +205,8 @@ def _args(kwargs: Mapping[str, Any]) -> str:
 def _export(lab: LabConfig, data: dict[str, Any], imports: str, body: str, notes: list[str],
             counter: str = "count_tokens_approximately") -> NativeExport:
     from .. import __version__
-    code = _HEAD.format(version=__version__, strategy=lab.strategy.name, lc=CHECKED_WITH["langchain"],
-                        lcc=CHECKED_WITH["langchain-core"], notes=notes_block(notes).rstrip("\n"), imports=imports,
+    code = _HEAD.format(version=__version__, strategy=lab.strategy.name, checked=checked_with(CHECKED_WITH),
+                        notes=notes_block(notes).rstrip("\n"), imports=imports,
                         model=literal(lab.model or "gpt-4o"), counter=counter) + body + _TAIL
     return NativeExport("langchain", lab.strategy.name, {**data, "checked_with": CHECKED_WITH}, code, tuple(notes))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
-from ..conversation import Conversation, Message, Part
+from ..conversation import FIXED_TOKENS, UNLOGGED, Conversation, Message, Part
 from ..i18n import T
 from ._base import Export, Format, ReadContext, adopt_model, group_notes, shared_shape
 from ._carry import carry_top_level, unplaced_fields
@@ -298,8 +298,14 @@ def export(conv: Conversation, to: str) -> Export:
     if fmt.write is None:
         raise UnknownFormatError(f"format {shown(to)} can be read but not written", where="to",
                                  hint=f"Writable: {', '.join(n for n, f in FORMATS.items() if f.write)}")
+    head: list[str] = []
+    if conv.messages and UNLOGGED in conv.messages[0].extra and FIXED_TOKENS in conv.messages[0].extra:
+        # ctxlab's measure of what the trace left out: a size, no text
+        conv = conv.with_messages(conv.messages[1:])
+        head.append("the unlogged prefix (message 0, the size of a system prompt and tools the trace did not log) "
+                    "is not written: it holds no text to send")
     out = fmt.write(conv)
-    notes = list(out.notes)
+    notes = head + list(out.notes)
     if isinstance(out.data, dict):  # top-level fields, then the net: nothing a reader kept vanishes unnoted
         notes += carry_top_level(conv, fmt.name, out.data, fmt.title)
     notes += unplaced_fields(conv, out.data, notes, fmt.title)

@@ -6,7 +6,9 @@ Each trace format registers a ``Format`` (so ``--format`` and the registry know 
 document detector; ``read_trace_document`` picks the reader and builds the Conversation.
 
 A compaction summary found in a trace (Claude Code's ``/compact``, Codex's ``compacted``) is
-marked ``Message.extra["ctxlab_compaction"] = True`` (see ``COMPACTION``).
+marked ``Message.extra["ctxlab_compaction"] = True`` (see ``COMPACTION``); a text action read as a
+tool call ``TEXT_ACTION`` (it adds no tokens), a harness's message ``HARNESS`` (no user turn), the
+end of a run ``FINAL`` (no pending call), all defined in ``ctxlab.conversation``.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..conversation import Conversation, Message, ToolDef
+from ..conversation import FINAL, Conversation, Message, ToolDef, Usage
 from ..errors import CtxlabError, ShapeError, shown
 from ._base import Format, ReadContext, adopt_model, check_arguments, group_notes
 from ._json import DEFAULT_MAX_DEPTH, SourceObjects
@@ -25,6 +27,45 @@ COMPACTION = "ctxlab_compaction"
 #: the Message.extra key that marks the task: the first user message of a coding agent's run,
 #: which every strategy keeps by default (an agent that loses its task wanders)
 TASK = "ctxlab_task"
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def usage_from(u: dict, model: str | None, prompt: str, output: str, cached: str, written: str) -> Usage | None:
+    """A Usage from the token counts a trace's usage record names (keys given in Usage's order);
+    None when its prompt count is not a whole number."""
+    if _int(u.get(prompt)) is None:
+        return None
+    return Usage(u[prompt], _int(u.get(output)), _int(u.get(cached)), _int(u.get(written)), model)
+
+
+def chat_usage(u: Any, model: str | None = None) -> Usage | None:
+    """An OpenAI Chat Completions ``usage`` (as litellm writes it, for any provider) as a call's
+    Usage: ``prompt_tokens`` billed, cached from ``prompt_tokens_details.cached_tokens`` (or
+    litellm's ``cache_read_input_tokens``), written from ``cache_creation_input_tokens``. None
+    when it holds no whole prompt_tokens."""
+    if not isinstance(u, dict) or _int(u.get("prompt_tokens")) is None:
+        return None
+    details = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else {}
+    cached = _int(details.get("cached_tokens"))
+    cached = cached if cached is not None else _int(u.get("cache_read_input_tokens"))
+    return Usage(u["prompt_tokens"], _int(u.get("completion_tokens")), cached,
+                 _int(u.get("cache_creation_input_tokens")), model)
+
+
+def marked(m: Message, key: str, value: Any = True, usage: Usage | None = None) -> Message:
+    """A copy of ``m`` with ``extra[key] = value`` (and ``usage`` when given)."""
+    return Message(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
+                   {**m.extra, key: value}, usage if usage is not None else m.usage)
+
+
+def mark_final(trace: "Trace", why: str) -> None:
+    """Mark the trace's last message as the end of the run (no model call follows it), with a note."""
+    if trace.messages and trace.messages[-1].role != "assistant":
+        trace.messages[-1] = marked(trace.messages[-1], FINAL)
+        trace.notes.append(f"message {len(trace.messages) - 1}: the run ended here ({why}): no model call follows")
 
 
 @dataclass
@@ -209,8 +250,7 @@ def run_documents(docs: list[Any], lines: list[int] | None, name: str) -> list[A
 
 def compaction(m: Message) -> Message:
     """The message marked as a compaction summary (``extra["ctxlab_compaction"] = True``)."""
-    return Message(m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
-                   {**m.extra, COMPACTION: True}, m.usage)
+    return marked(m, COMPACTION)
 
 
 def is_compaction(m: Message) -> bool:

@@ -5,7 +5,9 @@ one API response is spread over several ``assistant`` lines that share ``message
 per content block), which reading joins back into one assistant message. Lines of other types
 (``progress``, ``file-history-snapshot``, ``queue-operation``, ``summary`` titles, ``system``
 events...) carry no message the model saw and are counted in a note. Sidechain lines belong to a
-sub-agent's own conversation and are left out, with a note. A ``/compact`` leaves a
+sub-agent's own conversation and are left out, with a note, unless every line is one (a sub-agent's
+own file: read as its conversation); a main session lists its sub-agents in ``subagents`` (see
+``claude_agents``) and marks each Task result with the sub-agent it came from. A ``/compact`` leaves a
 ``compact_boundary`` system line and a user message flagged ``isCompactSummary``: that message is
 marked as a compaction summary. When the person rewinds (or edits a prompt), the new prompt is a
 second child of the same parent line: the earlier branch is left out, with a note. The session
@@ -22,7 +24,11 @@ from ..conversation import Usage
 
 from ..errors import ShapeError, shown
 from . import anthropic
-from ._trace import Trace, trace_format, as_records, compaction, line_where, sub_read
+from ._trace import Trace, trace_format, as_records, compaction, line_where, marked, sub_read
+from .claude_agents import agent_records, returned_agent
+
+#: Message.extra key of a Task result: the id of the sub-agent whose result it is
+SUBAGENT = "ctxlab_subagent"
 
 NAME = "claude_code"
 _MESSAGE_TYPES = ("user", "assistant")
@@ -64,8 +70,10 @@ class _Reader:
     """Walks the records. Assistant lines are joined by ``message.id`` into the message where the
     id first appeared (a result line can come between two blocks of one response)."""
 
-    def __init__(self, lines: tuple[int, ...] | None):
+    def __init__(self, lines: tuple[int, ...] | None, own_sidechain: bool = False):
         self.lines = lines
+        self.own_sidechain = own_sidechain  # a sub-agent's own file: its sidechain lines are the conversation
+        self.returned: dict[int, str] = {}  # message index of a Task result -> the sub-agent it came from
         self.trace = Trace(meta={})
         self.entries: list[tuple[int, str, Any]] = []  # (record index, "assistant" | "user", payload)
         self.by_id: dict[str, dict] = {}
@@ -101,7 +109,7 @@ class _Reader:
         if not isinstance(rec, dict):
             raise ShapeError(f"expected a record object, found {type(rec).__name__}", where=line_where(self.lines, k))
         kind = rec.get("type")
-        if rec.get("isSidechain"):
+        if rec.get("isSidechain") and not self.own_sidechain:
             self.sidechain += 1
             return
         if kind == "system" and rec.get("subtype") == "compact_boundary":
@@ -122,11 +130,17 @@ class _Reader:
         elif msg.get("content") in (None, [], ""):
             self.skipped["user line with no content"] += 1
         else:
-            self.entries.append((k, "user", (_clean(msg["content"]), bool(rec.get("isCompactSummary")))))
+            self.entries.append((k, "user", (_clean(msg["content"]), bool(rec.get("isCompactSummary")),
+                                             returned_agent(rec))))
 
-    def user(self, k: int, content: Any, summary: bool, boundary: dict | None) -> None:
-        """A user line: the user's text, tool results, or a compaction summary."""
+    def user(self, k: int, content: Any, summary: bool, agent: str | None, boundary: dict | None) -> None:
+        """A user line: the user's text, tool results (a sub-agent's result marked), or a compaction summary."""
         out = sub_read(anthropic.read, {"role": "user", "content": content}, self.trace, line_where(self.lines, k))
+        if agent is not None:
+            for i in range(len(self.trace.messages) - len(out), len(self.trace.messages)):
+                if self.trace.messages[i].role == "tool":
+                    self.trace.messages[i] = marked(self.trace.messages[i], SUBAGENT, agent)
+                    self.returned.setdefault(i, agent)
         if not (summary and out):
             return
         i = len(self.trace.messages) - 1
@@ -152,9 +166,12 @@ class _Reader:
                 self.user(k, *payload, boundary)
                 boundary = None if payload[1] else boundary
         t = self.trace
+        if self.own_sidechain:
+            t.notes.append("a sub-agent's own transcript (every line a sidechain line): read as its conversation")
         if self.sidechain:
             t.notes.append(f"{self.sidechain:,} sidechain line(s) left out: they are sub-agents' own conversations "
-                           "(a sub-agent's context is not this session's)")
+                           "(a sub-agent's context is not this session's; open one with --agent, or the sidebar's "
+                           "sub-agent picker)")
         if self.skipped:
             kinds = ", ".join(f"{n:,} {kind}" for kind, n in self.skipped.most_common())
             t.notes.append(f"lines that carry no message the model saw were left out ({kinds})")
@@ -207,16 +224,46 @@ def abandoned(records: list[Any]) -> set[int]:
     return gone
 
 
+def _own_sidechain(records: list[Any]) -> bool:
+    """Whether every message line is a sidechain line (a sub-agent's own file)."""
+    lines = [r for r in records if isinstance(r, dict) and r.get("type") in _MESSAGE_TYPES]
+    return bool(lines) and all(r.get("isSidechain") for r in lines)
+
+
+def _list_subagents(trace: Trace, records: list[Any], returned: dict[int, str]) -> None:
+    """The session's sub-agents in its metadata (``subagents``) and a note on each: its task, its
+    responses, where its result came back to this conversation."""
+    back = {agent: i for i, agent in sorted(returned.items(), reverse=True)}
+    found = agent_records(records)
+    rows = [{"id": a.id, "prompt": a.prompt, "records": len(a.records), "responses": a.responses,
+             "returned_at": back.get(a.id)} for a in found]
+    rows += [{"id": agent, "prompt": "", "records": 0, "responses": 0, "returned_at": i}
+             for agent, i in back.items() if agent not in {a.id for a in found}]
+    if not rows:
+        return
+    trace.meta["subagents"] = rows
+    for r in rows:
+        where = f"its result came back at message {r['returned_at']}" if r["returned_at"] is not None else \
+            "no result came back in this file"
+        logged = f"{r['responses']:,} response(s) logged here" if r["records"] else "its lines are in its own file"
+        task = f" ({shown(r['prompt'], 60)})" if r["prompt"] else ""
+        trace.notes.append(f"sub-agent {r['id']}{task}: {logged}; {where}")
+
+
 def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     """Read a Claude Code session file (its records) into messages; records on abandoned
-    branches (a rewind) are left out with a note."""
+    branches (a rewind) are left out with a note. A sub-agent's own file (every message line a
+    sidechain line) reads as its conversation; a main session lists its sub-agents."""
     records = as_records(doc, lines)
     gone = abandoned(records)
-    reader = _Reader(lines)
+    own = _own_sidechain(records)
+    reader = _Reader(lines, own)
     for k, rec in enumerate(records):
         if k not in gone:
             reader.record(k, rec)
     trace = reader.finish()
+    if not own:
+        _list_subagents(trace, records, reader.returned)
     if gone:
         trace.notes.append(f"{len(gone):,} line(s) on abandoned branches left out: the session was rewound (or a "
                            "prompt edited) and the model no longer saw them")

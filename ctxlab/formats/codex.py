@@ -4,8 +4,9 @@ One record a line, ``{"timestamp", "type", "payload"}``. ``response_item`` paylo
 Responses API items (messages, reasoning, function calls and their outputs): what the model saw.
 They are read by the Responses reader, after ``custom_tool_call`` (a freeform tool such as
 ``apply_patch``) and ``local_shell_call`` items are turned into function calls. ``event_msg``
-records repeat what the items hold for the UI (user_message, agent_message, token counts) and are
-left out; ``turn_context`` gives the model; ``session_meta`` the working directory and, in newer
+records repeat what the items hold for the UI (user_message, agent_message) and are left out,
+except ``token_count``: its ``last_token_usage`` is the billed Usage of the reply just before
+it; ``turn_context`` gives the model; ``session_meta`` the working directory and, in newer
 versions, the system prompt (``base_instructions``). A ``compacted`` record holds the summary that
 replaced the history: it is read as a user message marked as a compaction summary. Older rollouts
 (items directly on the lines, a first line with ``instructions``) are read too.
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
-from ..conversation import Message
+from ..conversation import Message, Usage
 from ..errors import ShapeError, shown
 from . import responses
 from ._base import ReadContext
-from ._trace import Trace, counted, trace_format, as_records, compaction, line_where
+from ._trace import Trace, counted, trace_format, as_records, compaction, line_where, usage_from
 
 NAME = "codex"
 _ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
@@ -84,6 +86,8 @@ class _Reader:
         self.item_lines: list[int] = []
         self.summaries: list[str] = []
         self.skipped: Counter[str] = Counter()
+        self.bills: list[tuple[int, Usage]] = []  # (items read before the event, the call's usage)
+        self.last_total: Any = None
 
     def add(self, k: int, item: dict) -> None:
         """Queue one Responses item read from record ``k``."""
@@ -132,8 +136,25 @@ class _Reader:
                 self.skipped[f"{p.get('type')} item"] += 1
             else:
                 self.add(k, item)
+        elif kind == "event_msg" and p.get("type") == "token_count" and self.token_count(p.get("info")):
+            return
         else:
             self.skipped[f"{kind}" + (f" {p.get('type')}" if kind == "event_msg" else "")] += 1
+
+    def token_count(self, info: Any) -> bool:
+        """A ``token_count`` event: the usage of the model call just made (``last_token_usage``);
+        a repeat of the previous event (same ``total_token_usage``) or one without figures is skipped."""
+        if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
+            return False
+        if info.get("total_token_usage") is not None and info.get("total_token_usage") == self.last_total:
+            return False
+        self.last_total = info.get("total_token_usage")
+        usage = usage_from(info["last_token_usage"], self.trace.model, "input_tokens", "output_tokens",
+                           "cached_input_tokens", "cache_write_input_tokens")
+        if usage is None:
+            return False
+        self.bills.append((len(self.items), usage))
+        return True
 
     def finish(self) -> Trace:
         """Read the items with the Responses reader; mark compaction summaries; write notes."""
@@ -141,13 +162,49 @@ class _Reader:
         msgs = responses.read(self.items, ctx)
         self.trace.notes.extend(n.replace("item(s)", "item(s) of the session's response items")
                                 for n in ctx.notes if not n.startswith("item(s)"))
-        self.trace.messages = _mark_summaries(msgs, self.summaries, self.trace)
+        self.trace.messages = _bill(_mark_summaries(msgs, self.summaries, self.trace), self.items, self.bills,
+                                    self.trace.notes)
         if self.skipped:
             kinds = counted(self.skipped)
             self.trace.notes.append(f"records that repeat or describe the items for the UI were left out ({kinds})")
         if not any(m.role == "system" for m in self.trace.messages):
             self.trace.notes.append("this rollout logs no system prompt and no tool definitions: counts leave out both")
         return self.trace
+
+
+def _is_reply(item: dict) -> bool:
+    return item.get("type") in ("reasoning", "function_call") or (
+        item.get("type") == "message" and item.get("role") == "assistant")
+
+
+def _bill(msgs: list[Message], items: list[dict], bills: list[tuple[int, Usage]], notes: list[str]) -> list[Message]:
+    """Give each assistant message the usage of the ``token_count`` event that followed its items:
+    the k-th run of reply items (reasoning, message, calls) is the k-th assistant message read."""
+    if not bills:
+        return msgs
+    run_of: list[int] = []  # per item: the number of the reply run it belongs to (-1: not a reply)
+    runs = 0
+    for k, item in enumerate(items):
+        if _is_reply(item):
+            if k == 0 or not _is_reply(items[k - 1]):
+                runs += 1
+            run_of.append(runs - 1)
+        else:
+            run_of.append(-1)
+    replies = [i for i, m in enumerate(msgs) if m.role == "assistant"]
+    if runs != len(replies):
+        notes.append(f"{len(bills):,} token_count event(s) not matched to replies ({runs:,} runs of reply items, "
+                     f"{len(replies):,} assistant messages): no billed usage is attached")
+        return msgs
+    out, matched = list(msgs), 0
+    for at, usage in bills:
+        if at > 0 and run_of[at - 1] >= 0:
+            i = replies[run_of[at - 1]]
+            out[i] = replace(out[i], usage=usage)
+            matched += 1
+    if matched < len(bills):
+        notes.append(f"{len(bills) - matched:,} token_count event(s) follow no reply: left out")
+    return out
 
 
 def _mark_summaries(msgs: list[Message], summaries: list[str], trace: Trace) -> list[Message]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # langchain-core is imported where a message object is built 
     from langchain_core.messages import AIMessage, BaseMessage
 
 from ..errors import ExportError, ShapeError, ToolArgumentsError, UnknownRoleError, shown
-from ..conversation import Conversation, Message, Part, ToolCall, Usage, compact_json
+from ..conversation import FIXED_TOKENS, TEXT_ACTION, Conversation, Message, Part, ToolCall, Usage, compact_json
 from ._base import Export, Format, ReadContext, check_arguments, check_not_empty, expect_dict, list_shape
 from ._base import INTERNAL_EXTRA, model_as_written
 from .anthropic import anthropic_only_note, block_type, read_block, tool_result_message, tool_use_call
@@ -33,7 +33,11 @@ _CHUNK_TYPE = {f"{cls}Chunk": kind for cls, kind in _CLASS_TYPE.items()}
 ROLE_OF_TYPE = {**_BASE_ROLE, **{chunk: _BASE_ROLE[kind] for chunk, kind in _CHUNK_TYPE.items()}}
 _CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
                "system": "system", "developer": "system"}
-_OWN_KWARGS = ("tool_calls", "function_call", "__openai_role__")
+_OWN_KWARGS = ("tool_calls", "function_call", "__openai_role__", "__ctxlab_counts__")
+#: the marks that change how ctxlab counts a message (a text action's calls add no tokens; the
+#: unlogged prefix has a given size), kept in ``additional_kwargs["__ctxlab_counts__"]`` so a count
+#: of the LangChain messages (``trim_messages``' token counter, a round trip) is the same
+COUNT_MARKS = (TEXT_ACTION, FIXED_TOKENS)
 _FUNCTION_TYPES = ("function", "FunctionMessageChunk")  # legacy results: matched by name, no tool_call_id
 
 Path = tuple[str | int, ...]
@@ -255,6 +259,7 @@ def _messages(kind: str, msg: BaseMessage, ctx: ReadContext, i: int, path: Path,
     extra = {k: v for k, v in kw.items() if k not in _OWN_KWARGS and v is not None}
     if kw.get("__openai_role__") == "developer":
         extra["openai_role"] = "developer"
+    extra.update(count_marks(kw))
     if msg.response_metadata or getattr(msg, "artifact", None) is not None:
         state.metadata_at.append(i)
     common = {"name": msg.name, "id": msg.id, "extra": extra}
@@ -350,11 +355,23 @@ def _kwargs(m: Message, i: int, notes: list[str]) -> dict[str, Any]:
     kw = {k: v for k, v in m.extra.items() if k not in INTERNAL_EXTRA}
     if m.extra.get("openai_role") == "developer":
         kw["__openai_role__"] = "developer"
+    marks = {k: m.extra[k] for k in COUNT_MARKS if k in m.extra}
+    if marks:
+        kw["__ctxlab_counts__"] = marks
     anthropic_only_note(m, i, "LangChain messages", notes)
     if m.tool_calls:
         kw["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                             for c in m.tool_calls]
     return kw
+
+
+def count_marks(kwargs: Any) -> dict[str, Any]:
+    """The counting marks a LangChain message's ``additional_kwargs`` carries (see ``COUNT_MARKS``)."""
+    marks = kwargs.get("__ctxlab_counts__") if isinstance(kwargs, dict) else None
+    if not isinstance(marks, dict):
+        return {}
+    return {k: v for k, v in marks.items() if (k == TEXT_ACTION and v is True) or
+            (k == FIXED_TOKENS and isinstance(v, int) and not isinstance(v, bool) and v >= 0)}
 
 
 def to_langchain(m: Message, i: int, notes: list[str]) -> BaseMessage:

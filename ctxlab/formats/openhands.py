@@ -11,7 +11,9 @@ An action without it (older, text-based runs) becomes a tool call named by its a
 ``edit``...) with its ``args``, and the observation whose ``cause`` is its id its result. User and
 agent ``message`` actions are user and assistant messages; a ``system`` action the system prompt; a
 ``condensation`` action's summary a user message marked as a compaction summary. Events the model
-never saw (agent state changes, recalls, null observations) are counted in a note.
+never saw (agent state changes, recalls, null observations) are counted in a note. An action's
+``llm_metrics.token_usages`` entry for its model response (else the evaluation output's
+``metrics.token_usages`` entry with that response id) is that response's billed Usage.
 """
 from __future__ import annotations
 
@@ -19,9 +21,11 @@ import json
 from collections import Counter
 from typing import Any
 
-from ..conversation import Message, ToolCall
+from dataclasses import replace
+
+from ..conversation import Message, ToolCall, Usage
 from ..errors import ShapeError, shown
-from ._trace import Trace, call_arguments, trace_format, compaction
+from ._trace import Trace, call_arguments, chat_usage, trace_format, compaction, usage_from
 
 NAME = "openhands"
 _SILENT = ("change_agent_state", "agent_state_changed", "null", "recall", "message_from_user_ignored",
@@ -110,16 +114,18 @@ def _unkept_parts(value: Any) -> list[str]:
 
 
 class _Reader:
-    def __init__(self, lines: tuple[int, ...] | None = None) -> None:
+    def __init__(self, lines: tuple[int, ...] | None = None, run_usages: dict[Any, dict] | None = None) -> None:
         self.lines = lines
         self.where = "event 0"  # the event being read, for errors
         self.trace = Trace(meta={})
+        self.run_usages = run_usages or {}  # response id -> its usage, from an evaluation output's metrics
         self.response_at: dict[str, int] = {}  # model_response.id -> message index
         self.synthetic: dict[Any, str] = {}     # event id -> call id of an action without tool_call_metadata
         self.skipped: Counter[str] = Counter()
         self.text_actions = 0
         self.unsourced = 0
         self.open_synthetic: str | None = None
+        self.billed: set[Any] = set()  # response ids whose usage was given to a message
 
     def tool_action(self, e: dict, meta: dict) -> None:
         """An action from a tool call: joins the assistant message of its model response."""
@@ -141,7 +147,7 @@ class _Reader:
         at = self.response_at.get(rid) if rid is not None else None
         if at is not None:
             m = self.trace.messages[at]
-            self.trace.messages[at] = Message("assistant", m.content, tool_calls=m.tool_calls + (call,))
+            self.trace.messages[at] = replace(m, tool_calls=m.tool_calls + (call,))
             return
         self.trace.add([Message("assistant", _text(msg.get("content")) or _text(_args(e).get("thought")),
                                 tool_calls=(call,))])
@@ -229,7 +235,7 @@ class _Reader:
                                    [f for f in ("reasoning_content", "thinking_blocks") if e.get(f)], "OpenHands")
             if at is not None:
                 m = self.trace.messages[at]
-                self.trace.messages[at] = Message("assistant", m.content, tool_calls=m.tool_calls + (call,))
+                self.trace.messages[at] = replace(m, tool_calls=m.tool_calls + (call,))
             else:
                 self.trace.add([Message("assistant", _text(e.get("thought")), tool_calls=(call,))])
                 if rid is not None:
@@ -259,11 +265,43 @@ class _Reader:
             self.v1(e)
         elif "action" in e:
             self.action(e)
+            self.bill(e)
         elif "observation" in e:
             self.observation(e)
         else:
             raise ShapeError("an event has neither 'action' nor 'observation'", where=self.where,
                              hint="Give OpenHands events as its event stream or trajectory export wrote them")
+
+    def bill(self, e: dict) -> None:
+        """The billed usage of the model response an action came from, given once to the assistant
+        message of that response: its ``llm_metrics.token_usages`` entry with the response's id (the
+        last entry for an action without ``tool_call_metadata``), else the evaluation output's entry
+        with that id, else the response's own ``usage`` (``tool_call_metadata.model_response``)."""
+        metrics = e.get("llm_metrics") if isinstance(e.get("llm_metrics"), dict) else {}
+        usages = [u for u in metrics.get("token_usages") if isinstance(u, dict)] \
+            if isinstance(metrics.get("token_usages"), list) else []
+        last = len(self.trace.messages) - 1
+        meta = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
+        resp = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
+        rid = resp.get("id") if isinstance(resp.get("id"), (str, int)) else None
+        at = self.response_at.get(rid, last) if rid else last
+        if last < 0 or e.get("source") == "user" or (rid or len(usages)) in self.billed or \
+                self.trace.messages[at].role != "assistant":
+            return
+        usage = self._usage(usages, rid, resp)
+        if usage is not None:
+            self.billed.add(rid or len(usages))
+            self.trace.messages[at] = replace(self.trace.messages[at], usage=usage)
+            self.trace.model = self.trace.model or usage.model  # an unknown name: read_trace_document notes it
+
+    def _usage(self, usages: list[dict], rid: Any, resp: dict) -> Usage | None:
+        entry = next((u for u in reversed(usages) if u.get("response_id") == rid), self.run_usages.get(rid)) \
+            if rid else (usages[-1] if usages else None)
+        if entry is not None:
+            model = entry.get("model") if isinstance(entry.get("model"), str) else None
+            return usage_from(entry, model, "prompt_tokens", "completion_tokens", "cache_read_tokens",
+                              "cache_write_tokens")
+        return chat_usage(resp.get("usage"), resp.get("model") if isinstance(resp.get("model"), str) else None)
 
     def final_finish(self) -> None:
         """A run ends with a ``finish`` call that no observation answers: the agent's last word, kept as
@@ -303,10 +341,18 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     events = _events(doc)
     if events is None:
         raise ShapeError("expected a list of OpenHands events or an object with 'history'", where="$")
-    reader = _Reader(lines if events is doc else None)
+    reader = _Reader(lines if events is doc else None, _run_usages(doc))
     for k, e in enumerate(events):
         reader.event(k, e)
     return reader.finish()
+
+
+def _run_usages(doc: Any) -> dict[Any, dict]:
+    """An evaluation output's ``metrics.token_usages`` (one per model response) by response id: the
+    events' own ``llm_metrics`` hold running totals only there."""
+    metrics = doc.get("metrics") if isinstance(doc, dict) and isinstance(doc.get("metrics"), dict) else {}
+    usages = metrics.get("token_usages") if isinstance(metrics.get("token_usages"), list) else []
+    return {u["response_id"]: u for u in usages if isinstance(u, dict) and isinstance(u.get("response_id"), str)}
 
 
 TRACE = trace_format(NAME, "OpenHands events / trajectory", detect_doc, read_doc)

@@ -4,19 +4,21 @@
 assistant message with ``tool_calls``, a ``tool`` message with ``tool_call_ids``). In text-action
 runs the model wrote its command in text (``action``) and the next ``user`` message is the
 observation: each action becomes one tool call (named by the command's first word, arguments
-``{"command": action}``, content the ``thought``) and the observation that follows its result.
-Demonstration messages (``is_demo``) stay user messages, with a note.
+``{"command": action}``, content the model's whole text as sent, marked ``TEXT_ACTION`` so the call
+adds no tokens) and the observation that follows its result. Demonstration messages (``is_demo``)
+stay user messages, with a note. ``model_stats`` gives the run's billed totals (``billed_total``)
+and how many calls the history leaves out; ``replay_config`` the model's name.
 """
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from ..conversation import Message, ToolCall
+from ..conversation import TEXT_ACTION, Message, ToolCall
 from ..errors import ShapeError
 from . import openai_chat
 from ._base import Format
-from ._trace import Trace, TraceFormat, content_text, never, sub_read
+from ._trace import Trace, TraceFormat, content_text, mark_final, never, sub_read
 
 NAME = "swe_agent"
 #: fields of a history message that carry something a converted file would lose (noted when set)
@@ -51,10 +53,11 @@ class _Reader:
         self.actions += 1
         cid = f"action-{k}"
         action = m["action"]
-        content = m["thought"] if isinstance(m.get("thought"), str) else \
-            content_text(m.get("content"), f"$.history[{k}].content")
+        content = m["content"] if isinstance(m.get("content"), str) else m["thought"] if \
+            isinstance(m.get("thought"), str) else content_text(m.get("content"), f"$.history[{k}].content")
         self.trace.add([Message("assistant", content, tool_calls=(
-            ToolCall(cid, _command_name(action), json.dumps({"command": action}, ensure_ascii=False)),))])
+            ToolCall(cid, _command_name(action), json.dumps({"command": action}, ensure_ascii=False)),),
+            extra={TEXT_ACTION: True})])
         self.open_action = cid
 
     def message(self, k: int, m: Any) -> None:
@@ -102,24 +105,74 @@ class _Reader:
         t.notes.append(f"message {len(t.messages) - 1}: the history ends at an action; its observation is taken from "
                        "'trajectory' (the model never saw it: no call came after)")
 
+    def last_step(self, doc: dict) -> None:
+        """The trajectory has one step more than the history has actions (the final ``submit`` is
+        logged in ``trajectory`` only): that call happened; its reply is read from the step."""
+        t = self.trace
+        steps = doc.get("trajectory") if isinstance(doc.get("trajectory"), list) else []
+        actions = sum(m.role == "assistant" for m in t.messages)
+        step = steps[-1] if steps and isinstance(steps[-1], dict) else {}
+        action = step.get("action")
+        if len(steps) != actions + 1 or not isinstance(action, str) or not action.strip() or \
+                not t.messages or t.messages[-1].role == "assistant":
+            return
+        reply = step.get("response") if isinstance(step.get("response"), str) else step.get("thought")
+        self.text_action(len(doc.get("history") or ()), {"action": action, "content": reply or action})
+        t.notes.append(f"message {len(t.messages) - 1}: the last step ({_command_name(action)}) is logged in "
+                       "'trajectory' only: read from there")
+
     def finish(self, doc: dict) -> Trace:
         t = self.trace
+        self.last_step(doc)
         self.last_observation(doc)
         if self.actions:
             t.notes.append(f"text-action run: {self.actions:,} actions the model wrote as text are read as tool calls "
                            "(named by the command's first word), each observation as its result; the model saw "
-                           "them as text, so their tokens are counted as tool calls here")
+                           "them as text: the assistant's text as sent is counted, the calls add no tokens")
         if self.demos:
             t.notes.append(f"{self.demos:,} demonstration message(s) (is_demo) kept as user messages")
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-        for key in ("exit_status", "submission"):
-            if isinstance(info.get(key), str) and key == "exit_status":
-                t.meta[key] = info[key]
-        stats = info.get("model_stats")
-        if isinstance(stats, dict):
-            t.meta["model_stats"] = {k: v for k, v in stats.items() if isinstance(v, (int, float))}
+        if isinstance(info.get("exit_status"), str):
+            t.meta["exit_status"] = info["exit_status"]
+        _model_stats(t, info.get("model_stats"))
+        t.model = _replay_model(doc.get("replay_config")) or t.model  # read_trace_document adopts it
+        if isinstance(info.get("exit_status"), str) and info["exit_status"]:
+            mark_final(t, f"exit status {info['exit_status']}")
         t.notes.append("a .traj keeps no tool definitions (SWE-agent's config lists them): counts leave them out")
         return t
+
+
+def _model_stats(t: Trace, stats: Any) -> None:
+    """SWE-agent's ``model_stats``: the run's billed totals (``billed_total`` in the metadata), and a
+    note on the calls the history leaves out (re-queries after a format error, retries)."""
+    if not isinstance(stats, dict):
+        return
+    t.meta["model_stats"] = {k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    calls, sent = stats.get("api_calls"), stats.get("tokens_sent")
+    if not (isinstance(calls, int) and calls > 0 and isinstance(sent, int) and sent > 0):
+        return
+    received = stats.get("tokens_received")
+    t.meta["billed_total"] = {"prompt_tokens": sent, "output_tokens": received if isinstance(received, int) else None,
+                              "calls": calls}
+    in_history = sum(m.role == "assistant" for m in t.messages)
+    if calls > in_history:
+        t.meta["unlogged_calls"] = calls - in_history
+        t.notes.append(f"model_stats bills {calls:,} model calls, the history holds {in_history:,}: "
+                       f"{calls - in_history:,} call(s) are not in it (re-queries after a format error or a "
+                       "retry); their prompts are billed in tokens_sent but not replayed")
+
+
+def _replay_model(config: Any) -> str | None:
+    """The model a run used, from its ``replay_config`` (a JSON text or object: ``agent.model.name``)."""
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            return None
+    agent = config.get("agent") if isinstance(config, dict) else None
+    model = agent.get("model") if isinstance(agent, dict) else None
+    name = model.get("name") if isinstance(model, dict) else None
+    return name if isinstance(name, str) and name and name != "replay" else None
 
 
 def _text(content: Any) -> str:

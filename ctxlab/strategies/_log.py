@@ -18,7 +18,7 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import Sequence
 
-from ..conversation import Message
+from ..conversation import Message, starts_turn
 from ..segments import Segments
 
 _COLUMNS = ("messages", "tokens", "categories", "fact_masks", "origin", "roles",
@@ -98,7 +98,7 @@ class Log:
     def _segment(self, i: int, m: Message) -> None:
         role = m.role
         self.roles.append(role)
-        if role == "user":
+        if role == "user" and starts_turn(m):  # a harness's message (trace readers mark it) opens no turn
             if self.starts:
                 self.closed.append((self.starts[-1], i))
             self.starts.append(i)

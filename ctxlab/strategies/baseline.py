@@ -81,12 +81,15 @@ def _calls(lc: BaseMessage) -> tuple[ToolCall, ...]:
 
 def message_from_langchain(lc: BaseMessage) -> Message:
     """A langchain-core message as a ctxlab Message, for counting: role, content (text, images,
-    thinking), name, tool calls and call id. Other fields are left out (they are not counted)."""
+    thinking), name, tool calls and call id, and the marks that change a count (a text action, the
+    unlogged prefix's size). Other fields are left out (they are not counted)."""
     from langchain_core.messages import ToolMessage
     content = lc.content if isinstance(lc.content, str) else tuple(_part(b) for b in lc.content)
     role = _ROLE_OF.get(lc.type, "user")
+    from ..formats.langchain import count_marks
     call_id = lc.tool_call_id if isinstance(lc, ToolMessage) else None
-    return Message(role, content, name=lc.name, tool_calls=_calls(lc), tool_call_id=call_id)  # type: ignore[arg-type]
+    return Message(role, content, name=lc.name, tool_calls=_calls(lc), tool_call_id=call_id,  # type: ignore[arg-type]
+                   extra=count_marks(lc.additional_kwargs))
 
 
 def tiktoken_counter(counter: TokenCounter) -> Callable[[list[BaseMessage]], int]:

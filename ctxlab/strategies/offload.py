@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..conversation import Message
+from ..conversation import FIXED_TOKENS, Message
 from ..i18n import N_, T
 from .base import Strategy, param, register, works_on_param
 from ._results import per_result_plan
@@ -92,7 +92,8 @@ class Offload(Strategy):
             head = POINTER.format(tokens=view.tokens[i], path=where)
             text = head + "\n" + preview_text(message_text(m), self.preview_tokens, self.preview_tail)
             new = Message(m.role, text, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
-                          {**m.extra, OFFLOADED: {"path": where, "tokens": view.tokens[i]}}, m.usage)
+                          {**{k: v for k, v in m.extra.items() if k != FIXED_TOKENS},  # the pointer is counted
+                           OFFLOADED: {"path": where, "tokens": view.tokens[i]}}, m.usage)
             memo[key] = (new, view.counter.message(new))
         return memo[key]
 

@@ -46,6 +46,7 @@ from .confidence import (DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, duplica
                          threshold_for)
 from .context import ContextRule, context_rule_for
 from .lexical import CANDIDATES, LexicalIndex
+from .embeddings import ProviderNotInstalled
 
 REASONS = ("similarity", "expansion", "always", "fallback")
 LEXICAL_WEIGHT = 0.15
@@ -307,10 +308,12 @@ def select(index: Any, query: str, top_k: int = 5, threshold: float | str | None
             ranking = rank(index, [query], hybrid, contexts=[tuple(context)], context_rule=context_rule)[0]
             return from_ranking(index, ranking, top_k, threshold, expand_categories, always, hybrid, model,
                                 max_expansion=max_expansion, on_no_match=on_no_match, no_match=rule)
+        except ProviderNotInstalled:  # a set-up problem: said once, not hidden behind "every tool is sent"
+            raise
         except Exception as e:  # a provider or store failure must not leave the agent without tools
             reason = f"tool retrieval failed ({type(e).__name__}: {e})"
     warning = f"{reason}: sending all {len(index.catalog)} tools"
-    chosen = [(n, "fallback", None, None, f"retrieval did not run ({reason}): every tool is sent")
+    chosen = [(n, "fallback", None, None, "retrieval did not run (see unsure_reason): every tool is sent")
               for n in index.catalog.names]
     return _selection(index, query, chosen, [warning], model,
                       dict(fallback="all_tools", hybrid=hybrid, confident=False, unsure_reason=reason,

@@ -9,8 +9,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 CHROMIUM = "/usr/bin/chromium"
 # Playwright's own browser download fails here: always drive the system Chromium.
@@ -82,6 +83,19 @@ def stop_app(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
     except ProcessLookupError:
         pass
+
+
+@contextmanager
+def served_app(root: Path, log: Path) -> Iterator[str]:
+    """A fresh `streamlit run app.py` on a free local port: its URL while the block runs, then stopped."""
+    port = free_port()
+    proc = start_app(root, port, log)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_ready(proc, url, log)
+        yield url
+    finally:
+        stop_app(proc)
 
 
 def launch(playwright: Any) -> Any:

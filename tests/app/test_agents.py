@@ -110,3 +110,26 @@ def test_an_8k_agents_strategy_starts_from_defaults_that_fit_its_model(data_dir,
             sent = s.context()
         assert s.count(sent).total <= budget.prompt_limit
         assert s.record().times_triggered > 0
+
+
+def test_a_new_agent_with_defaults_acts_early_in_the_thirty_ticket_script(data_dir, monkeypatch):
+    """Issue 31.6: a new agent defaulted to 128,000 tokens while the Chat page's 30-ticket script reaches about
+    35,000, so its strategy acted late or never (the summary first after ticket 18, a token trigger never). Saved
+    with every default, its strategy acts within the script's first ten tickets."""
+    from dataclasses import replace
+    from ctxlab.generate import generate
+    from ctxlab.strategies import Budget, get_strategy, make_view
+    from ctxlab.tokens import TokenCounter
+    at = open_page("agents.py", monkeypatch)
+    set_widget(at, "agents_name", "mine")
+    at.button(key="agents_save").click().run()
+    assert not at.exception and not at.error, at.error
+    with _store(data_dir) as store:
+        p = store.profile("mine")
+    script = generate(domain="ecommerce", turns=30, seed=0)  # the Chat page's "30 support tickets" script
+    starts = [i for i, m in enumerate(script.messages) if m.role == "user"]
+    budget = Budget.for_model(p.model, max_tokens=p.max_tokens, reserve=float(p.overflow.get("reserve", 0.15)))
+    strategy = get_strategy(p.strategy, **p.params)
+    early = replace(script, messages=script.messages[:starts[10]])  # tickets 1-10
+    plan = strategy.apply(make_view(early, counter=TokenCounter(p.model)), budget)
+    assert plan.tokens_after < plan.tokens_before, (p.max_tokens, p.params, plan.tokens_before)

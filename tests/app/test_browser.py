@@ -12,8 +12,8 @@ from urllib.parse import urlparse
 import pytest
 
 from ..conftest import ROOT
-from .browser import (choose, error_texts, free_port, full_screenshot, launch, missing_requirements, open_page,
-                      settle, start_app, stop_app, wait_for_heading, wait_until_ready, widget)
+from .browser import (choose, error_texts, full_screenshot, launch, missing_requirements, open_page, served_app, settle,
+                      wait_for_heading, widget)
 
 pytestmark = pytest.mark.browser
 if (_why := missing_requirements()) is not None:
@@ -51,18 +51,12 @@ def app_url(tmp_path_factory):
     """The app served by `streamlit run` on a free local port; stopped whatever happens. Its data
     (session store, tool index) goes to a temporary directory, never the developer's home."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port, log = free_port(), ARTIFACTS / "streamlit.log"
     with pytest.MonkeyPatch.context() as env:  # no developer's model: the Answers page shows its no-model state
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CTXLAB_LLM_MODEL", "CTXLAB_SESSIONS_URL"):
             env.delenv(name, raising=False)
         env.setenv("CTXLAB_DATA_DIR", str(tmp_path_factory.mktemp("ctxlab-data")))
-        proc = start_app(ROOT, port, log)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_ready(proc, url, log)
-        yield url
-    finally:
-        stop_app(proc)
+        with served_app(ROOT, ARTIFACTS / "streamlit.log") as url:
+            yield url
 
 
 @pytest.fixture(scope="module")

@@ -217,3 +217,38 @@ def test_the_long_sample_agent_plays_thirty_tickets_offline_not_placeholders(dat
     assert replies and "(The script" not in text and "are all played" not in text
     assert "Next scripted message: Ticket TCK" in " ".join(c.value for c in at.caption)  # 24 more to go
     assert int(metric(at, "Times it acted")) >= 1  # six tickets overflow its 8K limit: the summary works
+
+
+def test_the_compression_historys_token_column_shows_its_numbers_whole(data_dir, monkeypatch):
+    """Issue 31.6: the "tokens" cell ("16,005 → 15,210") was cut to "16,005 -> 16,00": each column is now at
+    least as wide as its longest cell needs."""
+    from ui import text_width
+    from .helpers import column_config
+    at = _started(monkeypatch)
+    at.button(key="chat_send_scripted").click().run()
+    table = next(d for d in at.dataframe if "summarized" in d.value.columns)
+    widths = {name: spec.get("width") for name, spec in column_config(table).items()}
+    longest = max(table.value["tokens"], key=len)
+    assert "→" in longest and isinstance(widths.get("tokens"), int), widths
+    assert widths["tokens"] >= text_width([longest])
+
+
+def test_a_resumed_session_shows_the_script_it_plays_not_its_agents_first(data_dir, monkeypatch):
+    """Issue 31.4: after a restart the Chat page's script picker showed ecommerce_refund.json for a session
+    playing another script. Resumed in a fresh browser session, a session shows the script it plays."""
+    from appstate import DEFAULT_SAMPLE
+    long_script = "30 support tickets (generated)"
+    with SessionStore(f"sqlite:///{data_dir / 'sessions.db'}") as store:
+        store.save_profile("mine", model="gpt-4o", max_tokens=16_000, strategy="summarize", params={})
+    at = open_page("chat.py", monkeypatch)
+    at.button(key="chat_new").click().run()
+    at.selectbox(key="chat_script").set_value(long_script).run()
+    at.button(key="chat_send_scripted").click().run()
+    assert not at.exception and not at.error, at.error
+    sid = at.session_state["chat_session_pick"]
+    again = open_page("chat.py", monkeypatch)  # a new browser session, as after a restart
+    assert again.session_state["chat_script"] == DEFAULT_SAMPLE  # a new session on "mine": its first script
+    again.selectbox(key="chat_session_pick").set_value(sid).run()
+    assert not again.exception, again.exception
+    assert again.session_state["chat_script"] == long_script
+    assert again.selectbox(key="chat_script").value == long_script

@@ -11,7 +11,7 @@ from ctxlab import i18n
 from .english_left import chinese_left, english_left, report
 
 PAGES = ["token_counts.py", "strategy_lab.py", "compare.py", "tune.py", "tool_retrieval.py"]
-PROVIDER_IDS = ("local", "use", "multilingual", "hash", "openai")  # the embedding providers' ids, as the CLI takes them
+PROVIDER_IDS = ("auto", "local", "use", "multilingual", "hash", "openai")  # embedding providers, as the CLI names them
 # What the export notes name: frameworks, products and their classes (names, not words to translate).
 FRAMEWORKS = ("OpenHands", "Codex", "Code", "SWE-agent", "ADK", "SDK", "HumanMessage", "SystemMessage",
               "ClearToolUsesEdit", "SessionSettings", "START", "Responses", "RunConfig", "deepagents", "Deep")

@@ -47,3 +47,17 @@ def test_the_untouched_default_follows_the_model(app):
     assert _limit(app) == 8_192 and not _notes(app)
     app.sidebar.selectbox(key="model").set_value("gpt-4o").run()
     assert _limit(app) == ctxlab.resolve_model("gpt-4o").context_window
+
+
+def test_a_conversation_without_tools_says_so_in_the_budget_note(monkeypatch):
+    """Issue 31.8: a conversation with no tools read "all the conversation's own 0 tools (0 tokens)"."""
+    import json
+    text = json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+                                    {"role": "user", "content": "What is ctxlab?"}]})
+    at = open_page("strategy_lab.py", monkeypatch, state={"source": "paste", "paste_text": text})
+    at.sidebar.button(key="use_paste").click().run()
+    assert not at.exception, at.exception
+    notes = [e.value.replace("\\", "") for e in (*at.caption, *at.info, *at.markdown)
+             if "Tool definitions in the budget" in e.value]
+    assert notes and all("own 0 tools" not in n for n in notes), notes
+    assert any("none, the conversation has no tools" in n for n in notes), notes

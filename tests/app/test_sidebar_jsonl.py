@@ -49,3 +49,30 @@ def test_the_pick_stays_on_another_page_and_a_single_file_removes_the_picker(mon
     at.sidebar.button(key="use_paste").click().run()
     assert not [s for s in at.sidebar.selectbox if s.key == "multi_pick"]
     assert metric(at, "Messages") == f"{_messages(docs[1]):,}"
+
+
+def test_a_file_that_needs_its_format_named_opens_with_the_sidebars_format_option(monkeypatch):
+    """Issue 31.5: an error asked to "pass the format explicitly" but the sidebar had no format option. A bare
+    mini-swe-agent message list is detected as OpenAI messages (its text actions stay text); named, it is read
+    as mini-swe-agent (each action a tool call) and every page uses that reading."""
+    import ctxlab
+    from ..conftest import ROOT
+    from .helpers import set_widget
+    path = ROOT / "tests" / "data" / "coding" / "mini_swe_agent_github_issue.json"
+    text = path.read_text(encoding="utf-8")
+    named = ctxlab.load(path, format="mini_swe_agent")
+    calls = sum(len(m.tool_calls) for m in named.messages)
+    assert calls and not any(m.tool_calls for m in ctxlab.load(path).messages)  # detection alone: no calls
+    at = open_page("token_counts.py", monkeypatch, state={"source": "paste"})
+    at.sidebar.text_area(key="paste_text").input(text).run()
+    set_widget(at, "input_format", "mini_swe_agent")
+    at.sidebar.button(key="use_paste").click().run()
+    assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
+    used = ctxlab.loads(at.session_state.conversation_text)
+    assert sum(len(m.tool_calls) for m in used.messages) == calls
+    assert len(used.messages) == len(named.messages)
+    assert "read as mini_swe_agent" in at.session_state.conversation_label
+    set_widget(at, "input_format", "swe_agent")  # a format the text is not: one clear error, the reading stays
+    at.sidebar.button(key="use_paste").click().run()
+    assert at.sidebar.error and "Traceback" not in at.sidebar.error[0].value
+    assert ctxlab.loads(at.session_state.conversation_text).messages == used.messages

@@ -132,8 +132,8 @@ def _assert_shows(at: AppTest, sel) -> None:
 
 
 def test_first_screen_sends_what_the_local_model_selects(store):
-    at = _open(provider=None)  # the default: the local all-MiniLM-L6-v2 model, built on first view
-    assert at.radio(key="tr_provider").value == "local"
+    at = _open(provider=None)  # the default: auto, which picks the local all-MiniLM-L6-v2 for an English catalog
+    assert at.radio(key="tr_provider").value == "auto"
     sel = _select(provider="local", threshold=DEFAULT_THRESHOLD)
     assert 0 < len(sel.tools) < 42 and not sel.warnings and sel.confident
     _assert_shows(at, sel)
@@ -524,7 +524,9 @@ def _closed_port() -> int:
 
 def test_openai_needs_a_key_and_a_typed_key_is_never_shown(app, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{_closed_port()}/v1")
-    assert app.radio(key="tr_provider").options == ["local (all-MiniLM-L6-v2, offline)",
+    assert app.radio(key="tr_provider").options == ["auto (by the catalog's language: MiniLM for English, a "
+                                                    "multilingual model for Chinese)",
+                                                    "local (all-MiniLM-L6-v2, offline)",
                                                     "use (USE multilingual, offline; Chinese, mixed)",
                                                     "multilingual (multilingual-e5-small, offline; Chinese, slower)",
                                                     "hash (word-hash fake, instant)"]
@@ -593,8 +595,52 @@ def test_the_follow_up_controls_and_captions_in_chinese(monkeypatch, store):
         assert not at.exception, at.exception
         assert at.checkbox(key="tr_context").label == "结合之前的消息理解简短消息"
         assert any(c.value.startswith(("排序时并入了", "单独排序")) for c in at.caption)
-        left = english_left(at, allow=("local", "use", "multilingual", "hash", "openai"),
+        left = english_left(at, allow=("auto", "local", "use", "multilingual", "hash", "openai"),
                             engine_text={load_prices().get("gpt-4o").source, unsure})
         assert not left, report(left)
+    finally:
+        i18n.use("en")
+
+
+REFUND_ZH = "我要退货退款，订单号 YJ20261108-4471。"
+RETURN_OR_REFUND = {"issue_refund", "create_return_request"}
+
+
+def test_chinese_on_the_chinese_sample_picks_the_multilingual_model_and_finds_the_refund_tool_first(store):
+    """Issue 31.1: in 中文 on zh_support_agent.json the page embedded with the English MiniLM, so a refund request
+    came back "unsure" with all 40 tools. The default provider (auto) now picks by the catalog's language."""
+    from ctxlab import i18n
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.query_params["lang"] = "zh"
+    at.run()
+    try:
+        assert not at.exception, at.exception
+        assert at.session_state["sample_name"] == "zh_support_agent.json"
+        assert at.radio(key="tr_provider").value == "auto" and at.radio(key="tr_catalog").value == "conversation"
+        i18n.use("zh")
+        at.text_input(key="tr_query").input(REFUND_ZH).run()
+        assert not at.exception, at.exception
+        status = next(c.value for c in at.caption if c.value.startswith("索引")).replace("\\", "")
+        assert "multilingual-e5" in status, status
+        assert at.slider(key="tr_threshold").value == 0.83  # e5's tuned threshold, not MiniLM's 0.26
+        sent = _sent(at)
+        assert sent["name"][0] in RETURN_OR_REFUND and len(sent) < 40, list(sent["name"])
+        assert not [w for w in at.warning if "没有" in w.value and "40" in w.value]  # not "unsure: all 40 tools"
+    finally:
+        i18n.use("en")
+
+
+def test_switching_to_chinese_switches_the_sample_catalog_and_the_example_query(store):
+    """Issue 31.1: switching to 中文 kept the English sample conversation and the English example query."""
+    from ctxlab import i18n
+    at = _open(provider="hash", catalog="sample")
+    assert at.session_state["sample_name"] == "ecommerce_refund.json" and at.text_input(key="tr_query").value == QUERY
+    try:
+        at.button_group(key="lang").set_value("zh").run()  # the sidebar's 语言 switch, its callback included
+        assert not at.exception, at.exception  # (the widgets were drawn in English: the thread speaks it this run)
+        i18n.use("zh")
+        assert at.session_state["sample_name"] == "zh_support_agent.json"
+        assert at.text_input(key="tr_query").value == REFUND_ZH
+        assert len(_catalog_table(at)) == 40  # the Chinese shop's catalog
     finally:
         i18n.use("en")

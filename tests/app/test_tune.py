@@ -190,3 +190,21 @@ def test_opening_a_point_sets_the_strategy_lab_to_it(monkeypatch, engine):
     view, budget = prepare(conv, "gpt-4o", context_limit=8000, reserve=0.15)
     plan = get_strategy("clear_tool_results", **engine.points[k]["params"]).apply(view, budget)
     assert metric(at, "Tokens after") == f"{plan.tokens_after:,}"
+
+
+def test_a_recommended_point_exports_to_every_target_including_the_python_snippet(app, downloads, engine):
+    """Issue 31.7: Tune's sliding_window point gave only a config and LangChain; every target of ctxlab.exports
+    is either a download or one line saying why it has no form, and the Python snippet (any strategy) is there."""
+    from ctxlab.exports import TARGETS
+    k = next(i for i, p in enumerate(engine.points) if p["strategy"] == "sliding_window")
+    app.selectbox(key="tune_point").set_value(k).run()
+    captions = [c.value.replace("\\", "") for c in app.caption]
+    for target in TARGETS:
+        assert f"{target}.json" in downloads or any(c.startswith(f"{target}: ") for c in captions), target
+    snippet = downloads["manage_context.py"].decode()
+    namespace: dict = {}
+    exec(compile(snippet, "manage_context.py", "exec"), namespace)
+    conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
+    messages = ctxlab.export(conv, "openai").data["messages"]
+    assert 0 < len(namespace["manage_context"](messages)) <= len(messages)
+    assert "sliding_window" in snippet
