@@ -141,3 +141,17 @@ def test_the_offload_marker_stays_inside_ctxlab_when_the_result_is_exported():
     for fmt in ("openai", "anthropic", "langchain"):
         text = json.dumps(ctxlab.export(conv.with_messages(plan.messages), fmt).data)
         assert "/large_tool_results/" in text and OFFLOADED not in text, fmt
+
+
+def test_a_result_with_a_given_token_count_is_offloaded_and_its_pointer_counted():
+    from ctxlab.conversation import FIXED_TOKENS, Conversation
+
+    from .builders import assistant, system, tool, user
+    big = tool("r1", "line of a log\n" * 3_000)
+    given = big.__class__(big.role, big.content, big.name, big.tool_calls, big.tool_call_id, big.is_error, big.id,
+                          {FIXED_TOKENS: 12_000}, big.usage)
+    conv = Conversation((system("agent"), user("build it"), assistant("", "r1"), given, assistant("done")))
+    view = make_view(conv)
+    assert view.tokens[3] == 12_000
+    plan = get_strategy("offload", min_tokens=2_000).apply(view, Budget(128_000))
+    assert plan.actions[3] == "truncate" and plan.output_tokens[plan.origin.index(3)] < 1_000
