@@ -24,6 +24,7 @@ from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.strategies import Budget, Plan, Strategy, View, get_strategy
 from ctxlab.prefix import check_against_bill
+from ctxlab.tools_per_call import ToolsAt, tools_per_call
 from ctxlab.usage import UsageComparison
 from ctxlab.validate import Finding, validate
 
@@ -52,11 +53,18 @@ def input_findings(text_key: str, _conv: ctxlab.Conversation) -> dict[str, list[
     return {r: validate(list(_conv.messages), r) for r in RULES}
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def tools_at(view_key: tuple, mode: str, _conv: ctxlab.Conversation) -> tuple[ToolsAt, ...] | None:
+    """The tool definitions sent at each call under ``mode`` (None for ``all``: the budget's tools at every call)."""
+    return None if mode == "all" else tools_per_call(_conv, mode, model=view_key[1])
+
+
 @st.cache_resource(show_spinner=False, max_entries=16)
 def lab_replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
-               _budget: Budget) -> Replay:
-    """The strategy replayed call by call."""
-    return replay(_view, _strategy, _budget)
+               _budget: Budget, _tools: tuple[ToolsAt, ...] | None = None) -> Replay:
+    """The strategy replayed call by call (with the tools sent at each call, when given; ``budget_key``
+    names them)."""
+    return replay(_view, _strategy, _budget, tools=_tools)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -66,17 +74,19 @@ def needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def baseline(view_key: tuple, budget_key: str, _view: View, _budget: Budget) -> Replay:
+def baseline(view_key: tuple, budget_key: str, _view: View, _budget: Budget,
+             _tools: tuple[ToolsAt, ...] | None = None) -> Replay:
     """Keeping everything, replayed call by call (what the measures compare with)."""
-    return replay(_view, get_strategy("none"), _budget)
+    return replay(_view, get_strategy("none"), _budget, tools=_tools)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
-             _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None) -> ReplayMeasures:
+             _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None,
+             _tools: tuple[ToolsAt, ...] | None = None) -> ReplayMeasures:
     """Needed recall and cost of the strategy's replay (shared with the Replay tab) and of keeping everything."""
-    return measure_on_replay(_conv, lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget),
-                             baseline(view_key, budget_key, _view, _budget), model=_model, price=_price,
+    return measure_on_replay(_conv, lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools),
+                             baseline(view_key, budget_key, _view, _budget, _tools), model=_model, price=_price,
                              facts=needed(view_key[0], _conv))
 
 

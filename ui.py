@@ -350,3 +350,22 @@ ROLE_NAMES = {"system": N_("system"), "user": N_("user"), "assistant": N_("assis
 def role_name(role: str) -> str:
     """A message role in the language in use (an unknown role as it is)."""
     return _(ROLE_NAMES[role]) if role in ROLE_NAMES else role
+
+
+TOOL_MODE_WORDS = {"all": N_("all of them, at every call"),
+                   "retrieval": N_("a retrieval's pick per call (top 5 of the call's last messages)"),
+                   "deferred": N_("deferred: a search tool plus the definitions found so far")}
+
+
+def tools_picker(key: str, has_tools: bool) -> str:
+    """Which tool definitions a replay sends at each call (``ctxlab.tools_per_call``); "all" without a
+    selectbox when the conversations have no tool definitions."""
+    if not has_tools:
+        return "all"
+    return st.selectbox(_("Tool definitions sent"), list(TOOL_MODE_WORDS), key=key,
+                        format_func=lambda m: _(TOOL_MODE_WORDS[m]),
+                        help=_("On the call-by-call replay (needed facts, cost, cache breaks), the tool definitions "
+                               "of each call count in its prompt and in the budget the strategy plans with. A "
+                               "retrieval's list changes from call to call and breaks the prompt cache each time; "
+                               "deferred loading (Anthropic's tool search) adds each definition once, at the first "
+                               "call that uses it."))

@@ -11,8 +11,10 @@ it, the tokens no longer read from the cache, and their price:
 * ``position``: the index in the previous prompt of the first message that differs (its original
   index is ``origin``; None for an inserted summary);
 * ``cause``: what the strategy did there at this call (``clear``, ``truncate``, ``drop``,
-  ``summarize``), ``refold`` when a summary it inserted earlier was rewritten, or ``changed`` when
-  the message is sent differently for another reason;
+  ``summarize``), ``refold`` when a summary it inserted earlier was rewritten, ``tools`` when the
+  tool definitions sent changed (a replay with tools per call, ``ctxlab.tools_per_call``; the
+  position is then -1, before the first message), or ``changed`` when the message is sent
+  differently for another reason;
 * ``tokens_lost``: cache reads the call would have had if its prompt had extended the previous one,
   less those it had, under the model's cache rule (``ctxlab.pricing``);
 * ``cost_usd``: those tokens at the input price less the cached price (a model: a cache write
@@ -27,7 +29,7 @@ from .conversation import Conversation, Message
 from .pricing import OPENAI_MIN, Price, PriceTable, _cached, load_prices
 from .strategies.plan import REMOVED
 
-CAUSES = ("clear", "truncate", "drop", "summarize", "refold", "changed")
+CAUSES = ("clear", "truncate", "drop", "summarize", "refold", "tools", "changed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,19 +82,20 @@ def cache_breaks(replay: Any, source: Conversation | Sequence[Message], *, model
 
     def observe(call: Any, view: Any) -> None:
         messages, origins, tokens = view.messages, view.origin, view.tokens
-        total = head + sum(tokens)
+        tools = call.tools
+        total = (head if tools is None else tools.tokens) + sum(tokens)
         if prev and not call.extends_previous and not call.pending:
-            k = _first_difference(prev["messages"], messages)
-            shared = head + call.shared_tokens
+            k = -1 if tools is not None and tools.changed else _first_difference(prev["messages"], messages)
+            shared = (head if tools is None else tools.prefix_tokens) + call.shared_tokens
             had, _ = _cached(rule, minimum, True, prev["total"], shared, False, total)
             could, _ = _cached(rule, minimum, True, prev["total"], prev["total"], True, max(total, prev["total"]))
             lost = max(could - had, 0)
-            origin = prev["origins"][k] if k < len(prev["origins"]) else None
+            origin = prev["origins"][k] if 0 <= k < len(prev["origins"]) else None
             cost = None
             if chosen is not None and chosen.cached_input is not None:
                 cost = lost * (chosen.input - chosen.cached_input) / 1_000_000
-            found.append(CacheBreak(call.number, k, origin, _cause(replay, call.number, origin, origins, k),
-                                    lost, cost))
+            cause = "tools" if k < 0 else _cause(replay, call.number, origin, origins, k)
+            found.append(CacheBreak(call.number, k, origin, cause, lost, cost))
         prev.update(messages=messages, origins=origins, total=total)
 
     replay.walk(observe)

@@ -181,8 +181,9 @@ def measure_on_replay(conv: Any, replayed: Any, baseline: Any, *, model: str, pr
     from .pricing import load_prices, replay_cost
     chosen = price if price is not None else load_prices()
     nf = facts if facts is not None else needed_facts(conv)
-    return ReplayMeasures(replayed, needed_recall(replayed, nf), replay_cost(replayed, conv, model=model, price=chosen),
-                          replay_cost(baseline, conv, model=model, price=chosen))
+    fid = needed_recall(replayed, nf)
+    cost = replay_cost(replayed, conv, model=model, price=chosen, read_backs=fid.read_backs)
+    return ReplayMeasures(replayed, fid, cost, replay_cost(baseline, conv, model=model, price=chosen))
 
 
 def _change(value: float) -> str:
@@ -205,11 +206,22 @@ def cost_sentence(m: ReplayMeasures) -> str:
                                                        none=n.input_tokens, cached=c.cached_share,
                                                        none_cached=n.cached_share)
     if c.cost_usd is None:
-        return _("{tokens}; cost: no price for {model}, so tokens only.").format(tokens=tokens, model=c.model)
-    if s["cost_vs_none"] is None or abs(c.cost_usd - (n.cost_usd or 0.0)) < 1e-12:
-        return _("{tokens}; cost: ${cost:.4f}, the same as keeping everything.").format(tokens=tokens, cost=c.cost_usd)
-    return _("{tokens}; cost: {change} (${cost:.4f} vs ${none:.4f}).").format(
-        tokens=tokens, change=_change(s["cost_vs_none"]), cost=c.cost_usd, none=n.cost_usd)
+        text = _("{tokens}; cost: no price for {model}, so tokens only.").format(tokens=tokens, model=c.model)
+    elif s["cost_vs_none"] is None or abs(c.cost_usd - (n.cost_usd or 0.0)) < 1e-12:
+        text = _("{tokens}; cost: ${cost:.4f}, the same as keeping everything.").format(tokens=tokens, cost=c.cost_usd)
+    else:
+        text = _("{tokens}; cost: {change} (${cost:.4f} vs ${none:.4f}).").format(
+            tokens=tokens, change=_change(s["cost_vs_none"]), cost=c.cost_usd, none=n.cost_usd)
+    return text + read_back_sentence(c.read_backs)
+
+
+def read_back_sentence(reads: int) -> str:
+    """What the modelled read-backs of offloaded results add (" " and a sentence; "" when none)."""
+    if not reads:
+        return ""
+    return " " + _("Included: {n:,} modelled read-back calls, each the prompt of the call that needed a fact left "
+                   "out of an offloaded result's preview plus the whole result read back (a model, not a "
+                   "bill).").format(n=reads)
 
 
 def verdict_by_recall(metrics: Sequence[PlanMetrics], measures: Sequence[ReplayMeasures]) -> Verdict:

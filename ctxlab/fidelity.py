@@ -32,6 +32,7 @@ from typing import Any, Sequence
 from .conversation import Conversation, Message, json_leaves
 from .i18n import N_, _
 from .segments import segment
+from .strategies.offload import OFFLOADED, ReadBack, is_offloaded
 from .strategies.view import message_text
 
 _FACT = re.compile(
@@ -296,11 +297,20 @@ class Fidelity:
     needed: int
     served: int
     turns: tuple[TurnFidelity, ...]
+    read_backs: tuple[ReadBack, ...] = ()
+    """Modelled reads of offloaded results: a miss whose source the prompt held as a pointer and a preview."""
 
     @property
     def needed_recall(self) -> float | None:
         """served / needed over the whole conversation (None when nothing was needed)."""
         return self.served / self.needed if self.needed else None
+
+    @property
+    def recall_with_read_backs(self) -> float | None:
+        """Needed recall counting a fact read back from an offloaded result as served (a model)."""
+        if not self.needed:
+            return None
+        return (self.served + sum(len(r.facts) for r in self.read_backs)) / self.needed
 
     @property
     def misses(self) -> tuple[Miss, ...]:
@@ -314,7 +324,9 @@ class Fidelity:
                 "turns": [{"turn": t.turn, "needed": t.needed, "served": t.served, "recall": t.recall}
                           for t in self.turns],
                 "misses": [{"fact": m.fact, "source": m.source, "needed_by": m.needed_by, "turn": m.turn,
-                            "call": m.call} for m in self.misses]}
+                            "call": m.call} for m in self.misses],
+                **({"read_backs_model": [r.to_dict() for r in self.read_backs],
+                    "needed_recall_with_read_backs": self.recall_with_read_backs} if self.read_backs else {})}
 
 
 class FactCheck:
@@ -330,6 +342,7 @@ class FactCheck:
         self.served: dict[int, int] = {}
         self.misses: dict[int, list[Miss]] = {}
         self._other: dict[int, tuple[Message, _Facts]] = {}  # facts of summaries and replaced copies, by object
+        self.read_backs: dict[tuple[int, int], ReadBack] = {}  # (call, source): an offloaded result read back
 
     def _facts(self, m: Message, origin: int | None) -> _Facts:
         nf = self.nf
@@ -355,6 +368,20 @@ class FactCheck:
             else:
                 self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number,
                                                           bool(need.lines)))
+                self._read_back(call, need, messages, origins)
+
+    def _read_back(self, call: Any, need: Need, messages: Sequence[Message], origins: Sequence[int | None]) -> None:
+        """Model a read-back when the missed fact's source is in the prompt as an offloaded copy."""
+        if need.source not in origins:
+            return
+        m = messages[origins.index(need.source)]
+        if not is_offloaded(m):
+            return
+        key = (call.number, need.source)
+        old = self.read_backs.get(key)
+        facts = (old.facts if old else ()) + (need.fact,)
+        self.read_backs[key] = ReadBack(call.number, call.index, call.turn, need.source, m.extra[OFFLOADED]["tokens"],
+                                        call.tokens_after, facts)
 
     def __call__(self, call: Any, view: Any) -> None:
         self.check(call, view.messages, view.origin)
@@ -366,7 +393,8 @@ class FactCheck:
             by_turn[need.turn] = by_turn.get(need.turn, 0) + 1
         rows = [TurnFidelity(t, by_turn[t], self.served.get(t, 0), tuple(self.misses.get(t, ())))
                 for t in sorted(by_turn)]
-        return Fidelity(strategy, sum(r.needed for r in rows), sum(r.served for r in rows), tuple(rows))
+        return Fidelity(strategy, sum(r.needed for r in rows), sum(r.served for r in rows), tuple(rows),
+                        tuple(self.read_backs[k] for k in sorted(self.read_backs)))
 
 
 def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Message]) -> Fidelity:
@@ -417,6 +445,7 @@ class ReplayMeasures:
                 "calls": len(r.calls), "calls_over_limit": r.calls_over_limit, "fits": r.fits,
                 "worst_prompt": r.worst.tokens_after if r.worst else 0,
                 "input_tokens": c.input_tokens, "cached_share": c.cached_share, "cost_usd": c.cost_usd,
+                "read_backs_model": c.read_backs,
                 "none_input_tokens": n.input_tokens, "none_cost_usd": n.cost_usd,
                 "tokens_vs_none": c.input_tokens / n.input_tokens - 1 if n.input_tokens else None,
                 "cost_vs_none": c.cost_usd / n.cost_usd - 1 if c.cost_usd is not None and n.cost_usd else None}
@@ -436,7 +465,8 @@ def measure_replay(conv: Conversation, strategy: Any, budget: Any, *, model: str
     check = FactCheck(facts)
     r = replay(conv, strategy, budget, model=model, observe=check)
     base = replay(conv, "none", budget, model=model)
-    return ReplayMeasures(r, check.fidelity(r.strategy), replay_cost(r, conv, model=model, price=prices),
+    fid = check.fidelity(r.strategy)
+    return ReplayMeasures(r, fid, replay_cost(r, conv, model=model, price=prices, read_backs=fid.read_backs),
                           replay_cost(base, conv, model=model, price=prices))
 
 

@@ -213,6 +213,8 @@ class CallCost:
     uncached_tokens: int
     output_tokens: int
     cost_usd: float | None
+    read_back: bool = False
+    """A modelled call that reads an offloaded result back (``strategies.offload``), not a call of the trace."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,11 @@ class CostReport:
     def output_tokens(self) -> int:
         """Output tokens over all calls."""
         return self._sum("output_tokens")
+
+    @property
+    def read_backs(self) -> int:
+        """Modelled read-back calls among the calls."""
+        return sum(1 for c in self.calls if c.read_back)
 
     @property
     def cached_share(self) -> float:
@@ -273,6 +280,8 @@ class CostReport:
                 "no_price": None if self.price else f"no price for model {self.model!r}: pass --price or --prices",
                 "input_tokens": self.input_tokens, "cached_tokens": self.cached_tokens,
                 "cached_share": self.cached_share, "output_tokens": self.output_tokens, "cost_usd": self.cost_usd,
+                **({"read_back_calls_model": self.read_backs, "read_back_model": READ_BACK_MODEL}
+                   if self.read_backs else {}),
                 "turns": self.per_turn()}
 
 
@@ -289,12 +298,31 @@ def _cached(rule: str, minimum: int, has_prev: bool, prev_len: int, shared: int,
     return read, (total - read if total >= minimum else 0)
 
 
+READ_BACK_OUTPUT_TOKENS = 30
+"""Output tokens of a modelled read-back call: the tool call that reads the file (path, offset, limit)."""
+READ_BACK_MODEL = ("one more call per read-back: the prompt of the call that needed the fact (read from the cache "
+                   "as the previous prompt) plus the whole offloaded result, uncached, and "
+                   f"{READ_BACK_OUTPUT_TOKENS} output tokens; what was read is not kept in later prompts (a later call "
+                   "that needs it reads it again), and the needs of one call from one result make one read")
+
+
+def _read_back_cost(rb: Any, chosen: Price | None, rule: str, minimum: int) -> CallCost:
+    """The modelled call of one ``strategies.offload.ReadBack`` (see ``READ_BACK_MODEL``)."""
+    prompt = rb.prompt_tokens + rb.read_tokens
+    cached, _ = _cached(rule, minimum, True, rb.prompt_tokens, rb.prompt_tokens, True, prompt)
+    uncached = prompt - cached
+    out = READ_BACK_OUTPUT_TOKENS
+    return CallCost(rb.turn, rb.index, prompt, cached, 0, uncached, out,
+                    chosen.cost(uncached, cached, 0, out) if chosen else None, True)
+
+
 def replay_cost(replay: Any, source: Conversation | Sequence[Message], *, model: str | None = None,
-                price: Price | PriceTable | None = None) -> CostReport:
+                price: Price | PriceTable | None = None, read_backs: Sequence[Any] = ()) -> CostReport:
     """Cost every call of ``replay`` (a ``ctxlab.replay.Replay`` of ``source``) under the model's
     price and cache rule. ``price`` may be a Price, a PriceTable (looked up by model), or None for
     the bundled table. The pending call (a trace that does not end with an assistant message) has
-    no output yet and is not billed."""
+    no output yet and is not billed. ``read_backs`` (``Fidelity.read_backs`` of the same replay) add
+    one modelled call each, before the call that needed them (see ``READ_BACK_MODEL``)."""
     messages = source.messages if isinstance(source, Conversation) else tuple(source)
     model = model or (source.model if isinstance(source, Conversation) else None) or "gpt-4o"
     table = price if isinstance(price, PriceTable) else None
@@ -304,11 +332,16 @@ def replay_cost(replay: Any, source: Conversation | Sequence[Message], *, model:
     rule, minimum = (chosen.cache, chosen.cache_min_tokens) if chosen else ("none", OPENAI_MIN)
     calls: list[CallCost] = []
     has_prev, prev_len = False, 0
+    reads: dict[int, list[Any]] = {}
+    for rb in read_backs:
+        reads.setdefault(rb.call, []).append(rb)
     for call in replay.calls:
+        calls += [_read_back_cost(rb, chosen, rule, minimum) for rb in reads.get(call.number, ())]
         if call.pending:
             continue
         total = call.tokens_after - tail  # tool definitions and messages
-        cached, written = _cached(rule, minimum, has_prev, prev_len, head + call.shared_tokens,
+        shared_tools = head if call.tools is None else call.tools.prefix_tokens  # tools sent per call: their own
+        cached, written = _cached(rule, minimum, has_prev, prev_len, shared_tools + call.shared_tokens,
                                   call.extends_previous, total)
         prompt = call.tokens_after
         uncached = prompt - cached - written
@@ -320,4 +353,4 @@ def replay_cost(replay: Any, source: Conversation | Sequence[Message], *, model:
 
 
 __all__ = ["CACHE_RULES", "CallCost", "CostReport", "Price", "PriceError", "PriceTable", "load_prices",
-           "parse_price_override", "parse_prices", "replay_cost"]
+           "parse_price_override", "parse_prices", "READ_BACK_MODEL", "replay_cost"]

@@ -80,6 +80,9 @@ class Call:
     """The prompt sent lacks the newest user message that has arrived (the model cannot see the question)."""
     task_lost: bool = False
     """The prompt sent lacks the task of a coding agent's run (its first user message, ``ctxlab_task``)."""
+    tools: Any = None
+    """The tools sent at this call (a ``tools_per_call.ToolsAt``) when the replay was given them per call;
+    None: the budget's ``tools_tokens`` at every call."""
 
     @property
     def saved(self) -> int:
@@ -95,7 +98,8 @@ class Call:
                 **({} if self.reported is None else {"reported_prompt_tokens": self.reported.prompt_tokens,
                                                      "reported_cached_tokens": self.reported.cached_tokens}),
                 **({"question_lost": True} if self.question_lost else {}),
-                **({"task_lost": True} if self.task_lost else {})}
+                **({"task_lost": True} if self.task_lost else {}),
+                **({} if self.tools is None else self.tools.to_dict())}
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +433,7 @@ class _Walk:
 
     def __init__(self, messages: tuple[Message, ...], counter: TokenCounter, facts: tuple[str, ...],
                  pins: frozenset[int], strategy: Strategy, budget: Budget, apply_at: str,
-                 whole: View | None = None) -> None:
+                 whole: View | None = None, tools: Sequence[Any] | None = None) -> None:
         self.messages, self.counter, self.facts, self.pins = messages, counter, facts, pins
         self.strategy, self.budget, self.apply_at = strategy, budget, apply_at
         self.works_on = getattr(strategy, "works_on", "kept_history")
@@ -437,6 +441,14 @@ class _Walk:
         self.turn_of = _turn_index(self.starts)
         self.head = budget.tools_tokens + budget.reply_priming
         self.whole = whole if whole is not None else whole_view(messages, counter, facts)
+        self.tools = tools
+
+    def _budget_at(self, c: int) -> tuple[Budget, int, Any]:
+        """The budget of call ``c`` (its tools' tokens in it), the prompt's fixed head, and its ToolsAt."""
+        if self.tools is None:
+            return self.budget, self.head, None
+        at = self.tools[c]
+        return dataclasses.replace(self.budget, tools_tokens=at.tokens), at.tokens + self.budget.reply_priming, at
 
     def run(self, observe: Observer | None = None, stop: int | None = None,
             keep: bool = True) -> tuple[list[Call], list[Compression], dict[int, "_Kept"], Prompt | None,
@@ -478,16 +490,17 @@ class _Walk:
                 arrived[i] = c
             upto = point
             apply = self.apply_at == "every_call" or user_since
-            before = view.total + self.head
+            budget, head, tools_at = self._budget_at(c)
+            before = view.total + head
             plan: Plan | None = None
             given = view
             removed = 0
             triggered = False
-            quick = apply and len(view) and self.strategy.quick_idle(view, self.budget)
+            quick = apply and len(view) and self.strategy.quick_idle(view, budget)
             if quick:  # below its trigger: it would keep everything, so no plan is made
                 user_since = False
             if apply and len(view) and not quick:
-                plan = self.strategy.apply(view, self.budget)
+                plan = self.strategy.apply(view, budget)
                 user_since = False
                 triggered = plan.idle is None
                 for k, (o, a) in enumerate(zip(view.origin, plan.actions)):
@@ -513,8 +526,10 @@ class _Walk:
                         events.append((c, o, "keep"))
             if not full:
                 base = view
-            after = view.total + self.head
-            if triggered or prev is None or prev_changed:
+            after = view.total + head
+            if tools_at is not None and tools_at.changed:  # a new tool list rewrites the prompt's start
+                shared, extends = 0, False
+            elif triggered or prev is None or prev_changed:
                 shared, extends = (0, False) if prev is None else _shared(prev.messages, view.messages, view.tokens)
             else:  # nothing changed: the previous prompt is a prefix of this one
                 shared, extends = prev.total, True
@@ -523,7 +538,7 @@ class _Walk:
                         after > self.budget.prompt_limit, len(view), removed, shared, extends,
                         point == n, messages[point].usage if point < n else None,
                         question is not None and removed_at[question] is not None,
-                        task is not None and removed_at[task] is not None)
+                        task is not None and removed_at[task] is not None, tools_at)
             calls.append(call)
             if observe is not None:
                 observe(call, view)
@@ -550,14 +565,17 @@ def _question_and_task(new: Sequence[Message], start: int, question: int | None,
 
 def replay(source: Conversation | View | Sequence[Message], strategy: Strategy | str, budget: Budget, *,
            model: str | None = None, pins: Iterable[int] = (), apply_at: str | None = None,
-           observe: Observer | None = None) -> Replay:
+           observe: Observer | None = None, tools: Sequence[Any] | None = None) -> Replay:
     """Replay ``strategy`` over ``source`` call by call (see the module docstring).
 
     ``source`` is a Conversation, a message list, or a View (its counter, facts and pins are used).
     ``pins`` are original message indexes; ``model`` picks the tokenizer (default: the
     conversation's model). ``apply_at`` overrides the strategy's own. ``observe(call, prompt_view)``
     is called at every call with the prompt sent (a View whose ``origin`` holds original indexes),
-    so a measure can read every prompt in the same pass without keeping them."""
+    so a measure can read every prompt in the same pass without keeping them. ``tools`` (from
+    ``ctxlab.tools_per_call.tools_per_call``, one per call) gives the tool definitions sent at each call:
+    their tokens replace the budget's ``tools_tokens`` in that call's prompt and in the budget the
+    strategy plans with."""
     strategy = get_strategy(strategy) if isinstance(strategy, str) else strategy
     where = apply_at or getattr(strategy, "apply_at", "every_call")
     if where not in APPLY_AT:
@@ -568,8 +586,11 @@ def replay(source: Conversation | View | Sequence[Message], strategy: Strategy |
     if bad:
         raise CtxlabError(f"pinned index {bad[0]} is not a message of this conversation", where="pins",
                           hint=f"Pin indexes from 0 to {len(messages) - 1}")
+    if tools is not None and len(tools) != len(call_points(messages)):
+        raise CtxlabError(f"tools per call has {len(tools)} entries for {len(call_points(messages))} model calls",
+                          where="tools", hint="Make them with ctxlab.tools_per_call.tools_per_call(conv, mode)")
     walk = _Walk(messages, counter, facts, pins, strategy, budget, where,
-                 source if isinstance(source, View) else None)
+                 source if isinstance(source, View) else None, tools)
     calls, records, prompts, _, arrived, removed_at, events = walk.run(observe)
 
     def rerun(c: int) -> Prompt:

@@ -36,6 +36,7 @@ from .pricing import Price, PriceTable, load_prices, replay_cost
 from .replay import replay
 from .strategies import STRATEGIES, Budget, StrategyError, get_strategy, parse_param
 from .tokens import TokenCounter
+from .tools_per_call import TOOL_MODES, tools_per_call
 from .validate import FindingKey, input_finding_keys, introduced_findings, validate
 
 DEFAULT_MIN_RECALL = 0.95
@@ -53,7 +54,7 @@ MAXIMIZE = {"needed_recall", "retention", "fits_rate", "saved", "cached_share"}
 """Columns where more is better (the others, calls_over_limit and worst_prompt included, are minimized)."""
 COLUMNS = ("strategy", "params", "max_tokens", "conversations", "calls", "calls_over_limit", "worst_prompt",
            "fits_rate", "needed_recall", "cost_usd", "cost_vs_none", "tokens_final_mean", "tokens_final_p95", "saved",
-           "invalid", "retention", "input_tokens_total", "cached_share", "plan_ms")
+           "invalid", "retention", "input_tokens_total", "cached_share", "read_backs_model", "plan_ms")
 
 
 class SweepError(CtxlabError):
@@ -184,7 +185,7 @@ class _Checks:
 
 def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, price: Price | None,
              tools_tokens: int, reserve: float, max_tokens: int,
-             inherited: frozenset[FindingKey] = frozenset()) -> dict[str, Any]:
+             inherited: frozenset[FindingKey] = frozenset(), per_call: Any = None) -> dict[str, Any]:
     """One conversation under one point (None: the ``none`` baseline), replayed call by call.
     Validity is checked on every call whose prompt the strategy changed and on the last call (a
     call where it changed nothing sends the prompt checked before plus original messages); an
@@ -193,19 +194,20 @@ def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, p
     budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools_tokens, max_tokens=max_tokens)
     checks = _Checks(nf, point is not None, inherited)
     t0 = time.perf_counter()
-    r = replay(conv, strategy, budget, model=model, observe=checks)
+    r = replay(conv, strategy, budget, model=model, observe=checks, tools=per_call)
     if checks.validate_prompts and checks.final is not None and not checks.invalid:
         checks._check(checks.final)
     seconds = time.perf_counter() - t0
-    cost = replay_cost(r, conv, model=model, price=price)
     fid = checks.facts.fidelity(r.strategy)
+    cost = replay_cost(r, conv, model=model, price=price, read_backs=fid.read_backs)
     last = r.calls[-1] if r.calls else None
     return {"tokens_final": last.tokens_after if last else 0, "tokens_before": last.tokens_before if last else 0,
             "fits": r.fits, "calls": len(r.calls), "calls_over_limit": r.calls_over_limit,
             "worst": r.worst.tokens_after if r.worst else 0, "invalid": checks.invalid,
             "retention": _retention(checks.final),
             "needed": fid.needed, "served": fid.served, "input": cost.input_tokens, "cached": cost.cached_tokens,
-            "cost": cost.cost_usd, "seconds": seconds, "applications": r.applications}
+            "cost": cost.cost_usd, "seconds": seconds, "applications": r.applications,
+            "read_backs_model": cost.read_backs}
 
 
 def _retention(view: Any) -> float | None:
@@ -219,13 +221,13 @@ def _retention(view: Any) -> float | None:
 
 
 def evaluate_chunk(chunk: Sequence[tuple[int, Conversation]], points: Sequence[PointSpec], model: str | None,
-                   price: Price | None, reserve: float) -> list[dict[str, Any]]:
+                   price: Price | None, reserve: float, tools_mode: str = "all") -> list[dict[str, Any]]:
     """The work of one executor task: every point (and the ``none`` baseline) on each conversation
     of ``chunk``. Returns one record per conversation, in order."""
     out = []
     for index, conv in chunk:
         try:
-            out.append(_evaluate_one(index, conv, points, model, price, reserve))
+            out.append(_evaluate_one(index, conv, points, model, price, reserve, tools_mode))
         except CtxlabError as e:  # say which conversation (and file) could not be measured
             source = conv.metadata.get(SOURCE_KEY)
             raise SweepError(f"conversation {index}{f' ({source})' if source else ''}: {e}") from None
@@ -237,14 +239,16 @@ SOURCE_KEY = "x-ctxlab-source"
 
 
 def _evaluate_one(index: int, conv: Conversation, points: Sequence[PointSpec], model: str | None,
-                  price: Price | None, reserve: float) -> dict[str, Any]:
+                  price: Price | None, reserve: float, tools_mode: str = "all") -> dict[str, Any]:
     m = model or conv.model or "gpt-4o"
     tools = TokenCounter(m).tools(conv.tools)
+    per_call = None if tools_mode == "all" else tools_per_call(conv, tools_mode, model=m)
     nf = needed_facts(conv)
     inherited = input_finding_keys(conv)
-    base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points))
+    base = _measure(conv, nf, None, m, price, tools, reserve, max(p.max_tokens for p in points), per_call=per_call)
     return {"index": index, "none": base, "input_errors": sorted(inherited, key=_key_order),
-            "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens, inherited) for p in points]}
+            "points": [_measure(conv, nf, p, m, price, tools, reserve, p.max_tokens, inherited, per_call)
+                       for p in points]}
 
 
 def _key_order(key: FindingKey) -> tuple[str, str, int]:
@@ -276,6 +280,7 @@ def _aggregate(spec: PointSpec, rows: Sequence[dict[str, Any]], none: Sequence[d
             "retention": sum(kept) / len(kept) if kept else None,
             "needed_recall": sum(r["served"] for r in rows) / needed if needed else None,
             "input_tokens_total": inputs, "cached_share": sum(r["cached"] for r in rows) / inputs if inputs else 0.0,
+            "read_backs_model": sum(r.get("read_backs_model", 0) for r in rows),
             "cost_usd": cost, "cost_vs_none": (cost / none_cost - 1) if cost is not None and none_cost else None,
             "plan_ms": 1000 * sum(r["seconds"] for r in rows) / calls if calls else 0.0}
 
@@ -507,14 +512,18 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
               prices: Price | PriceTable | None = None, workers: int | None = None, scheduler: Any = None,
               sample: int | None = None, seed: int = 0, min_recall: float = DEFAULT_MIN_RECALL,
               axes: tuple[str, str] = DEFAULT_AXES, reserve: float = 0.15, chunk_size: int | None = None,
-              progress: Progress | None = None) -> SweepResult:
+              progress: Progress | None = None, tools: str = "all") -> SweepResult:
     """Run every point of ``grid`` (or a seeded ``sample`` of its combos) at every budget on every
     conversation; aggregate per point; find the Pareto front on ``axes`` and the recommendation.
 
     ``workers`` local processes (default: every core; 1 runs in this process) or a Dask
     ``scheduler`` (an address or a ``distributed.Client``). ``prices`` is a Price, a PriceTable
     looked up by ``model`` (default: the conversations' model), or None for the bundled table.
-    ``progress(done, total)`` is called as chunks finish."""
+    ``progress(done, total)`` is called as chunks finish. ``tools`` is what each replayed call sends of
+    the tool definitions (``ctxlab.tools_per_call``: all, retrieval, deferred), counted in its prompt."""
+    if tools not in TOOL_MODES:
+        raise SweepError(f"tools must be one of {', '.join(TOOL_MODES)}, got {tools!r}", where="--tools")
+    tools_mode = tools
     budgets = list(dict.fromkeys(budgets))
     if not budgets or any(not isinstance(b, int) or isinstance(b, bool) or b <= 0 for b in budgets):
         raise SweepError(f"budgets must be positive whole numbers of tokens, got {budgets}", where="--max-tokens",
@@ -523,8 +532,9 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
         raise SweepError(f"the recall level must be between 0 and 1, got {min_recall}", where="--min-recall")
     combos = grid.sample(sample, seed) if sample else grid.combos()
     convs = list(conversations)
+    notes = [] if tools == "all" else [T("every replayed call sends the tool definitions of the {mode} mode "
+                                         "(ctxlab.tools_per_call), counted in its prompt and budget", mode=tools)]
     usable = [(k, c) for k, c in enumerate(convs) if any(m.role == "user" for m in c.messages)]
-    notes = []
     if len(usable) < len(convs):
         notes.append(T("{n} conversation(s) without a user message were left out", n=len(convs) - len(usable)))
     if not usable:
@@ -540,7 +550,7 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     n_workers = workers or os.cpu_count() or 1
     size = chunk_size or max(1, math.ceil(len(usable) / (max(n_workers, 1) * 4)))
     tasks = _chunks(usable, size)
-    args = (specs, model, price, reserve)
+    args = (specs, model, price, reserve, tools_mode)
     chunks = _run_dask(tasks, args, scheduler, progress) if scheduler is not None else \
         _run_local(tasks, args, n_workers, progress)
     records = [rec for chunk in chunks for rec in chunk]

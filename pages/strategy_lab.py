@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -34,7 +35,7 @@ from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.i18n import N_, _, language, local, use
 from ui import (APPLY_AT_WORDS, TABLE_ACTIONS, action_column, action_words, config_downloads, count_column,
                 message_number, native_downloads, number_column, role_name, snippet_download, strategy_picker,
-                strategy_title, summary_note, text_width, translated_columns)
+                strategy_title, summary_note, text_width, tools_picker, translated_columns)
 
 RULES, EXPORTS = labcache.RULES, labcache.EXPORTS
 LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}  # English; shown through _()
@@ -89,7 +90,7 @@ def _where_it_runs(keys: tuple, price: Price | None) -> None:
     for where in APPLY_AT:
         variant = dataclasses.replace(strategy, apply_at=where)
         m = labcache.measures(keys[0], labcache.strategy_key(variant, llm), keys[2], repr(price), conv, view,
-                      variant, budget, model, price)
+                      variant, budget, model, price, tools)
         r = m.replay
         rows.append({"runs": _(APPLY_AT_WORDS[where]),
                      "calls over the limit": _("{k:,} of {n:,}").format(k=r.calls_over_limit, n=len(r.calls)),
@@ -144,12 +145,13 @@ def _cost_section(m: ReplayMeasures) -> None:
 
 CAUSE_WORDS = {"clear": N_("cleared"), "truncate": N_("truncated"), "drop": N_("dropped"),
                "summarize": N_("folded into a summary"), "refold": N_("its summary rewritten"),
-               "changed": N_("sent differently")}
+               "tools": N_("the tool list changed"), "changed": N_("sent differently")}
 
 
 def _break_sentence(b: CacheBreak) -> str:
     """One call's cache break in a sentence: where the prompt stopped matching, why, what it cost."""
-    where = _("message #{i}").format(i=b.origin) if b.origin is not None else _("the summary")
+    where = (_("the tool definitions") if b.position < 0 else
+             _("message #{i}").format(i=b.origin) if b.origin is not None else _("the summary"))
     cost = "" if b.cost_usd is None else _(", ${cost:.4f}").format(cost=b.cost_usd)
     return _("This call's prompt stops matching the previous call's at {where} ({cause} at this call): {n:,} "
              "tokens no longer read from the prompt cache{cost}.").format(where=where, cause=_(CAUSE_WORDS[b.cause]),
@@ -198,6 +200,17 @@ def _billed_section(u: UsageComparison) -> None:
 
 # ---------------------------------------------------------------- page
 
+def _tools_sentence(rp: Replay) -> str:
+    """The tools sent per call, in one sentence (empty when every call sends them all)."""
+    per = [c.tools for c in rp.calls if c.tools is not None]
+    if not per:
+        return ""
+    return _("Tool definitions: {mean:,.0f} tokens a call on average (all of them: {all:,}); the list changed at "
+             "{changed:,} calls; {missing:,} calls used a tool that was not sent.").format(
+        mean=sum(t.tokens for t in per) / len(per), all=budget.tools_tokens, changed=sum(t.changed for t in per),
+        missing=sum(bool(t.missing) for t in per))
+
+
 NOTE_BOXES = {"success": st.success, "info": st.info, "warning": st.warning, "caption": st.caption}
 
 st.set_page_config(layout="wide")  # additive: app.py's title and icon stay
@@ -232,6 +245,7 @@ with left:
                         on_change=_pin_number, placeholder=_("number"),
                         help=_("{n:,} messages: type a message's number to pin it, or open it in the table below and "
                                "press Pin this message.").format(n=n))
+    tools_mode = tools_picker("lab_tools", bool(conv.tools))
 if strategy is None:
     st.stop()
 
@@ -239,7 +253,8 @@ pins = tuple(sorted(st.session_state.pins))
 try:
     view = current_view(text, model, pins)
     llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings); part of the cache key
-    keys = ((text_hash(text), model, pins), labcache.strategy_key(strategy, llm), repr(budget))
+    keys = ((text_hash(text), model, pins), labcache.strategy_key(strategy, llm), f"{budget!r}|tools={tools_mode}")
+    tools = labcache.tools_at(keys[0], tools_mode, conv)
     with use_llm(llm):
         plan, findings, table = labcache.outcome(*keys, view, strategy, budget)
     input_findings = labcache.input_findings(text_hash(text), conv)
@@ -290,12 +305,14 @@ def _fill_metrics(measures: ReplayMeasures | None) -> None:
                    "measure it.")).format(n=n)
         c6.metric(_("Needed facts served"), _("pending"), help=where)  # a short word: the column cuts longer ones
     else:
-        recall = measures.needed_recall
+        recall, fid = measures.needed_recall, measures.fidelity
+        reads = "" if not fid.read_backs else " " + _(
+            "With the {n:,} modelled read-backs of offloaded results counted as served: {recall:.0%}.").format(
+            n=len(fid.read_backs), recall=fid.recall_with_read_backs)
         c6.metric(_("Needed facts served"), _("n/a") if recall is None else f"{recall:.0%}",
                   help=_("On the call-by-call replay: of the facts (ids, amounts, dates, tool arguments) each "
                          "assistant message used that came from an earlier message, the share the prompt of its model "
-                         "call held. {served:,} of {needed:,}.").format(served=measures.fidelity.served,
-                                                                        needed=measures.fidelity.needed))
+                         "call held. {served:,} of {needed:,}.").format(served=fid.served, needed=fid.needed) + reads)
 
 
 
@@ -349,7 +366,7 @@ if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
         or st.session_state.get("lab_measured") == measure_key:
     try:
         with st.spinner(_("Measuring needed facts and cost…")):
-            measures = labcache.measures(*keys, repr(price), conv, view, strategy, budget, model, price)
+            measures = labcache.measures(*keys, repr(price), conv, view, strategy, budget, model, price, tools)
     except CtxlabError as e:
         main.error(md_escape(str(e)))
 with metrics_row:
@@ -449,7 +466,7 @@ if tab_replay.open:
                      "limit.").format(where=where))
         try:
             with use_llm(llm), st.spinner(_("Replaying call by call…")):
-                rp: Replay | None = labcache.lab_replay(*keys, view, strategy, budget)
+                rp: Replay | None = labcache.lab_replay(*keys, view, strategy, budget, tools)
         except CtxlabError as e:
             st.error(md_escape(str(e)))
             rp = None
@@ -457,6 +474,8 @@ if tab_replay.open:
             st.info(_("This conversation has no message, so there is no model call to replay."))
         elif rp is not None:
             st.plotly_chart(labcache.heatmap(*keys, language(), rp), key="lab_replay_heatmap")
+            if _tools_sentence(rp):
+                st.caption(_tools_sentence(rp))
             if measures is not None:
                 _where_it_runs(keys, price)
                 _cost_section(measures)

@@ -30,7 +30,7 @@ from ctxlab.sweep import COLUMNS, TRACE_SUFFIXES, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from tunejob import SweepJob
 from ctxlab.i18n import N_, _, local, use
-from ui import config_downloads, native_downloads, snippet_download, strategy_title, translated_columns
+from ui import config_downloads, native_downloads, snippet_download, strategy_title, tools_picker, translated_columns
 
 UPLOAD_TYPES = tuple(s.lstrip(".") for s in TRACE_SUFFIXES)  # every file ending a sweep folder is searched for
 
@@ -209,7 +209,7 @@ def _budgets() -> list[int] | None:
 # ---------------------------------------------------------------- run and results
 
 def _start(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], price: Price | None,
-           min_recall: float, sample: int | None, signature: str) -> None:
+           min_recall: float, sample: int | None, signature: str, tools_mode: str = "all") -> None:
     """Start the sweep in its own process (tunejob.SweepJob): the page stays live, shows progress
     with an estimate, can cancel it, and a closed tab ends it."""
     old = st.session_state.get("tune_job")
@@ -217,7 +217,7 @@ def _start(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], pri
         old.cancel()
     st.session_state.tune_job = SweepJob(convs, grid, budgets, model=st.session_state.model, prices=price,
                                          reserve=float(st.session_state.reserve), min_recall=min_recall,
-                                         sample=sample, seed=0)
+                                         sample=sample, seed=0, tools=tools_mode)
     st.session_state.tune_job_signature = signature
     st.session_state.tune_job_tools = TokenCounter(st.session_state.model).tools(convs[0].tools)
 
@@ -398,6 +398,7 @@ budgets = _budgets()
 st.session_state.setdefault("tune_min_recall", 0.95)
 persist("tune_min_recall")
 min_recall = st.slider(_("Recall level the recommendation must reach"), 0.5, 1.0, step=0.01, key="tune_min_recall")
+tools_mode = tools_picker("tune_tools", any(c.tools for c in convs))
 try:
     price = price_panel(st)
 except CtxlabError as e:
@@ -424,10 +425,10 @@ st.caption(md_escape(" ".join([_(size_text).format(points=points, combos=combos,
                                                    described=described, model=st.session_state.model,
                                                    reserve=st.session_state.reserve), *grid_notes])))
 signature = json.dumps([grid_values, budgets, min_recall, repr(price), st.session_state.model,
-                        float(st.session_state.reserve), set_key], default=str, sort_keys=True)
+                        float(st.session_state.reserve), set_key, tools_mode], default=str, sort_keys=True)
 running = st.session_state.get("tune_job") is not None
 st.button(_("Run the sweep"), key="tune_run", type="primary", disabled=running, on_click=_start,
-          args=(convs, grid, budgets, price, min_recall, sample, signature))
+          args=(convs, grid, budgets, price, min_recall, sample, signature, tools_mode))
 _job_panel()
 note = st.session_state.pop("tune_job_note", None)
 if note:

@@ -78,9 +78,10 @@ def test_the_strategy_parameter_carries_apply_at(long_conv):
         get_strategy("sliding_window", apply_at="sometimes")
 
 
-PER_RESULT = {"head_tail"}
-"""Strategies that cut each result past a fixed size whatever the budget (Codex's 256 lines, 10 KiB): on
-runs whose results are all smaller they rightly do nothing (tests/test_strategies_head_tail.py)."""
+PER_RESULT = {"head_tail", "offload"}
+"""Strategies that act on each result past a size, not on the prompt's total (Codex's 256 lines, 10 KiB; offload's
+tenth of the budget, 20,000 tokens at most): on runs whose results are all smaller they rightly do nothing
+(tests/test_strategies_head_tail.py, tests/test_strategies_offload.py)."""
 
 
 @pytest.mark.parametrize("name", sorted(set(STRATEGIES) - {"none", "langchain_trim"} - PER_RESULT))

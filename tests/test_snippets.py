@@ -41,6 +41,7 @@ NON_DEFAULT = {  # one changed parameter per strategy that has any, so a round t
     "server_compaction": {"trigger_tokens": 900, "keep_user_messages": True, "instructions": "Keep order ids."},
     "truncation_auto": {"output_allowance": 2_000},
     "head_tail": {"max_lines": 40, "max_bytes": 2_048, "marker": "[{omitted} of {total} lines cut]"},
+    "offload": {"min_tokens": 300, "preview_tokens": 50, "preview_tail": False, "path": "/tmp/results/{tool_call_id}"},
 }
 
 

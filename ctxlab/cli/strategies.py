@@ -178,6 +178,32 @@ def _replay_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
     p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
     prefix_args(p)
+    p.add_argument("--tools", choices=("all", "retrieval", "deferred"), default=None,
+                   help="the tool definitions sent at each call, counted in its prompt and budget: all of them, a "
+                        "BM25 retrieval's pick per call (the query is the call's last messages), or deferred "
+                        "loading (a search tool plus the definitions found so far); default: the conversation's "
+                        "tools at every call, as the budget counts them")
+    p.add_argument("--tools-top-k", type=int, default=5, metavar="N", help="tools a retrieval picks per call (5)")
+    p.add_argument("--tools-context", type=int, default=3, metavar="N",
+                   help="messages before a call that make its retrieval query (3)")
+
+
+def _tools_of(args: argparse.Namespace, conv: Conversation, model: str) -> Any:
+    """The tools sent at each call (``--tools``), or None."""
+    if args.tools is None:
+        return None
+    from ..tools_per_call import tools_per_call
+    if args.tools_context < 1:
+        raise CtxlabError(f"--tools-context must be at least 1, got {args.tools_context}", where="--tools-context")
+    return tools_per_call(conv, args.tools, model=model, top_k=args.tools_top_k, context_messages=args.tools_context)
+
+
+def _tools_summary(mode: str, tools: Any) -> dict[str, Any]:
+    """What the tools per call add up to: tokens, list changes, tools a call used but was not sent."""
+    return {"mode": mode, "tools_tokens": sum(t.tokens for t in tools),
+            "list_changes": sum(t.changed for t in tools),
+            "calls_missing_a_tool": sum(bool(t.missing) for t in tools),
+            "found": sum(len(t.found) for t in tools)}
 
 
 MATRIX_CELLS = 200_000
@@ -201,20 +227,24 @@ def _replay(args: argparse.Namespace) -> int:
         strategy, budget, view = _setup(each, conv)
         _say_scaled(args, strategy, budget)
         check = FactCheck(needed_facts(conv))
-        r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=check)
+        model = args.model or conv.model or "gpt-4o"
+        tools = _tools_of(args, conv, model)
+        r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=check,
+                   tools=tools)
         d = r.to_dict(matrix=len(r.calls) * r.size <= MATRIX_CELLS)
         d["defaults"], d["params"] = defaults_used(args), strategy.params()
+        if tools is not None:
+            d["tools_per_call"] = _tools_summary(args.tools, tools)
         d["unlogged_prefix"] = prefix
         for text in prefix_notes:
             note(f"conversation {i}: {text}")
-        model = args.model or conv.model or "gpt-4o"
         prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
-        d["fidelity"] = check.fidelity(r.strategy).to_dict()
-        d["needed_recall"] = d["fidelity"]["needed_recall"]
-        d["cost"] = replay_cost(r, conv, model=model, price=prices).to_dict()
+        fid = check.fidelity(r.strategy)
+        d["fidelity"], d["needed_recall"] = fid.to_dict(), fid.needed_recall
+        d["cost"] = replay_cost(r, conv, model=model, price=prices, read_backs=fid.read_backs).to_dict()
         breaks = cache_breaks(r, conv, model=model, price=prices)
         d["cache_breaks"] = {**breaks_summary(breaks), "calls": [b.to_dict() for b in breaks]}
-        none = replay_cost(replay(conv, "none", budget, model=args.model), conv, model=model, price=prices)
+        none = replay_cost(replay(conv, "none", budget, model=args.model, tools=tools), conv, model=model, price=prices)
         d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
         if has_usage(conv):  # a production trace: billed beside counted and modelled, per call as sent
             d["reported_usage"] = check_against_bill(conv, model=model, price=prices, budget=budget).to_dict()

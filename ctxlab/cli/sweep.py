@@ -31,6 +31,9 @@ def _sweep_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
     p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
     p.add_argument("--format", dest="out_format", choices=["json", "csv"], default="json", help="output (default json)")
+    p.add_argument("--tools", choices=("all", "retrieval", "deferred"), default="all",
+                   help="the tool definitions each replayed call sends, counted in its prompt: all (default), a "
+                        "retrieval's pick per call, or deferred loading (a search tool plus those found so far)")
     p.add_argument("--progress", action="store_true", help="show progress on stderr even when it is not a terminal")
 
 
@@ -81,7 +84,7 @@ def _sweep(args: argparse.Namespace) -> int:
         prices = prices.get(model) or prices
     result = run_sweep(convs, grid, budgets, model=args.model, prices=prices, workers=args.workers,
                        scheduler=args.scheduler, sample=args.sample, seed=args.seed, min_recall=args.min_recall,
-                       axes=axes, reserve=args.reserve, progress=_progress_bar(args.progress))
+                       axes=axes, reserve=args.reserve, progress=_progress_bar(args.progress), tools=args.tools)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.out_format == "csv":

@@ -19,7 +19,7 @@ from ._json import DEFAULT_MAX_DEPTH, SourceObjects, decode_error_text, depth_ch
 #: keys ctxlab itself puts in Message.extra; writers never copy them out as provider fields
 INTERNAL_EXTRA = ("top_level", "openai_role", "anthropic", "ctxlab_summary", "ctxlab_compaction", "ctxlab_task",
                   "ctxlab_text_action", "ctxlab_harness", "ctxlab_final", "ctxlab_subagent", "ctxlab_unlogged",
-                  "ctxlab_tokens")
+                  "ctxlab_tokens", "ctxlab_offloaded")
 
 
 @dataclass

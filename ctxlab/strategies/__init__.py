@@ -11,6 +11,7 @@ from . import summarize, rounds, priority, baseline  # noqa: F401,I001
 from . import condensers  # noqa: F401,I001  (observation_masking, recent_events, amortized_forgetting)
 from . import compaction  # noqa: F401,I001  (server_compaction, truncation_auto: the providers' own, simulated)
 from . import head_tail  # noqa: F401,I001  (Codex's cut of each large result to its head and tail)
+from . import offload  # noqa: F401,I001  (large results to files, a pointer and a preview kept: Manus, Deep Agents)
 
 __all__ = ["ACTIONS", "STRATEGIES", "Budget", "BudgetError", "Decision", "Insertion", "Pipeline", "Plan",
            "Strategy", "StrategyError", "View", "auto_facts", "build_plan", "get_strategy", "make_plan",

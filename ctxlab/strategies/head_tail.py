@@ -15,7 +15,8 @@ from typing import ClassVar
 from ..conversation import Message
 from ..i18n import N_, T
 from .base import Strategy, param, register
-from .plan import Plan, make_plan
+from ._results import per_result_plan
+from .plan import Plan
 from .view import Budget, View, message_text
 
 CODEX_MAX_BYTES = 10 * 1024
@@ -101,33 +102,19 @@ class HeadTail(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Cut every result past the limits (pinned ones stay whole)."""
-        n = len(view)
-        actions, reasons = ["keep"] * n, [T("sent as is: not a tool result")] * n
-        replacements: dict[int, Message] = {}
-        counted: dict[int, int] = {}
-        saved = 0
-        results = [i for i, r in enumerate(view.roles) if r == "tool"]
-        for i in results:
-            reasons[i] = T("sent as is: within {lines:,} lines and {bytes:,} bytes", lines=self.max_lines,
-                           bytes=self.max_bytes)
-            if i in view.pins:
-                reasons[i] = T("pinned: never cut")
-                continue
-            cut = self._cut(view, i)
-            if cut is None:
-                continue
-            new, tokens = cut
-            if tokens >= view.tokens[i]:
-                reasons[i] = T("sent as is: its head and tail would not be shorter")
-                continue
-            replacements[i], counted[i] = new, tokens
-            actions[i] = "truncate"
-            reasons[i] = T("cut to its head and tail: {before:,} -> {after:,} tokens", before=view.tokens[i],
-                           after=tokens)
-            saved += view.tokens[i] - tokens
-        stats = {"results": len(results), "cut": len(replacements), "tokens_cut": saved}
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
-                         replacement_tokens=counted, stats=stats, idle=lambda: self._idle(len(results)))
+        return per_result_plan(self, view, budget, lambda i: self._decide(view, i), ("cut", "tokens_cut"), self._idle)
+
+    def _decide(self, view: View, i: int) -> tuple[str, tuple[Message, int] | None]:
+        """Result ``i``'s reason, and its cut copy with its tokens when it is cut."""
+        if i in view.pins:
+            return T("pinned: never cut"), None
+        cut = self._cut(view, i)
+        if cut is None:
+            return T("sent as is: within {lines:,} lines and {bytes:,} bytes", lines=self.max_lines,
+                     bytes=self.max_bytes), None
+        if cut[1] >= view.tokens[i]:
+            return T("sent as is: its head and tail would not be shorter"), None
+        return T("cut to its head and tail: {before:,} -> {after:,} tokens", before=view.tokens[i], after=cut[1]), cut
 
     def _idle(self, results: int) -> str:
         """Why nothing was cut."""

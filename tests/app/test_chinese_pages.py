@@ -14,7 +14,7 @@ PAGES = ["token_counts.py", "strategy_lab.py", "compare.py", "tune.py", "tool_re
 PROVIDER_IDS = ("auto", "local", "use", "multilingual", "hash", "openai")  # embedding providers, as the CLI names them
 # What the export notes name: frameworks, products and their classes (names, not words to translate).
 FRAMEWORKS = ("OpenHands", "Codex", "Code", "SWE-agent", "ADK", "SDK", "HumanMessage", "SystemMessage",
-              "ClearToolUsesEdit", "SessionSettings", "START", "Responses", "RunConfig")
+              "ClearToolUsesEdit", "SessionSettings", "START", "Responses", "RunConfig", "deepagents", "Deep")
 # The placeholder texts a model receives in place of a cleared tool result, quoted by the export notes as data.
 PLACEHOLDER_TEXTS = frozenset({"[tool result cleared by ctxlab: N tokens]", "[cleared]"})
 
