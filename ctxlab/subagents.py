@@ -1,0 +1,160 @@
+"""Sub-agent isolation, measured: a Claude Code session's sub-agents as logged (each in its own
+context, the parent seeing only what it returned) against the same work done inline (the
+sub-agent's calls and results in the parent's context).
+
+``isolation(text)`` reads a main session (the JSONL text Claude Code wrote) and each of its
+sub-agents, replays them call by call with ``none`` (what was sent) and reports:
+
+* ``isolated``: the parent's prompt tokens over its calls, the sub-agents' over theirs, the largest
+  parent prompt, and the total;
+* ``inline``: the same work with each sub-agent's messages spliced into the parent right before
+  the call that started it (what the parent would have carried had it done the work itself);
+* ``parent_needs``: the facts the parent's later calls use that first appeared inside a sub-agent
+  (found on the inline conversation), and where an isolated parent has them before it uses them: in
+  a returned result, in its own messages, or nowhere (none on a run as logged; with a cap, what the
+  cap loses);
+* with ``return_cap`` tokens, the returned results cut to their first ``return_cap`` tokens: the
+  parent's tokens and the needs still served (Context-Folding, arXiv 2510.11967, and Anthropic's
+  multi-agent research system return short results on purpose).
+
+A model of the alternative, not a replay of it: the inline run assumes the parent would have made
+the same calls and got the same results.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Sequence
+
+from .conversation import Conversation, Message
+from .errors import CtxlabError
+from .fidelity import needed_facts
+from .formats import load_all
+from .formats.claude_agents import agent_records, session_records, subagent_text
+from .prefix import with_unlogged_prefix
+from .replay import replay
+from .strategies import Budget
+from .tokens import TokenCounter
+
+BIG_BUDGET = 10_000_000
+"""The replays of ``none`` measure what was sent; no call is judged against a limit here."""
+
+
+def _sent(conv: Conversation, model: str) -> tuple[int, int, int]:
+    """Prompt tokens over all calls, the largest prompt, and the number of calls, as sent."""
+    r = replay(conv, "none", Budget(BIG_BUDGET), model=model)
+    calls = [c for c in r.calls if not c.pending]
+    return sum(c.tokens_after for c in calls), max((c.tokens_after for c in calls), default=0), len(calls)
+
+
+def _body(sub: Conversation) -> list[Message]:
+    """A sub-agent's messages the parent would carry inline: its work, not its prompt or prefix."""
+    msgs = [m for m in sub.messages if m.role != "system"]
+    return msgs[1:] if msgs and msgs[0].role == "user" else msgs
+
+
+def _calling(parent: Conversation, returned_at: int) -> int | None:
+    """The index of the assistant message whose call the result at ``returned_at`` answers."""
+    cid = parent.messages[returned_at].tool_call_id
+    return next((i for i in range(returned_at - 1, -1, -1)
+                 if any(c.id == cid for c in parent.messages[i].tool_calls)), None)
+
+
+def _cap(m: Message, tokens: int, counter: TokenCounter) -> Message:
+    """``m`` with its text cut to about its first ``tokens`` tokens (a marker says it was cut)."""
+    text = m.text
+    if counter.text(text) <= tokens:
+        return m
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest start within the cap
+        mid = (lo + hi + 1) // 2
+        if counter.text(text[:mid]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return m.with_content(text[:lo] + f"\n[... result cut to {tokens:,} tokens ...]")
+
+
+def isolation(text: str | bytes, *, model: str | None = None, return_cap: int | None = None) -> dict[str, Any]:
+    """The comparison of the module docstring for one Claude Code main session."""
+    (parent,) = load_all(text)[:1] or (None,)
+    if parent is None or not parent.metadata.get("subagents"):
+        raise CtxlabError("this session ran no sub-agent (no Task call whose sub-agent is logged)", where="FILE",
+                          hint="Give a Claude Code main session that ran Task sub-agents")
+    model = model or parent.model or "claude-sonnet-4"
+    counter = TokenCounter(model)
+    records = session_records(text)
+    parent = with_unlogged_prefix(parent, model)  # its metadata's message indexes move with the prefix
+    subs: list[tuple[dict, Conversation]] = []
+    for row in parent.metadata["subagents"]:
+        if row.get("returned_at") is None or not any(a.id == row["id"] for a in agent_records(records)):
+            continue
+        (sub,) = load_all(subagent_text(records, row["id"]))[:1]
+        if parent.messages[row["returned_at"]].role != "tool":
+            continue  # a result that is no tool message: nothing to splice before
+        subs.append((row, with_unlogged_prefix(sub, model)))
+    if not subs:
+        raise CtxlabError("none of this session's sub-agents has both its own records and a returned result",
+                          where="FILE")
+    if return_cap is not None:
+        capped = list(parent.messages)
+        for row, _sub in subs:
+            capped[row["returned_at"]] = _cap(capped[row["returned_at"]], return_cap, counter)
+        parent = replace(parent, messages=tuple(capped))
+    inline, from_sub = _inline(parent, subs)
+    parent_tokens, parent_largest, parent_calls = _sent(parent, model)
+    sub_figures = [_sent(sub, model) for _row, sub in subs]
+    inline_tokens, inline_largest, inline_calls = _sent(inline, model)
+    return {"model": model, "subagents": [{"id": row["id"], "calls": f[2], "prompt_tokens": f[0],
+                                           "tokens_back": counter.message(parent.messages[row["returned_at"]])}
+                                          for (row, _s), f in zip(subs, sub_figures)],
+            "return_cap": return_cap,
+            "isolated": {"parent_prompt_tokens": parent_tokens, "parent_largest_prompt": parent_largest,
+                         "parent_calls": parent_calls, "subagent_prompt_tokens": sum(f[0] for f in sub_figures),
+                         "total_prompt_tokens": parent_tokens + sum(f[0] for f in sub_figures)},
+            "inline": {"parent_prompt_tokens": inline_tokens, "parent_largest_prompt": inline_largest,
+                       "parent_calls": inline_calls, "total_prompt_tokens": inline_tokens},
+            "parent_needs": _parent_needs(inline, from_sub, parent, subs)}
+
+
+def _inline(parent: Conversation, subs: Sequence[tuple[dict, Conversation]]) -> tuple[Conversation, set[int]]:
+    """The parent with each sub-agent's work before the call that started it, and the indexes (in
+    the inline conversation) of the messages that came from a sub-agent."""
+    at = {}
+    for row, sub in subs:
+        k = _calling(parent, row["returned_at"])
+        if k is not None:
+            at.setdefault(k, []).extend(_body(sub))
+    out: list[Message] = []
+    from_sub: set[int] = set()
+    for i, m in enumerate(parent.messages):
+        for extra in at.get(i, ()):
+            from_sub.add(len(out))
+            out.append(extra)
+        out.append(m)
+    return replace(parent, messages=tuple(out)), from_sub
+
+
+def _parent_needs(inline: Conversation, from_sub: set[int], parent: Conversation,
+                  subs: Sequence[tuple[dict, Conversation]]) -> dict[str, int]:
+    """Needs of the parent's own calls whose first source is a sub-agent's message: how many an
+    isolated parent still has before the call that uses them (in a returned result, or in its own
+    messages: it read the file too), and how many it has not (on a run as logged, a measure that
+    finds any of these is wrong; with ``return_cap``, what the cap would lose)."""
+    nf = needed_facts(inline)
+    returned = {k for k in range(len(inline.messages)) if k not in from_sub and inline.messages[k].role == "tool"
+                and any(inline.messages[k] is parent.messages[row["returned_at"]] for row, _s in subs)}
+    callers = {k + 1 for k in from_sub if k + 1 not in from_sub}  # the calls that started a sub-agent: in the
+    # real run they came before its work (their prompt is the parent's own), so they need nothing from it
+    needs = [n for n in nf.needs if n.source in from_sub and n.needed_by not in from_sub | callers]
+    by_return = by_parent = 0
+    for n in needs:
+        before = [k for k in range(n.needed_by) if k not in from_sub and n.served_by(nf.per_message[k])]
+        if any(k in returned for k in before):
+            by_return += 1
+        elif before:
+            by_parent += 1
+    return {"from_subagents": len(needs), "in_returned_results": by_return, "in_parent_messages": by_parent,
+            "not_in_parent": len(needs) - by_return - by_parent}
+
+
+__all__ = ["isolation"]
