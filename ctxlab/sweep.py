@@ -55,8 +55,8 @@ MAXIMIZE = {"needed_recall", "retention", "fits_rate", "saved", "cached_share"}
 """Columns where more is better (the others, calls_over_limit and worst_prompt included, are minimized)."""
 COLUMNS = ("strategy", "params", "max_tokens", "conversations", "calls", "calls_over_limit", "worst_prompt",
            "fits_rate", "needed_recall", "cost_usd", "cost_vs_none", "tokens_final_mean", "tokens_final_p95", "saved",
-           "invalid", "retention", "input_tokens_total", "cached_share", "cache_breaks", "cache_tokens_lost", "read_backs_model",
-           "plan_ms")
+           "invalid", "retention", "input_tokens_total", "cached_share", "cache_breaks", "cache_tokens_lost",
+           "read_backs_model", "plan_ms")
 
 
 class SweepError(CtxlabError):

@@ -470,7 +470,7 @@ def test_the_replay_tab_shows_cost_totals_against_keeping_everything_and_tokens_
     assert metric(app, "Cost of none") == f"${m.cost_none.cost_usd:.4f}"
     sentence = next(x.value for x in app.markdown if "Cost over the conversation" in x.value).replace("\\", "")
     assert "less than keeping everything" in sentence
-    spec = next(json.loads(c.proto.spec) for c in app.get("plotly_chart") if "cached" in c.proto.spec)
+    spec = next(json.loads(c.proto.spec) for c in app.get("plotly_chart") if "cache write" in c.proto.spec)  # not the heatmap
     names = [t.get("name") for t in spec["data"]]
     assert names == ["cached", "cache write", "uncached", "none: prompt tokens"]
     rows = m.cost.per_turn()
