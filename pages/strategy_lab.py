@@ -231,9 +231,9 @@ def _subagents_section(text: str, model: str) -> None:
     except CtxlabError as e:
         st.info(md_escape(local_error(e)))
         return
-    st.caption(_("The parent saw only what each of its {n:,} sub-agents returned; inline, each sub-agent's calls "
-                 "and results sit in the parent's context before the call that started it (a model: it assumes "
-                 "the parent would have made the same calls and got the same results).").format(
+    st.caption(_("Sub-agents replayed: {n:,}. Isolated, the parent saw only what each returned; inline, each "
+                 "sub-agent's calls and results sit in the parent's context before the call that started it (a "
+                 "model: it assumes the parent would have made the same calls and got the same results).").format(
         n=len(r["subagents"])))
     rows = [{"figure": _(label), "isolated": r["isolated"][key], "inline": r["inline"][key]}
             for label, key in SUBAGENT_ROWS]
