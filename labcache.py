@@ -1,7 +1,8 @@
 """The Strategy Lab's cached computations: the plan with its validator findings and table, the
-figures, the replay and its measures, the exports. Defined here, once per process, and not in the
-page script: Streamlit runs a page's whole file on every rerun, so each cache decorator there was
-re-created on every rerun (it reads the function's source to key its cache).
+figures, the replay and its measures, the exports, a session's sub-agents isolated or inline.
+Defined here, once per process, and not in the page script: Streamlit runs a page's whole file on
+every rerun, so each cache decorator there was re-created on every rerun (it reads the function's
+source to key its cache).
 
 Every function is keyed by strings (``view_key``: conversation hash, model, pins;
 ``strategy_key``; ``budget_key``; the language where the result holds translated text); the
@@ -22,6 +23,7 @@ from ctxlab.errors import CtxlabError
 from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
+from ctxlab.subagents import isolation
 from ctxlab.strategies import Budget, Plan, Strategy, View, get_strategy
 from ctxlab.prefix import check_against_bill
 from ctxlab.tools_per_call import ToolsAt, tools_per_call
@@ -134,3 +136,10 @@ def breaks(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, 
            _conv: ctxlab.Conversation, model: str, _price: Any) -> list[CacheBreak]:
     """Where the replay's prompts broke the prompt cache, and what it cost (one more walk), cached."""
     return cache_breaks(_rp, _conv, model=model, price=_price)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def subagents(text_key: str, model: str, return_cap: int | None, _text: str) -> dict[str, Any]:
+    """A Claude Code main session's sub-agents in their own contexts against the same work inline
+    (``ctxlab.subagents.isolation``: six replays of a few hundred messages), cached per cap."""
+    return isolation(_text, model=model, return_cap=return_cap)

@@ -30,6 +30,7 @@ from .errors import CtxlabError
 from .fidelity import needed_facts
 from .formats import load_all
 from .formats.claude_agents import agent_records, session_records, subagent_text
+from .i18n import N_
 from .prefix import with_unlogged_prefix
 from .replay import replay
 from .strategies import Budget
@@ -78,8 +79,8 @@ def isolation(text: str | bytes, *, model: str | None = None, return_cap: int | 
     """The comparison of the module docstring for one Claude Code main session."""
     (parent,) = load_all(text)[:1] or (None,)
     if parent is None or not parent.metadata.get("subagents"):
-        raise CtxlabError("this session ran no sub-agent (no Task call whose sub-agent is logged)", where="FILE",
-                          hint="Give a Claude Code main session that ran Task sub-agents")
+        raise CtxlabError(N_("this session ran no sub-agent (no Task call whose sub-agent is logged)"), where="FILE",
+                          hint=N_("Give a Claude Code main session that ran Task sub-agents"))
     model = model or parent.model or "claude-sonnet-4"
     counter = TokenCounter(model)
     records = session_records(text)
@@ -93,7 +94,7 @@ def isolation(text: str | bytes, *, model: str | None = None, return_cap: int | 
             continue  # a result that is no tool message: nothing to splice before
         subs.append((row, with_unlogged_prefix(sub, model)))
     if not subs:
-        raise CtxlabError("none of this session's sub-agents has both its own records and a returned result",
+        raise CtxlabError(N_("none of this session's sub-agents has both its own records and a returned result"),
                           where="FILE")
     if return_cap is not None:
         capped = list(parent.messages)

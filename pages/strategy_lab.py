@@ -32,7 +32,7 @@ from ctxlab.snippets import strategy_config
 from ctxlab.strategies import STRATEGIES, Plan, View
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
-from ctxlab.i18n import N_, _, language, local, use
+from ctxlab.i18n import N_, _, language, local, local_error, use
 from ui import (APPLY_AT_WORDS, TABLE_ACTIONS, action_column, action_words, config_downloads, count_column,
                 message_number, native_downloads, number_column, role_name, snippet_download, strategy_picker,
                 strategy_title, summary_note, text_width, tools_picker, translated_columns)
@@ -204,6 +204,47 @@ def _tools_sentence(rp: Replay) -> str:
              "{changed:,} calls; {missing:,} calls used a tool that was not sent.").format(
         mean=sum(t.tokens for t in per) / len(per), all=budget.tools_tokens, changed=sum(t.changed for t in per),
         missing=sum(bool(t.missing) for t in per))
+
+
+SUBAGENT_ROWS = ((N_("prompt tokens of the parent, all calls"), "parent_prompt_tokens"),
+                 (N_("prompt tokens in all (parent and sub-agents)"), "total_prompt_tokens"),
+                 (N_("largest parent prompt"), "parent_largest_prompt"), (N_("parent calls"), "parent_calls"))
+SUBAGENT_HEADERS = (N_("figure"), N_("isolated"), N_("inline"))  # the tables' headers, marked for the catalogs
+PER_SUBAGENT_HEADERS = (N_("sub-agent"), N_("calls"), N_("prompt tokens"), N_("tokens back"))
+
+
+def _subagents_section(text: str, model: str) -> None:
+    """A Claude Code main session's sub-agents run isolated (as logged) against the same work inline,
+    with a cap on what each returns (``ctxlab.subagents.isolation``)."""
+    st.markdown(_("**Sub-agents, isolated or inline**"))
+    cap = st.number_input(_("Cap on each returned result (tokens, 0: as returned)"), min_value=0, max_value=1_000_000,
+                          step=100, key="lab_subagent_cap",
+                          help=_("Each sub-agent's result cut to its first N tokens before the parent reads it"))
+    try:
+        with st.spinner(_("Replaying the sub-agents…")):
+            r = labcache.subagents(text_hash(text), model, int(cap) or None, text)
+    except CtxlabError as e:
+        st.info(md_escape(local_error(e)))
+        return
+    st.caption(_("Sub-agents replayed: {n:,}. Isolated, the parent saw only what each returned; inline, each "
+                 "sub-agent's calls and results sit in the parent's context before the call that started it (a "
+                 "model: it assumes the parent would have made the same calls and got the same results).").format(
+        n=len(r["subagents"])))
+    rows = [{"figure": _(label), "isolated": r["isolated"][key], "inline": r["inline"][key]}
+            for label, key in SUBAGENT_ROWS]
+    st.dataframe(pd.DataFrame(rows), key="lab_subagents_table", hide_index=True, width="stretch",
+                 column_config=translated_columns(list(SUBAGENT_HEADERS),
+                                                  {k: count_column(k) for k in ("isolated", "inline")}))
+    per = [{"sub-agent": a["id"], "calls": a["calls"], "prompt tokens": a["prompt_tokens"],
+            "tokens back": a["tokens_back"]} for a in r["subagents"]]
+    st.dataframe(pd.DataFrame(per), key="lab_subagents_each", hide_index=True, width="stretch",
+                 column_config=translated_columns(list(PER_SUBAGENT_HEADERS),
+                                                  {k: count_column(k) for k in PER_SUBAGENT_HEADERS[1:]}))
+    needs = r["parent_needs"]
+    st.caption(_("Facts the parent used that first appeared inside a sub-agent: {n:,}; an isolated parent has "
+                 "{back:,} of them in a returned result, {own:,} in its own messages, {none:,} nowhere.").format(
+        n=needs["from_subagents"], back=needs["in_returned_results"], own=needs["in_parent_messages"],
+        none=needs["not_in_parent"]))
 
 
 NOTE_BOXES = {"success": st.success, "info": st.info, "warning": st.warning, "caption": st.caption}
@@ -522,6 +563,8 @@ if tab_replay.open:
                          key="lab_turn_table", hide_index=True, width="stretch",
                          column_config=translated_columns(["#", "role", "tokens", "state", "content"],
                                                           {"#": number_column(), "tokens": count_column("tokens")}))
+        if conv.metadata.get("subagents"):  # a Claude Code main session: its sub-agents, isolated or inline
+            _subagents_section(text, model)
 
 if tab_export.open:
     with tab_export:

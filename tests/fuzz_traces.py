@@ -18,7 +18,8 @@ from .conftest import ROOT, SAMPLES
 from .fuzz import _get, _paths, _set
 from .test_formats_coding import V1_EVENTS
 
-TRACE_FILES = sorted([*(p for p in (ROOT / "tests" / "data" / "coding").iterdir() if p.name != "README.md"),
+TRACE_SUFFIXES = (".json", ".jsonl", ".traj")  # the traces of tests/data/coding (not its README or a build log)
+TRACE_FILES = sorted([*(p for p in (ROOT / "tests" / "data" / "coding").iterdir() if p.suffix in TRACE_SUFFIXES),
                       *(ROOT / "tests" / "data" / "production").glob("*.json*"),
                       SAMPLES / "coding" / "coding_agent_session.jsonl"])
 #: the fields the readers read a typed value from: mutated more often than the rest

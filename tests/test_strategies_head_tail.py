@@ -2,11 +2,12 @@
 real SWE-agent run and on a build log whose error sits in the cut middle (openai/codex #6415)."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import ctxlab
-from ctxlab.conversation import Conversation
+from ctxlab.conversation import Conversation, Message, ToolCall
 from ctxlab.fidelity import measure_replay
 from ctxlab.strategies import Budget, get_strategy, make_view
 from ctxlab.strategies.head_tail import head_tail
@@ -75,3 +76,39 @@ def test_pins_and_small_results_stay_and_the_idle_sentence_says_why():
     small = Conversation((system(), user("hi"), assistant("", "a"), tool("a", "ok"), assistant("done")))
     idle = get_strategy("head_tail").apply(make_view(small), Budget(128_000)).idle
     assert idle and "none of the 1 results" in idle
+
+
+# mozilla/treeherder @56ea501, tests/sample_data/logs/build-fail.log.gz (MPL-2.0): a Firefox build on
+# Taskcluster whose crashreporter fails to link; lines 137,580-138,014 of 138,014 (tests/data/coding/README.md)
+FIREFOX = Path(__file__).parent / "data" / "coding" / "firefox_build_link_error.log"
+VARIANT_RS = "/builds/worker/checkouts/gecko/third_party/rust/windows-core/src/variant.rs"  # named by the linker
+
+
+def _real_build() -> Conversation:
+    """A build agent reads the real failed build log, then opens the source file the linker names."""
+    log = FIREFOX.read_text(encoding="utf-8")
+    read = ToolCall("g1", "Read", json.dumps({"file_path": VARIANT_RS}))
+    return Conversation((system("You are a build agent."), user("Build Firefox for Windows and fix what fails."),
+                         assistant("", "b1"), tool("b1", log),
+                         Message("assistant", "crashreporter fails to link: PropVariantCompareEx is undefined.",
+                                 tool_calls=(read,)),
+                         tool("g1", "127: unsafe { PropVariantCompareEx(&self.0, &other.0, 0, 0) }"),
+                         assistant("The symbol lives in propsys.lib, which crashreporter does not link.")))
+
+
+def test_on_a_real_firefox_build_log_the_link_error_in_the_middle_is_cut_and_lost():
+    lines = FIREFOX.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if "undefined symbol: PropVariantCompareEx" in line)
+    assert 128 < at < len(lines) - 128  # the error sits in the middle Codex's rule leaves out
+    conv = _real_build()
+    plan = get_strategy("head_tail").apply(make_view(conv), Budget(128_000))
+    assert plan.actions[3] == "truncate"
+    sent = plan.messages[plan.origin.index(3)].text
+    assert "PropVariantCompareEx" not in sent and "undefined symbol" not in sent
+    assert "Unsuccessful task run with exit code: 255" in sent  # the tail says it failed, not why
+    budget = Budget(128_000)
+    whole = measure_replay(conv, get_strategy("none"), budget)
+    cut = measure_replay(conv, get_strategy("head_tail"), budget)
+    assert not whole.fidelity.misses
+    assert [(m.fact, m.source, m.needed_by) for m in cut.fidelity.misses] == [(VARIANT_RS, 3, 4)]
+    assert cut.needed_recall < whole.needed_recall
