@@ -117,9 +117,11 @@ def exports(view_key: tuple, strategy_key: str, budget_key: str, _conv: ctxlab.C
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def heatmap(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _rp: Replay) -> Any:
-    """The replay heatmap, drawn once per replay (grouping a large one takes a moment)."""
-    return figures.call_heatmap(_rp)
+def heatmap(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _rp: Replay, price_key: str = "",
+            _breaks: tuple[CacheBreak, ...] = ()) -> Any:
+    """The replay heatmap with a mark at each call whose prompt broke the cache (``_breaks``, found
+    under the price ``price_key`` names; "" for none), drawn once per replay (grouping a large one takes a moment)."""
+    return figures.call_heatmap(_rp, _breaks)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -26,10 +26,15 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from .conversation import Conversation, Message
+from .i18n import N_
 from .pricing import OPENAI_MIN, Price, PriceTable, _cached, load_prices
 from .strategies.plan import REMOVED
 
 CAUSES = ("clear", "truncate", "drop", "summarize", "refold", "tools", "changed")
+CAUSE_WORDS = {"clear": N_("cleared"), "truncate": N_("truncated"), "drop": N_("dropped"),
+               "summarize": N_("folded into a summary"), "refold": N_("its summary rewritten"),
+               "tools": N_("the tool list changed"), "changed": N_("sent differently")}
+"""Each cause in words (English, marked for the catalogs; shown with ``_``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,7 @@ def _first_difference(prev: Sequence[Message], cur: Sequence[Message]) -> int:
     return k
 
 
-def _cause(replay: Any, call: int, origin: int | None, now: Sequence[int | None], k: int) -> str:
+def _cause(replay: Any, call: int, origin: int | None, summary_there: bool) -> str:
     """What the strategy did, at ``call``, to the message at the break (``origin``, original index)."""
     if origin is None:
         return "refold"
@@ -64,42 +69,56 @@ def _cause(replay: Any, call: int, origin: int | None, now: Sequence[int | None]
         return "summarize" if state == "summarize" else "drop"
     if state in ("clear", "truncate"):
         return state
-    if k < len(now) and now[k] is None:
+    if summary_there:
         return "summarize"
     return "changed"
 
 
-def cache_breaks(replay: Any, source: Conversation | Sequence[Message], *, model: str | None = None,
-                 price: Price | PriceTable | None = None) -> list[CacheBreak]:
-    """Every break of the prompt cache in ``replay`` (of ``source``), in call order."""
-    model = model or (source.model if isinstance(source, Conversation) else None) or "gpt-4o"
-    chosen = price if isinstance(price, Price) else (price if isinstance(price, PriceTable) else
-                                                    load_prices()).get(model)
-    rule, minimum = (chosen.cache, chosen.cache_min_tokens) if chosen else ("openai", OPENAI_MIN)
-    head = replay.budget.tools_tokens
-    found: list[CacheBreak] = []
-    prev: dict[str, Any] = {}
+class BreakWatch:
+    """An observer (``replay(..., observe=watch)`` or ``Replay.walk``) that notes every call whose
+    prompt does not extend the previous one; ``breaks(replay)`` then names the causes from the
+    finished replay. Lets a caller that already replays with an observer (the sweep) find the breaks
+    in that same pass instead of walking the replay again."""
 
-    def observe(call: Any, view: Any) -> None:
-        messages, origins, tokens = view.messages, view.origin, view.tokens
-        tools = call.tools
-        total = (head if tools is None else tools.tokens) + sum(tokens)
+    def __init__(self, tools_tokens: int, *, model: str = "gpt-4o",
+                 price: Price | PriceTable | None = None) -> None:
+        self.head = tools_tokens
+        self.price = price if isinstance(price, Price) else (price or load_prices()).get(model)
+        self.rule, self.minimum = (self.price.cache, self.price.cache_min_tokens) if self.price else ("openai",
+                                                                                                        OPENAI_MIN)
+        self.noted: list[tuple[int, int, int | None, bool, int]] = []  # call, position, origin, summary there, lost
+        self._prev: dict[str, Any] = {}
+
+    def __call__(self, call: Any, view: Any) -> None:
+        messages, origins, tools, prev = view.messages, view.origin, call.tools, self._prev
+        total = (self.head if tools is None else tools.tokens) + sum(view.tokens)
         if prev and not call.extends_previous and not call.pending:
             k = -1 if tools is not None and tools.changed else _first_difference(prev["messages"], messages)
-            shared = (head if tools is None else tools.prefix_tokens) + call.shared_tokens
-            had, _ = _cached(rule, minimum, True, prev["total"], shared, False, total)
-            could, _ = _cached(rule, minimum, True, prev["total"], prev["total"], True, max(total, prev["total"]))
-            lost = max(could - had, 0)
+            shared = (self.head if tools is None else tools.prefix_tokens) + call.shared_tokens
+            had, _ = _cached(self.rule, self.minimum, True, prev["total"], shared, False, total)
+            could, _ = _cached(self.rule, self.minimum, True, prev["total"], prev["total"], True,
+                               max(total, prev["total"]))
             origin = prev["origins"][k] if 0 <= k < len(prev["origins"]) else None
-            cost = None
-            if chosen is not None and chosen.cached_input is not None:
-                cost = lost * (chosen.input - chosen.cached_input) / 1_000_000
-            cause = "tools" if k < 0 else _cause(replay, call.number, origin, origins, k)
-            found.append(CacheBreak(call.number, k, origin, cause, lost, cost))
+            self.noted.append((call.number, k, origin, 0 <= k < len(origins) and origins[k] is None,
+                               max(could - had, 0)))
         prev.update(messages=messages, origins=origins, total=total)
 
-    replay.walk(observe)
-    return found
+    def breaks(self, replay: Any) -> list[CacheBreak]:
+        """The breaks noted, with their causes read from the finished ``replay``, in call order."""
+        p = self.price
+        saved = None if p is None or p.cached_input is None else p.input - p.cached_input
+        return [CacheBreak(c, k, origin, "tools" if k < 0 else _cause(replay, c, origin, summary_there),
+                           lost, None if saved is None else lost * saved / 1_000_000)
+                for c, k, origin, summary_there, lost in self.noted]
+
+
+def cache_breaks(replay: Any, source: Conversation | Sequence[Message], *, model: str | None = None,
+                 price: Price | PriceTable | None = None) -> list[CacheBreak]:
+    """Every break of the prompt cache in ``replay`` (of ``source``), in call order (one more walk)."""
+    model = model or (source.model if isinstance(source, Conversation) else None) or "gpt-4o"
+    watch = BreakWatch(replay.budget.tools_tokens, model=model, price=price)
+    replay.walk(watch)
+    return watch.breaks(replay)
 
 
 def summary(breaks: Sequence[CacheBreak]) -> dict[str, Any]:
@@ -115,4 +134,4 @@ def summary(breaks: Sequence[CacheBreak]) -> dict[str, Any]:
             "cost_usd": None if any(c is None for c in costs) else sum(costs), "by_cause": per}
 
 
-__all__ = ["CAUSES", "CacheBreak", "cache_breaks", "summary"]
+__all__ = ["CAUSES", "CAUSE_WORDS", "BreakWatch", "CacheBreak", "cache_breaks", "summary"]

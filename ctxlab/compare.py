@@ -177,13 +177,16 @@ def measure_on_replay(conv: Any, replayed: Any, baseline: Any, *, model: str, pr
     """A strategy's replay measured like ``fidelity.measure_replay``, from replays already made
     (``replayed`` of the strategy, ``baseline`` of ``none`` under the same budget), so a page that
     shows the replay, or several strategies against one baseline, does not replay twice. ``price``
-    is a ``pricing.Price`` or None (the bundled table's price for ``model``, when it has one)."""
+    is a ``pricing.Price`` or None (the bundled table's price for ``model``, when it has one). The
+    prompt cache's breaks (``cache_breaks``) take one more walk of ``replayed``."""
+    from .cache_breaks import cache_breaks
     from .pricing import load_prices, replay_cost
     chosen = price if price is not None else load_prices()
     nf = facts if facts is not None else needed_facts(conv)
     fid = needed_recall(replayed, nf)
     cost = replay_cost(replayed, conv, model=model, price=chosen, read_backs=fid.read_backs)
-    return ReplayMeasures(replayed, fid, cost, replay_cost(baseline, conv, model=model, price=chosen))
+    return ReplayMeasures(replayed, fid, cost, replay_cost(baseline, conv, model=model, price=chosen),
+                          tuple(cache_breaks(replayed, conv, model=model, price=chosen)))
 
 
 def _change(value: float) -> str:

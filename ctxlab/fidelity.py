@@ -425,12 +425,14 @@ VERDICT_RULE = N_("Among the strategies whose every model call fits the budget o
 @dataclass(frozen=True, eq=False)
 class ReplayMeasures:
     """A strategy replayed over a conversation, with what it lost (``fidelity``) and what it costs
-    (``cost``), beside what keeping everything costs (``cost_none``)."""
+    (``cost``), beside what keeping everything costs (``cost_none``), and where its prompts broke the
+    prompt cache (``breaks``: ``ctxlab.cache_breaks.CacheBreak`` in call order)."""
 
     replay: Any
     fidelity: Fidelity
     cost: Any
     cost_none: Any
+    breaks: tuple[Any, ...] = ()
 
     @property
     def needed_recall(self) -> float | None:
@@ -445,7 +447,8 @@ class ReplayMeasures:
                 "calls": len(r.calls), "calls_over_limit": r.calls_over_limit, "fits": r.fits,
                 "worst_prompt": r.worst.tokens_after if r.worst else 0,
                 "input_tokens": c.input_tokens, "cached_share": c.cached_share, "cost_usd": c.cost_usd,
-                "read_backs_model": c.read_backs,
+                "read_backs_model": c.read_backs, "cache_breaks": len(self.breaks),
+                "cache_tokens_lost": sum(b.tokens_lost for b in self.breaks),
                 "none_input_tokens": n.input_tokens, "none_cost_usd": n.cost_usd,
                 "tokens_vs_none": c.input_tokens / n.input_tokens - 1 if n.input_tokens else None,
                 "cost_vs_none": c.cost_usd / n.cost_usd - 1 if c.cost_usd is not None and n.cost_usd else None}
@@ -457,17 +460,24 @@ def measure_replay(conv: Conversation, strategy: Any, budget: Any, *, model: str
     needed_recall and cost, plus the cost of ``none`` for comparison. ``prices`` is a
     ``pricing.Price``, a ``PriceTable`` or None (the bundled table); pass ``facts`` (from
     ``needed_facts(conv)``) when measuring several strategies of one conversation."""
+    from .cache_breaks import BreakWatch
     from .pricing import load_prices, replay_cost
     from .replay import replay
     model = model or conv.model or "gpt-4o"
     prices = prices if prices is not None else load_prices()
     facts = facts or needed_facts(conv)
     check = FactCheck(facts)
-    r = replay(conv, strategy, budget, model=model, observe=check)
+    watch = BreakWatch(budget.tools_tokens, model=model, price=prices)  # the cache's breaks, in the same pass
+
+    def observe(call: Any, view: Any) -> None:
+        check(call, view)
+        watch(call, view)
+
+    r = replay(conv, strategy, budget, model=model, observe=observe)
     base = replay(conv, "none", budget, model=model)
     fid = check.fidelity(r.strategy)
     return ReplayMeasures(r, fid, replay_cost(r, conv, model=model, price=prices, read_backs=fid.read_backs),
-                          replay_cost(base, conv, model=model, price=prices))
+                          replay_cost(base, conv, model=model, price=prices), tuple(watch.breaks(r)))
 
 
 def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequence[bool],

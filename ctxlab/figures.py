@@ -9,6 +9,7 @@ aggregate neighbouring messages (and turns) into groups past a size instead of g
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any, Mapping, Sequence
 
@@ -16,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .compare import ACTION_WORDS
-from .i18n import N_, _, local_all
+from .i18n import N_, _, local_all, ngettext
 from .strategies import Budget, Plan
 
 
@@ -254,12 +255,14 @@ CALL_ROWS_SAMPLE = 4 * HEATMAP_MAX_ROWS
 """Past this many calls, the per-call heatmap reads an evenly spaced sample of calls before grouping."""
 
 
-def call_heatmap(replay: Any) -> go.Figure:
+def call_heatmap(replay: Any, breaks: Sequence[Any] = ()) -> go.Figure:
     """A call-by-call replay (``ctxlab.replay.Replay``) as a heatmap: one row per model call and a
     column per message, coloured by what the message was at that call (kept, cleared, truncated,
     summarized or dropped at that call, removed earlier, not arrived yet). Past
     ``HEATMAP_MAX_ROWS`` calls a row is a user turn (its last call) when the turns fit, else
-    neighbouring calls are grouped; past ``HEATMAP_MAX_COLUMNS`` messages, neighbouring messages."""
+    neighbouring calls are grouped; past ``HEATMAP_MAX_COLUMNS`` messages, neighbouring messages.
+    With ``breaks`` (``ctxlab.cache_breaks.cache_breaks`` of the replay), a marker left of the first
+    message on each row holding a call whose prompt broke the prompt cache (see ``_break_marks``)."""
     calls, n = replay.calls, replay.size
     by_turn = False
     if len(calls) <= HEATMAP_MAX_ROWS:
@@ -298,6 +301,7 @@ def call_heatmap(replay: Any) -> go.Figure:
     for j in over:  # a call whose prompt is over the limit: a red mark at the row's left
         fig.add_shape(type="line", x0=-0.5, x1=-0.5, y0=j - 0.5, y1=j + 0.5, xref="x", yref="y",
                       line=dict(color="#D62728", width=6))
+    _break_marks(fig, breaks, rows, rs, cs, per_call=rs == 1 and rows == list(range(len(calls))))
     ticks = y[::max(1, int_dtick(len(y), 10))]
     label = (lambda v: f"{v:,}") if by_turn or rs > 1 else \
         (lambda v: f"{rows[v]:,}" if v < len(rows) else f"{v:,}")
@@ -308,6 +312,40 @@ def call_heatmap(replay: Any) -> go.Figure:
                                  tickmode="array",
                                  tickvals=ticks, ticktext=[label(v) for v in ticks], autorange="reversed"))
     return fig
+
+
+def _break_marks(fig: go.Figure, breaks: Sequence[Any], rows: Sequence[int], rs: int, cs: int,
+                 per_call: bool) -> None:
+    """One marker left of the first message per shown row that holds a call whose prompt broke the
+    prompt cache: per call when every call has its row, else per turn, sampled call or group of rows
+    (a break goes to the first row at or after its call, or the last row; the hover counts the breaks it
+    stands for),
+    so a 10,000-message replay with thousands of breaks draws at most one marker a row."""
+    per: dict[int, list[Any]] = {}
+    if not breaks or not rows:
+        return
+    for b in breaks:
+        per.setdefault(min(bisect.bisect_left(rows, b.call), len(rows) - 1) // rs, []).append(b)
+    keys = sorted(per)
+    ys = keys if rs == 1 else [g * rs + min(rs, len(rows) - g * rs) / 2 for g in keys]
+    fig.add_scatter(x=[-1.5 * cs] * len(keys), y=ys, mode="markers", name=_("prompt cache broke"),
+                    marker=dict(symbol="triangle-right", size=9, color=TEXT_COLOR),
+                    customdata=[_break_hover(per[k], per_call) for k in keys],
+                    hovertemplate="%{customdata}<extra></extra>", showlegend=True)
+    fig.update_layout(legend=dict(orientation="h", x=0, y=1, yanchor="bottom"), margin=dict(t=30))
+
+
+def _break_hover(breaks: Sequence[Any], per_call: bool) -> str:
+    """The hover of one break marker: the call and its cause, or how many calls broke the cache there."""
+    from .cache_breaks import CAUSE_WORDS
+    lost = sum(b.tokens_lost for b in breaks)
+    if per_call:
+        b = breaks[0]
+        return _("call {call}: the prompt cache broke ({cause}), {n:,} cached tokens lost").format(
+            call=b.call, cause=_(CAUSE_WORDS[b.cause]), n=lost)
+    return ngettext("{k:,} call broke the prompt cache here (calls {first:,}-{last:,}), {n:,} cached tokens lost",
+                    "{k:,} calls broke the prompt cache here (calls {first:,}-{last:,}), {n:,} cached tokens lost",
+                    len(breaks)).format(k=len(breaks), first=breaks[0].call, last=breaks[-1].call, n=lost)
 
 
 def _hover_cell(word: str, message: int, call: int, turn: int, by_turn: bool, over: bool) -> str:

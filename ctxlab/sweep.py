@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .cache_breaks import BreakWatch
 from .conversation import Conversation
 from .i18n import N_, T, Tn, _, listing
 from .errors import CtxlabError
@@ -54,7 +55,8 @@ MAXIMIZE = {"needed_recall", "retention", "fits_rate", "saved", "cached_share"}
 """Columns where more is better (the others, calls_over_limit and worst_prompt included, are minimized)."""
 COLUMNS = ("strategy", "params", "max_tokens", "conversations", "calls", "calls_over_limit", "worst_prompt",
            "fits_rate", "needed_recall", "cost_usd", "cost_vs_none", "tokens_final_mean", "tokens_final_p95", "saved",
-           "invalid", "retention", "input_tokens_total", "cached_share", "read_backs_model", "plan_ms")
+           "invalid", "retention", "input_tokens_total", "cached_share", "cache_breaks", "cache_tokens_lost",
+           "read_backs_model", "plan_ms")
 
 
 class SweepError(CtxlabError):
@@ -193,21 +195,29 @@ def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, p
     strategy = get_strategy("none") if point is None else get_strategy(point.strategy, **point.params)
     budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools_tokens, max_tokens=max_tokens)
     checks = _Checks(nf, point is not None, inherited)
+    watch = BreakWatch(tools_tokens, model=model, price=price)  # the prompt cache's breaks, in the same pass
+
+    def observe(call: Any, view: Any) -> None:
+        checks(call, view)
+        watch(call, view)
+
     t0 = time.perf_counter()
-    r = replay(conv, strategy, budget, model=model, observe=checks, tools=per_call)
+    r = replay(conv, strategy, budget, model=model, observe=observe, tools=per_call)
     if checks.validate_prompts and checks.final is not None and not checks.invalid:
         checks._check(checks.final)
     seconds = time.perf_counter() - t0
     fid = checks.facts.fidelity(r.strategy)
     cost = replay_cost(r, conv, model=model, price=price, read_backs=fid.read_backs)
     last = r.calls[-1] if r.calls else None
+    breaks = watch.breaks(r)
     return {"tokens_final": last.tokens_after if last else 0, "tokens_before": last.tokens_before if last else 0,
             "fits": r.fits, "calls": len(r.calls), "calls_over_limit": r.calls_over_limit,
             "worst": r.worst.tokens_after if r.worst else 0, "invalid": checks.invalid,
             "retention": _retention(checks.final),
             "needed": fid.needed, "served": fid.served, "input": cost.input_tokens, "cached": cost.cached_tokens,
             "cost": cost.cost_usd, "seconds": seconds, "applications": r.applications,
-            "read_backs_model": cost.read_backs}
+            "read_backs_model": cost.read_backs, "cache_breaks": len(breaks),
+            "cache_tokens_lost": sum(b.tokens_lost for b in breaks)}
 
 
 def _retention(view: Any) -> float | None:
@@ -281,6 +291,8 @@ def _aggregate(spec: PointSpec, rows: Sequence[dict[str, Any]], none: Sequence[d
             "needed_recall": sum(r["served"] for r in rows) / needed if needed else None,
             "input_tokens_total": inputs, "cached_share": sum(r["cached"] for r in rows) / inputs if inputs else 0.0,
             "read_backs_model": sum(r.get("read_backs_model", 0) for r in rows),
+            "cache_breaks": sum(r["cache_breaks"] for r in rows),
+            "cache_tokens_lost": sum(r["cache_tokens_lost"] for r in rows),
             "cost_usd": cost, "cost_vs_none": (cost / none_cost - 1) if cost is not None and none_cost else None,
             "plan_ms": 1000 * sum(r["seconds"] for r in rows) / calls if calls else 0.0}
 

@@ -56,7 +56,8 @@ def _replay_row(m: ReplayMeasures) -> dict[str, Any]:
     return {"calls over limit": s["calls_over_limit"], "needed recall": s["needed_recall"], "cost $": s["cost_usd"],
             "cost vs none": s["cost_vs_none"], "largest prompt": s["worst_prompt"], "needed facts missed": s["missed"],
             "input tokens (all calls)": s["input_tokens"], "tokens vs none": s["tokens_vs_none"],
-            "cached": s["cached_share"]}
+            "cached": s["cached_share"], "cache breaks": s["cache_breaks"],
+            "cached tokens lost": s["cache_tokens_lost"]}
 
 
 REPLAY_COLUMNS = {
@@ -68,7 +69,14 @@ REPLAY_COLUMNS = {
                                                     help=N_("Input tokens over all calls, against keeping everything")),
     "cached": st.column_config.NumberColumn(N_("cached"), format="percent", help=N_("Share of input tokens the cache served")),
     "cost $": st.column_config.NumberColumn(N_("cost $"), format="$%.4f", help=N_("Empty: the model has no price")),
-    "cost vs none": st.column_config.NumberColumn(N_("cost vs none"), format="percent")}
+    "cost vs none": st.column_config.NumberColumn(N_("cost vs none"), format="percent"),
+    "cache breaks": st.column_config.NumberColumn(
+        N_("cache breaks"), format="%d", help=N_("Model calls whose prompt does not extend the previous call's prompt, "
+                                                 "so the provider's prompt cache stops at the first change")),
+    "cached tokens lost": st.column_config.NumberColumn(
+        N_("cached tokens lost"), format="localized",
+        help=N_("Tokens those calls would have read from the cache had their prompt extended the previous one, "
+                "billed at the full input price instead"))}
 TABLE_HEADERS = (N_("strategy"), N_("cost vs none"), N_("largest prompt"), N_("needed facts missed"),
                  N_("input tokens (all calls)"), N_("tokens after"), N_("saved"), N_("tokens saved"),
                  N_("messages removed"), N_("retention"), N_("fits"), N_("openai findings"), N_("anthropic findings"),

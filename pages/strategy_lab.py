@@ -19,7 +19,7 @@ import labtable
 from appstate import (LANG_KEY, current_budget, current_llm, current_price, current_view, input_panel, md_escape,
                       price_panel, require_conversation, text_hash, tool_budget)
 from ctxlab.errors import CtxlabError
-from ctxlab.cache_breaks import CacheBreak
+from ctxlab.cache_breaks import CAUSE_WORDS, CacheBreak
 from ctxlab.conversation import Conversation, Message
 from ctxlab.llm import use_llm
 from ctxlab.compare import ACTION_WORDS, cost_sentence, outcome_notes
@@ -141,11 +141,6 @@ def _cost_section(m: ReplayMeasures) -> None:
     fig = cost_per_turn_figure(c, none)
     fig.update_xaxes(dtick=max(1, -(-len(c.per_turn()) // 20)))  # whole turns, at most ~20 ticks
     st.plotly_chart(fig, key="lab_cost_chart")
-
-
-CAUSE_WORDS = {"clear": N_("cleared"), "truncate": N_("truncated"), "drop": N_("dropped"),
-               "summarize": N_("folded into a summary"), "refold": N_("its summary rewritten"),
-               "tools": N_("the tool list changed"), "changed": N_("sent differently")}
 
 
 def _break_sentence(b: CacheBreak) -> str:
@@ -514,13 +509,17 @@ if tab_replay.open:
         if rp is not None and not rp.calls:
             st.info(_("This conversation has no message, so there is no model call to replay."))
         elif rp is not None:
-            st.plotly_chart(labcache.heatmap(*keys, language(), rp), key="lab_replay_heatmap")
+            cache_breaks = labcache.breaks(*keys, repr(price), rp, conv, model, price) if measures is not None else []
+            st.plotly_chart(labcache.heatmap(*keys, language(), rp, repr(price) if measures is not None else "",
+                                             tuple(cache_breaks)), key="lab_replay_heatmap")
+            if cache_breaks:
+                st.caption(_("A dark triangle left of a row marks a call whose prompt broke the prompt cache; hover "
+                             "it for the cause and the cached tokens lost."))
             if _tools_sentence(rp):
                 st.caption(_tools_sentence(rp))
             if measures is not None:
                 _where_it_runs(keys, price)
                 _cost_section(measures)
-                cache_breaks = labcache.breaks(*keys, repr(price), rp, conv, model, price)
                 _breaks_section(cache_breaks)
             if has_usage(conv):  # a production trace: the billed figures beside the modelled ones
                 try:
@@ -548,7 +547,7 @@ if tab_replay.open:
             st.caption((_("The prompt of call {c} ({turn}; {made}): {n:,} messages.") if call.applied else
                         _("The prompt of call {c} ({turn}; {made}): {n:,} messages; the strategy did not run before "
                           "this call.")).format(c=c, turn=turn, made=made, n=call.messages))
-            broke = next((b for b in cache_breaks if b.call == c), None) if measures is not None else None
+            broke = next((b for b in cache_breaks if b.call == c), None)
             if broke is not None:
                 st.caption(md_escape(_break_sentence(broke)))
             if call.reported is not None:

@@ -336,6 +336,8 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
                                 **pct, "cost_usd": st.column_config.NumberColumn("cost_usd", format="$%.4f"),
                                 "input_tokens_total": st.column_config.NumberColumn("input_tokens_total",
                                                                                     format="localized"),
+                                "cache_tokens_lost": st.column_config.NumberColumn("cache_tokens_lost",
+                                                                                   format="localized"),
                                 "tokens_final_mean": st.column_config.NumberColumn("tokens_final_mean", format="%.0f"),
                                 "tokens_final_p95": st.column_config.NumberColumn("tokens_final_p95", format="%.0f"),
                                 "plan_ms": st.column_config.NumberColumn("plan_ms", format="%.3f")})

@@ -303,3 +303,21 @@ def test_the_green_box_only_when_the_strategy_acted_and_the_result_fits_and_pass
     idle = outcome_notes(rounds, valid, valid, idle="its trigger of 100,000 tokens was not reached.")
     assert idle[0] == Note("info", "The strategy did not act: its trigger of 100,000 tokens was not reached.")
     assert "success" not in [n.level for n in idle]
+
+
+def test_each_column_s_measures_carry_the_cache_breaks_of_its_replay():
+    """Compare shows per column how often the prompt broke the cache and the cached tokens lost: the
+    figures ``cache_breaks`` gives on that column's replay, from either way of measuring it."""
+    from ctxlab.cache_breaks import cache_breaks
+    from ctxlab.pricing import Price
+    from .test_cache_breaks import TRACE
+    price = Price("test", input=2.0, output=8.0, cached_input=0.5, cache="openai")
+    conv, budget = ctxlab.load(TRACE), Budget(32_000)
+    masking = get_strategy("observation_masking", window=3)
+    r = replay(conv, masking, budget, model="gpt-4o")
+    found = cache_breaks(r, conv, model="gpt-4o", price=price)
+    s = measure_on_replay(conv, r, replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=price).summary()
+    assert s["cache_breaks"] == len(found) >= 8
+    assert s["cache_tokens_lost"] == sum(b.tokens_lost for b in found) > 0
+    assert s == measure_replay(conv, masking, budget, model="gpt-4o", prices=price).summary()
+    assert measure_replay(conv, "none", budget, model="gpt-4o", prices=price).summary()["cache_breaks"] == 0

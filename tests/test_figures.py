@@ -172,3 +172,44 @@ def test_figures_built_without_plotlys_checks_equal_the_checked_ones(case):
     for fig in (figures.token_bars([plan], ["Newest tool rounds"]), figures.timeline(plan, view.roles, view.tokens),
                 figures.prompt_bar(plan.before, plan.budget)):
         assert json.loads(go.Figure(fig.to_dict()).to_json()) == json.loads(fig.to_json())
+
+
+BREAK_MARK = "prompt cache broke"
+
+
+def _break_marks(fig):
+    return [t for t in fig.data if t.name == BREAK_MARK]
+
+
+def test_the_replay_heatmap_marks_each_call_whose_prompt_broke_the_cache_at_the_left():
+    from ctxlab.cache_breaks import cache_breaks
+    from ctxlab.replay import replay
+    from ctxlab.strategies import Budget
+    from .test_cache_breaks import TRACE
+    conv = ctxlab.load(TRACE)
+    r = replay(conv, get_strategy("observation_masking", window=3), Budget(32_000), model=MODEL)
+    found = cache_breaks(r, conv, model=MODEL)
+    assert len(r.calls) <= figures.HEATMAP_MAX_ROWS and len(found) >= 8  # one row per call
+    assert not _break_marks(figures.call_heatmap(r))                     # no breaks given: no mark
+    (mark,) = _break_marks(figures.call_heatmap(r, found))
+    assert list(mark.y) == [b.call for b in found]                       # one marker per break call, on its row
+    assert all(x < -0.5 for x in mark.x)                                  # left of the first message
+    assert f"call {found[0].call}:" in mark.customdata[0] and f"{found[0].tokens_lost:,}" in mark.customdata[0]
+    none = replay(conv, get_strategy("none"), Budget(32_000), model=MODEL)
+    assert not _break_marks(figures.call_heatmap(none, cache_breaks(none, conv, model=MODEL)))
+
+
+def test_the_break_marks_stay_one_per_shown_row_at_ten_thousand_messages():
+    from ctxlab.cache_breaks import cache_breaks
+    from ctxlab.replay import replay
+    conv = generate("ecommerce", turns=500, rounds_per_turn=9, result_tokens=300, seed=0)
+    view, budget = prepare(conv, MODEL, context_limit=16_000)
+    r = replay(view, get_strategy("tool_rounds"), budget)
+    found = cache_breaks(r, conv, model=MODEL)
+    fig = figures.call_heatmap(r, found)
+    (mark,) = _break_marks(fig)
+    rows = fig.data[0].z.shape[0]
+    assert len(found) > 1_000 and 0 < len(mark.y) <= rows       # thousands of breaks, at most one marker a row
+    assert len(set(mark.y)) == len(mark.y)
+    shown = sum(int(t.replace(",", "").split(" ")[0]) for t in mark.customdata)
+    assert shown == len(found)                                   # every break is counted in some marker's hover

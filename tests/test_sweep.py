@@ -213,3 +213,27 @@ def test_workers_start_while_main_is_a_page_another_runner_executes(tmp_path, mo
     two = run_sweep(convs, grid, [4000], workers=2, chunk_size=1)
     assert sys.modules["__main__"] is borrowed
     assert without_timing(two.points) == without_timing(run_sweep(convs, grid, [4000], workers=1).points)
+
+
+def test_points_carry_the_cache_breaks_of_the_replay_summed_over_conversations():
+    """Each point counts the calls whose prompt broke the prompt cache and the cached tokens they lost,
+    the same figures ``cache_breaks`` gives on that point's replay, summed over the conversations."""
+    from ctxlab.cache_breaks import cache_breaks
+    from ctxlab.replay import replay
+    from ctxlab.strategies import Budget, get_strategy
+    from ctxlab.sweep import COLUMNS
+    from .test_cache_breaks import TRACE
+    conv = load(TRACE)
+    res = run_sweep([conv, conv], Grid.parse(["observation_masking"], ["observation_masking.polling=1,5"]),
+                    [32_000], model="gpt-4o", prices=PRICE, workers=1)
+    assert {"cache_breaks", "cache_tokens_lost"} <= set(COLUMNS)
+    assert res.baseline["cache_breaks"] == 0 == res.baseline["cache_tokens_lost"]
+    for p in res.points:
+        r = replay(conv, get_strategy("observation_masking", **p["params"]), Budget.for_model(
+            "gpt-4o", reserve=0.15, max_tokens=32_000), model="gpt-4o")
+        one = cache_breaks(r, conv, model="gpt-4o", price=PRICE)
+        assert p["cache_breaks"] == 2 * len(one) > 0
+        assert p["cache_tokens_lost"] == 2 * sum(b.tokens_lost for b in one) > 0
+    every, polled = res.points
+    assert polled["cache_breaks"] < every["cache_breaks"]
+    assert "cache_breaks" in res.to_csv().splitlines()[0]

@@ -255,6 +255,19 @@ def test_each_column_shows_needed_recall_and_cost_against_keeping_everything(app
                in c.value for c in app.caption)
 
 
+def test_each_column_shows_its_cache_breaks_and_the_cached_tokens_they_lost(app):
+    from ctxlab.fidelity import measure_replay
+    conv = ctxlab.loads(_sample())
+    budget = Budget(16_000, 0.15, ctxlab.TokenCounter(MODEL).tools(conv.tools))
+    metrics = _metrics(app)
+    for label, name in zip(metrics.index, DEFAULT_STRATEGIES):
+        strategy = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget))
+        m = measure_replay(conv, strategy, budget, model=MODEL).summary()
+        assert metrics.loc[label, "cache breaks"] == m["cache_breaks"]
+        assert metrics.loc[label, "cached tokens lost"] == m["cache_tokens_lost"]
+    assert metrics["cache breaks"].sum() > 0  # the defaults rewrite the prefix somewhere on this sample
+
+
 def test_a_model_without_a_price_says_so_and_the_verdict_uses_tokens(app):
     app.number_input(key="max_tokens").set_value(16_000).run()
     app.selectbox(key="model").set_value("llama").run()  # the price table has no llama: never a guessed price

@@ -470,7 +470,7 @@ def test_the_replay_tab_shows_cost_totals_against_keeping_everything_and_tokens_
     assert metric(app, "Cost of none") == f"${m.cost_none.cost_usd:.4f}"
     sentence = next(x.value for x in app.markdown if "Cost over the conversation" in x.value).replace("\\", "")
     assert "less than keeping everything" in sentence
-    spec = next(json.loads(c.proto.spec) for c in app.get("plotly_chart") if "cached" in c.proto.spec)
+    spec = next(json.loads(c.proto.spec) for c in app.get("plotly_chart") if "cache write" in c.proto.spec)  # not the heatmap
     names = [t.get("name") for t in spec["data"]]
     assert names == ["cached", "cache write", "uncached", "none: prompt tokens"]
     rows = m.cost.per_turn()
@@ -624,3 +624,17 @@ def test_the_replay_tab_says_where_the_prompt_cache_broke_and_why(app):
     app.slider(key="lab_call").set_value(first.call).run()
     captions = [c.value.replace("\\", "") for c in app.caption]
     assert any(f"at message #{first.origin} (cleared at this call): {first.tokens_lost:,} tokens" in c for c in captions)
+
+
+def test_the_replay_heatmap_marks_the_calls_whose_prompt_broke_the_cache(app):
+    from ctxlab.cache_breaks import cache_breaks
+    conv = ctxlab.load(SAMPLE)
+    budget = Budget(LIMIT, RESERVE, TokenCounter(MODEL).tools(conv.tools))
+    strategy = get_strategy("observation_masking", **STRATEGIES["observation_masking"].scaled_defaults(budget))
+    expected = cache_breaks(replay(conv, strategy, budget, model=MODEL), conv, model=MODEL)
+    app.selectbox(key="lab_strategy").set_value("observation_masking").run()
+    _tab(app, "Replay call by call")
+    specs = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    heat = next(s for s in specs if any(t.get("type") == "heatmap" for t in s["data"]))
+    marks = [t for t in heat["data"] if t.get("name") == "prompt cache broke"]
+    assert len(marks) == 1 and marks[0]["y"] == [b.call for b in expected]

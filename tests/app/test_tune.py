@@ -67,6 +67,13 @@ def test_the_sweep_runs_on_the_samples_and_recommends_the_engines_point_by_its_r
     assert [k for k, v in enumerate(table["pareto"]) if v] == list(engine.pareto)
 
 
+def test_the_table_shows_each_points_cache_breaks_and_the_cached_tokens_they_lost(app, engine):
+    table = _table(app)
+    assert list(table["cache_breaks"]) == [p["cache_breaks"] for p in engine.points]
+    assert list(table["cache_tokens_lost"]) == [p["cache_tokens_lost"] for p in engine.points]
+    assert table["cache_breaks"].sum() > 0  # clearing tool results rewrites the prefix on these samples
+
+
 def test_the_pareto_figure_hovers_with_parameters_and_marks_the_recommendation(app, engine):
     spec = json.loads(app.get("plotly_chart")[0].proto.spec)
     names = [t.get("name") for t in spec["data"]]
