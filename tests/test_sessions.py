@@ -166,7 +166,7 @@ def test_resume_after_closing_the_store(tmp_path):
 
 SMALL = {"turn_safe": {"last_n": 6}, "key_messages": {"recent": 6}, "clear_tool_results": {"trigger_tokens": 4_000},
          "recent_events": {"max_events": 6}, "amortized_forgetting": {"max_size": 6}, "llm_attention": {"max_size": 6},
-         "server_compaction": {"trigger_tokens": 4_000}}
+         "server_compaction": {"trigger_tokens": 4_000}, "offload": {"min_tokens": 1_000}}
 """Parameters that give the strategies whose defaults are sized for long windows work on the sample."""
 
 
