@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 
 import ctxlab
+import labcache
 from appstate import (current_budget, current_llm, current_view, input_panel, md_escape, price_panel,
                       require_conversation, text_hash)
 from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, RULE_NAMES, VERDICT_RULE,
@@ -21,7 +22,8 @@ from ctxlab.replay import Replay, replay
 from ctxlab.strategies import Budget, Strategy, View, get_strategy
 from ctxlab.validate import input_finding_keys
 from ctxlab.i18n import N_, _, local
-from ui import action_words, action_column, count_column, strategy_picker, table_columns, translated_columns
+from ui import (action_words, action_column, count_column, strategy_picker, table_columns, tools_picker,
+                translated_columns)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -31,17 +33,19 @@ def _needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
-            _budget: Budget) -> Replay:
-    return replay(_view, _strategy, _budget)
+            _budget: Budget, _tools: Any = None) -> Replay:
+    return replay(_view, _strategy, _budget, tools=_tools)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
-              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None) -> ReplayMeasures:
-    """A column's needed recall and cost on the replay, against keeping everything (one baseline per budget)."""
-    base = _replay(view_key, "none", budget_key, _view, get_strategy("none"), _budget)
-    return measure_on_replay(_conv, _replay(view_key, strategy_key, budget_key, _view, _strategy, _budget), base,
-                             model=_model, price=_price, facts=_needed(view_key[0], _conv))
+              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None,
+              _tools: Any = None) -> ReplayMeasures:
+    """A column's needed recall and cost on the replay, against keeping everything (one baseline per budget
+    and tool mode; ``budget_key`` names both)."""
+    base = _replay(view_key, "none", budget_key, _view, get_strategy("none"), _budget, _tools)
+    return measure_on_replay(_conv, _replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools),
+                             base, model=_model, price=_price, facts=_needed(view_key[0], _conv))
 
 
 # Conversations up to this many messages are replayed on every change (10-60 ms per column on the
@@ -139,7 +143,10 @@ try:
 except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
-measure_key = (view_key, tuple(repr(s) for s in strategies), repr(budget), repr(price))
+tools_mode = tools_picker("cmp_tools", bool(conv.tools))  # the tool definitions each call sends (ctxlab.tools_per_call)
+tools = labcache.tools_at(view_key, tools_mode, conv)
+budget_key = f"{budget!r}|tools={tools_mode}"
+measure_key = (view_key, tuple(repr(s) for s in strategies), budget_key, repr(price))
 measures: list[ReplayMeasures] | None = None
 st.subheader(_("Verdict"))
 if len(view) > LIVE_MEASURE_MAX and st.session_state.get("cmp_measured") != measure_key:
@@ -151,8 +158,8 @@ if len(view) > LIVE_MEASURE_MAX and st.session_state.get("cmp_measured") != meas
 else:
     try:
         with use_llm(llm), st.spinner(_("Replaying call by call…")):
-            measures = [_measures(view_key, f"{s!r}|{llm_key}", repr(budget), repr(price), conv, view, s, budget,
-                                  st.session_state.model, price) for s in strategies]
+            measures = [_measures(view_key, f"{s!r}|{llm_key}", budget_key, repr(price), conv, view, s, budget,
+                                  st.session_state.model, price, tools) for s in strategies]
     except CtxlabError as e:
         st.error(md_escape(str(e)))
         st.stop()

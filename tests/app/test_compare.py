@@ -343,3 +343,28 @@ def app(monkeypatch) -> AppTest:
 def test_the_columns_a_reader_decides_by_come_first(app):
     columns = list(next(d.value for d in app.dataframe if "tokens after" in d.value.columns).columns)
     assert columns[:5] == ["strategy", "calls over limit", "needed recall", "cost $", "cost vs none"]
+
+
+def test_each_column_replays_with_the_tool_definitions_each_call_sends(app):
+    """Tools per call (issue 28 item 3) in Compare as in the Lab and Tune: with deferred loading each column's
+    input tokens are the engine's replay with the same per-call tool definitions, fewer than sending all."""
+    from ctxlab.fidelity import needed_facts
+    from ctxlab.compare import measure_on_replay
+    from ctxlab.replay import replay
+    from ctxlab.strategies import make_view
+    from ctxlab.tools_per_call import tools_per_call
+    before = _metrics(app)["input tokens (all calls)"]
+    app.selectbox(key="cmp_tools").set_value("deferred").run()
+    assert not app.exception, app.exception
+    conv = ctxlab.loads(_sample())
+    budget = Budget(16_000, 0.15, ctxlab.TokenCounter(MODEL).tools(conv.tools))
+    tools = tools_per_call(conv, "deferred", model=MODEL)
+    view = make_view(conv, MODEL)
+    base = replay(view, get_strategy("none"), budget, tools=tools)
+    metrics = _metrics(app)
+    for label, name in zip(metrics.index, DEFAULT_STRATEGIES):
+        strategy = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget))
+        m = measure_on_replay(conv, replay(view, strategy, budget, tools=tools), base, model=MODEL, price=None,
+                              facts=needed_facts(conv)).summary()
+        assert metrics.loc[label, "input tokens (all calls)"] == m["input_tokens"]
+    assert (metrics["input tokens (all calls)"] < before).all()
