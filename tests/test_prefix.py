@@ -14,6 +14,7 @@ from ctxlab.conversation import UNLOGGED
 from ctxlab.formats import export, load
 from ctxlab.prefix import PrefixError, apply_prefix, check_against_bill, infer_prefix, parse_override
 from ctxlab.replay import replay
+from ctxlab.strategies import STRATEGIES, get_strategy
 from ctxlab.strategies.view import Budget
 from ctxlab.tokens import TokenCounter
 
@@ -42,9 +43,11 @@ def test_with_the_prefix_every_call_is_within_5_percent_of_the_bill():
     assert all(c.estimate_error < -0.5 for c in before.calls[:1])
 
 
-def test_the_prefix_is_never_removed_by_a_strategy():
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_the_prefix_is_never_removed_by_a_strategy(name):
     conv, prefix, _ = apply_prefix(load(SUB))
-    r = replay(conv, "sliding_window", Budget(prefix.tokens + 3_000))
+    budget = Budget(prefix.tokens + 3_000)
+    r = replay(conv, get_strategy(name, **STRATEGIES[name].scaled_defaults(budget)), budget)
     for call in r.calls:
         assert 0 in r.origins_at(call.number)  # the segment is in every prompt sent
         assert call.tokens_after >= prefix.tokens
