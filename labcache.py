@@ -17,7 +17,7 @@ import streamlit as st
 import ctxlab
 import labtable
 from ctxlab import figures
-from ctxlab.cache_breaks import CacheBreak, cache_breaks
+from ctxlab.cache_breaks import CacheBreak
 from ctxlab.compare import RULE_NAMES, measure_on_replay
 from ctxlab.errors import CtxlabError
 from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
@@ -131,11 +131,6 @@ def usage(text_key: str, model_key: str, price_key: str, budget_key: str, _conv:
     return check_against_bill(_conv, model=model_key, price=_price, budget=_budget)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def breaks(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _rp: Replay,
-           _conv: ctxlab.Conversation, model: str, _price: Any) -> list[CacheBreak]:
-    """Where the replay's prompts broke the prompt cache, and what it cost (one more walk), cached."""
-    return cache_breaks(_rp, _conv, model=model, price=_price)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

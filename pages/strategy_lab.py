@@ -509,7 +509,7 @@ if tab_replay.open:
         if rp is not None and not rp.calls:
             st.info(_("This conversation has no message, so there is no model call to replay."))
         elif rp is not None:
-            cache_breaks = labcache.breaks(*keys, repr(price), rp, conv, model, price) if measures is not None else []
+            cache_breaks = list(measures.breaks) if measures is not None else []  # found in the measures' own pass
             st.plotly_chart(labcache.heatmap(*keys, language(), rp, repr(price) if measures is not None else "",
                                              tuple(cache_breaks)), key="lab_replay_heatmap")
             if cache_breaks:

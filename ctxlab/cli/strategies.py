@@ -214,7 +214,7 @@ MATRIX_CELLS = 200_000
 def _replay(args: argparse.Namespace) -> int:
     """Replay a conversation call by call under a strategy; print every call's prompt tokens and
     fit, needed_recall per call, and the cost with the prompt cache."""
-    from ..cache_breaks import cache_breaks, summary as breaks_summary
+    from ..cache_breaks import BreakWatch, summary as breaks_summary
     from ..fidelity import FactCheck, needed_facts
     from ..pricing import load_prices, parse_price_override, replay_cost
     from ..replay import replay
@@ -229,7 +229,13 @@ def _replay(args: argparse.Namespace) -> int:
         check = FactCheck(needed_facts(conv))
         model = args.model or conv.model or "gpt-4o"
         tools = _tools_of(args, conv, model)
-        r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=check,
+        prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
+        watch = BreakWatch(budget.tools_tokens, model=model, price=prices)  # the cache's breaks, in the same pass
+
+        def observe(call: Any, prompt: Any) -> None:
+            check(call, prompt)
+            watch(call, prompt)
+        r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=observe,
                    tools=tools)
         d = r.to_dict(matrix=len(r.calls) * r.size <= MATRIX_CELLS)
         d["defaults"], d["params"] = defaults_used(args), strategy.params()
@@ -238,11 +244,10 @@ def _replay(args: argparse.Namespace) -> int:
         d["unlogged_prefix"] = prefix
         for text in prefix_notes:
             note(f"conversation {i}: {text}")
-        prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
         fid = check.fidelity(r.strategy)
         d["fidelity"], d["needed_recall"] = fid.to_dict(), fid.needed_recall
         d["cost"] = replay_cost(r, conv, model=model, price=prices, read_backs=fid.read_backs).to_dict()
-        breaks = cache_breaks(r, conv, model=model, price=prices)
+        breaks = watch.breaks(r)
         d["cache_breaks"] = {**breaks_summary(breaks), "calls": [b.to_dict() for b in breaks]}
         none = replay_cost(replay(conv, "none", budget, model=args.model, tools=tools), conv, model=model, price=prices)
         d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
