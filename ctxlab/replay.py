@@ -537,8 +537,8 @@ class _Walk:
             call = Call(c, point, self.turn_of(point), bool(apply and len(view)), triggered, before, after,
                         after > self.budget.prompt_limit, len(view), removed, shared, extends,
                         point == n, messages[point].usage if point < n else None,
-                        question is not None and removed_at[question] is not None,
-                        task is not None and removed_at[task] is not None, tools_at)
+                        question is not None and state_now[question] in REMOVED,  # as sent now: on the whole
+                        task is not None and state_now[task] in REMOVED, tools_at)  # history it can come back
             calls.append(call)
             if observe is not None:
                 observe(call, view)
