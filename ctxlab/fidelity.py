@@ -462,17 +462,13 @@ def measure_replay(conv: Conversation, strategy: Any, budget: Any, *, model: str
     ``needed_facts(conv)``) when measuring several strategies of one conversation."""
     from .cache_breaks import BreakWatch
     from .pricing import load_prices, replay_cost
-    from .replay import replay
+    from .replay import observers, replay
     model = model or conv.model or "gpt-4o"
     prices = prices if prices is not None else load_prices()
     facts = facts or needed_facts(conv)
     check = FactCheck(facts)
     watch = BreakWatch(budget.tools_tokens, model=model, price=prices)  # the cache's breaks, in the same pass
-
-    def observe(call: Any, view: Any) -> None:
-        check(call, view)
-        watch(call, view)
-
+    observe = observers(check, watch)
     r = replay(conv, strategy, budget, model=model, observe=observe)
     base = replay(conv, "none", budget, model=model)
     fid = check.fidelity(r.strategy)

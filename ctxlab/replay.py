@@ -49,6 +49,14 @@ asked for."""
 Observer = Callable[["Call", View], None]
 
 
+def observers(*fns: Observer) -> Observer:
+    """One observer that hands every call to each of ``fns`` in turn (several measures, one pass)."""
+    def observe(call: "Call", view: View) -> None:
+        for fn in fns:
+            fn(call, view)
+    return observe
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One model call. ``number`` counts calls from 0; ``index`` is the assistant message it
@@ -606,4 +614,5 @@ def replay(source: Conversation | View | Sequence[Message], strategy: Strategy |
                   tuple(removed_at), tuple(events), tuple(records[-HISTORY_LIMIT:]), prompts, rerun, again)
 
 
-__all__ = ["APPLY_AT", "Call", "Compression", "FUTURE", "Prompt", "Replay", "call_points", "replay"]
+__all__ = ["APPLY_AT", "Call", "Compression", "FUTURE", "Prompt", "Replay", "call_points", "observers",
+           "replay"]

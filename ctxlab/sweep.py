@@ -34,7 +34,7 @@ from .i18n import N_, T, Tn, _, listing
 from .errors import CtxlabError
 from .fidelity import FactCheck, needed_facts
 from .pricing import Price, PriceTable, load_prices, replay_cost
-from .replay import replay
+from .replay import observers, replay
 from .strategies import STRATEGIES, Budget, StrategyError, get_strategy, parse_param
 from .tokens import TokenCounter
 from .tools_per_call import TOOL_MODES, tools_per_call
@@ -196,11 +196,7 @@ def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, p
     budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools_tokens, max_tokens=max_tokens)
     checks = _Checks(nf, point is not None, inherited)
     watch = BreakWatch(tools_tokens, model=model, price=price)  # the prompt cache's breaks, in the same pass
-
-    def observe(call: Any, view: Any) -> None:
-        checks(call, view)
-        watch(call, view)
-
+    observe = observers(checks, watch)
     t0 = time.perf_counter()
     r = replay(conv, strategy, budget, model=model, observe=observe, tools=per_call)
     if checks.validate_prompts and checks.final is not None and not checks.invalid:

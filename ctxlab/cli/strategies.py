@@ -217,7 +217,7 @@ def _replay(args: argparse.Namespace) -> int:
     from ..cache_breaks import BreakWatch, summary as breaks_summary
     from ..fidelity import FactCheck, needed_facts
     from ..pricing import load_prices, parse_price_override, replay_cost
-    from ..replay import replay
+    from ..replay import observers, replay
     from ..prefix import check_against_bill
     from ..usage import has_usage
     out = []
@@ -231,10 +231,7 @@ def _replay(args: argparse.Namespace) -> int:
         tools = _tools_of(args, conv, model)
         prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
         watch = BreakWatch(budget.tools_tokens, model=model, price=prices)  # the cache's breaks, in the same pass
-
-        def observe(call: Any, prompt: Any) -> None:
-            check(call, prompt)
-            watch(call, prompt)
+        observe = observers(check, watch)
         r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=observe,
                    tools=tools)
         d = r.to_dict(matrix=len(r.calls) * r.size <= MATRIX_CELLS)
