@@ -24,7 +24,8 @@ from ..tokens import TokenCount, TokenCounter, count_tokens
 from . import context as ctx
 from .db import SessionError
 from .models import compressions, context_records, messages, profiles, sessions
-from .records import COUNTERS, Compression, ContextRecord, utc
+from ..strategies.step import Compression, due
+from .records import COUNTERS, ContextRecord, utc
 
 if TYPE_CHECKING:
     from .store import SessionStore
@@ -78,7 +79,7 @@ class Session:
             if not new:
                 return ctx.assemble(self.system_prompt, rec.layout, bodies, rec.applied_through)
             lab = read_config(rec.config)  # read once: where the strategy runs, and the strategy itself
-            if force or lab.strategy.apply_at == "every_call" or any(bodies[s]["role"] == "user" for s in new):
+            if force or due(lab.strategy.apply_at, any(bodies[s]["role"] == "user" for s in new)):
                 rec = self._apply(conn, rec, bodies, lab)
             return ctx.assemble(self.system_prompt, rec.layout, bodies, rec.applied_through)
 
@@ -130,9 +131,11 @@ class Session:
         with self.store.engine.begin() as conn:
             rows = conn.execute(select(compressions).where(compressions.c.session_id == self.id)
                                 .order_by(compressions.c.id)).all()
-        return [Compression(utc(r.applied_at), r.turn, r.strategy, r.triggered, r.tokens_before, r.tokens_after,
-                            r.messages_before, r.messages_after, tuple(r.summarized), tuple(r.dropped),
-                            tuple(r.cleared)) for r in rows]
+        return [Compression(r.triggered, r.tokens_before, r.tokens_after, len(r.summarized) + len(r.dropped),
+                            applied_at=utc(r.applied_at), turn=r.turn, strategy=r.strategy,
+                            messages_before=r.messages_before, messages_after=r.messages_after,
+                            summarized=tuple(r.summarized), dropped=tuple(r.dropped), cleared=tuple(r.cleared))
+                for r in rows]
 
     def conversation(self) -> Conversation:
         """The whole session as a ctxlab Conversation: system prompt, full history, tools, model."""
