@@ -18,9 +18,10 @@ import ctxlab
 import labtable
 from ctxlab import figures
 from ctxlab.cache_breaks import CacheBreak
-from ctxlab.compare import RULE_NAMES, measure_on_replay
+from ctxlab.compare import RULE_NAMES
+from ctxlab.measure import ReplayMeasures, measure
 from ctxlab.errors import CtxlabError
-from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
+from ctxlab.fidelity import NeededFacts, needed_facts
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.subagents import isolation
@@ -87,9 +88,9 @@ def measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str
              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None,
              _tools: tuple[ToolsAt, ...] | None = None) -> ReplayMeasures:
     """Needed recall and cost of the strategy's replay (shared with the Replay tab) and of keeping everything."""
-    return measure_on_replay(_conv, lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools),
-                             baseline(view_key, budget_key, _view, _budget, _tools), model=_model, price=_price,
-                             facts=needed(view_key[0], _conv))
+    return measure(_conv, replayed=lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools),
+                   baseline=baseline(view_key, budget_key, _view, _budget, _tools), model=_model, price=_price,
+                   facts=needed(view_key[0], _conv))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -32,7 +32,7 @@ from ctxlab.conversation import Message
 from ctxlab.formats.langchain import to_langchain
 from ctxlab.generate import generate
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
-from ctxlab.strategies.baseline import LANGCHAIN_CORE_VERSION, message_from_langchain
+from ctxlab.strategies.langchain_trim import LANGCHAIN_CORE_VERSION, message_from_langchain
 from ctxlab.tokens import TokenCounter
 from ctxlab.validate import validate
 

@@ -11,10 +11,11 @@ import labcache
 from appstate import (current_budget, current_llm, current_view, input_panel, md_escape, price_panel,
                       require_conversation, text_hash)
 from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, RULE_NAMES, VERDICT_RULE,
-                            action_table, column_labels, cost_sentence, finding_rows, measure, measure_on_replay,
+                            action_table, column_labels, cost_sentence, finding_rows, plan_metrics,
                             verdict_by_recall)
 from ctxlab.errors import CtxlabError
-from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
+from ctxlab.fidelity import NeededFacts, needed_facts
+from ctxlab.measure import ReplayMeasures, measure
 from ctxlab.llm import use_llm
 from ctxlab.figures import token_bars
 from ctxlab.pricing import Price
@@ -44,8 +45,8 @@ def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: st
     """A column's needed recall and cost on the replay, against keeping everything (one baseline per budget
     and tool mode; ``budget_key`` names both)."""
     base = _replay(view_key, "none", budget_key, _view, get_strategy("none"), _budget, _tools)
-    return measure_on_replay(_conv, _replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools),
-                             base, model=_model, price=_price, facts=_needed(view_key[0], _conv))
+    return measure(_conv, replayed=_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools),
+                   baseline=base, model=_model, price=_price, facts=_needed(view_key[0], _conv))
 
 
 # Conversations up to this many messages are replayed on every change (10-60 ms per column on the
@@ -137,7 +138,7 @@ if not plans:
 
 labels = column_labels(names, columns)
 inherited = input_finding_keys(conv, RULE_NAMES)
-metrics = [measure(p, label, RULE_NAMES, inherited) for p, label in zip(plans, labels)]
+metrics = [plan_metrics(p, label, RULE_NAMES, inherited) for p, label in zip(plans, labels)]
 try:
     price = price_panel(st)
 except CtxlabError as e:

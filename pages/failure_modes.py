@@ -24,7 +24,8 @@ from ctxlab.conversation import Conversation, Message
 from ctxlab.diagnostics import (MODES, STRUCTURAL_LESSONS, Finding, Mitigation, MitigationResult, apply_mitigation,
                                 diagnose, lesson_path, summarize_findings)
 from ctxlab.errors import CtxlabError
-from ctxlab.fidelity import measure_replay, needed_facts
+from ctxlab.fidelity import needed_facts
+from ctxlab.measure import measure
 from ctxlab.i18n import N_, _, language
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.strategies import Budget, get_strategy
@@ -143,7 +144,7 @@ def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> tu
 @st.cache_resource(show_spinner=_("Applying the mitigation…"), max_entries=16)
 def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: int, reserve: float) -> Applied:
     """Apply ``_m`` and measure needed facts served: a strategy through the call-by-call replay
-    (``measure_replay``, against ``none``); the other kinds change the context once, so each needing
+    (``ctxlab.measure.measure``, against ``none``); the other kinds change the context once, so each needing
     message is checked against the context that would hold it (``_served_in``)."""
     index = _tool_index(_tools_key(_conv.tools), str(_data_dir()), tuple(_conv.tools)) \
         if _m.kind == "tool_retrieval" and _conv.tools else None
@@ -151,8 +152,8 @@ def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: i
     if _m.kind == "strategy":
         budget = Budget(limit, reserve, TokenCounter(model).tools(_conv.tools))
         strategy = get_strategy(_m.strategy or "", **dict(_m.params))
-        before = measure_replay(_conv, "none", budget, model=model)
-        after = measure_replay(_conv, strategy, budget, model=model)
+        before = measure(_conv, "none", budget, model=model)
+        after = measure(_conv, strategy, budget, model=model)
         missed_before = {m.fact for m in before.fidelity.misses}
         return Applied(result, before.needed_recall, after.needed_recall,
                        _("replayed call by call with {strategy}, against sending everything").format(

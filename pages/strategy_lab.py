@@ -23,7 +23,7 @@ from ctxlab.cache_breaks import CAUSE_WORDS, CacheBreak
 from ctxlab.conversation import Conversation, Message
 from ctxlab.llm import use_llm
 from ctxlab.compare import ACTION_WORDS, cost_sentence, outcome_notes
-from ctxlab.fidelity import ReplayMeasures
+from ctxlab.measure import ReplayMeasures
 from ctxlab.figures_tune import cost_per_turn_figure
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay

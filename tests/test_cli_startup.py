@@ -65,7 +65,7 @@ def test_the_langchain_parts_still_work_when_used(tmp_path, capsys):
     assert main(["apply", str(path), "--strategy", "langchain_trim", "--max-tokens", "3000"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["stats"]["langchain_core"] and plan["strategy"] == "langchain_trim"
-    from ctxlab.strategies.baseline import LANGCHAIN_CORE_VERSION
+    from ctxlab.strategies.langchain_trim import LANGCHAIN_CORE_VERSION
     assert plan["stats"]["langchain_core"] == LANGCHAIN_CORE_VERSION
 
 

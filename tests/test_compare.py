@@ -10,9 +10,9 @@ from hypothesis import strategies as hs
 
 import ctxlab
 from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, PLAN_VERDICT_RULE, VERDICT_RULE, PlanMetrics, action_table,
-                            column_labels, cost_sentence, Note, finding_changes, finding_rows, measure, measure_on_replay,
+                            column_labels, cost_sentence, Note, finding_changes, finding_rows, plan_metrics,
                             outcome_notes, verdict, verdict_by_recall)
-from ctxlab.fidelity import measure_replay
+from ctxlab.measure import measure
 from ctxlab.pricing import parse_price_override
 from ctxlab.replay import replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
@@ -56,7 +56,7 @@ def test_defaults_are_four_different_registered_strategies():
 def test_measure_reports_the_plan_figures_and_its_findings_under_both_rule_sets(refund):
     _, plans = refund
     for p in plans:
-        m = measure(p, p.strategy)
+        m = plan_metrics(p, p.strategy)
         assert (m.tokens_before, m.tokens_after, m.saved, m.fits, m.retention) == (
             p.tokens_before, p.tokens_after, p.saved, p.fits, p.retention)
         assert m.removed == p.count("drop") + p.count("summarize") == len(p.actions) - sum(
@@ -64,14 +64,14 @@ def test_measure_reports_the_plan_figures_and_its_findings_under_both_rule_sets(
         assert m.findings["openai"] == tuple(validate(list(p.messages), "openai"))
         assert m.findings["anthropic"] == tuple(validate(list(p.messages), "anthropic"))
         assert m.warnings == p.warnings
-    clear = measure(plans[3], "clear")
+    clear = plan_metrics(plans[3], "clear")
     assert not clear.fits and clear.saved_share == 0 and clear.row()["fits"] == "no"
     assert clear.row()["warnings"] == 1
 
 
 def test_a_baseline_that_breaks_a_pair_is_measured_as_rejected():
     plan = _orphan_plan()
-    m = measure(plan, "1 · langchain_trim")
+    m = plan_metrics(plan, "1 · langchain_trim")
     assert m.errors("openai") == 1 and m.errors("anthropic") >= 1 and not m.accepted
     assert m.row()["openai findings"] >= 1
     rows = finding_rows([m], [plan])
@@ -126,7 +126,7 @@ def test_action_table_refuses_plans_of_another_conversation(refund):
 
 def test_verdict_on_the_refund_sample_picks_the_fitting_plan_that_saves_most(refund):
     _, plans = refund
-    metrics = [measure(p, lab) for p, lab in zip(plans, column_labels([p.strategy for p in plans]))]
+    metrics = [plan_metrics(p, lab) for p, lab in zip(plans, column_labels([p.strategy for p in plans]))]
     v = verdict(metrics)
     assert all(m.retention == 1.0 for m in metrics[:3]) and not metrics[3].fits
     assert v.winner == max(range(3), key=lambda k: metrics[k].saved) == 1
@@ -162,12 +162,12 @@ def _refund_budget():
     return conv, Budget(16_000, 0.15, ctxlab.TokenCounter("gpt-4o").tools(conv.tools))
 
 
-def test_measure_on_replay_gives_what_measure_replay_gives_from_replays_already_made():
+def test_measure_of_replays_already_made_gives_what_measuring_from_the_start_gives():
     conv, budget = _refund_budget()
     strategy = get_strategy("tool_rounds", keep_rounds=0)
-    mine = measure_on_replay(conv, replay(conv, strategy, budget, model="gpt-4o"),
-                             replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=None)
-    assert mine.summary() == measure_replay(conv, strategy, budget, model="gpt-4o").summary()
+    mine = measure(conv, replayed=replay(conv, strategy, budget, model="gpt-4o"),
+                   baseline=replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=None)
+    assert mine.summary() == measure(conv, strategy, budget, model="gpt-4o").summary()
 
 
 def test_the_page_verdict_picks_by_needed_recall_then_cost_where_the_plan_rule_picks_another():
@@ -175,8 +175,8 @@ def test_the_page_verdict_picks_by_needed_recall_then_cost_where_the_plan_rule_p
     view = make_view(conv, counter=ctxlab.TokenCounter("gpt-4o"))
     names = ["sliding_window", "tool_rounds"]
     strategies = [get_strategy(n, **STRATEGIES[n].scaled_defaults(budget)) for n in names]
-    metrics = [measure(s.apply(view, budget), lab) for s, lab in zip(strategies, column_labels(names))]
-    measures = [measure_replay(conv, s, budget, model="gpt-4o") for s in strategies]
+    metrics = [plan_metrics(s.apply(view, budget), lab) for s, lab in zip(strategies, column_labels(names))]
+    measures = [measure(conv, s, budget, model="gpt-4o") for s in strategies]
     assert verdict(metrics).winner == 1  # plan rule: both keep every fact, tool_rounds saves more tokens
     assert measures[1].needed_recall < measures[0].needed_recall
     v = verdict_by_recall(metrics, measures)
@@ -188,13 +188,13 @@ def test_the_page_verdict_gives_a_full_tie_to_the_leftmost_and_says_who_did_not_
     budget = Budget(100_000, 0.15, ctxlab.TokenCounter("gpt-4o").tools(conv.tools))
     view = make_view(conv, counter=ctxlab.TokenCounter("gpt-4o"))
     idle = [get_strategy("tool_rounds", keep_rounds=50), get_strategy("none")]  # neither acts: the same replay
-    metrics = [measure(s.apply(view, budget), lab) for s, lab in zip(idle, ["a", "b"])]
-    measures = [measure_replay(conv, s, budget, model="gpt-4o") for s in idle]
+    metrics = [plan_metrics(s.apply(view, budget), lab) for s, lab in zip(idle, ["a", "b"])]
+    measures = [measure(conv, s, budget, model="gpt-4o") for s in idle]
     assert measures[0].summary() == measures[1].summary() and measures[0].needed_recall == 1.0
     assert verdict_by_recall(metrics, measures).winner == 0
     assert verdict_by_recall(metrics[::-1], measures[::-1]).winner == 0
     assert "It saves nothing over keeping everything" in verdict_by_recall(metrics, measures).text
-    over = measure_replay(conv, get_strategy("none"), Budget(6_000, 0.15, budget.tools_tokens), model="gpt-4o")
+    over = measure(conv, get_strategy("none"), Budget(6_000, 0.15, budget.tools_tokens), model="gpt-4o")
     assert not over.replay.fits, "some call of the replay is over 6,000 tokens"
     v = verdict_by_recall(metrics, [over, measures[1]])
     assert v.winner == 1 and "1 of 2 did not qualify" in v.text
@@ -205,7 +205,7 @@ def test_the_page_verdict_gives_a_full_tie_to_the_leftmost_and_says_who_did_not_
 
 def test_the_cost_sentence_shows_tokens_saved_and_the_cost_against_keeping_everything():
     conv, budget = _refund_budget()
-    m = measure_replay(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="gpt-4o")
+    m = measure(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="gpt-4o")
     s = m.summary()
     text = cost_sentence(m)
     assert f"input tokens: {abs(s['tokens_vs_none']):.0%} less than keeping everything" in text
@@ -220,7 +220,7 @@ def test_the_cost_sentence_says_more_when_losing_the_cache_costs_more_than_the_t
     price = parse_price_override("input=10,cached=0.1,output=0", "gpt-4o")
     for name, params in [("sliding_window", {"max_tokens": 1500}), ("tool_rounds", {"keep_rounds": 0}),
                          ("summarize", {"trigger_messages": 4, "keep_recent": 2})]:
-        m = measure_replay(conv, get_strategy(name, **params), budget, model="gpt-4o", prices=price)
+        m = measure(conv, get_strategy(name, **params), budget, model="gpt-4o", price=price)
         s = m.summary()
         if s["tokens_vs_none"] < 0 < s["cost_vs_none"]:
             text = cost_sentence(m)
@@ -231,7 +231,7 @@ def test_the_cost_sentence_says_more_when_losing_the_cache_costs_more_than_the_t
 
 def test_the_cost_sentence_says_when_there_is_no_price():
     conv, budget = _refund_budget()
-    m = measure_replay(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="llama")
+    m = measure(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="llama")
     assert m.cost.cost_usd is None and "no price for llama, so tokens only" in cost_sentence(m)
 
 
@@ -316,8 +316,8 @@ def test_each_column_s_measures_carry_the_cache_breaks_of_its_replay():
     masking = get_strategy("observation_masking", window=3)
     r = replay(conv, masking, budget, model="gpt-4o")
     found = cache_breaks(r, conv, model="gpt-4o", price=price)
-    s = measure_on_replay(conv, r, replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=price).summary()
+    s = measure(conv, replayed=r, baseline=replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=price).summary()
     assert s["cache_breaks"] == len(found) >= 8
     assert s["cache_tokens_lost"] == sum(b.tokens_lost for b in found) > 0
-    assert s == measure_replay(conv, masking, budget, model="gpt-4o", prices=price).summary()
-    assert measure_replay(conv, "none", budget, model="gpt-4o", prices=price).summary()["cache_breaks"] == 0
+    assert s == measure(conv, masking, budget, model="gpt-4o", price=price).summary()
+    assert measure(conv, "none", budget, model="gpt-4o", price=price).summary()["cache_breaks"] == 0

@@ -17,7 +17,7 @@ from ctxlab.exports.langchain import build_middleware, trim_function
 from ctxlab.formats.langchain import to_langchain
 from ctxlab.generate import generate
 from ctxlab.strategies import Budget, get_strategy, make_view
-from ctxlab.strategies.baseline import tiktoken_counter
+from ctxlab.strategies.langchain_trim import tiktoken_counter
 from ctxlab.tokens import TokenCounter
 
 from .builders import assistant, system, tool, user

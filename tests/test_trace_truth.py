@@ -246,7 +246,7 @@ def test_a_public_openhands_run_bills_each_response_and_checks_within_5_percent(
 def test_a_count_of_the_langchain_messages_keeps_the_text_action_and_prefix_marks():
     from ctxlab.formats.langchain import to_langchain
     from ctxlab.prefix import apply_prefix
-    from ctxlab.strategies.baseline import tiktoken_counter
+    from ctxlab.strategies.langchain_trim import tiktoken_counter
     counter = TokenCounter("gpt-4o")
     for conv in (load(DATA / "swe_agent_ctf_baby_encryption.traj"),
                  apply_prefix(load(DATA / "claude_code_subagent_file.jsonl"))[0]):

@@ -153,7 +153,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 MODEL = {model}
 # LangChain's default counter guesses about 4 characters a token; ctxlab counted with tiktoken.
 # To count as ctxlab did:   import ctxlab
-#                           from ctxlab.strategies.baseline import tiktoken_counter
+#                           from ctxlab.strategies.langchain_trim import tiktoken_counter
 #                           TOKEN_COUNTER = tiktoken_counter(ctxlab.TokenCounter(MODEL))
 TOKEN_COUNTER = {counter}
 '''

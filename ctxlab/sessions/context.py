@@ -25,7 +25,7 @@ from ..formats.openai_chat import message_to_openai, read as read_openai
 from ..strategies import Budget, Plan, Strategy, make_view
 from ..strategies.step import FULL_HISTORY, before_call, works_on
 from ..fidelity import extract_facts
-from ..strategies.summarize import SUMMARY_EXTRA, is_summary, summary_body, summary_message
+from ..strategies.summarizers.summarize import SUMMARY_EXTRA, is_summary, summary_body, summary_message
 from ..tokens import TokenCounter
 from .db import SessionError
 

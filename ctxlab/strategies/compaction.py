@@ -32,10 +32,10 @@ from typing import ClassVar, Sequence
 from ..i18n import N_, T
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_trigger, param, register
-from .llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
+from .summarizers.llm import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
 from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, settle
-from .summarize import UsesSummarizer, is_summary, summary_body, summary_message
-from .summarizers import SUMMARIZERS, trim_summary
+from .summarizers.summarize import UsesSummarizer, is_summary, summary_body, summary_message
+from .summarizers.extractive import SUMMARIZERS, trim_summary
 from .view import Budget, View
 from .windows import preamble_systems
 

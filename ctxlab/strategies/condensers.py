@@ -20,7 +20,7 @@ from .plan import Plan, make_plan, texts
 from .view import MEMO_EXTENDERS, Budget, View, message_text
 from .rounds import answer_lone_users
 from .windows import preamble_systems
-from . import structured_summary  # noqa: F401  (registers the structured and llm_structured summarizers)
+from .summarizers import structured  # noqa: F401  (registers the structured and llm_structured summarizers)
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 """SWE-agent's text for an elided observation (its docs: "Old environment output: (n lines omitted)")."""

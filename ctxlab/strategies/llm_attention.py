@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from ..i18n import N_, T, error_text
 from ..llm import LLMError, active_llm
 from .base import Strategy, budget_window, param, register
-from .llm_summarizer import render_span
+from .summarizers.llm import render_span
 from .plan import Plan, make_plan
 from .rounds import answer_lone_users
 from .view import MEMO_EXTENDERS, Budget, View

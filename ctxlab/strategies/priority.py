@@ -21,8 +21,8 @@ import numpy as np
 from ..i18n import N_, T, Text, Tn
 from .base import Strategy, works_on_param, param, register
 from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, positions, settle, texts
-from ._batch import apply as apply_removal, simulate, tables as batch_tables
-from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
+from .incremental.batch import apply as apply_removal, simulate, tables as batch_tables
+from .incremental.ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
 from .view import MEMO_EXTENDERS, Budget, View
 
 ROLE_SCORE = {"system": 1.0, "user": 0.75, "assistant_text": 0.5, "summary": 0.5, "tool_calls": 0.25,
@@ -305,7 +305,7 @@ class OldestFirst(Strategy):
 
     def _remove(self, view: View, book: _Ledger, scored: "_Scored", target: int) -> tuple[float | None, int]:
         """Remove the lowest groups until ``target`` fits; the last priority removed and the groups
-        kept for ``min_messages``. In one numpy pass (``_batch``) when no removal comes near
+        kept for ``min_messages``. In one numpy pass (``incremental.batch``) when no removal comes near
         ``min_messages``, else by the loop it stands for."""
         order = scored.groups
         removal = simulate(book, order, target)

@@ -14,8 +14,8 @@ from ..conversation import Message
 from .base import Strategy, budget_trigger, budget_window, works_on_param, param, register
 from .plan import REMOVED, Plan, _kept_indexes, make_plan, minimum_warning, settle
 from .view import MEMO_EXTENDERS, Budget, View
-from ._replan import remember
-from ._replan_keys import key_state, key_step
+from .incremental.replan import remember
+from .incremental.replan_keys import key_state, key_step
 from .windows import preamble_systems, task_of_window, turn_aligned_start, window_idle
 
 
@@ -236,7 +236,7 @@ class KeyMessages(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep the window, then older key messages newest first up to the cap (from the parent
-        view's plan when an append left the window's start where it was: ``_replan_keys``)."""
+        view's plan when an append left the window's start where it was: ``incremental.replan_keys``)."""
         plan = key_step(self, view, budget)
         if plan is not None:
             return plan

@@ -17,7 +17,7 @@ from ..errors import CtxlabError
 from ..conversation import Conversation, Message
 from ..model_specs import resolve_model
 from ..segments import Segments, segment
-from ._log import Log
+from .incremental.log import Log
 from ..tokens import TokenCounter
 
 DEFAULT_RESERVE = 0.15

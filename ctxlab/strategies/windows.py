@@ -10,8 +10,8 @@ from ..i18n import N_, T
 from .base import Strategy, budget_window, works_on_param, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
-from ._replan import remember
-from ._replan_windows import (keep_all_state, keep_all_step, turn_state, turn_stats, turn_step, window_state,
+from .incremental.replan import remember
+from .incremental.replan_windows import (keep_all_state, keep_all_step, turn_state, turn_stats, turn_step, window_state,
                               window_step)
 
 
@@ -112,7 +112,7 @@ class SlidingWindow(Strategy):
     def apply(self, view: View, budget: Budget) -> Plan:
         """Fill the window from the newest group backwards; stop at the first that does not fit.
         After ``view.append`` of messages that are not user messages, the parent's plan is
-        extended instead (``_replan``): the window's start only moves forward."""
+        extended instead (``incremental.replan``): the window's start only moves forward."""
         limit = min(self.max_tokens or budget.available, budget.available)
         target = int(limit * (1 - self.buffer_ratio))
         plan = window_step(self, view, budget, limit, target)
@@ -194,7 +194,7 @@ class TurnSafe(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Window of the last ``last_n`` messages, widened to a turn start (after ``view.append``, the
-        parent's plan extended when the window only moved forward, see ``_replan_windows``)."""
+        parent's plan extended when the window only moved forward, see ``incremental.replan_windows``)."""
         plan = turn_step(self, view, budget)
         if plan is not None:
             return plan

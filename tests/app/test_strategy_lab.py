@@ -440,11 +440,11 @@ def test_the_replay_tab_compares_both_places_the_strategy_can_run(app):
 
 def _measures(name="tool_rounds", model=MODEL, prices=None, limit=LIMIT, **params):
     """The engine's replay measures for what the page shows by default (parameters scaled to the budget)."""
-    from ctxlab.fidelity import measure_replay
+    from ctxlab.measure import measure
     conv = ctxlab.load(SAMPLE)
     budget = Budget(limit, RESERVE, TokenCounter(model).tools(conv.tools))
     strategy = get_strategy(name, **{**STRATEGIES[name].scaled_defaults(budget), **params})
-    return measure_replay(conv, strategy, budget, model=model, prices=prices)
+    return measure(conv, strategy, budget, model=model, price=prices)
 
 
 def test_needed_facts_served_sits_beside_facts_retained_with_its_misses(app):

@@ -23,14 +23,14 @@ from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, ClassVar, Sequence
 
-from ..i18n import N_, T, Tn
-from ..conversation import Message
-from .base import Strategy, StrategyError, budget_window, param, register
-from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, positions, settle
-from .view import MEMO_EXTENDERS, Budget, View
-from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
-from .windows import preamble_systems
-from .llm_summarizer import SummaryResult, check_prompt  # also registers the "llm" summarizer
+from ...i18n import N_, T, Tn
+from ...conversation import Message
+from ..base import Strategy, StrategyError, budget_window, param, register
+from ..plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, positions, settle
+from ..view import MEMO_EXTENDERS, Budget, View
+from .extractive import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
+from ..windows import preamble_systems
+from .llm import SummaryResult, check_prompt  # also registers the "llm" summarizer
 
 MARKER = "Summary of earlier conversation"
 SUMMARY_EXTRA = MappingProxyType({"ctxlab_summary": True})
