@@ -18,7 +18,7 @@ from ..conversation import Message
 from .base import Strategy, budget_window, works_on_param, param, register
 from .plan import Plan, make_plan, texts
 from .view import MEMO_EXTENDERS, Budget, View, message_text
-from .rounds import answer_lone_users
+from .keep_rules import answer_lone_users
 from .windows import preamble_systems
 from .summarizers import structured  # noqa: F401  (registers the structured and llm_structured summarizers)
 

@@ -23,7 +23,7 @@ from ..llm import LLMError, active_llm
 from .base import Strategy, budget_window, param, register
 from .summarizers.llm import render_span
 from .plan import Plan, make_plan
-from .rounds import answer_lone_users
+from .keep_rules import answer_lone_users
 from .view import MEMO_EXTENDERS, Budget, View
 
 ATTENTION_PROMPT = """A coding agent's context is too long. Below are its earlier messages, each numbered [#N]. The agent works on this task:
