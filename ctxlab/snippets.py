@@ -148,7 +148,7 @@ def python_snippet(config: Mapping[str, Any], *, langgraph: bool = True) -> str:
     lab = read_config(config)
     strategy, budget, model = lab.strategy, lab.budget_kwargs(), lab.model
     what = " >> ".join(s.name for s in strategy.steps) if isinstance(strategy, Pipeline) else strategy.name
-    from . import __version__
+    from .version import __version__
     code = _HEAD.format(version=__version__, what=what, install=install_command(),
                         langgraph_req="\nThe LangGraph node (b) also needs: pip install langgraph\n" if langgraph else "",
                         model=model, strategy=_strategy_code(strategy), **budget)

@@ -173,3 +173,29 @@ def check_modes(modes: Sequence[str] | str | None) -> tuple[str, ...]:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 call``, ``3 calls``."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def diagnose(conv: Conversation, tools: Sequence[ToolDef] | None = None, query: str | None = None,
+             model: str | None = None, modes: Sequence[str] | str | None = None, provider: Any = "local"
+             ) -> list[Finding]:
+    """Run the detectors of ``modes`` (all by default) on ``conv``.
+
+    ``tools``: the catalog offered (default: the conversation's tools); ``query``: the current
+    request (default: the newest user message); ``model``: for token counts and window (default:
+    the conversation's, else gpt-4o); ``provider``: embedding provider name or object for the
+    confusion detectors (``local`` offline MiniLM; ``hash`` in tests that do not need meaning).
+    Findings come in mode order, then by first message.
+    """
+    inputs = Inputs(conv, tuple(tools) if tools is not None else None, query, model, provider)
+    out: list[Finding] = []
+    for mode in check_modes(modes):
+        found: list[Finding] = []
+        for _, fn in DETECTORS[mode]:
+            found.extend(fn(inputs))
+        out.extend(sorted(found, key=lambda f: (f.messages[:1] or (-1,), f.code)))
+    return out
+
+
+def summarize_findings(findings: Sequence[Finding]) -> dict[str, int]:
+    """Findings per mode (every mode listed, zero included)."""
+    return {mode: sum(f.mode == mode for f in findings) for mode in MODE_NAMES}

@@ -204,7 +204,7 @@ def _args(kwargs: Mapping[str, Any]) -> str:
 
 def _export(lab: LabConfig, data: dict[str, Any], imports: str, body: str, notes: list[str],
             counter: str = "count_tokens_approximately") -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     code = _HEAD.format(version=__version__, strategy=lab.strategy.name, checked=checked_with(CHECKED_WITH),
                         notes=notes_block(notes).rstrip("\n"), imports=imports,
                         model=literal(lab.model or "gpt-4o"), counter=counter) + body + _TAIL

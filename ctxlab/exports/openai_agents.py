@@ -39,7 +39,7 @@ RUN_CONFIG = RunConfig(session_settings=SessionSettings(limit={limit}))
 
 
 def _turn_safe(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     n = lab.strategy.last_n
     notes = [*common_notes(lab, budget_used=False, runs="turn_start"),
              T("limit {n:,} counts session items, not messages: an assistant message with k tool calls is k "
@@ -94,7 +94,7 @@ def compaction_session(session_id: str, *, model: str = {model}) -> OpenAIRespon
 
 
 def _compaction(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     t = tuned_trigger(lab)
     notes = [*common_notes(lab, budget_used=lab.strategy.name == "summarize", runs="turn_start"),
              trigger_note(t, lab, T("the session's hook")),
@@ -115,7 +115,7 @@ def _compaction(lab: LabConfig) -> NativeExport:
 
 
 def _truncation(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     notes = [*common_notes(lab, budget_used=True),
              T("the window: the API truncates to the model's own window less its maximum output; ctxlab's budget "
              "(max_tokens {max_tokens:,}, reserve {reserve:g}) has no SDK setting", max_tokens=lab.max_tokens, reserve=lab.reserve),

@@ -49,7 +49,7 @@ def compact_now(client: OpenAI, input_items: list, *, model: str = {model}) -> l
 
 
 def _code(lab: LabConfig, settings: dict, notes: list[str], extra: str = "") -> str:
-    from .. import __version__
+    from ..version import __version__
     model = literal(lab.model if lab.model and not lab.model.startswith("claude") else "gpt-5.2")
     return _CODE.format(version=__version__, strategy=lab.strategy.name, notes=notes_block(notes).rstrip("\n"),
                         settings=literal(settings), model=model, extra=extra.format(model=model),

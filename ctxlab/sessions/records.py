@@ -16,6 +16,11 @@ def utc(value: datetime | None) -> datetime | None:
     return value
 
 
+def now() -> datetime:
+    """The current time in UTC (what every row records)."""
+    return datetime.now(timezone.utc)
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()

@@ -25,7 +25,7 @@ from . import context as ctx
 from .db import SessionError
 from .models import compressions, context_records, messages, profiles, sessions
 from ..strategies.step import Compression, due
-from .records import COUNTERS, ContextRecord, utc
+from .records import COUNTERS, ContextRecord, now, utc
 
 if TYPE_CHECKING:
     from .store import SessionStore
@@ -59,7 +59,7 @@ class Session:
             row = self.store._lock_session(conn, self.id)
             first = row.next_seq
             checked = [ctx.checked_body(b, f"message {first + k}") for k, b in enumerate(bodies)]
-            t = _now()
+            t = now()
             conn.execute(messages.insert(), [{"session_id": self.id, "seq": first + k, "role": b["role"], "body": b,
                                               "created_at": t} for k, b in enumerate(checked)])
             conn.execute(update(sessions).where(sessions.c.id == self.id)
@@ -88,7 +88,7 @@ class Session:
         budget = Budget(**{**lab.budget_kwargs(), "tools_tokens": counter.tools(self._tool_defs())})
         done = ctx.apply(lab.strategy, budget, counter, self.system_prompt, rec.layout, rec.state or {}, bodies,
                          rec.applied_through)
-        plan, t = done.plan, _now()
+        plan, t = done.plan, now()
         values = {"summary": done.summary, "state": done.state, "active_ids": done.active_ids, "layout": done.layout,
                   "applied_through": max(bodies), "updated_at": t, "times_applied": rec.times_applied + 1,
                   "times_triggered": rec.times_triggered + done.triggered,
@@ -169,11 +169,6 @@ class Session:
         rows = conn.execute(select(messages.c.seq, messages.c.body).where(messages.c.session_id == self.id)
                             .order_by(messages.c.seq))
         return {r.seq: r.body for r in rows}
-
-
-def _now():
-    from .store import now
-    return now()
 
 
 __all__ = ["HISTORY_LIMIT", "Session", "SessionError"]

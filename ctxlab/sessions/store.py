@@ -14,7 +14,6 @@ can be pasted in as ``config=``. Changing a profile changes new sessions only;
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from sqlalchemy import Connection, func, select, update
@@ -25,13 +24,8 @@ from ..snippets import strategy_config
 from ..strategies import Budget, get_strategy
 from .db import SessionError, default_url, make_engine, migrate, read_only_urls, redact
 from .models import context_records, messages, profiles, sessions
-from .records import COUNTERS, Profile, SessionInfo, strategy_label, utc
+from .records import COUNTERS, Profile, SessionInfo, now, strategy_label, utc
 from .session import Session
-
-
-def now() -> datetime:
-    """The current time in UTC (what every row records)."""
-    return datetime.now(timezone.utc)
 
 
 def _overflow(model: str, max_tokens: int | None, reserve: float, strategy: str, params: Mapping[str, Any] | None,

@@ -11,6 +11,7 @@ from .summarizers import summarize  # noqa: F401,I001
 from . import tool_rounds, key_messages, clear_tool_results  # noqa: F401,I001
 from . import middle_out, oldest_first, hybrid, langchain_trim  # noqa: F401,I001
 from . import condensers  # noqa: F401,I001  (observation_masking, recent_events, amortized_forgetting)
+from . import llm_attention  # noqa: F401,I001  (after the offline condensers)
 from . import compaction  # noqa: F401,I001  (server_compaction, truncation_auto: the providers' own, simulated)
 from . import head_tail  # noqa: F401,I001  (Codex's cut of each large result to its head and tail)
 from . import offload  # noqa: F401,I001  (large results to files, a pointer and a preview kept: Manus, Deep Agents)

@@ -216,5 +216,3 @@ class AmortizedForgetting(Strategy):
         return make_plan(view, budget, self.name, self.params(), actions, reasons, stats=stats,
                          idle=lambda: (T("amortized_forgetting forgets only when the history passes {max_size:,} "
                                        "messages (max_size); this one has {n_body:,} besides the system prompt", max_size=self.max_size, n_body=len(body))))
-
-from . import llm_attention  # noqa: E402,F401  (llm_attention registers after the offline condensers)

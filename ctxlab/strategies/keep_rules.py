@@ -1,6 +1,7 @@
 """Rules that strategies removing whole rounds or turns share: keep what is pinned with its group and
 its turn's user message, give a kept user message of an older turn a reply, and the small helpers
-they count removals with (``tool_rounds``, ``key_messages``, ``clear_tool_results``, the condensers)."""
+they count removals with (``tool_rounds``, ``key_messages``, ``clear_tool_results``, the condensers),
+and why a window removed nothing (``window_idle``: the windows and ``key_messages``)."""
 from __future__ import annotations
 
 from collections import deque
@@ -68,3 +69,14 @@ def removed_tokens(view: View, actions: list[str]) -> int:
 def set_at(items: list, indexes: Sequence[int], values: Iterable) -> None:
     """``items[i] = value`` for each pair, at C speed."""
     deque(map(items.__setitem__, indexes, values), maxlen=0)
+
+
+def window_idle(name: str, param_name: str, size: int, view: View, start: int) -> str:
+    """Why a window of the newest ``size`` messages, starting at ``start``, removed nothing."""
+    head = T("{name} keeps the last {size:,} messages ({param_name})", name=name, size=size, param_name=param_name)
+    n = len(view)
+    if n <= size:
+        return T("{head} and the conversation has {n:,}", head=head, n=n)
+    before = T("nothing lies before it") if start == 0 else T("only the system prompt lies before it")
+    return (T("{head}, widened back to the start of their turn at message {start:,}: {before}, so the window "
+            "holds the whole conversation ({n:,} messages)", head=head, start=start, before=before, n=n))

@@ -12,8 +12,8 @@ from .plan import REMOVED, Plan, make_plan, minimum_warning, settle
 from .view import MEMO_EXTENDERS, Budget, View
 from .incremental.replan import remember
 from .incremental.replan_keys import key_state, key_step
-from .windows import preamble_systems, task_of_window, turn_aligned_start, window_idle
-from .keep_rules import answer_lone_users, keep_members, keep_pinned, removed_tokens, turn_reply
+from .windows import preamble_systems, task_of_window, turn_aligned_start
+from .keep_rules import answer_lone_users, keep_members, keep_pinned, removed_tokens, turn_reply, window_idle
 
 
 @register

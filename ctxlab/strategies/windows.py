@@ -11,6 +11,7 @@ from .base import Strategy, budget_window, works_on_param, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
 from .incremental.replan import remember
+from .keep_rules import window_idle
 from .incremental.replan_windows import (keep_all_state, keep_all_step, turn_state, turn_stats, turn_step, window_state,
                               window_step)
 
@@ -215,14 +216,3 @@ class TurnSafe(Strategy):
                          stats=turn_stats(n, self.last_n, start),
                          idle=lambda: window_idle(self.name, "last_n", self.last_n, view, start))
         return remember(view, self, budget, plan, turn_state(view, plan, start, task, given))
-
-
-def window_idle(name: str, param_name: str, size: int, view: View, start: int) -> str:
-    """Why a window of the newest ``size`` messages, starting at ``start``, removed nothing."""
-    head = T("{name} keeps the last {size:,} messages ({param_name})", name=name, size=size, param_name=param_name)
-    n = len(view)
-    if n <= size:
-        return T("{head} and the conversation has {n:,}", head=head, n=n)
-    before = T("nothing lies before it") if start == 0 else T("only the system prompt lies before it")
-    return (T("{head}, widened back to the start of their turn at message {start:,}: {before}, so the window "
-            "holds the whole conversation ({n:,} messages)", head=head, start=start, before=before, n=n))

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..plan import Plan
 from ..view import Budget, View
+from ..keep_rules import window_idle
 from .replan import extend, fact_counts, recall, remember
 
 
@@ -168,7 +169,6 @@ def turn_state(view: View, plan: Plan, start: int, task: int | None, given: tupl
 
 def turn_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
     """``turn_safe``'s plan of ``view`` from its parent's, when its window only moved forward."""
-    from ..windows import window_idle  # windows imports this module
     hit = recall(view, strategy, budget)
     if hit is None:
         return None
