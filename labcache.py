@@ -29,7 +29,8 @@ from ctxlab.strategies import Budget, Plan, Strategy, View, get_strategy
 from ctxlab.prefix import check_against_bill
 from ctxlab.tools_per_call import ToolsAt, tools_per_call
 from ctxlab.usage import UsageComparison
-from ctxlab.validate import Finding, validate
+from ctxlab.findings import Finding
+from ctxlab.validate import validate
 
 RULES = RULE_NAMES
 EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}

@@ -15,7 +15,8 @@ from typing import Any, Mapping, Sequence
 from .i18n import N_, _, local
 from .measure import ReplayMeasures
 from .strategies.plan import Plan
-from .validate import Finding, FindingKey, introduced_findings, validate
+from .findings import Finding, diff_findings
+from .validate import FindingKey, introduced_findings, validate
 
 ACTION_WORDS: dict[str, str] = {
     "keep": N_("kept"), "summarize": N_("summarized"), "clear": N_("cleared"), "truncate": N_("truncated"),
@@ -284,15 +285,11 @@ class FindingChanges:
 def finding_changes(input_findings: Sequence[Finding], result_findings: Sequence[Finding],
                     origin: Sequence[int | None], rules: str) -> FindingChanges:
     """Match the errors of the input with those of a plan's result (``origin`` maps each result
-    message to its input index): an error is the same when its code and input message are."""
-    errors_in = [f for f in input_findings if f.severity == "error"]
-    out = {(f.code, origin[f.index] if f.index is not None and f.index < len(origin) else None): f
-           for f in result_findings if f.severity == "error"}  # one finding per code and input message
-    inherited = frozenset((rules, f.code, f.index) for f in errors_in)
-    introduced = tuple(introduced_findings(list(out.values()), origin, inherited))
-    remaining = tuple(f for f in out.values() if f not in introduced)
-    repaired = tuple(f for f in errors_in if (f.code, f.index) not in out)
-    return FindingChanges(rules, tuple(errors_in), repaired, remaining, introduced)
+    message to its input index): an error is the same when its code and input message are
+    (``findings.diff_findings``)."""
+    errors_in = tuple(f for f in input_findings if f.severity == "error")
+    diff = diff_findings(errors_in, [f for f in result_findings if f.severity == "error"], origin)
+    return FindingChanges(rules, errors_in, diff.gone, diff.still, diff.new)
 
 
 RULE_NAMES: dict[str, str] = {"openai": "OpenAI", "anthropic": "Anthropic"}

@@ -25,6 +25,7 @@ from ctxlab.diagnostics import (MODES, STRUCTURAL_LESSONS, Finding, Mitigation, 
                                 diagnose, lesson_path, summarize_findings)
 from ctxlab.errors import CtxlabError
 from ctxlab.fidelity import needed_facts
+from ctxlab.findings import diff_findings
 from ctxlab.measure import measure
 from ctxlab.i18n import N_, _, language
 from ctxlab.figures import CATEGORY_COLORS
@@ -293,17 +294,6 @@ def findings_after(conv: Conversation, r: MitigationResult) -> list[Finding]:
             for f in r.findings_after]
 
 
-def _identity(f: Finding) -> tuple:
-    """What makes two findings the same before and after (tools in any order: retrieval reorders them)."""
-    return f.code, f.messages, frozenset(f.tools)
-
-
-def _kind(f: Finding) -> tuple:
-    """A finding's code and tools: the same problem even when a fix moved its messages (a blanked
-    claim no longer counts among a mistyped id's messages), so it is "still there", not gone and new."""
-    return f.code, frozenset(f.tools)
-
-
 def _why_facts_fell(applied: Applied) -> str | None:
     """One sentence on needed facts the mitigation stopped serving, naming them (None: none)."""
     if not applied.lost:
@@ -334,9 +324,10 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
                   value=_pct(r.facts_before)))
     c4.metric(_("Needed facts served"), _pct(applied.served_after),
               help=_("before: {value}; {how}").format(value=_pct(applied.served_before), how=applied.served_how))
-    after_ids = {_identity(f) for f in after}
-    same_kind = {_kind(f) for f in after}
-    gone = [f for f in before if _identity(f) not in after_ids and _kind(f) not in same_kind]
+    # the same finding, or the same problem whose messages a fix moved (a blanked claim no longer counts
+    # among a mistyped id's messages): still there, not gone and new
+    diff = diff_findings(before, after, loose=True)
+    gone = diff.gone
     summary = (_("Before: {tokens_before} tokens, {n_before} {mode} findings; after: {tokens_after} tokens, "
                  "{n_after} {mode} findings. Needed facts served: {served_before} before, {served_after} after "
                  "({how}).") if mode else
@@ -351,12 +342,10 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
     if gone:
         st.success(md_escape(_("Gone after the mitigation: {findings}").format(
             findings="; ".join(_finding_label(f) for f in gone))))
-    before_ids, before_kinds = {_identity(f) for f in before}, {_kind(f) for f in before}
-    kept = [f for f in after if _identity(f) in before_ids or _kind(f) in before_kinds]  # same, or moved
+    kept = diff.still
     if kept:
         st.warning(md_escape(_("Still there: {findings}").format(findings="; ".join(_finding_label(f) for f in kept))))
-    new = [f for f in after if _identity(f) not in before_ids and _kind(f) not in before_kinds]
-    for f in new:
+    for f in diff.new:
         st.caption(md_escape(_("New after the mitigation, {finding}: {evidence}").format(
             finding=_finding_label(f), evidence=f.evidence)))
     if r.subagents:

@@ -16,7 +16,8 @@ from ctxlab.measure import measure
 from ctxlab.pricing import parse_price_override
 from ctxlab.replay import replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
-from ctxlab.validate import Finding, validate
+from ctxlab.findings import rule_finding
+from ctxlab.validate import validate
 
 from .builders import assistant, system, tool, user
 from .conftest import SAMPLES
@@ -45,7 +46,7 @@ def _orphan_plan():
 
 def _m(label: str, *, fits: bool = True, retention: float | None = 1.0, saved: int = 100,
        error: bool = False) -> PlanMetrics:
-    found = (Finding("orphan_tool_result", "error", 1, "x", "openai"),) if error else ()
+    found = (rule_finding("orphan_tool_result", "error", 1, "x", "openai"),) if error else ()
     return PlanMetrics(label, 1_000, 1_000 - saved, 0, retention, fits, {"openai": found, "anthropic": ()}, ())
 
 

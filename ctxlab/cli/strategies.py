@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .core import (EXIT_OK, _conversations, _emit, _input_args, command, finite_number, note, prefix_args,
@@ -162,7 +162,7 @@ def _apply(args: argparse.Namespace) -> int:
         rules = args.rules or ("anthropic" if args.to == "anthropic" else "openai")
         d = plan.to_dict(lazy=True)  # the decisions are written one by one (see _emit)
         d["params"] = strategy.params()
-        d["findings"] = [asdict(f) for f in validate(list(plan.messages), rules=rules)]
+        d["findings"] = [f.to_dict() for f in validate(list(plan.messages), rules=rules)]
         d["messages"] = exported.data
         out.append(d)
     _emit(out)

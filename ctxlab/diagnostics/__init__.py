@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ..conversation import Conversation, ToolDef
 from ..i18n import N_
 from .base import (DETECTORS, MITIGATION_KINDS, MODE_NAMES, SEVERITIES, DiagnosticsError, Finding, Inputs,
-                   Mitigation, check_modes, detector, diagnose, summarize_findings)
+                   Mitigation, detector, diagnose, summarize_findings)
 # the built-in detectors register themselves on import, in the order they run
 from . import poisoning, distraction, confusion, clash  # noqa: F401,I001
 from .mitigate import MitigationResult, apply_mitigation, prune

@@ -13,9 +13,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..conversation import Conversation, ToolDef
 from ..errors import CtxlabError
+from ..findings import MODE_NAMES, SEVERITIES, Finding  # noqa: F401  (SEVERITIES: ctxlab.diagnostics names it)
 
-MODE_NAMES: tuple[str, ...] = ("poisoning", "distraction", "confusion", "clash")
-SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 MITIGATION_KINDS: tuple[str, ...] = ("strategy", "tool_retrieval", "quarantine", "prune")
 
 
@@ -55,32 +54,6 @@ class Mitigation:
         if self.messages:
             out["messages"] = list(self.messages)
         return out
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One sign of a failure mode: which messages (indexes) and tools (names) show it, the
-    evidence in one sentence, and a mitigation that can be applied as it is (or None)."""
-
-    mode: str
-    code: str
-    severity: str
-    evidence: str
-    messages: tuple[int, ...] = ()
-    tools: tuple[str, ...] = ()
-    mitigation: Mitigation | None = None
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODE_NAMES:
-            raise ValueError(f"unknown mode {self.mode!r}")
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"unknown severity {self.severity!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the CLI's output)."""
-        return {"mode": self.mode, "code": self.code, "severity": self.severity,
-                "messages": list(self.messages), "tools": list(self.tools), "evidence": self.evidence,
-                "mitigation": self.mitigation.to_dict() if self.mitigation else None}
 
 
 @dataclass
