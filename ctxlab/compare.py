@@ -4,8 +4,7 @@ in columns), what each costs and keeps, what the providers would say of each res
 ``plan_metrics(plan, label)`` gives a plan's figures and its findings under the OpenAI and Anthropic
 rules; ``action_table`` lines the plans' decisions up by input message; ``ctxlab.measure.measure``
 gives what each strategy serves and costs call by call; ``verdict_by_recall`` picks one by the rule in
-``VERDICT_RULE`` (highest needed_recall, then lowest cost); ``verdict`` is the older plan-only pick
-(``PLAN_VERDICT_RULE``: most facts retained, then most tokens saved).
+``VERDICT_RULE`` (highest needed_recall, then lowest cost).
 """
 from __future__ import annotations
 
@@ -38,12 +37,6 @@ VERDICT_RULE = N_("Among the strategies whose every model call fits the budget o
                 "lowest cost over the conversation's life (prompt cache included; input tokens when the model has "
                 "no price), then to the leftmost column. When none fits, the one with the fewest calls over the "
                 "limit is named, and the verdict says it does not fit.")
-
-
-PLAN_VERDICT_RULE = ("Among the strategies whose result fits the budget and has no error under the OpenAI or "
-                     "Anthropic rules, the one that keeps the most facts (retention) wins; a tie goes to the one "
-                     "that saves more tokens, then to the leftmost column.")
-"""The plan-only rule of ``verdict`` (no replay). The Compare page uses ``VERDICT_RULE``."""
 
 
 @dataclass(frozen=True)
@@ -151,33 +144,6 @@ class Verdict:
 
     winner: int | None
     text: str
-
-
-def verdict(metrics: Sequence[PlanMetrics]) -> Verdict:
-    """Pick a winner from the plans alone. Among the strategies whose result fits the budget and has no error under the
-    OpenAI or Anthropic rules, the one that keeps the most facts (retention) wins; a tie goes to the
-    one that saves more tokens, then to the leftmost column. (``PLAN_VERDICT_RULE`` says the same.)"""
-    ok = [k for k, m in enumerate(metrics) if m.fits and m.accepted]
-    if not ok:
-        over = [m.label for m in metrics if not m.fits]
-        rejected = [m.label for m in metrics if not m.accepted]
-        why = []
-        if over:
-            why.append(f"over the budget: {', '.join(over)}")
-        if rejected:
-            why.append(f"rejected by a provider: {', '.join(rejected)}")
-        detail = f" ({'; '.join(why)})" if why else ""
-        return Verdict(None, f"No strategy qualifies{detail}: raise the limit, or pick or tune other strategies.")
-    best = min(ok, key=lambda k: (-(metrics[k].retention or 0.0), -metrics[k].saved, k))
-    m = metrics[best]
-    kept = "" if m.retention is None else f"keeps {m.retention:.0%} of the facts, "
-    ties = [metrics[k].label for k in ok if k != best and metrics[k].retention == m.retention
-            and metrics[k].saved == m.saved]
-    tie = f" (tied with {', '.join(ties)}; the leftmost wins)" if ties else ""
-    others = len(metrics) - len(ok)
-    out = f"; {others} of {len(metrics)} did not qualify" if others else ""
-    return Verdict(best, f"{m.label} wins: it fits, {kept}and saves {m.saved:,} tokens "
-                         f"({m.saved_share:.0%}){tie}{out}.")
 
 
 def _change(value: float) -> str:
@@ -388,3 +354,9 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
                      "strategy sent the conversation as it is.")
         notes.append(Note("caption", text.format(names=names)))
     return notes
+
+
+__all__ = ["ACTION_WORDS", "DEFAULT_STRATEGIES", "RULE_NAMES", "RULE_SETS", "VERDICT_RULE", "action_table",
+           "column_labels", "cost_sentence", "finding_changes", "finding_rows", "FindingChanges", "Note",
+           "outcome_notes", "pick_by_recall", "plan_metrics", "PlanMetrics", "read_back_sentence",
+           "ReplayMeasures", "Verdict", "verdict_by_recall"]

@@ -412,3 +412,7 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
     else:
         replay.walk(check)
     return check.fidelity(replay.strategy)
+
+
+__all__ = ["ARITHMETIC", "CODE_KEYS", "EDIT_KEYS", "EDIT_LINE_MIN", "PROSE_KEYS", "FactCheck", "Fidelity", "Miss", "Need",
+           "NeededFacts", "TurnFidelity", "argument_facts", "edit_texts", "extract_facts", "needed_facts", "needed_recall"]

@@ -220,10 +220,6 @@ class Replay:
                               hint=f"Calls go from 0 to {len(self.calls) - 1}" if self.calls else "It has no model call")
         return c % len(self.calls)
 
-    def state_of(self, i: int) -> list[tuple[int, str]]:
-        """The changes of message ``i``'s state: (call, action) in call order."""
-        return [(c, a) for c, k, a in self.events if k == i]
-
     def codes(self, order: Sequence[str], rows: Sequence[int] | None = None) -> "Any":
         """An int8 array (calls x messages; only ``rows`` when given) of each cell's position in
         ``order`` (``future``, ``keep``, ``clear``, ...), built from the events in linear time per row."""
@@ -289,14 +285,6 @@ class Replay:
     def walk(self, observe: Observer) -> None:
         """Replay again, calling ``observe(call, prompt_view)`` at every call (one pass, nothing kept)."""
         self._walk(observe)
-
-    @property
-    def last_plan(self) -> Plan | None:
-        """The plan of the strategy's last application (None when it never ran)."""
-        for c in reversed(self.calls):
-            if c.applied and (plan := self.plan_at(c.number)) is not None:
-                return plan
-        return None
 
     def context_at(self, c: int) -> tuple[Message, ...]:
         """The messages the model saw at call ``c``."""

@@ -388,3 +388,9 @@ def introduced_findings(findings: Sequence[Finding], origin: Sequence[int | None
 def is_valid(findings: Sequence[Finding]) -> bool:
     """True when no finding is an error (warnings are allowed)."""
     return not any(f.severity == "error" for f in findings)
+
+
+__all__ = ["ANTHROPIC_BLOCK_TYPES", "ANTHROPIC_LEFT_OUT", "OPENAI_PART_TYPES", "RULES", "check_anthropic",
+           "check_anthropic_thinking", "check_deepseek", "check_deepseek_thinking", "check_openai", "Finding",
+           "FindingKey", "input_finding_keys", "introduced_findings", "is_valid", "UnknownRulesError",
+           "validate"]

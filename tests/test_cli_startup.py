@@ -1,4 +1,4 @@
-"""The CLI starts light (issue 19.2): importing it, and running the commands that need no
+"""The CLI starts light: importing it, and running the commands that need no
 strategy engine, loads none of the heavy packages (langchain-core, chromadb, numpy, pandas,
 plotly). Each check runs in a fresh interpreter and reads its ``sys.modules``; start-up *time* is
 measured by benchmarks/bench_cli.py, not here."""

@@ -147,7 +147,7 @@ def test_the_compare_verdict_picks_the_highest_recall_that_fits_then_the_cheapes
     assert pick_by_recall(names, [False] * 3, [True] * 3, measures)[0] is None
 
 
-# ---- facts that fit code (issue 17.3)
+# ---- facts that fit code
 
 def _read(cid: str, path: str, body: str) -> list[Message]:
     lines = "\n".join(f"{k:>6}\t{line}" for k, line in enumerate(body.splitlines(), 1))  # Claude Code's Read shape

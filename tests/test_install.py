@@ -1,4 +1,4 @@
-"""The package as a newcomer installs it (issue 21.1): a NON-editable `pip install` of the
+"""The package as a newcomer installs it: a NON-editable `pip install` of the
 repository into a fresh virtual environment (no system site-packages: the declared dependencies
 must be enough), then every CLI command of the README and the exported snippet, run by the
 venv's own `ctxlab` from a folder that holds only the sample data (so nothing is imported from

@@ -1,4 +1,4 @@
-"""The truth of a trace (issue 26): every bill a trace logs is read, each call is counted as the
+"""The truth of a trace: every bill a trace logs is read, each call is counted as the
 agent sent it (a text action once, no call after the run ended, the harness's messages not user
 turns), and a Claude Code sub-agent is a conversation of its own.
 

@@ -94,11 +94,6 @@ class Trace:
             self.notes.append(f"message {index}: {owner} {items}{more} not carried (ctxlab keeps a message's "
                               "role, text and tool calls), so a conversion leaves them out")
 
-    def note_at(self, words: str) -> None:
-        """A note about the message appended next (or the last one when nothing follows)."""
-        self.notes.append(f"message {max(len(self.messages) - 1, 0)}: {words}")
-
-
 @dataclass(frozen=True)
 class TraceFormat:
     """A trace format: ``detect(doc)`` says whether a whole document is one of its files (doc is
