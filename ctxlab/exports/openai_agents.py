@@ -52,14 +52,14 @@ def _turn_safe(lab: LabConfig) -> NativeExport:
              "is all sent")]
     code = _CODE.format(version=__version__, strategy="turn_safe", notes=notes_block(notes).rstrip("\n"), limit=n)
     data = {"run_config": {"session_settings": {"limit": n}}}
-    return NativeExport("openai-agents", "turn_safe", data, code, tuple(notes))
+    return NativeExport("openai_agents", "turn_safe", data, code, tuple(notes))
 
 
 def _none(lab: LabConfig) -> NativeExport:
     notes = [T("strategy none sends everything: the default SessionSettings(limit=None)"),
              *common_notes(lab, budget_used=False, runs="turn_start")]
     code = notes_block(notes) + "# Run as usual: the default session settings retrieve every item.\n"
-    return NativeExport("openai-agents", "none", {"run_config": {"session_settings": {"limit": None}}}, code,
+    return NativeExport("openai_agents", "none", {"run_config": {"session_settings": {"limit": None}}}, code,
                         tuple(notes))
 
 
@@ -111,7 +111,7 @@ def _compaction(lab: LabConfig) -> NativeExport:
                               threshold=t.inputs, model=literal(model))
     data = {"session": {"class": "OpenAIResponsesCompactionSession", "model": model,
                         "should_trigger_compaction": {"estimated_tokens_above": t.inputs}}}
-    return NativeExport("openai-agents", lab.strategy.name, data, code, tuple(notes))
+    return NativeExport("openai_agents", lab.strategy.name, data, code, tuple(notes))
 
 
 def _truncation(lab: LabConfig) -> NativeExport:
@@ -124,11 +124,11 @@ def _truncation(lab: LabConfig) -> NativeExport:
     code = (f'"""OpenAI Agents SDK model settings exported by ctxlab {__version__} from a truncation_auto config."""\n'
             + notes_block(notes) + "from agents import ModelSettings\n\nMODEL_SETTINGS = ModelSettings("
             'truncation="auto")\n\n# Usage: Agent(..., model_settings=MODEL_SETTINGS)\n')
-    return NativeExport("openai-agents", "truncation_auto", {"model_settings": {"truncation": "auto"}}, code,
+    return NativeExport("openai_agents", "truncation_auto", {"model_settings": {"truncation": "auto"}}, code,
                         tuple(notes))
 
 
-target("openai-agents", {"turn_safe": _turn_safe, "server_compaction": _compaction, "summarize": _compaction,
+target("openai_agents", {"turn_safe": _turn_safe, "server_compaction": _compaction, "summarize": _compaction,
                          "truncation_auto": _truncation, "none": _none},
        hint=T("The SDK's session settings hold an item limit, its compaction session a trigger and its model "
             "settings truncation; for the others, run the ctxlab snippet in RunConfig.call_model_input_filter."))

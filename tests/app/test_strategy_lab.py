@@ -597,7 +597,7 @@ def test_the_export_tab_offers_the_native_forms_too(app, downloads):
     anthropic = json.loads(downloads["anthropic.json"])
     assert anthropic["strategy"] == "clear_tool_results" and "not_carried" in anthropic
     assert b"ClearToolUsesEdit" in downloads["langchain_context.py"]
-    assert any(c.value.replace("\\", "").startswith("openai-agents: ") for c in app.caption)  # no native form: said
+    assert any(c.value.replace("\\", "").startswith("openai_agents: ") for c in app.caption)  # no native form: said
 
 
 def test_a_result_over_budget_is_said_once(app):
