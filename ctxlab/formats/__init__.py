@@ -222,13 +222,20 @@ USAGE_WRITERS = {"langchain"}
 """Formats whose writer puts a message's reported usage back (LangChain: ``usage_metadata``)."""
 
 
-def _register_builtins() -> None:
-    from . import anthropic, langchain, openai_chat, responses
-    for mod in (openai_chat, anthropic, langchain, responses):
-        register(mod.FORMAT)
+MESSAGE_FORMATS = ("openai_chat", "anthropic", "langchain", "responses")
+"""The modules of the message-list formats, in the order detection prefers them (each defines ``FORMAT``)."""
+TRACE_FORMATS = ("claude_code", "codex", "swe_agent", "mini_swe_agent", "openhands",  # coding agents' traces
+                 "otel", "langfuse", "langsmith")  # production traces: one conversation per agent run
+"""The modules of the trace formats (each defines ``TRACE``). A new format is one module plus its name here."""
 
 
-_register_builtins()
+def _module(name: str) -> Any:
+    import importlib
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+for _name in MESSAGE_FORMATS:
+    register(_module(_name).FORMAT)
 
 
 def register_trace(tf: TraceFormat) -> TraceFormat:
@@ -239,16 +246,8 @@ def register_trace(tf: TraceFormat) -> TraceFormat:
     return tf
 
 
-def _register_traces() -> None:
-    from . import claude_code, codex, mini_swe_agent, openhands, swe_agent
-    for mod in (claude_code, codex, swe_agent, mini_swe_agent, openhands):
-        register_trace(mod.TRACE)
-    from . import langfuse, langsmith, otel  # production traces: one conversation per agent run
-    for mod in (otel, langfuse, langsmith):
-        register_trace(mod.TRACE)
-
-
-_register_traces()
+for _name in TRACE_FORMATS:
+    register_trace(_module(_name).TRACE)
 
 __all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
            "decode_text", "load", "load_all", "load_json_documents", "loads", "parse_tools", "register",
