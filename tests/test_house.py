@@ -153,3 +153,12 @@ def test_no_module_imports_in_a_loop():
 def test_the_version_is_the_one_pyproject_declares():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert ctxlab.__version__ == declared
+
+
+def test_the_generated_reference_in_docs_is_current():
+    """docs/reference is written from the CLI's help and the strategies' schemas: it cannot drift."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, str(ROOT / "docs" / "generate.py"), "--check"], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

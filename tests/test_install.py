@@ -90,7 +90,7 @@ def fresh(tmp_path_factory) -> Venv:
     return env
 
 
-# the README's CLI section, with its placeholders filled (FILE = a sample)
+# the CLI guide's commands (docs/cli.md), with its placeholders filled (FILE = a sample)
 CORE_COMMANDS = [
     ["count", "sample_data/ecommerce_refund.json", "--model", "gpt-4o"],
     ["count", "sample_data/ecommerce_refund.json", "--model", "deepseek-chat"],   # its own tokenizer package

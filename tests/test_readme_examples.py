@@ -1,13 +1,16 @@
-"""Every Python example of the README runs as written. The test reads README.md
-itself, so an example changed there is the example tested: each ```python block is executed in
-order in one namespace (later blocks use the ``conv`` of earlier ones), from a scratch folder that
-holds the sample data, with the tool index and the session store in that folder."""
+"""Every Python example of the README and of docs/ runs as written. The test reads the files
+themselves, so an example changed there is the example tested: each ```python block is executed in
+reading order (the README, then the guides in ``GUIDES`` order) in one namespace (later blocks use
+the ``conv`` of earlier ones), from a scratch folder that holds the sample data, with the tool
+index and the session store in that folder."""
 from __future__ import annotations
 
 import contextlib
 import io
 import os
 import re
+import sys
+import types
 
 import pytest
 
@@ -16,10 +19,23 @@ from .conftest import ROOT
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
-def python_blocks() -> list[tuple[int, str]]:
-    """(line number, code) of each ```python block of README.md."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in BLOCK.finditer(text)]
+GUIDES = ("engine.md", "strategies.md", "tuning.md", "failure-modes.md", "retrieval.md", "formats.md", "configs.md",
+          "sessions.md", "architecture.md")
+"""docs/ in reading order (the order the README links them)."""
+
+
+def python_blocks() -> list[tuple[str, str]]:
+    """(where, code) of each ```python block of README.md and of the guides in docs/."""
+    out = []
+    for path in [ROOT / "README.md", *(ROOT / "docs" / name for name in GUIDES)]:
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        out += [(f"{where}:{text.count(chr(10), 0, m.start()) + 1}", m.group(1)) for m in BLOCK.finditer(text)]
+    return out
+
+
+def test_every_guide_in_docs_is_in_reading_order():
+    assert {p.name for p in (ROOT / "docs").glob("*.md")} <= {*GUIDES, "app.md", "install.md", "cli.md"}
 
 
 def test_the_readme_has_python_examples():
@@ -32,14 +48,16 @@ def test_every_python_example_of_the_readme_runs(tmp_path, monkeypatch):
     (tmp_path / "sample_data").symlink_to(ROOT / "sample_data")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path / "data"))
-    namespace: dict = {"__name__": "readme"}
+    module = types.ModuleType("readme")  # a real module, so a dataclass defined in an example finds it
+    monkeypatch.setitem(sys.modules, "readme", module)
+    namespace: dict = module.__dict__
     for line, code in python_blocks():
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):
-                exec(compile(code, f"README.md:{line}", "exec"), namespace)  # noqa: S102 (the README's own code)
+                exec(compile(code, line, "exec"), namespace)  # noqa: S102 (the documentation's own code)
         except Exception as e:  # noqa: BLE001 - the failure names the block
-            pytest.fail(f"the README example at line {line} fails: {type(e).__name__}: {e}")
+            pytest.fail(f"the example at {line} fails: {type(e).__name__}: {e}")
     assert "conv" in namespace and len(namespace["conv"]) > 0
     if "sel" in namespace:  # the tool-retrieval example selected tools offline
         assert namespace["sel"].tools and namespace["sel"].tokens_selected < namespace["sel"].tokens_all
@@ -47,10 +65,13 @@ def test_every_python_example_of_the_readme_runs(tmp_path, monkeypatch):
 
 
 def test_the_set_up_commands_near_the_top_make_a_venv_name_the_url_and_the_plain_test_command():
-    """a newcomer found no venv step, no URL to open, and the plain test command at line 152."""
+    """a newcomer found no venv step, no URL to open, and the plain test command at line 152; the
+    two commands are on the README's first screen (its first 40 lines), and the README is short."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index("## Two commands")
-    block = text[start:text.index("### Install", start)]
+    block = text[start:text.index("\n## ", start + 3)]
+    assert text.count("\n", 0, text.index("bash .ci/run")) < 40
+    assert text.count("\n") < 250
     assert "python3 -m venv" in block and "activate" in block
     assert "http://localhost:8501" in block
     assert 'python3 -m pytest -m "not install"' in block
