@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
+from .code_facts import HEREDOC_SHARED_MIN, code_identifiers, heredoc_lines, heredoc_writes, scrub_command, shell_edits, specific
 from .conversation import Conversation, Message, json_leaves
 from .i18n import N_, _
 from .segments import segment
@@ -42,7 +43,7 @@ _FACT = re.compile(
     r"|(?P<id>\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]*[A-Za-z0-9]\b)"
     r"|(?P<code>\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,24}\b)"
     r"|(?P<money>\$\s?\d[\d,]*(?:\.\d+)?)"
-    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,])\d{3,}(?![\w,]))")
+    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,:])\d{3,}(?![\w,]))")
 _LITERAL_MAX = 60
 CODE_KEYS = frozenset({"old_string", "new_string", "old_str", "new_str", "content", "file_text", "patch", "diff",
                        "code", "insert_text", "text"})
@@ -61,6 +62,16 @@ EDIT_KEYS = ("old_string", "old_str")
 """The argument holding the text an edit replaces (Claude Code ``Edit``, SWE-agent and OpenHands
 ``str_replace``): the edit needs it in its context, served while the read that showed it stays."""
 EDIT_LINE_MIN = 3
+COMMAND_KEYS = ("command", "cmd", "input", "script")
+"""Arguments holding a shell command or a patch (Bash, mini-swe-agent and SWE-agent actions, Codex
+``exec_command`` / ``shell`` / ``apply_patch``): read for the edits they make (``code_facts.shell_edits``)
+and scrubbed of code bodies and line positions before their facts are taken."""
+LINE_KEYS = frozenset({"view_range", "offset", "limit", "insert_line", "line", "line_number", "start_line",
+                       "end_line", "head_limit", "-a", "-b", "-c", "-n"})
+"""Arguments that are line positions or counts (a read's offset, a view range): not facts."""
+PLAN_TOOLS = frozenset({"todowrite", "todoread", "todo_write", "write_todos", "update_plan", "plan"})
+"""Tools that write the agent's own plan: their status words (``completed``, ``in_progress``) and
+items are not facts a call took from its context."""
 """Lines of an edit's old text shorter than this (a brace, a blank) are not checked."""
 HABIT_SHARE, HABIT_MIN_CALLS = 0.5, 6
 """A fact that at least this share of the calls of a conversation use (with at least that many
@@ -76,15 +87,17 @@ def _number(text: str) -> str:
     return s
 
 
-def extract_facts(text: str) -> set[str]:
-    """The identifiers, e-mail addresses, ISO dates and amounts in ``text``, normalized (amounts
-    without currency sign, separators or trailing zeros)."""
+def extract_facts(text: str, code: bool = True) -> set[str]:
+    """The identifiers (ids, and code names specific enough: ``code_facts.specific``), e-mail
+    addresses, ISO dates and amounts in ``text``, normalized (amounts without currency sign,
+    separators or trailing zeros). A number after a colon (``CHANGES:280``, a line number) is not one.
+    ``code=False`` leaves code names out (an assistant's prose mentions them; its calls type them)."""
     out: set[str] = set()
     for m in _FACT.finditer(text):
         kind = m.lastgroup
         value = m.group(kind)
         out.add(_number(value) if kind in ("money", "number") else value)
-    return out
+    return out | code_identifiers(text) if code else out
 
 
 def argument_facts(m: Message) -> tuple[set[str], set[str]]:
@@ -94,12 +107,16 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
     facts: set[str] = set()
     literals: set[str] = set()
     for call in m.tool_calls:
+        if call.name.lower() in PLAN_TOOLS:
+            continue
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError:
             continue
-        leaves = (json_leaves({k: v for k, v in args.items() if k not in CODE_KEYS}) if isinstance(args, dict)
-                   else json_leaves(args))
+        if isinstance(args, dict):
+            args = {k: scrub_command(v) if k in COMMAND_KEYS and isinstance(v, str) else v
+                    for k, v in args.items() if k not in CODE_KEYS and k.lower() not in LINE_KEYS}
+        leaves = json_leaves(args)
         prose = ({str(v) for k, v in args.items() if k in PROSE_KEYS and isinstance(v, str)}
                  if isinstance(args, dict) else set())
         for v in leaves:
@@ -192,8 +209,23 @@ def _turn_of(index: int, starts: Sequence[int]) -> int:
     return t
 
 
+def _commands(args: Any) -> list[str]:
+    """The shell commands or patches of a call's arguments (a list-valued command is joined)."""
+    if not isinstance(args, dict):
+        return []
+    out = []
+    for key in COMMAND_KEYS:
+        v = args.get(key)
+        if isinstance(v, list):
+            v = " ".join(str(x) for x in v)
+        if isinstance(v, str) and v.strip():
+            out.append(v)
+    return out
+
+
 def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
-    """The old text of each edit call of ``m`` and its checked lines (stripped, lowercased)."""
+    """The old text of each edit call of ``m`` and its checked lines (stripped, lowercased): an
+    editor's old-text argument, or the edits a shell command or patch makes (``code_facts.shell_edits``)."""
     out = []
     for call in m.tool_calls:
         try:
@@ -202,6 +234,8 @@ def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
             continue
         if not isinstance(args, dict):
             continue
+        for command in _commands(args):
+            out += shell_edits(command)
         for key in EDIT_KEYS:
             old = args.get(key)
             if isinstance(old, str) and old.strip():
@@ -216,7 +250,43 @@ def _used(m: Message) -> list[tuple[str, bool]]:
     """The facts an assistant message uses: (fact, literal) pairs."""
     arg_facts, literals = argument_facts(m)
     text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
-    return [(f, False) for f in sorted(extract_facts(text) | arg_facts)] + [(f, True) for f in sorted(literals)]
+    text = scrub_command(text)
+    return [(f, False) for f in sorted(extract_facts(text, code=False) | arg_facts)] + [(f, True) for f in sorted(literals)]
+
+
+def rewrites(messages: Sequence[Message], per: Sequence["_Facts"], j: int) -> list[tuple[str, tuple[str, ...]]]:
+    """Heredoc rewrites (``cat > f <<EOF``) by message ``j`` of a file an earlier call named: the
+    lines of the new body that one earlier tool result or user message holds (the file as read),
+    when there are at least ``code_facts.HEREDOC_SHARED_MIN`` of them (see ``code_facts``). A script
+    the agent wrote itself and writes again is not a read file."""
+    out = []
+    for call in messages[j].tool_calls:
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            continue
+        for command in _commands(args):
+            for path, body in heredoc_writes(command):
+                lines = heredoc_lines(body)
+                base = path.rsplit("/", 1)[-1]
+                if len(lines) < HEREDOC_SHARED_MIN or not any(
+                        base in c.arguments for i in range(j) for c in messages[i].tool_calls):
+                    continue
+                best: tuple[str, ...] = ()
+                for i in range(j):
+                    if messages[i].role not in ("tool", "user"):
+                        continue
+                    shared = tuple(ln for ln in lines if ln in per[i].lower)
+                    if len(shared) >= len(best):
+                        best = shared
+                if len(best) >= HEREDOC_SHARED_MIN:
+                    out.append((f"{path} (rewritten)\n" + "\n".join(best), best))
+    return out
+
+
+def _code_name(fact: str) -> bool:
+    """A code name (``code_facts.specific``) that is not an id, path, date or amount as well."""
+    return _FACT.fullmatch(fact) is None and specific(fact)
 
 
 def _habits(used: dict[int, list[tuple[str, bool]]]) -> set[tuple[str, bool]]:
@@ -247,15 +317,17 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
         t = _turn_of(j, starts)
         first = starts[t] if t >= 0 else -1
         wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts]
-        wanted += [Need(old[:200], -1, j, t, False, False, lines) for old, lines in edit_texts(messages[j])]
-        for need in wanted:
+        wanted += [Need(old[:200], -1, j, t, False, False, lines)
+                   for old, lines in edit_texts(messages[j]) + rewrites(messages, per, j)]
+        for need in dict.fromkeys(wanted):
             if any(need.served_by(s) for s in system):
                 continue
             source_i = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])), None)
             if source_i is None:
                 continue
-            if (need.fact, need.literal) in habits and messages[source_i].role == "assistant":
-                continue  # a value the agent brought in itself and repeats in most calls: a habit
+            if messages[source_i].role == "assistant" and (
+                    (need.fact, need.literal) in habits or (not need.lines and _code_name(need.fact))):
+                continue  # a value the agent brought in itself (a habit, or a code name it made up)
             in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
     return NeededFacts(messages, starts, tuple(needs), per)
