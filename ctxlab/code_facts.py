@@ -15,8 +15,9 @@
   str_replace PATH --old_str '...'``.
 * ``heredoc_writes(command)``: ``cat > file <<EOF`` bodies, so a rewrite of a file read earlier
   needs the lines it keeps (``fidelity.needed_facts`` finds them in the earlier message).
-* ``scrub_command(text)``: what a call types that is not a fact it took from earlier: heredoc and
-  patch bodies (new code), ``sed`` scripts, and line positions (``sed -n '120,220p'``,
+* ``scrub_command(text)``: what a call types that is not a fact it took from earlier: heredoc,
+  patch and SWE-agent ``edit``/``end_of_edit`` bodies (new code), ``sed -i`` scripts, and line
+  positions (``sed -n '120,220p'``,
   ``head -n 40``, ``tail -n +40``, ``open f.py 120``, ``grep -A 5``).
 """
 from __future__ import annotations
@@ -45,9 +46,14 @@ _CODE_EXT = frozenset("py pyi pyx js jsx ts tsx mjs cjs rs go rb java kt c h cc 
                       "md rst txt json yaml yml toml cfg ini lock sql html css scss vue svelte ex exs swift "
                       "lua pl r m mm scala clj el hs ml erl xml csv ipynb".split())
 _COMMON_FILES = frozenset({"setup", "__init__", "__main__", "readme", "conftest", "index", "main", "test", "tests",
-                           "utils", "config", "settings", "package", "requirements", "makefile", "license",
-                           "changelog", "changes", "manage", "pyproject", "tox", "reproduce", "repro", "temp",
-                           "tmp", "output", "input", "script", "debug", "example"})
+                           "utils", "util", "config", "conf", "settings", "package", "requirements", "makefile",
+                           "license", "changelog", "changes", "manage", "pyproject", "tox", "reproduce", "repro",
+                           "temp", "tmp", "output", "input", "script", "debug", "example", "models", "views",
+                           "urls", "admin", "apps", "forms", "wsgi", "asgi", "base", "core", "helpers", "constants",
+                           "exceptions", "errors", "types", "version", "app", "server", "client", "api", "cli", "run",
+                           "runtests", "package-lock", "dockerfile", "docker-compose"})
+"""Stems of file names every project of a kind has (``conf.py``, ``models.py``, ``runtests.py``):
+an agent types them without reading them anywhere."""
 _EXTRA_COMMON = ("self cls np pd plt tf torch os sys re json str int dict list set tuple bytes "
                  "assertEqual assertTrue assertFalse assertIn assertIs assertIsNone assertIsNotNone assertRaises "
                  "assertRaisesRegex assertAlmostEqual assertNotEqual assertNotIn assertIsInstance setUp tearDown "
@@ -107,6 +113,8 @@ def code_identifiers(text: str) -> set[str]:
 
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n(.*?)\n\s*\2\b", re.S)
+_EDIT_BODY = re.compile(r"^edit\s+\d+:\d+\n.*?^end_of_edit\b", re.S | re.M)
+"""SWE-agent's text action ``edit 287:295`` ... ``end_of_edit``: its body is new code."""
 _PATCH_BODY = re.compile(r"\*\*\* Begin Patch.*?(?:\*\*\* End Patch|\Z)", re.S)
 _SED_SCRIPT = re.compile(r"\bsed\s+(?:-[a-zA-Z]*\s+)*(?:-i\S*\s+|--in-place\S*\s+)(?:-e\s+)?(['\"])(.*?)(?<!\\)\1", re.S)
 _LINE_POSITIONS = re.compile(
@@ -127,6 +135,8 @@ def scrub_command(text: str) -> str:
         text = _HEREDOC.sub(lambda m: f"<<{m[2]}{m[3]}\n{m[2]}", text)
     if "*** Begin Patch" in text:
         text = _PATCH_BODY.sub(" ", text)
+    if "end_of_edit" in text:
+        text = _EDIT_BODY.sub(" ", text)
     if "sed" in text:
         text = _SED_SCRIPT.sub(" ", text)
     return _LINE_POSITIONS.sub(lambda m: re.sub(r"\d", " ", m.group()), text)
@@ -136,7 +146,7 @@ def _lines(text: str, minimum: int = 3) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ln.strip().lower() for ln in text.splitlines() if len(ln.strip()) >= minimum))
 
 
-_REGEX_META = re.compile(r"\.\*|\.\+|\.\?|\[[^\]]*\][*+?]?|\\[sSdDwWbB][*+?]?|\\[(){}|+?]|\\[1-9]|[\^$*]")
+_REGEX_META = re.compile(r"\.\*|\.\+|\.\?|(?<!\\)\[[^\]]*(?<!\\)\][*+?]?|\\[sSdDwWbB][*+?]?|\\[(){}|+?]|\\[1-9]|[\^$*]")
 
 
 def _literal_pieces(pattern: str) -> tuple[str, ...]:

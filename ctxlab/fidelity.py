@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from .code_facts import HEREDOC_SHARED_MIN, code_identifiers, heredoc_lines, heredoc_writes, scrub_command, shell_edits, specific
-from .conversation import Conversation, Message, json_leaves
+from .conversation import TEXT_ACTION, Conversation, Message, json_leaves
 from .i18n import N_, _
 from .segments import segment
 from .strategies.offload import OFFLOADED, ReadBack, is_offloaded
@@ -43,7 +43,7 @@ _FACT = re.compile(
     r"|(?P<id>\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]*[A-Za-z0-9]\b)"
     r"|(?P<code>\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,24}\b)"
     r"|(?P<money>\$\s?\d[\d,]*(?:\.\d+)?)"
-    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,:])\d{3,}(?![\w,]))")
+    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,:])\d{3,}(?![\w,\t]|:\S))")
 _LITERAL_MAX = 60
 CODE_KEYS = frozenset({"old_string", "new_string", "old_str", "new_str", "content", "file_text", "patch", "diff",
                        "code", "insert_text", "text"})
@@ -87,16 +87,23 @@ def _number(text: str) -> str:
     return s
 
 
-def extract_facts(text: str, code: bool = True) -> set[str]:
+def extract_facts(text: str, code: bool = True, numbers: bool = True) -> set[str]:
     """The identifiers (ids, and code names specific enough: ``code_facts.specific``), e-mail
     addresses, ISO dates and amounts in ``text``, normalized (amounts without currency sign,
-    separators or trailing zeros). A number after a colon (``CHANGES:280``, a line number) is not one.
-    ``code=False`` leaves code names out (an assistant's prose mentions them; its calls type them)."""
+    separators or trailing zeros). A line number is not one: after a colon (``CHANGES:280``) or
+    before a colon or a tab (``grep -n`` and ``cat -n`` output: ``1909:class``, ``  1909\tclass``).
+    ``code=False`` leaves code names out, ``numbers=False`` plain numbers (not amounts)."""
     out: set[str] = set()
     for m in _FACT.finditer(text):
         kind = m.lastgroup
         value = m.group(kind)
-        out.add(_number(value) if kind in ("money", "number") else value)
+        if kind == "number":
+            if not numbers:
+                continue
+            value = _number(value)
+            if len(value) < 2:  # 1.0, 0.0: no amount one could tell from any other
+                continue
+        out.add(_number(value) if kind == "money" else value)
     return out | code_identifiers(text) if code else out
 
 
@@ -128,9 +135,10 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             text = str(v)
             if ARITHMETIC.fullmatch(text):
                 continue
-            found = extract_facts(text)
-            if found:
-                facts |= found
+            found = extract_facts(text, code=False)
+            names = code_identifiers(text) - {text.strip()}  # a whole value (``one_way``) stays a literal
+            if found or names:
+                facts |= found | names
             elif 3 <= len(text.strip()) <= _LITERAL_MAX and text not in prose:
                 literals.add(text.strip().lower())
     return facts, literals
@@ -247,18 +255,27 @@ def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _used(m: Message) -> list[tuple[str, bool]]:
-    """The facts an assistant message uses: (fact, literal) pairs."""
+    """The facts an assistant message uses: (fact, literal) pairs: what its calls type, and the ids,
+    paths, dates and amounts of its text (code names only when a call types them). The text of a
+    text action (mini-swe-agent, SWE-agent: ``TEXT_ACTION``, the call stands for a command written
+    in it) is the agent's reasoning before the command ("``DataDocumenter`` starts at 1909", "this
+    is likely in ``django/db/models/base.py``"), not a use: only its call counts (issue 27: most
+    false needs on such traces came from that text)."""
     arg_facts, literals = argument_facts(m)
+    if m.extra.get(TEXT_ACTION) and m.tool_calls:
+        return [(f, False) for f in sorted(arg_facts)] + [(f, True) for f in sorted(literals)]
     text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
-    text = scrub_command(text)
-    return [(f, False) for f in sorted(extract_facts(text, code=False) | arg_facts)] + [(f, True) for f in sorted(literals)]
+    used = extract_facts(scrub_command(text), code=False) | arg_facts
+    return [(f, False) for f in sorted(used)] + [(f, True) for f in sorted(literals)]
 
 
-def rewrites(messages: Sequence[Message], per: Sequence["_Facts"], j: int) -> list[tuple[str, tuple[str, ...]]]:
-    """Heredoc rewrites (``cat > f <<EOF``) by message ``j`` of a file an earlier call named: the
-    lines of the new body that one earlier tool result or user message holds (the file as read),
-    when there are at least ``code_facts.HEREDOC_SHARED_MIN`` of them (see ``code_facts``). A script
-    the agent wrote itself and writes again is not a read file."""
+def rewrites(messages: Sequence[Message], per: Sequence["_Facts"], j: int,
+             call_args: dict[str, str]) -> list[tuple[str, tuple[str, ...]]]:
+    """Heredoc rewrites (``cat > f <<EOF``) by message ``j`` of a file read earlier: the lines of the
+    new body that the result of an earlier call naming the file holds (the file as read; the most
+    such lines), when there are at least ``code_facts.HEREDOC_SHARED_MIN`` of them. A script the
+    agent wrote itself and writes again, or lines copied from the task, are not a read file.
+    ``call_args``: the arguments of every call, by call id."""
     out = []
     for call in messages[j].tool_calls:
         try:
@@ -268,13 +285,13 @@ def rewrites(messages: Sequence[Message], per: Sequence["_Facts"], j: int) -> li
         for command in _commands(args):
             for path, body in heredoc_writes(command):
                 lines = heredoc_lines(body)
-                base = path.rsplit("/", 1)[-1]
-                if len(lines) < HEREDOC_SHARED_MIN or not any(
-                        base in c.arguments for i in range(j) for c in messages[i].tool_calls):
+                if len(lines) < HEREDOC_SHARED_MIN:
                     continue
                 best: tuple[str, ...] = ()
+                named = "/".join(path.split("/")[-2:])  # ./a/b.py, /testbed/a/b.py and a/b.py alike
                 for i in range(j):
-                    if messages[i].role not in ("tool", "user"):
+                    m = messages[i]
+                    if m.role != "tool" or named not in call_args.get(m.tool_call_id or "", ""):
                         continue
                     shared = tuple(ln for ln in lines if ln in per[i].lower)
                     if len(shared) >= len(best):
@@ -285,8 +302,12 @@ def rewrites(messages: Sequence[Message], per: Sequence["_Facts"], j: int) -> li
 
 
 def _code_name(fact: str) -> bool:
-    """A code name (``code_facts.specific``) that is not an id, path, date or amount as well."""
-    return _FACT.fullmatch(fact) is None and specific(fact)
+    """A code name (``code_facts.specific``) or a file path: what a coding agent may name first
+    itself (it guesses ``django/db/models/base.py``, it names ``reproduce_issue.py``); a need only
+    when a tool result or the user showed it first (issue 27). Counting the first tool result that
+    echoes a name the agent made (a traceback through its own script) found 11 weak needs in 49."""
+    m = _FACT.fullmatch(fact)
+    return m.lastgroup == "path" if m is not None else specific(fact)
 
 
 def _habits(used: dict[int, list[tuple[str, bool]]]) -> set[tuple[str, bool]]:
@@ -312,13 +333,14 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     system = [per[i] for i, m in enumerate(messages) if m.role == "system"]
     used = {j: _used(m) for j, m in enumerate(messages) if m.role == "assistant"}
     habits = _habits({j: u for j, u in used.items() if messages[j].tool_calls})
+    call_args = {c.id: c.arguments for m in messages for c in m.tool_calls}
     needs: list[Need] = []
     for j, facts in used.items():
         t = _turn_of(j, starts)
         first = starts[t] if t >= 0 else -1
         wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts]
         wanted += [Need(old[:200], -1, j, t, False, False, lines)
-                   for old, lines in edit_texts(messages[j]) + rewrites(messages, per, j)]
+                   for old, lines in edit_texts(messages[j]) + rewrites(messages, per, j, call_args)]
         for need in dict.fromkeys(wanted):
             if any(need.served_by(s) for s in system):
                 continue
@@ -326,8 +348,8 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
             if source_i is None:
                 continue
             if messages[source_i].role == "assistant" and (
-                    (need.fact, need.literal) in habits or (not need.lines and _code_name(need.fact))):
-                continue  # a value the agent brought in itself (a habit, or a code name it made up)
+                    (need.fact, need.literal) in habits or (not need.lines and not need.literal and _code_name(need.fact))):
+                continue  # a value the agent brought in itself: a habit, or a code name or path it named first
             in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
     return NeededFacts(messages, starts, tuple(needs), per)
