@@ -7,6 +7,8 @@ false alarms (issue 17: 7 of 11 findings on real coding traces were false).
   name written with and without a separator (``msg1`` / ``msg-1``), the line positions of commands
   that read or edit by line (``sed -n '120,220p'`` then ``'200,260p'``, ``sed -i '857i ...'`` after
   ``856i``, ``head -n40``).
+* ``read_for_a_later_edit(messages, calls, index)``: a ranged read of a file a later call edits
+  (the agent took that range to change it: not a document the steps hardly need).
 * ``files_used(call)``: the file names a call's arguments mention (``python decrypt.py`` uses
   ``decrypt.py``); ``edited_between(...)``: whether a call between two runs changed one of them
   (any file, for a command that names none: ``pytest``), so a repeated failure is the agent
@@ -44,9 +46,12 @@ def _numeral(token: str, context: str) -> bool:
 
 
 def _in_sequence(a: str, b: str) -> bool:
-    """Names that differ only in a short number (``pub1`` / ``pub3``, ``step_2`` / ``step_12``)."""
+    """Names that differ only in a short number (``pub1`` / ``pub3``, ``step_2`` / ``step_12``,
+    ``0-based`` / ``1-based``: a leading number needs a separator after it, so a code such as
+    ``4NQLHD`` against ``5NQLHD`` is still checked)."""
     ma, mb = _SEQUENCE.fullmatch(a), _SEQUENCE.fullmatch(b)
-    return bool(ma and mb and ma[1] == mb[1] and ma[3] == mb[3] and ma[1] and ma[2] != mb[2])
+    return bool(ma and mb and ma[1] == mb[1] and ma[3] == mb[3] and ma[2] != mb[2]
+                and (ma[1] or ma[3][:1] in ("-", "_")))
 
 
 _LINE_ADDRESS = re.compile(r"\d{1,7}[pdqiacrwsylnNDPGHx=]|[nABCLl]\d{1,7}")
@@ -128,3 +133,20 @@ def edited_between(messages: Sequence[Message], calls: Sequence, start: int, end
             if changes_file(c.call, result, names):
                 return c.index
     return None
+
+
+def read_for_a_later_edit(messages: Sequence[Message], calls: Sequence, index: int) -> bool:
+    """Whether tool result ``index`` is a ranged read (``nl -ba f.py | sed -n '224,400p'``, ``head -n``,
+    a view range, an offset) of a file that a later call edits: the agent took that range to change
+    it, so the steps up to the edit need it. A whole file dumped (``cat f.py``) is not exempt
+    (``calls``: the observations' CallInfo list)."""
+    call = next((c for c in calls if c.result_index == index), None)
+    if call is None:
+        return False
+    text = _command(call.call)
+    ranged = bool(_SHELL_LINES.search(text)) or any(k in call.call.arguments for k in
+                                                      ('"view_range"', '"offset"', '"limit"'))
+    names = files_used(call.call)
+    if not ranged or not names or changes_file(call.call, messages[index], names):
+        return False
+    return edited_between(messages, calls, index, len(messages), names) is not None
