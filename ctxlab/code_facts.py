@@ -128,11 +128,22 @@ _LINE_POSITIONS = re.compile(
     r"|\b(?:[Ll]ines?|L|around|near)\s+\d+(?:\s*(?:-|–|to|and|through|,)\s*\d+)*", re.M)  # line 548, lines 1339-1341
 
 
+_CODE_SINK = re.compile(r">\s*[\w./~-]|\btee\b|\b(?:python\d?(?:\.\d+)?|node|ruby|perl|bash|sh|patch|apply)\b")
+"""What a heredoc feeds that makes its body code: a file (``cat > f <<EOF``), an interpreter, a
+patch. A heredoc that is a message (``git commit -m "$(cat <<'EOF' ...)"``) keeps its facts."""
+
+
+def _code_heredoc(m: re.Match) -> str:
+    start = m.string.rfind("\n", 0, m.start()) + 1
+    head = m.string[start:m.start()] + m[3]
+    return f"<<{m[2]}{m[3]}\n{m[2]}" if _CODE_SINK.search(head) else m.group()
+
+
 def scrub_command(text: str) -> str:
     """``text`` without what a command types that is not a fact taken from earlier: heredoc and
     patch bodies, ``sed -i`` scripts, and line positions (see the module docstring)."""
     if "<<" in text:
-        text = _HEREDOC.sub(lambda m: f"<<{m[2]}{m[3]}\n{m[2]}", text)
+        text = _HEREDOC.sub(_code_heredoc, text)
     if "*** Begin Patch" in text:
         text = _PATCH_BODY.sub(" ", text)
     if "end_of_edit" in text:

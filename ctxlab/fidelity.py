@@ -43,7 +43,7 @@ _FACT = re.compile(
     r"|(?P<id>\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]*[A-Za-z0-9]\b)"
     r"|(?P<code>\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,24}\b)"
     r"|(?P<money>\$\s?\d[\d,]*(?:\.\d+)?)"
-    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,:])\d{3,}(?![\w,\t]|:\S))")
+    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,])(?<!\w:)\d{3,}(?![\w,\t]|:\S))")
 _LITERAL_MAX = 60
 CODE_KEYS = frozenset({"old_string", "new_string", "old_str", "new_str", "content", "file_text", "patch", "diff",
                        "code", "insert_text", "text"})
@@ -90,8 +90,9 @@ def _number(text: str) -> str:
 def extract_facts(text: str, code: bool = True, numbers: bool = True) -> set[str]:
     """The identifiers (ids, and code names specific enough: ``code_facts.specific``), e-mail
     addresses, ISO dates and amounts in ``text``, normalized (amounts without currency sign,
-    separators or trailing zeros). A line number is not one: after a colon (``CHANGES:280``) or
-    before a colon or a tab (``grep -n`` and ``cat -n`` output: ``1909:class``, ``  1909\tclass``).
+    separators or trailing zeros). A line number is not one: after a name and a colon
+    (``CHANGES:280``, ``x.py:12``; ``"timeout":60000`` stays) or before a colon or a tab (``grep -n``
+    and ``cat -n`` output: ``1909:class``, ``  1909\tclass``).
     ``code=False`` leaves code names out, ``numbers=False`` plain numbers (not amounts)."""
     out: set[str] = set()
     for m in _FACT.finditer(text):

@@ -200,3 +200,18 @@ def test_line_numbers_are_not_facts():
         assert "1474" not in facts and "1470" not in facts, typed
         assert "src/marshmallow/fields.py" in facts
     assert "1474" not in scrub_command("Line 1474 is `return int(...)`")
+
+
+def test_numbers_in_compact_json_stay_facts():
+    """A colon before a number is a line number only after a name (``CHANGES:280``), not after a key."""
+    assert "60000" in extract_facts('{"command":"mix test","timeout":60000}')
+    assert "280" not in extract_facts("see x.py:280")
+
+
+def test_a_commit_message_heredoc_keeps_its_facts():
+    """marot/spotter 8cc42b0 (MIT), test/fixtures/transcripts/fa812bfe-....jsonl: the user names bead
+    spotter-a0y, the agent's commit message (a heredoc fed to git commit) cites it."""
+    commit = ("git commit -m \"$(cat <<'EOF'\nfeat: add lifecycle hooks and active session registry (spotter-a0y.1)"
+              "\nEOF\n)\"")
+    assert "spotter-a0y" in scrub_command(commit)
+    assert "spotter-a0y" not in scrub_command("cat > notes.py <<'EOF'\nBEAD = 'spotter-a0y'\nEOF")
