@@ -35,7 +35,8 @@ DEFAULT_TRACES = Path("/tmp/ctxlab-coding-traces/needs_report")
 
 def _code_facts():
     """This checkout's ``code_facts`` loaded by path, so an older ctxlab is classified the same way."""
-    spec = importlib.util.spec_from_file_location("_code_facts_rule", ROOT / "ctxlab" / "code_facts.py")
+    import ctxlab  # noqa: F401  (its relative imports resolve in whichever ctxlab is imported)
+    spec = importlib.util.spec_from_file_location("ctxlab._code_facts_rule", ROOT / "ctxlab" / "code_facts.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -13,8 +13,8 @@
   ``.replace("old", "new")`` in a script that writes a file, ``apply_patch`` hunks and unified diffs
   (context and removed lines, one need per hunk), SWE-agent's text action ``str_replace_editor
   str_replace PATH --old_str '...'``.
-* ``heredoc_writes(command)``: ``cat > file <<EOF`` bodies, so a rewrite of a file read earlier
-  needs the lines it keeps (``fidelity.needed_facts`` finds them in the earlier message).
+* ``heredoc_rewrites(messages, lowered, j, call_args)``: a ``cat > file <<EOF`` rewrite of a file
+  an earlier call read needs the lines it keeps, as that read's result shows them.
 * ``scrub_command(text)``: what a call types that is not a fact it took from earlier: heredoc,
   patch and SWE-agent ``edit``/``end_of_edit`` bodies (new code), ``sed -i`` scripts, and line
   positions (``sed -n '120,220p'``,
@@ -23,11 +23,15 @@
 from __future__ import annotations
 
 import builtins
+import json
 import keyword
 import re
 import shlex
 import sys
 from functools import lru_cache
+from typing import Any, Sequence
+
+from .conversation import Message
 
 IDENT_MIN = 6
 """Shortest identifier (characters, dots included) counted as a fact. Tuned on the tune split of
@@ -305,3 +309,49 @@ def heredoc_writes(command: str) -> list[tuple[str, str]]:
 def heredoc_lines(body: str) -> tuple[str, ...]:
     """The lines of a heredoc body a rewrite may keep from the file it replaces."""
     return _lines(body, HEREDOC_LINE_MIN)
+
+
+def command_strings(args: Any, keys: Sequence[str]) -> list[str]:
+    """The shell commands or patches of a call's arguments under ``keys`` (a list is joined)."""
+    if not isinstance(args, dict):
+        return []
+    out = []
+    for key in keys:
+        v = args.get(key)
+        if isinstance(v, list):
+            v = " ".join(str(x) for x in v)
+        if isinstance(v, str) and v.strip():
+            out.append(v)
+    return out
+
+
+def heredoc_rewrites(messages: Sequence[Message], lowered: Sequence[str], j: int, call_args: dict[str, str],
+                     keys: Sequence[str] = ("command", "cmd", "input", "script")) -> list[tuple[str, tuple[str, ...]]]:
+    """Heredoc rewrites (``cat > f <<EOF``) by message ``j`` of a file read earlier: the lines of the
+    new body that the result of an earlier call naming the file holds (the file as read; the most
+    such lines), when there are at least ``HEREDOC_SHARED_MIN`` of them. A script the agent wrote
+    itself and writes again, or lines copied from the task, are not a read file. ``lowered``: each
+    message's text in lower case; ``call_args``: the arguments of every call, by call id."""
+    out = []
+    for call in messages[j].tool_calls:
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            continue
+        for command in command_strings(args, keys):
+            for path, body in heredoc_writes(command):
+                lines = heredoc_lines(body)
+                if len(lines) < HEREDOC_SHARED_MIN:
+                    continue
+                best: tuple[str, ...] = ()
+                named = "/".join(path.split("/")[-2:])  # ./a/b.py, /testbed/a/b.py and a/b.py alike
+                for i in range(j):
+                    m = messages[i]
+                    if m.role != "tool" or named not in call_args.get(m.tool_call_id or "", ""):
+                        continue
+                    shared = tuple(ln for ln in lines if ln in lowered[i])
+                    if len(shared) >= len(best):
+                        best = shared
+                if len(best) >= HEREDOC_SHARED_MIN:
+                    out.append((f"{path} (rewritten)\n" + "\n".join(best), best))
+    return out

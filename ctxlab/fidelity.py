@@ -5,9 +5,15 @@ every model call, or at every user turn: its ``apply_at``).
 
 * The facts an assistant message *uses* are the identifiers (``KC-482193``, ``mia_li_3668``,
   ``NO6JO3``, e-mail addresses), amounts (``$1,234.50`` and ``1234.5`` are one fact), ISO dates
-  found in its text or its tool calls, plus the values of its tool-call arguments.
+  found in its text or its tool calls, plus the values of its tool-call arguments, plus the code
+  names its calls type (``EnumSerializer``, ``serializer_factory``: ``code_facts.specific``), plus
+  the old text of every edit, by an editor's arguments, ``sed -i``, python ``.replace``,
+  ``apply_patch``, SWE-agent's text-mode ``str_replace_editor`` or a heredoc rewrite of a file read
+  earlier (``code_facts``). Not facts: line numbers and positions, what a call writes into a new
+  file, the text of a text action (its command counts), the agent's own plan (``PLAN_TOOLS``).
 * A used fact is *needed* when it appeared earlier in the conversation, in a user message, a tool
-  result or an earlier assistant message. Facts that the system prompt holds are not counted: the
+  result or an earlier assistant message (a code name or path only when a tool result or the user
+  showed it first). Facts that the system prompt holds are not counted: the
   system prompt is always kept, so they are always served and would only dilute the measure.
   Facts that appear nowhere earlier (a total the assistant computed) are not needed either.
 * A needed fact is *served* when the prompt of the model call that wrote the message holds it:
@@ -29,7 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
-from .code_facts import HEREDOC_SHARED_MIN, code_identifiers, heredoc_lines, heredoc_writes, scrub_command, shell_edits, specific
+from .code_facts import code_identifiers, command_strings, heredoc_rewrites, scrub_command, shell_edits, specific
 from .conversation import TEXT_ACTION, Conversation, Message, json_leaves
 from .i18n import N_, _
 from .segments import segment
@@ -218,20 +224,6 @@ def _turn_of(index: int, starts: Sequence[int]) -> int:
     return t
 
 
-def _commands(args: Any) -> list[str]:
-    """The shell commands or patches of a call's arguments (a list-valued command is joined)."""
-    if not isinstance(args, dict):
-        return []
-    out = []
-    for key in COMMAND_KEYS:
-        v = args.get(key)
-        if isinstance(v, list):
-            v = " ".join(str(x) for x in v)
-        if isinstance(v, str) and v.strip():
-            out.append(v)
-    return out
-
-
 def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
     """The old text of each edit call of ``m`` and its checked lines (stripped, lowercased): an
     editor's old-text argument, or the edits a shell command or patch makes (``code_facts.shell_edits``)."""
@@ -243,7 +235,7 @@ def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
             continue
         if not isinstance(args, dict):
             continue
-        for command in _commands(args):
+        for command in command_strings(args, COMMAND_KEYS):
             out += shell_edits(command)
         for key in EDIT_KEYS:
             old = args.get(key)
@@ -268,38 +260,6 @@ def _used(m: Message) -> list[tuple[str, bool]]:
     text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
     used = extract_facts(scrub_command(text), code=False) | arg_facts
     return [(f, False) for f in sorted(used)] + [(f, True) for f in sorted(literals)]
-
-
-def rewrites(messages: Sequence[Message], per: Sequence["_Facts"], j: int,
-             call_args: dict[str, str]) -> list[tuple[str, tuple[str, ...]]]:
-    """Heredoc rewrites (``cat > f <<EOF``) by message ``j`` of a file read earlier: the lines of the
-    new body that the result of an earlier call naming the file holds (the file as read; the most
-    such lines), when there are at least ``code_facts.HEREDOC_SHARED_MIN`` of them. A script the
-    agent wrote itself and writes again, or lines copied from the task, are not a read file.
-    ``call_args``: the arguments of every call, by call id."""
-    out = []
-    for call in messages[j].tool_calls:
-        try:
-            args = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError:
-            continue
-        for command in _commands(args):
-            for path, body in heredoc_writes(command):
-                lines = heredoc_lines(body)
-                if len(lines) < HEREDOC_SHARED_MIN:
-                    continue
-                best: tuple[str, ...] = ()
-                named = "/".join(path.split("/")[-2:])  # ./a/b.py, /testbed/a/b.py and a/b.py alike
-                for i in range(j):
-                    m = messages[i]
-                    if m.role != "tool" or named not in call_args.get(m.tool_call_id or "", ""):
-                        continue
-                    shared = tuple(ln for ln in lines if ln in per[i].lower)
-                    if len(shared) >= len(best):
-                        best = shared
-                if len(best) >= HEREDOC_SHARED_MIN:
-                    out.append((f"{path} (rewritten)\n" + "\n".join(best), best))
-    return out
 
 
 def _code_name(fact: str) -> bool:
@@ -335,13 +295,14 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     used = {j: _used(m) for j, m in enumerate(messages) if m.role == "assistant"}
     habits = _habits({j: u for j, u in used.items() if messages[j].tool_calls})
     call_args = {c.id: c.arguments for m in messages for c in m.tool_calls}
+    lowered = [f.lower for f in per]
     needs: list[Need] = []
     for j, facts in used.items():
         t = _turn_of(j, starts)
         first = starts[t] if t >= 0 else -1
         wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts]
         wanted += [Need(old[:200], -1, j, t, False, False, lines)
-                   for old, lines in edit_texts(messages[j]) + rewrites(messages, per, j, call_args)]
+                   for old, lines in edit_texts(messages[j]) + heredoc_rewrites(messages, lowered, j, call_args)]
         for need in dict.fromkeys(wanted):
             if any(need.served_by(s) for s in system):
                 continue
