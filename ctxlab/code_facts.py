@@ -17,8 +17,7 @@
   an earlier call read needs the lines it keeps, as that read's result shows them.
 * ``scrub_command(text)``: what a call types that is not a fact it took from earlier: heredoc,
   patch and SWE-agent ``edit``/``end_of_edit`` bodies (new code), ``sed -i`` scripts, and line
-  positions (``sed -n '120,220p'``,
-  ``head -n 40``, ``tail -n +40``, ``open f.py 120``, ``grep -A 5``).
+  positions (``sed -n '120,220p'``, ``head -n 40``, ``tail -n +40``, ``open f.py 120``, ``grep -A 5``).
 """
 from __future__ import annotations
 
@@ -34,10 +33,10 @@ from typing import Any, Sequence
 from .conversation import Message
 
 IDENT_MIN = 6
-"""Shortest identifier (characters, dots included) counted as a fact. Tuned on the tune split of
-issue 27 (benchmarks/needs_precision.py names it): at 6, short names (``get_x``, ``is_ok``,
-``self.tz``) that an agent types without reading them made most false needs; at 10, real
-names (``fromstring``-chains, ``td_field``-style variables) were lost."""
+"""Shortest identifier (characters, dots included) counted as a fact. Tuned on the ``needs_tune``
+split of ``benchmarks/coding_traces.py`` by reading the names each threshold adds: 6 adds to 8 four
+names, all real (``_add_q``, ``is_Poly``, ``msg.enc``, ``field_1``); 5 adds ``dim_0``, ``dim_1``,
+``mod_l``, too short to tell from a chance match."""
 FILE_STEM_MIN = 4
 """Shortest stem of a bare file name counted as a fact (``card.py`` no, ``header.py`` yes)."""
 SED_PATTERN_MIN = 6
@@ -120,7 +119,8 @@ _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n(.*?)\n\s*\2\b", re.S)
 _EDIT_BODY = re.compile(r"^edit\s+\d+:\d+\n.*?^end_of_edit\b", re.S | re.M)
 """SWE-agent's text action ``edit 287:295`` ... ``end_of_edit``: its body is new code."""
 _PATCH_BODY = re.compile(r"\*\*\* Begin Patch.*?(?:\*\*\* End Patch|\Z)", re.S)
-_SED_SCRIPT = re.compile(r"\bsed\s+(?:-[a-zA-Z]*\s+)*(?:-i\S*\s+|--in-place\S*\s+)(?:-e\s+)?(['\"])(.*?)(?<!\\)\1", re.S)
+_SED_SCRIPT = re.compile(r"\bsed\s+(?:-[a-zA-Z]*\s+)*(?:-i\S*\s+|--in-place\S*\s+)(?:-e\s+)?(['\"])(.*?)(?<!\\)\1",
+                         re.S)
 _LINE_POSITIONS = re.compile(
     r"\bsed\s+(?:-\w+\s+)*(['\"]?)[\d,;\s$]+[pd](?:;[\d,\s]+[pd])*\1"     # sed -n '120,220p'
     r"|\b(?:head|tail)\s+(?:-[nc]\s*\+?\d+|-\d+|--lines=\+?\d+)"         # head -n 40, tail -n +40, head -50

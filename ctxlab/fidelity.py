@@ -309,8 +309,8 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
             source_i = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])), None)
             if source_i is None:
                 continue
-            if messages[source_i].role == "assistant" and (
-                    (need.fact, need.literal) in habits or (not need.lines and not need.literal and _code_name(need.fact))):
+            named_first = not need.lines and not need.literal and _code_name(need.fact)
+            if messages[source_i].role == "assistant" and ((need.fact, need.literal) in habits or named_first):
                 continue  # a value the agent brought in itself: a habit, or a code name or path it named first
             in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))

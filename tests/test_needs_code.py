@@ -54,7 +54,8 @@ def test_a_sed_substitution_needs_the_text_it_replaces():
 
 def test_a_sed_range_delete_needs_both_address_patterns():
     # same source, django__django-11299, message 95 (the test it deletes was shown by `cat` in message 44)
-    cmd = "sed -i '/def test_multilvl_check_constraint_sql/,/self.assertIn.*discounted_price/d' tests/constraints/tests.py"
+    cmd = ("sed -i '/def test_multilvl_check_constraint_sql/,/self.assertIn.*discounted_price/d' "
+           "tests/constraints/tests.py")
     assert [lines for _, lines in shell_edits(cmd)] == [("def test_multilvl_check_constraint_sql",),
                                                         ("self.assertin", "discounted_price")]
     assert shell_edits("sed -i '68r tests/constraints/test_patch.py' tests/constraints/tests.py") == [], \
@@ -116,13 +117,15 @@ def test_swe_agent_text_mode_str_replace_needs_its_old_str():
     assert (need.source, need.needed_by) == (3, 4)
     assert need.lines == ("def division(a: float, b: float) -> float", "return a/b")
     # the traceback shows the def line but not the body: no message holds the old text whole
-    assert edit_needs(read_then("python reproduce_error.py", SWE_TRACEBACK, SWE_ACTION, name="str_replace_editor")) == []
+    assert edit_needs(read_then("python reproduce_error.py", SWE_TRACEBACK, SWE_ACTION,
+                                name="str_replace_editor")) == []
 
 
 # openai/codex 7116353 (Apache-2.0), codex-rs/apply-patch/tests/fixtures/scenarios/003_multiple_chunks:
 # input/multi.txt and patch.txt (the format's reference scenario; no public Codex session was found).
 CODEX_FILE = "line1\nline2\nline3\nline4\n"
-CODEX_PATCH = "*** Begin Patch\n*** Update File: multi.txt\n@@\n-line2\n+changed2\n@@\n-line4\n+changed4\n*** End Patch\n"
+CODEX_PATCH = ("*** Begin Patch\n*** Update File: multi.txt\n@@\n-line2\n+changed2\n@@\n-line4\n+changed4\n"
+               "*** End Patch\n")
 
 
 def test_apply_patch_needs_each_hunks_old_lines():
