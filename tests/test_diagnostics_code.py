@@ -151,3 +151,10 @@ def test_a_ranged_read_the_agent_edits_from_is_not_an_oversized_document():
     assert _oversized(_run([*small, ranged, edit, ("bash", {"command": "python -m pytest"}, "ok")])) == []
     whole = ("bash", {"command": "cat django/forms/widgets.py"}, listing)
     assert len(_oversized(_run([*small, whole, edit, ("bash", {"command": "python -m pytest"}, "ok")]))) == 1
+
+
+def test_line_counts_written_against_their_flag_are_not_mistyped_ids():
+    steps = [("bash", {"command": "head -n40 src/app.py"}, "import os"),
+             ("bash", {"command": "head -n400 src/app.py | tail -n40"}, "import os"),
+             ("bash", {"command": "grep -A5 'def run' src/app.py && grep -A50 'def run' src/app.py"}, "def run():")]
+    assert _codes(_run(steps), "mistyped_id") == []
