@@ -68,6 +68,7 @@ EDIT_KEYS = ("old_string", "old_str")
 """The argument holding the text an edit replaces (Claude Code ``Edit``, SWE-agent and OpenHands
 ``str_replace``): the edit needs it in its context, served while the read that showed it stays."""
 EDIT_LINE_MIN = 3
+"""Lines of an edit's old text shorter than this (a brace, a blank) are not checked."""
 COMMAND_KEYS = ("command", "cmd", "input", "script")
 """Arguments holding a shell command or a patch (Bash, mini-swe-agent and SWE-agent actions, Codex
 ``exec_command`` / ``shell`` / ``apply_patch``): read for the edits they make (``code_facts.shell_edits``)
@@ -78,7 +79,6 @@ LINE_KEYS = frozenset({"view_range", "offset", "limit", "insert_line", "line", "
 PLAN_TOOLS = frozenset({"todowrite", "todoread", "todo_write", "write_todos", "update_plan", "plan"})
 """Tools that write the agent's own plan: their status words (``completed``, ``in_progress``) and
 items are not facts a call took from its context."""
-"""Lines of an edit's old text shorter than this (a brace, a blank) are not checked."""
 HABIT_SHARE, HABIT_MIN_CALLS = 0.5, 6
 """A fact that at least this share of the calls of a conversation use (with at least that many
 calls), first brought in by the agent itself, is a habit (a timeout, the worktree path), not a fact
@@ -93,20 +93,18 @@ def _number(text: str) -> str:
     return s
 
 
-def extract_facts(text: str, code: bool = True, numbers: bool = True) -> set[str]:
+def extract_facts(text: str, code: bool = True) -> set[str]:
     """The identifiers (ids, and code names specific enough: ``code_facts.specific``), e-mail
     addresses, ISO dates and amounts in ``text``, normalized (amounts without currency sign,
     separators or trailing zeros). A line number is not one: after a name and a colon
     (``CHANGES:280``, ``x.py:12``; ``"timeout":60000`` stays) or before a colon or a tab (``grep -n``
     and ``cat -n`` output: ``1909:class``, ``  1909\tclass``).
-    ``code=False`` leaves code names out, ``numbers=False`` plain numbers (not amounts)."""
+    ``code=False`` leaves code names out."""
     out: set[str] = set()
     for m in _FACT.finditer(text):
         kind = m.lastgroup
         value = m.group(kind)
         if kind == "number":
-            if not numbers:
-                continue
             value = _number(value)
             if len(value) < 2:  # 1.0, 0.0: no amount one could tell from any other
                 continue
