@@ -5,9 +5,15 @@ every model call, or at every user turn: its ``apply_at``).
 
 * The facts an assistant message *uses* are the identifiers (``KC-482193``, ``mia_li_3668``,
   ``NO6JO3``, e-mail addresses), amounts (``$1,234.50`` and ``1234.5`` are one fact), ISO dates
-  found in its text or its tool calls, plus the values of its tool-call arguments.
+  found in its text or its tool calls, plus the values of its tool-call arguments, plus the code
+  names its calls type (``EnumSerializer``, ``serializer_factory``: ``code_facts.specific``), plus
+  the old text of every edit, by an editor's arguments, ``sed -i``, python ``.replace``,
+  ``apply_patch``, SWE-agent's text-mode ``str_replace_editor`` or a heredoc rewrite of a file read
+  earlier (``code_facts``). Not facts: line numbers and positions, what a call writes into a new
+  file, the text of a text action (its command counts), the agent's own plan (``PLAN_TOOLS``).
 * A used fact is *needed* when it appeared earlier in the conversation, in a user message, a tool
-  result or an earlier assistant message. Facts that the system prompt holds are not counted: the
+  result or an earlier assistant message (a code name or path only when a tool result or the user
+  showed it first). Facts that the system prompt holds are not counted: the
   system prompt is always kept, so they are always served and would only dilute the measure.
   Facts that appear nowhere earlier (a total the assistant computed) are not needed either.
 * A needed fact is *served* when the prompt of the model call that wrote the message holds it:
@@ -29,7 +35,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Sequence
 
-from .conversation import Conversation, Message, json_leaves
+from .code_facts import code_identifiers, command_strings, heredoc_rewrites, scrub_command, shell_edits, specific
+from .conversation import TEXT_ACTION, Conversation, Message, json_leaves
 from .segments import segment
 from .strategies.offload import OFFLOADED, ReadBack, is_offloaded
 from .strategies.view import message_text
@@ -41,7 +48,7 @@ _FACT = re.compile(
     r"|(?P<id>\b(?=[A-Za-z0-9_-]*\d)[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]*[A-Za-z0-9]\b)"
     r"|(?P<code>\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,24}\b)"
     r"|(?P<money>\$\s?\d[\d,]*(?:\.\d+)?)"
-    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,])\d{3,}(?![\w,]))")
+    r"|(?P<number>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+\.\d+(?![\w])|(?<![\w.,])(?<!\w:)\d{3,}(?![\w,\t]|:\S))")
 _LITERAL_MAX = 60
 CODE_KEYS = frozenset({"old_string", "new_string", "old_str", "new_str", "content", "file_text", "patch", "diff",
                        "code", "insert_text", "text"})
@@ -50,7 +57,7 @@ their identifiers are not facts the call took from earlier; an edit's old text i
 PROSE_KEYS = frozenset({"description", "explanation", "thought", "reason", "command", "cmd", "output_mode"})
 """Arguments whose whole value is not a fact (a Bash call's description, the command line itself, an
 option word): the identifiers, paths and amounts inside them still count. Chosen on a hand-checked
-sample of needs on coding traces (the note of issue 17 reports another)."""
+sample of needs on coding traces."""
 ARITHMETIC = re.compile(r"(?!\s*\d{1,4}/\d{1,2}/\d{1,4}\s*$)(?=.*[\d)]\s*(?:[+*/%^]|\s-\s)\s*[\d(.])[\d\s.,+\-*/%^()]+")
 """A calculator's expression (``152 + 103``, ``(13 - 11) * 2``): its operands are intermediate
 arithmetic, not facts the call took from its context. The values a later call acts on (the
@@ -61,11 +68,21 @@ EDIT_KEYS = ("old_string", "old_str")
 ``str_replace``): the edit needs it in its context, served while the read that showed it stays."""
 EDIT_LINE_MIN = 3
 """Lines of an edit's old text shorter than this (a brace, a blank) are not checked."""
+COMMAND_KEYS = ("command", "cmd", "input", "script")
+"""Arguments holding a shell command or a patch (Bash, mini-swe-agent and SWE-agent actions, Codex
+``exec_command`` / ``shell`` / ``apply_patch``): read for the edits they make (``code_facts.shell_edits``)
+and scrubbed of code bodies and line positions before their facts are taken."""
+LINE_KEYS = frozenset({"view_range", "offset", "limit", "insert_line", "line", "line_number", "start_line",
+                       "end_line", "head_limit", "-a", "-b", "-c", "-n"})
+"""Arguments that are line positions or counts (a read's offset, a view range): not facts."""
+PLAN_TOOLS = frozenset({"todowrite", "todoread", "todo_write", "write_todos", "update_plan", "plan"})
+"""Tools that write the agent's own plan: their status words (``completed``, ``in_progress``) and
+items are not facts a call took from its context."""
 HABIT_SHARE, HABIT_MIN_CALLS = 0.5, 6
 """A fact that at least this share of the calls of a conversation use (with at least that many
 calls), first brought in by the agent itself, is a habit (a timeout, the worktree path), not a fact
 one call took from an earlier message; an id the user gave stays a need however often it is used.
-Chosen, not tuned: the note of issue 17 reports what it removes on real traces."""
+Chosen, not tuned."""
 
 def _number(text: str) -> str:
     """One spelling per amount: no currency sign, no thousands separators, no trailing zeros."""
@@ -75,15 +92,23 @@ def _number(text: str) -> str:
     return s
 
 
-def extract_facts(text: str) -> set[str]:
-    """The identifiers, e-mail addresses, ISO dates and amounts in ``text``, normalized (amounts
-    without currency sign, separators or trailing zeros)."""
+def extract_facts(text: str, code: bool = True) -> set[str]:
+    """The identifiers (ids, and code names specific enough: ``code_facts.specific``), e-mail
+    addresses, ISO dates and amounts in ``text``, normalized (amounts without currency sign,
+    separators or trailing zeros). A line number is not one: after a name and a colon
+    (``CHANGES:280``, ``x.py:12``; ``"timeout":60000`` stays) or before a colon or a tab (``grep -n``
+    and ``cat -n`` output: ``1909:class``, ``  1909\tclass``).
+    ``code=False`` leaves code names out."""
     out: set[str] = set()
     for m in _FACT.finditer(text):
         kind = m.lastgroup
         value = m.group(kind)
-        out.add(_number(value) if kind in ("money", "number") else value)
-    return out
+        if kind == "number":
+            value = _number(value)
+            if len(value) < 2:  # 1.0, 0.0: no amount one could tell from any other
+                continue
+        out.add(_number(value) if kind == "money" else value)
+    return out | code_identifiers(text) if code else out
 
 
 def argument_facts(m: Message) -> tuple[set[str], set[str]]:
@@ -93,12 +118,16 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
     facts: set[str] = set()
     literals: set[str] = set()
     for call in m.tool_calls:
+        if call.name.lower() in PLAN_TOOLS:
+            continue
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError:
             continue
-        leaves = (json_leaves({k: v for k, v in args.items() if k not in CODE_KEYS}) if isinstance(args, dict)
-                   else json_leaves(args))
+        if isinstance(args, dict):
+            args = {k: scrub_command(v) if k in COMMAND_KEYS and isinstance(v, str) else v
+                    for k, v in args.items() if k not in CODE_KEYS and k.lower() not in LINE_KEYS}
+        leaves = json_leaves(args)
         prose = ({str(v) for k, v in args.items() if k in PROSE_KEYS and isinstance(v, str)}
                  if isinstance(args, dict) else set())
         for v in leaves:
@@ -110,9 +139,10 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             text = str(v)
             if ARITHMETIC.fullmatch(text):
                 continue
-            found = extract_facts(text)
-            if found:
-                facts |= found
+            found = extract_facts(text, code=False)
+            names = code_identifiers(text) - {text.strip()}  # a whole value (``one_way``) stays a literal
+            if found or names:
+                facts |= found | names
             elif 3 <= len(text.strip()) <= _LITERAL_MAX and text not in prose:
                 literals.add(text.strip().lower())
     return facts, literals
@@ -192,7 +222,8 @@ def _turn_of(index: int, starts: Sequence[int]) -> int:
 
 
 def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
-    """The old text of each edit call of ``m`` and its checked lines (stripped, lowercased)."""
+    """The old text of each edit call of ``m`` and its checked lines (stripped, lowercased): an
+    editor's old-text argument, or the edits a shell command or patch makes (``code_facts.shell_edits``)."""
     out = []
     for call in m.tool_calls:
         try:
@@ -201,6 +232,8 @@ def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
             continue
         if not isinstance(args, dict):
             continue
+        for command in command_strings(args, COMMAND_KEYS):
+            out += shell_edits(command)
         for key in EDIT_KEYS:
             old = args.get(key)
             if isinstance(old, str) and old.strip():
@@ -212,10 +245,27 @@ def edit_texts(m: Message) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _used(m: Message) -> list[tuple[str, bool]]:
-    """The facts an assistant message uses: (fact, literal) pairs."""
+    """The facts an assistant message uses: (fact, literal) pairs: what its calls type, and the ids,
+    paths, dates and amounts of its text (code names only when a call types them). The text of a
+    text action (mini-swe-agent, SWE-agent: ``TEXT_ACTION``, the call stands for a command written
+    in it) is the agent's reasoning before the command ("``DataDocumenter`` starts at 1909", "this
+    is likely in ``django/db/models/base.py``"), not a use: only its call counts (most false
+    needs on such traces came from that text)."""
     arg_facts, literals = argument_facts(m)
+    if m.extra.get(TEXT_ACTION) and m.tool_calls:
+        return [(f, False) for f in sorted(arg_facts)] + [(f, True) for f in sorted(literals)]
     text = m.text if isinstance(m.content, str) else "\n".join(p.text for p in m.content if p.text)
-    return [(f, False) for f in sorted(extract_facts(text) | arg_facts)] + [(f, True) for f in sorted(literals)]
+    used = extract_facts(scrub_command(text), code=False) | arg_facts
+    return [(f, False) for f in sorted(used)] + [(f, True) for f in sorted(literals)]
+
+
+def _code_name(fact: str) -> bool:
+    """A code name (``code_facts.specific``) or a file path: what a coding agent may name first
+    itself (it guesses ``django/db/models/base.py``, it names ``reproduce_issue.py``); a need only
+    when a tool result or the user showed it first. Counting the first tool result that
+    echoes a name the agent made (a traceback through its own script) found 11 weak needs in 49."""
+    m = _FACT.fullmatch(fact)
+    return m.lastgroup == "path" if m is not None else specific(fact)
 
 
 def _habits(used: dict[int, list[tuple[str, bool]]]) -> set[tuple[str, bool]]:
@@ -241,20 +291,24 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     system = [per[i] for i, m in enumerate(messages) if m.role == "system"]
     used = {j: _used(m) for j, m in enumerate(messages) if m.role == "assistant"}
     habits = _habits({j: u for j, u in used.items() if messages[j].tool_calls})
+    call_args = {c.id: c.arguments for m in messages for c in m.tool_calls}
+    lowered = [f.lower for f in per]
     needs: list[Need] = []
     for j, facts in used.items():
         t = _turn_of(j, starts)
         first = starts[t] if t >= 0 else -1
         wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts]
-        wanted += [Need(old[:200], -1, j, t, False, False, lines) for old, lines in edit_texts(messages[j])]
-        for need in wanted:
+        wanted += [Need(old[:200], -1, j, t, False, False, lines)
+                   for old, lines in edit_texts(messages[j]) + heredoc_rewrites(messages, lowered, j, call_args)]
+        for need in dict.fromkeys(wanted):
             if any(need.served_by(s) for s in system):
                 continue
             source_i = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])), None)
             if source_i is None:
                 continue
-            if (need.fact, need.literal) in habits and messages[source_i].role == "assistant":
-                continue  # a value the agent brought in itself and repeats in most calls: a habit
+            named_first = not need.lines and not need.literal and _code_name(need.fact)
+            if messages[source_i].role == "assistant" and ((need.fact, need.literal) in habits or named_first):
+                continue  # a value the agent brought in itself: a habit, or a code name or path it named first
             in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
     return NeededFacts(messages, starts, tuple(needs), per)

@@ -107,3 +107,54 @@ def test_sed_ranges_an_agent_pages_through_are_not_mistyped_ids():
 def test_a_one_letter_order_code_is_still_checked_outside_a_sed_range():
     conv = _run([("get_order", {"id": "W120p"}, '{"order": "120p"}'), ("refund", {"id": "220p"}, '{"ok": true}')])
     assert len(_codes(conv, "mistyped_id")) == 1
+
+
+# gruckion/mini-swe-agent d12a71a (MIT), swebench_results/20251118_gemini-3-pro-74pct/trajs: mini-swe-agent runs
+# of Gemini 3 Pro. django__django-12209 messages 46, 60, 66; sphinx-doc__sphinx-10673 messages 59, 71, 75.
+@pytest.mark.parametrize("commands", [
+    ["sed -i '855s/$/ and/' django/db/models/base.py\n"
+     "sed -i '856i\\            getattr(self._state, \"pk_default_used\", False)' django/db/models/base.py",
+     "sed -i '857i\\            print(f\"DEBUG: force_insert={force_insert}\")' django/db/models/base.py",
+     "sed -i '857d' django/db/models/base.py"],
+    ["nl -ba sphinx/environment/adapters/toctree.py | sed -n '128,142p'",
+     "sed -i '142r insert_toctree.py' sphinx/environment/adapters/toctree.py",
+     "sed -i '142d' sphinx/environment/adapters/toctree.py"],
+])
+def test_sed_line_addresses_of_any_command_letter_are_not_mistyped_ids(commands):
+    """Issue 27, re-measured on held-out runs: 29 of 29 mistyped-id findings were sed addresses whose
+    command letter or line differed (857i after 856i, 142r after 142p)."""
+    steps = [("bash", {"command": c}, "<returncode>0</returncode>") for c in commands]
+    assert _codes(_run(steps), "mistyped_id") == []
+
+
+def test_words_numbered_in_sequence_are_not_mistyped_ids_but_codes_are_checked():
+    conv = _run([("bash", {"command": "grep -n 1-based docs/ref.txt"}, "12: positions are 1-based"),
+                 ("bash", {"command": "grep -n 0-based docs/ref.txt"}, "")])
+    assert _codes(conv, "mistyped_id") == []
+    conv = _run([("get_booking", {"id": "4NQLHD"}, '{"id": "4NQLHD"}'), ("cancel", {"id": "5NQLHD"}, "ok")])
+    assert len(_codes(conv, "mistyped_id")) == 1
+
+
+def _oversized(conv: Conversation) -> list:
+    return [f for f in diagnose(conv, provider="hash", modes=["distraction"]) if f.code == "oversized_results"]
+
+
+def test_a_ranged_read_the_agent_edits_from_is_not_an_oversized_document():
+    """django__django-16667 (same source), messages 10-13: nl -ba | sed -n '1010,1180p', then sed -i on
+    that file. A whole file dumped with cat stays a finding."""
+    listing = "\n".join(f"  {n}\t        year_val, month_val, day_val = data.get(y), data.get(m), data.get(d)"
+                        for n in range(1010, 1180))
+    small = [("bash", {"command": f"ls dir{k}"}, "a.py b.py") for k in range(6)]
+    ranged = ("bash", {"command": "nl -ba django/forms/widgets.py | sed -n '1010,1180p'"}, listing)
+    edit = ("bash", {"command": "sed -i 's/data.get(y), data.get(m)/data.get(y) or 0, data.get(m)/' "
+                                "django/forms/widgets.py"}, "")
+    assert _oversized(_run([*small, ranged, edit, ("bash", {"command": "python -m pytest"}, "ok")])) == []
+    whole = ("bash", {"command": "cat django/forms/widgets.py"}, listing)
+    assert len(_oversized(_run([*small, whole, edit, ("bash", {"command": "python -m pytest"}, "ok")]))) == 1
+
+
+def test_line_counts_written_against_their_flag_are_not_mistyped_ids():
+    steps = [("bash", {"command": "head -n40 src/app.py"}, "import os"),
+             ("bash", {"command": "head -n400 src/app.py | tail -n40"}, "import os"),
+             ("bash", {"command": "grep -A5 'def run' src/app.py && grep -A50 'def run' src/app.py"}, "def run():")]
+    assert _codes(_run(steps), "mistyped_id") == []

@@ -1,11 +1,14 @@
 """What the poisoning detectors need to know about code, so coding agents' traces do not raise
-false alarms (issue 17: 7 of 11 findings on real coding traces were false).
+false alarms (7 of 11 findings on real coding traces were false before it).
 
 * ``not_a_typo(token, near, text)``: two identifier-shaped tokens one edit apart that are not a
   mistyped id: hex colours (``#1a3a1a`` / ``#4a3a1a``), one number in two notations or two nearby
   numbers (``0040060d`` / ``0x40060d``), names made in sequence (``pub1``, ``pub2``, ``pub3``), one
-  name written with and without a separator (``msg1`` / ``msg-1``), the line addresses of ranges
-  an agent pages through (``sed -n '120,220p'`` then ``'200,260p'``).
+  name written with and without a separator (``msg1`` / ``msg-1``), the line positions of commands
+  that read or edit by line (``sed -n '120,220p'`` then ``'200,260p'``, ``sed -i '857i ...'`` after
+  ``856i``, ``head -n40``).
+* ``read_for_a_later_edit(messages, calls, index)``: a ranged read of a file a later call edits
+  (the agent took that range to change it: not a document the steps hardly need).
 * ``files_used(call)``: the file names a call's arguments mention (``python decrypt.py`` uses
   ``decrypt.py``); ``edited_between(...)``: whether a call between two runs changed one of them
   (any file, for a command that names none: ``pytest``), so a repeated failure is the agent
@@ -43,21 +46,27 @@ def _numeral(token: str, context: str) -> bool:
 
 
 def _in_sequence(a: str, b: str) -> bool:
-    """Names that differ only in a short number (``pub1`` / ``pub3``, ``step_2`` / ``step_12``)."""
+    """Names that differ only in a short number (``pub1`` / ``pub3``, ``step_2`` / ``step_12``,
+    ``0-based`` / ``1-based``: a leading number needs a separator after it, so a code such as
+    ``4NQLHD`` against ``5NQLHD`` is still checked)."""
     ma, mb = _SEQUENCE.fullmatch(a), _SEQUENCE.fullmatch(b)
-    return bool(ma and mb and ma[1] == mb[1] and ma[3] == mb[3] and ma[1] and ma[2] != mb[2])
+    return bool(ma and mb and ma[1] == mb[1] and ma[3] == mb[3] and ma[2] != mb[2]
+                and (ma[1] or ma[3][:1] in ("-", "_")))
 
 
-_LINE_ADDRESS = re.compile(r"\d{1,7}[pdq]")
-"""A line number with a sed command letter: the ``220p`` of ``sed -n '120,220p'``."""
-_SED_RANGE = re.compile(r"\b\d{1,7}\s*,\s*\d{1,7}[pdq]\b|\bsed\s+(?:-\w+\s+)*['\"]?\d")
+_LINE_ADDRESS = re.compile(r"\d{1,7}[pdqiacrwsylnNDPGHx=]|[nABCLl]\d{1,7}")
+"""A line position as a shell command writes it: a line number with a sed command letter (``220p``,
+``857i``, ``142r``) or a flag written against its number (``-n40``, ``-A5``, ``L120``)."""
+_SHELL_LINES = re.compile(r"\bsed\s+(?:-\w+\s+)*['\"]?\d|\b\d{1,7}\s*,\s*\d{1,7}[pdq]\b|\b(?:head|tail|grep|nl|awk)\b"
+                          r"[^|;\n]*\s-[nABCl]\s*\+?\d|#L\d")
+"""A command that addresses lines: ``sed -n '120,220p'``, ``sed -i '857i ...'``, ``head -n40``, ``grep -A5``."""
 
 
 def _line_addresses(token: str, near: str, context: str) -> bool:
-    """Both are line addresses of sed-style ranges (``120p``, ``220p``) in a context that pages
-    through a file (``sed -n '120,220p'``): an agent reading on, not a name mistyped."""
-    return bool(_LINE_ADDRESS.fullmatch(token) and _LINE_ADDRESS.fullmatch(near) and token[-1] == near[-1]
-                and _SED_RANGE.search(context))
+    """Both are line positions (``120p`` / ``220p``, ``857i`` / ``856i``, ``n40`` / ``n400``) in a
+    context that addresses lines with sed, head, tail or grep: an agent reading or editing on,
+    not a name mistyped. An order code ``W120p`` outside such a context is still checked."""
+    return bool(_LINE_ADDRESS.fullmatch(token) and _LINE_ADDRESS.fullmatch(near) and _SHELL_LINES.search(context))
 
 
 def not_a_typo(token: str, near: str, context: str = "") -> str | None:
@@ -66,7 +75,7 @@ def not_a_typo(token: str, near: str, context: str = "") -> str | None:
     if _numeral(token, context) and _numeral(near, context):
         return "numbers (colours, addresses, offsets), not names"
     if _line_addresses(token, near, context):
-        return "line numbers of ranges an agent pages through (sed -n '120,220p'), not names"
+        return "line positions of a command that reads or edits by line (sed -n '120,220p', sed -i '857i'), not names"
     if _SEPARATORS.sub("", token).lower() == _SEPARATORS.sub("", near).lower():
         return "the same name with and without a separator"
     if _in_sequence(token, near) and not (_hex_value(token) is not None and len(token) >= LONG_HASH):
@@ -124,3 +133,20 @@ def edited_between(messages: Sequence[Message], calls: Sequence, start: int, end
             if changes_file(c.call, result, names):
                 return c.index
     return None
+
+
+def read_for_a_later_edit(messages: Sequence[Message], calls: Sequence, index: int) -> bool:
+    """Whether tool result ``index`` is a ranged read (``nl -ba f.py | sed -n '224,400p'``, ``head -n``,
+    a view range, an offset) of a file that a later call edits: the agent took that range to change
+    it, so the steps up to the edit need it. A whole file dumped (``cat f.py``) is not exempt
+    (``calls``: the observations' CallInfo list)."""
+    call = next((c for c in calls if c.result_index == index), None)
+    if call is None:
+        return False
+    text = _command(call.call)
+    ranged = bool(_SHELL_LINES.search(text)) or any(k in call.call.arguments for k in
+                                                      ('"view_range"', '"offset"', '"limit"'))
+    names = files_used(call.call)
+    if not ranged or not names or changes_file(call.call, messages[index], names):
+        return False
+    return edited_between(messages, calls, index, len(messages), names) is not None

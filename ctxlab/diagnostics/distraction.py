@@ -3,6 +3,8 @@ attends to the history instead of the task in front of it.
 
 * ``oversized_results``: tool results of at least ``OVERSIZED_MIN_TOKENS`` tokens and at least
   ``OVERSIZED_FACTOR`` times the median tool result: a few documents that dwarf everything else.
+  Not a ranged read of a file a later call edits (``sed -n '224,400p'`` before a ``sed -i``: the
+  agent took that range to change it), nor a result no later call follows (a run's final diff).
 * ``history_share``: the share of the context taken by tool results of earlier turns, by the rest
   of the history, and by the current turn (the newest user message onward). A warning when old
   tool results are at least half of a context of ``HISTORY_MIN_TOKENS`` or more; else information.
@@ -18,6 +20,7 @@ from statistics import median
 
 from ..i18n import N_, _
 from .base import Finding, Inputs, Mitigation, detector
+from .code_aware import read_for_a_later_edit
 
 OVERSIZED_MIN_TOKENS = 2_000
 OVERSIZED_FACTOR = 4.0
@@ -54,7 +57,10 @@ def oversized_results(inp: Inputs) -> list[Finding]:
     if len(sizes) < 2:
         return []
     typical = median(t for _, t in sizes)
-    big = [(i, t) for i, t in sizes if t >= OVERSIZED_MIN_TOKENS and t >= OVERSIZED_FACTOR * typical]
+    messages, calls = inp.conv.messages, inp.observations.calls
+    last_call = max((c.index for c in calls), default=-1)
+    big = [(i, t) for i, t in sizes if t >= OVERSIZED_MIN_TOKENS and t >= OVERSIZED_FACTOR * typical
+           and i < last_call and not read_for_a_later_edit(messages, calls, i)]
     if not big:
         return []
     total = sum(t for _, t in big)
