@@ -13,13 +13,16 @@ error results; strategy parameters are drawn from each strategy's own schema.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxlab.conversation import Message, ToolCall
-from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
+from ctxlab.replay import replay
+from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy, make_plan, make_view, param
 from ctxlab.tokens import TokenCounter
 from ctxlab.validate import is_valid, validate
 
@@ -97,10 +100,12 @@ STRATEGY_NAMES = sorted(set(STRATEGIES) - BASELINES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_every_strategy_keeps_its_promises(name, data):
+    _keeps_its_promises(get_strategy(name, **data.draw(strategy_params(name))), data)
+
+
+def _keeps_its_promises(strategy, data) -> None:
     msgs = data.draw(conversations())
     assert all(is_valid(validate(msgs, rules=r)) for r in ("openai", "anthropic")), "generator made an invalid input"
-    params = data.draw(strategy_params(name))
-    strategy = get_strategy(name, **params)
     budget = Budget(data.draw(st.integers(150, 12_000)), reserve=data.draw(st.sampled_from([0.0, 0.15, 0.3])))
     pins = data.draw(st.sets(st.integers(0, len(msgs) - 1), max_size=3))
     view = make_view(msgs, counter=COUNTER, pins=pins)
@@ -121,6 +126,33 @@ def test_every_strategy_keeps_its_promises(name, data):
     again = strategy.apply(make_view(msgs, counter=COUNTER, pins=pins), budget)
     assert (again.actions, again.reasons, again.origin) == (plan.actions, plan.reasons, plan.origin)
     assert [m.content for m in again.messages] == [m.content for m in plan.messages]
+
+
+@dataclass(frozen=True)
+class KeepLastN(Strategy):
+    """A strategy written as docs/architecture.md shows: ``apply`` alone, none of the re-plan fast
+    paths of ``strategies/incremental``, not registered."""
+
+    name: ClassVar[str] = "keep_last_n"
+    title: ClassVar[str] = "Keep the last N"
+    summary: ClassVar[str] = "Keeps the system prompt and the newest n messages; drops the rest."
+    n: int = param(6, min=1, max=10_000, help="How many of the newest messages to keep.")
+
+    def apply(self, view, budget):
+        first = max(len(view) - self.n, 0)
+        actions = ["keep" if i >= first or view.roles[i] == "system" else "drop" for i in range(len(view))]
+        return make_plan(view, budget, self.name, self.params(), actions,
+                         ["kept" if a == "keep" else f"older than the last {self.n}" for a in actions])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data(), n=st.integers(1, 12))
+def test_a_strategy_without_fast_paths_keeps_the_promises_and_replays_call_by_call(data, n):
+    _keeps_its_promises(KeepLastN(n=n), data)
+    msgs = data.draw(conversations())
+    r = replay(msgs, KeepLastN(n=n), Budget(4_000), model="gpt-4o")
+    for c in r.calls:
+        assert all(is_valid(validate(list(r.context_at(c.number)), rules=rules)) for rules in ("openai", "anthropic"))
 
 
 def test_the_invariant_test_covers_the_registered_strategies():
