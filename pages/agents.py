@@ -4,25 +4,21 @@ context limit. A change affects new sessions only; "Update existing sessions" ap
 agent's sessions too. Profiles live in the session store (``ctxlab.sessions``)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/agents.py`
-    sys.path.insert(0, str(ROOT))
-
 import ctxlab
-from appstate import DEFAULTS as SIDEBAR_DEFAULTS
-from appstate import SAMPLES_DIR, input_panel, md_escape, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.i18n import N_, _
 from ctxlab.sessions import Profile, SessionStore, default_url
 from ctxlab.sessions.db import redact
 from ctxlab.strategies import STRATEGIES, Budget
 from ctxlab.tokens import TokenCounter
-from ui import strategy_picker
+from playground.input_panel import input_panel
+from playground.markdown import md_escape
+from playground.state import DEFAULTS as SIDEBAR_DEFAULTS
+from playground.state import SAMPLES_DIR, sample_names
+from playground.widgets import strategy_picker
 
 NEW = "+ New agent"  # the option's value; shown through _option() in the interface's language
 NEW_LABEL = N_("+ New agent")
@@ -64,7 +60,7 @@ def _tool_sources() -> list[str]:
 
 
 def _widget_value(spec: dict, value) -> object:
-    """A parameter value as its ui.strategy_picker control holds it."""
+    """A parameter value as its playground.widgets.strategy_picker control holds it."""
     if spec["type"].startswith("list["):
         return ", ".join(map(str, value or []))
     if spec["type"] == "int" and spec["default"] is None:

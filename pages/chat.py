@@ -7,8 +7,6 @@ Strategy Lab" loads the session's full history there."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -16,11 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/chat.py`
-    sys.path.insert(0, str(ROOT))
-
 import ctxlab
-from appstate import DEFAULT_SAMPLE, SAMPLES_DIR, choose_language, input_panel, md_escape, open_in_lab, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.exports.config import read_config
 from ctxlab.i18n import N_, _
@@ -31,8 +25,13 @@ from ctxlab.sessions.responder import (CannedTools, ModelResponder, ScriptedResp
 from ctxlab.strategies import Budget
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.generate import generate
-from ui import over_budget_note, text_width
 from ctxlab.tokens import CATEGORIES
+from playground.handoff import open_in_lab
+from playground.input_panel import input_panel
+from playground.language import choose_language
+from playground.markdown import md_escape
+from playground.state import DEFAULT_SAMPLE, SAMPLES_DIR, sample_names
+from playground.widgets import over_budget_note, text_width
 
 NEW = "new"
 SAMPLE_AGENT = "Kestrel support (sample)"

@@ -7,9 +7,6 @@ from typing import Any
 import streamlit as st
 
 import ctxlab
-import labcache
-from appstate import (current_budget, current_llm, current_view, input_panel, md_escape, price_panel,
-                      require_conversation, text_hash)
 from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, RULE_NAMES, VERDICT_RULE,
                             action_table, column_labels, cost_sentence, finding_rows, measure, measure_on_replay,
                             verdict_by_recall)
@@ -22,8 +19,16 @@ from ctxlab.replay import Replay, replay
 from ctxlab.strategies import Budget, Strategy, View, get_strategy
 from ctxlab.validate import input_finding_keys
 from ctxlab.i18n import N_, _, local
-from ui import (action_words, action_column, count_column, strategy_picker, table_columns, tools_picker,
-                translated_columns)
+from playground import lab_cache
+from playground.budget import current_budget
+from playground.conversation import current_view, require_conversation
+from playground.input_panel import input_panel
+from playground.llm_settings import current_llm
+from playground.markdown import md_escape
+from playground.prices import price_panel
+from playground.state import text_hash
+from playground.widgets import (action_words, action_column, count_column, strategy_picker, table_columns, tools_picker,
+                                translated_columns)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -144,7 +149,7 @@ except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
 tools_mode = tools_picker("cmp_tools", bool(conv.tools))  # the tool definitions each call sends (ctxlab.tools_per_call)
-tools = labcache.tools_at(view_key, tools_mode, conv)
+tools = lab_cache.tools_at(view_key, tools_mode, conv)
 budget_key = f"{budget!r}|tools={tools_mode}"
 measure_key = (view_key, tuple(repr(s) for s in strategies), budget_key, repr(price))
 measures: list[ReplayMeasures] | None = None

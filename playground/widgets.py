@@ -5,7 +5,6 @@ from typing import Any
 
 import streamlit as st
 
-from appstate import md_escape, persist
 from ctxlab.i18n import N_, _, local, local_error
 from ctxlab.errors import CtxlabError
 from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml, export_native
@@ -13,6 +12,8 @@ from ctxlab.compare import ACTION_WORDS
 from ctxlab.figures import ACTION_COLORS
 from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy
 from ctxlab.strategies.llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT
+from playground.markdown import md_escape
+from playground.state import persist
 
 TABLE_ACTIONS = ("keep", "summarize", "clear", "truncate", "drop", "insert")
 """The actions a table row can show, in the order of their badges."""

@@ -15,7 +15,6 @@ from typing import Any
 import streamlit as st
 
 import ctxlab
-import labtable
 from ctxlab import figures
 from ctxlab.cache_breaks import CacheBreak
 from ctxlab.compare import RULE_NAMES, measure_on_replay
@@ -29,6 +28,7 @@ from ctxlab.prefix import check_against_bill
 from ctxlab.tools_per_call import ToolsAt, tools_per_call
 from ctxlab.usage import UsageComparison
 from ctxlab.validate import Finding, validate
+from playground import lab_table
 
 RULES = RULE_NAMES
 EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
@@ -41,12 +41,12 @@ def strategy_key(s: Strategy, model_llm: Any) -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def outcome(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
-            _budget: Budget) -> tuple[Plan, dict[str, list[Finding]], labtable.PlanTable]:
+            _budget: Budget) -> tuple[Plan, dict[str, list[Finding]], lab_table.PlanTable]:
     """The plan, the validator's findings on its result, and its message table (arrays; the
     page builds a frame of the rows it shows), cached."""
     plan = _strategy.apply(_view, _budget)
     findings = {r: validate(list(plan.messages), r) for r in RULES}  # the result's
-    return plan, findings, labtable.PlanTable(_view, plan)
+    return plan, findings, lab_table.PlanTable(_view, plan)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

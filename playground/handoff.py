@@ -1,0 +1,66 @@
+"""The hand-off to the Strategy Lab: another page's conversation (a live session's history) or a
+sweep point (a strategy, its parameters and a limit) made the Lab's, from a widget's callback."""
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+import ctxlab
+from ctxlab.errors import CtxlabError
+from playground.input_panel import try_use
+from playground.state import init_state, persist
+
+
+def open_in_lab(text: str, label: str, *, model: str | None = None, max_tokens: int | None = None,
+                reserve: float | None = None) -> None:
+    """Make ``text`` (a conversation's JSON, e.g. a live session's full history) the conversation
+    the Strategy Lab and the other pages use, as if it had been pasted; with the session's model
+    and budget when given. Call it before the sidebar's widgets are drawn (a button's callback)."""
+    init_state()
+    st.session_state.source = "paste"
+    st.session_state.paste_text = text
+    try_use(text, label)
+    if model:
+        try:
+            st.session_state.model = ctxlab.resolve_model(model).name
+        except CtxlabError:
+            pass  # an unknown model keeps the sidebar's; the Lab still opens the conversation
+    if max_tokens:
+        st.session_state.max_tokens = int(max_tokens)
+    if reserve is not None:
+        st.session_state.reserve = float(reserve)
+
+
+def _lab_value(spec: dict[str, Any], value: Any) -> Any:
+    """A parameter value as the Strategy Lab's control holds it (text for optional ints and lists)."""
+    kind = spec["type"]
+    if spec.get("choices") or kind in ("bool", "float", "str"):
+        return value
+    if kind == "int":
+        return ("" if value is None else str(int(value))) if spec["default"] is None else int(value)
+    if kind.startswith("list["):
+        return ", ".join(map(str, value or []))
+    return value
+
+
+def load_point_into_lab(strategy: str, params: dict[str, Any], max_tokens: int, reserve: float | None = None) -> None:
+    """Set the Strategy Lab to a sweep point: the strategy, every parameter (the point's values, the
+    documented defaults for the others, as the sweep ran them, marked as set by the user so no budget
+    rescales them) and the context limit. Call it from a widget callback (before the sidebar draws)."""
+    from ctxlab.strategies import STRATEGIES
+    init_state()
+    st.session_state["lab_strategy"] = strategy
+    st.session_state["lab_defaults"] = "documented"
+    specs = STRATEGIES[strategy].schema()
+    values = {spec["name"]: spec["default"] for spec in specs} | dict(params)
+    for spec in specs:
+        st.session_state[f"lab_{strategy}_{spec['name']}"] = _lab_value(spec, values[spec["name"]])
+    st.session_state[f"lab_{strategy}__filled"] = {}
+    persist("lab_strategy", "lab_defaults", f"lab_{strategy}__filled",
+            *(f"lab_{strategy}_{spec['name']}" for spec in specs))
+    st.session_state.max_tokens = int(max_tokens)
+    st.session_state.limit_set_by_user = True
+    st.session_state.limit_note = None
+    if reserve is not None:
+        st.session_state.reserve = float(reserve)
