@@ -3,25 +3,17 @@ is kept, summarized, cleared or dropped, what it costs, what is lost, whether a 
 accept the result, how it plays out call by call, and how to take it to production."""
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
 
-from ctxlab.errors import CtxlabError
+from ctxlab import Conversation, CtxlabError, Message
 from ctxlab.cache_breaks import CAUSE_WORDS, CacheBreak
-from ctxlab.conversation import Conversation, Message
-from ctxlab.llm import use_llm
-from ctxlab.compare import ACTION_WORDS, cost_sentence, outcome_notes
-from ctxlab.fidelity import ReplayMeasures
+from ctxlab.compare import cost_sentence, outcome_notes
 from ctxlab.figures_tune import cost_per_turn_figure
-from ctxlab.pricing import Price
-from ctxlab.replay import Replay
-from ctxlab.usage import UsageComparison, has_usage
 from ctxlab.snippets import strategy_config
 from ctxlab.strategies import STRATEGIES, Plan, View
-from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.i18n import N_, _, language, local, local_error, use
 from playground import lab_cache, lab_table
@@ -33,13 +25,19 @@ from playground.llm_settings import current_llm
 from playground.markdown import md_escape
 from playground.prices import current_price, price_panel
 from playground.state import text_hash
-from playground.widgets import (APPLY_AT_WORDS, TABLE_ACTIONS, action_column, action_words, config_downloads,
+from playground.widgets import (APPLY_AT_WORDS, TABLE_ACTION_WORDS, action_column, action_words, config_downloads,
                                 count_column, message_number, native_downloads, number_column, role_name,
                                 snippet_download, strategy_picker, strategy_title, summary_note, text_width,
                                 tools_picker, translated_columns)
 
+if TYPE_CHECKING:  # annotations only: the page gets these objects from playground.lab_cache
+    from ctxlab.fidelity import ReplayMeasures
+    from ctxlab.pricing import Price
+    from ctxlab.replay import Replay
+    from ctxlab.usage import UsageComparison
+
 RULES, EXPORTS = lab_cache.RULES, lab_cache.EXPORTS
-LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}  # English; shown through _()
+LABELS = TABLE_ACTION_WORDS  # English; shown through _()
 ROLES = ("system", "user", "assistant", "tool")
 PREVIEW = 160
 TABLE_HEADERS = (N_("role"), N_("tokens"), N_("action"), N_("reason"), N_("content"), N_("runs"),
@@ -88,10 +86,8 @@ def _where_it_runs(keys: tuple, price: Price | None) -> None:
     """The same trace under both places a strategy can run, side by side (the LangGraph question:
     a trim node after START, or before every model call)."""
     rows = []
-    for where in APPLY_AT:
-        variant = dataclasses.replace(strategy, apply_at=where)
-        m = lab_cache.measures(keys[0], lab_cache.strategy_key(variant, llm), keys[2], repr(price), conv, view,
-                      variant, budget, model, price, tools)
+    for where, m in lab_cache.where_it_runs(keys[0], keys[2], repr(price), conv, view, strategy, budget, model, price,
+                                            tools, llm).items():
         r = m.replay
         rows.append({"runs": _(APPLY_AT_WORDS[where]),
                      "calls over the limit": _("{k:,} of {n:,}").format(k=r.calls_over_limit, n=len(r.calls)),
@@ -172,9 +168,10 @@ def _breaks_section(breaks: list[CacheBreak]) -> None:
                  "one of them.").format(k=len(breaks), causes=causes, n=sum(b.tokens_lost for b in breaks), cost=cost))
 
 
-def _billed_section(u: UsageComparison) -> None:
-    """A production trace's billed figures per call beside ctxlab's count and cache model."""
-    if not u.calls:
+def _billed_section(u: UsageComparison | None) -> None:
+    """A production trace's billed figures per call beside ctxlab's count and cache model (None: the
+    conversation logs no usage)."""
+    if u is None or not u.calls:
         return
     st.markdown(_("**Billed vs counted**: each call's prompt tokens and cached tokens as the provider reported "
                   "them, beside ctxlab's count of the prompt the call sent and the prompt-cache model's cached "
@@ -292,8 +289,7 @@ try:
     llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings); part of the cache key
     keys = ((text_hash(text), model, pins), lab_cache.strategy_key(strategy, llm), f"{budget!r}|tools={tools_mode}")
     tools = lab_cache.tools_at(keys[0], tools_mode, conv)
-    with use_llm(llm):
-        plan, findings, table = lab_cache.outcome(*keys, view, strategy, budget)
+    plan, findings, table = lab_cache.outcome(*keys, view, strategy, budget, llm)
     input_findings = lab_cache.input_findings(text_hash(text), conv)
 except CtxlabError as e:
     main.error(md_escape(str(e)))
@@ -403,7 +399,7 @@ if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
         or st.session_state.get("lab_measured") == measure_key:
     try:
         with st.spinner(_("Measuring needed facts and cost…")):
-            measures = lab_cache.measures(*keys, repr(price), conv, view, strategy, budget, model, price, tools)
+            measures = lab_cache.measures(*keys, repr(price), conv, view, strategy, budget, model, price, tools, llm)
     except CtxlabError as e:
         main.error(md_escape(str(e)))
 with metrics_row:
@@ -502,8 +498,8 @@ if tab_replay.open:
                      "assistant message), columns are messages; a red mark at the left is a call over the "
                      "limit.").format(where=where))
         try:
-            with use_llm(llm), st.spinner(_("Replaying call by call…")):
-                rp: Replay | None = lab_cache.lab_replay(*keys, view, strategy, budget, tools)
+            with st.spinner(_("Replaying call by call…")):
+                rp: Replay | None = lab_cache.lab_replay(*keys, view, strategy, budget, tools, llm)
         except CtxlabError as e:
             st.error(md_escape(str(e)))
             rp = None
@@ -522,11 +518,10 @@ if tab_replay.open:
                 _where_it_runs(keys, price)
                 _cost_section(measures)
                 _breaks_section(cache_breaks)
-            if has_usage(conv):  # a production trace: the billed figures beside the modelled ones
-                try:
-                    _billed_section(lab_cache.usage(keys[0][0], model, repr(price), keys[2], conv, price, budget))
-                except CtxlabError as e:
-                    st.error(md_escape(str(e)))
+            try:  # a production trace: the billed figures beside the modelled ones
+                _billed_section(lab_cache.usage(keys[0][0], model, repr(price), keys[2], conv, price, budget))
+            except CtxlabError as e:
+                st.error(md_escape(str(e)))
             calls = len(rp.calls)
             if not 0 <= st.session_state.get("lab_call", -1) < calls:
                 st.session_state.lab_call = calls - 1  # the newest call first

@@ -17,6 +17,8 @@ from playground.state import persist
 
 TABLE_ACTIONS = ("keep", "summarize", "clear", "truncate", "drop", "insert")
 """The actions a table row can show, in the order of their badges."""
+TABLE_ACTION_WORDS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}
+"""Each of those actions' word, in English (shown through ``_``)."""
 CHAR_PX, BADGE_PAD_PX = 8, 44
 """Width of a character of the tables' font and a badge's padding plus the cell's, in pixels
 (generous: a column a few pixels too wide costs nothing, one too narrow cuts the word)."""
