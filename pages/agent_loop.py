@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 import ctxlab
 from ctxlab.conversation import starts_turn
@@ -17,7 +16,7 @@ from ctxlab.figures import prompt_per_call
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.tokens import TokenCounter
-from playground.handoff import open_in_lab
+from playground.handoff import go_to_lab, open_in_lab
 from playground.input_panel import input_panel
 from playground.language import choose_language
 from playground.markdown import md_escape
@@ -227,8 +226,4 @@ with st.expander(_("What to do in LangGraph")):
           "- The Strategy Lab's export writes the LangGraph wiring for the `apply_at` you tuned."))
 
 _coding_section(price)
-if st.session_state.pop("loop_goto_lab", False):
-    try:
-        st.switch_page("pages/strategy_lab.py")
-    except StreamlitAPIException:  # the page run on its own (no navigation): say where to go
-        st.info(_("The coding session is in the sidebar: open the Strategy Lab."))
+go_to_lab("loop_goto_lab", _("The coding session is in the sidebar: open the Strategy Lab."))

@@ -12,7 +12,6 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 import ctxlab
 from ctxlab.errors import CtxlabError
@@ -26,7 +25,7 @@ from ctxlab.strategies import Budget
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.generate import generate
 from ctxlab.tokens import CATEGORIES
-from playground.handoff import open_in_lab
+from playground.handoff import go_to_lab, open_in_lab
 from playground.input_panel import input_panel
 from playground.language import choose_language
 from playground.markdown import md_escape
@@ -282,11 +281,7 @@ except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
 
-if st.session_state.pop("chat_to_lab", False):
-    try:
-        st.switch_page("pages/strategy_lab.py")
-    except StreamlitAPIException:  # this page runs on its own (not through app.py): say where to go
-        st.success(_("The session is loaded in the Strategy Lab: open it from the navigation."))
+go_to_lab("chat_to_lab", _("The session is loaded in the Strategy Lab: open it from the navigation."), st.success)
 
 profiles = [p.name for p in store.profiles()]
 if not profiles:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 import ctxlab
 from ctxlab.errors import CtxlabError
@@ -23,7 +22,7 @@ from ctxlab.sweep import COLUMNS, TRACE_SUFFIXES, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
 from ctxlab.i18n import N_, _, local, use
 from playground.conversation import current_conversation
-from playground.handoff import load_point_into_lab
+from playground.handoff import go_to_lab, load_point_into_lab
 from playground.input_panel import input_panel
 from playground.language import LANG_KEY
 from playground.markdown import md_escape
@@ -382,11 +381,7 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
 
 st.set_page_config(layout="wide")
 input_panel()
-if st.session_state.pop("tune_goto_lab", False):
-    try:
-        st.switch_page("pages/strategy_lab.py")
-    except StreamlitAPIException:  # the page run on its own (no navigation): say where to go
-        st.info(_("The point is set: open the Strategy Lab."))
+go_to_lab("tune_goto_lab", _("The point is set: open the Strategy Lab."))
 st.title(_("Tune"))
 st.write(_("Many parameter values and context limits over a set of conversations: what each point serves "
            "(needed facts) and what it costs over the conversations' lives, the points no other beats on both, "

@@ -1,10 +1,12 @@
 """The hand-off to the Strategy Lab: another page's conversation (a live session's history) or a
-sweep point (a strategy, its parameters and a limit) made the Lab's, from a widget's callback."""
+sweep point (a strategy, its parameters and a limit) made the Lab's, from a widget's callback; then,
+on the page's next run, the switch to the Lab (:func:`go_to_lab`)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 import ctxlab
 from ctxlab.errors import CtxlabError
@@ -64,3 +66,17 @@ def load_point_into_lab(strategy: str, params: dict[str, Any], max_tokens: int, 
     st.session_state.limit_note = None
     if reserve is not None:
         st.session_state.reserve = float(reserve)
+
+
+LAB_PAGE = "pages/strategy_lab.py"
+
+
+def go_to_lab(flag: str, note: str, box: Callable[[str], Any] = st.info) -> None:
+    """Open the Strategy Lab when this page's callback set the session-state flag ``flag`` (after
+    :func:`open_in_lab` or :func:`load_point_into_lab`). A page run on its own (no navigation, as in
+    the tests) cannot switch: it shows ``note`` in ``box``, saying where to go."""
+    if st.session_state.pop(flag, False):
+        try:
+            st.switch_page(LAB_PAGE)
+        except StreamlitAPIException:
+            box(note)
