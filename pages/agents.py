@@ -10,12 +10,13 @@ import streamlit as st
 import ctxlab
 from ctxlab.errors import CtxlabError
 from ctxlab.i18n import N_, _
-from ctxlab.sessions import Profile, SessionStore, default_url
+from ctxlab.sessions import Profile, default_url
 from ctxlab.sessions.db import redact
 from ctxlab.strategies import STRATEGIES, Budget
 from ctxlab.tokens import TokenCounter
 from playground.input_panel import input_panel
 from playground.markdown import md_escape
+from playground.session_store import open_store
 from playground.state import DEFAULTS as SIDEBAR_DEFAULTS
 from playground.state import SAMPLES_DIR, sample_names
 from playground.widgets import strategy_picker
@@ -36,12 +37,6 @@ NEW_AGENT_LIMIT = SIDEBAR_DEFAULTS["max_tokens"]()
 SESSION_COLUMNS = {"title": N_("title"), "messages": N_("messages"), "strategy": N_("strategy"),
                    "created_at": N_("created_at"), "updated_at": N_("updated_at")}
 # (the sessions table's columns and their headers: in English, the column names themselves)
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def open_store(url: str) -> SessionStore:
-    """The session store at ``url``, opened (and migrated) once per process."""
-    return SessionStore(url)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -29,6 +29,7 @@ from playground.handoff import go_to_lab, open_in_lab
 from playground.input_panel import input_panel
 from playground.language import choose_language
 from playground.markdown import md_escape
+from playground.session_store import open_store
 from playground.state import DEFAULT_SAMPLE, SAMPLES_DIR, sample_names
 from playground.widgets import over_budget_note, text_width
 
@@ -45,12 +46,6 @@ CATEGORY_LABELS = {"system": N_("system"), "tool_definitions": N_("tool definiti
                    "assistant_text": N_("assistant text"), "tool_calls": N_("tool calls"),
                    "tool_results": N_("tool results"), "reply_priming": N_("reply priming")}
 RESULT_PREVIEW = 4_000
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def open_store(url: str) -> SessionStore:
-    """The session store at ``url``, opened (and migrated) once per process."""
-    return SessionStore(url)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -22,6 +22,7 @@ Where things live:
 * ``handoff``: another page's conversation or a sweep point made the Strategy Lab's (``open_in_lab``,
   ``load_point_into_lab``).
 * ``markdown``: user text shown safely in Markdown (``md_escape``, ``md_code``).
+* ``session_store``: the live-session store the Agents and Chat pages share (``open_store``).
 * ``widgets``: controls built from the engine's schemas (the strategy picker, table columns, downloads).
 * ``lab_cache``: the Strategy Lab's engine calls, cached once per process (plan, replay, measures, figures,
   exports); ``lab_table``: its message table, paged.
