@@ -19,7 +19,7 @@ from playground.markdown import md_escape
 from playground.session_store import open_store
 from playground.state import DEFAULTS as SIDEBAR_DEFAULTS
 from playground.state import SAMPLES_DIR, sample_names
-from playground.widgets import strategy_picker
+from playground.widgets import strategy_picker, widget_value
 
 NEW = "+ New agent"  # the option's value; shown through _option() in the interface's language
 NEW_LABEL = N_("+ New agent")
@@ -54,17 +54,6 @@ def _tool_sources() -> list[str]:
     return [NO_TOOLS, *(n for n in sample_names() if sample_tools(n))]
 
 
-def _widget_value(spec: dict, value) -> object:
-    """A parameter value as its playground.widgets.strategy_picker control holds it."""
-    if spec["type"].startswith("list["):
-        return ", ".join(map(str, value or []))
-    if spec["type"] == "int" and spec["default"] is None:
-        return "" if value is None else str(value)
-    if spec["type"] == "float":
-        return float(value)
-    return value
-
-
 def _load_profile(p: Profile) -> None:
     """Put a profile's values into the form's widgets."""
     ss = st.session_state
@@ -77,7 +66,7 @@ def _load_profile(p: Profile) -> None:
     ss.agents_strategy = name
     for spec in STRATEGIES[name].schema():
         if spec["name"] in (steps[0].get("params") or {}):
-            ss[f"agents_{name}_{spec['name']}"] = _widget_value(spec, steps[0]["params"][spec["name"]])
+            ss[f"agents_{name}_{spec['name']}"] = widget_value(spec, steps[0]["params"][spec["name"]])
     names = {t.get("function", {}).get("name") for t in p.tools}
     ss.agents_tools = next((n for n in _tool_sources()[1:]
                             if {t["function"]["name"] for t in sample_tools(n)} == names), NO_TOOLS)

@@ -12,6 +12,7 @@ import ctxlab
 from ctxlab.errors import CtxlabError
 from playground.input_panel import try_use
 from playground.state import init_state, persist
+from playground.widgets import widget_value
 
 
 def open_in_lab(text: str, label: str, *, model: str | None = None, max_tokens: int | None = None,
@@ -34,18 +35,6 @@ def open_in_lab(text: str, label: str, *, model: str | None = None, max_tokens: 
         st.session_state.reserve = float(reserve)
 
 
-def _lab_value(spec: dict[str, Any], value: Any) -> Any:
-    """A parameter value as the Strategy Lab's control holds it (text for optional ints and lists)."""
-    kind = spec["type"]
-    if spec.get("choices") or kind in ("bool", "float", "str"):
-        return value
-    if kind == "int":
-        return ("" if value is None else str(int(value))) if spec["default"] is None else int(value)
-    if kind.startswith("list["):
-        return ", ".join(map(str, value or []))
-    return value
-
-
 def load_point_into_lab(strategy: str, params: dict[str, Any], max_tokens: int, reserve: float | None = None) -> None:
     """Set the Strategy Lab to a sweep point: the strategy, every parameter (the point's values, the
     documented defaults for the others, as the sweep ran them, marked as set by the user so no budget
@@ -57,7 +46,7 @@ def load_point_into_lab(strategy: str, params: dict[str, Any], max_tokens: int, 
     specs = STRATEGIES[strategy].schema()
     values = {spec["name"]: spec["default"] for spec in specs} | dict(params)
     for spec in specs:
-        st.session_state[f"lab_{strategy}_{spec['name']}"] = _lab_value(spec, values[spec["name"]])
+        st.session_state[f"lab_{strategy}_{spec['name']}"] = widget_value(spec, values[spec["name"]])
     st.session_state[f"lab_{strategy}__filled"] = {}
     persist("lab_strategy", "lab_defaults", f"lab_{strategy}__filled",
             *(f"lab_{strategy}_{spec['name']}" for spec in specs))

@@ -94,9 +94,9 @@ DEFAULTS_CHOICES = {"scaled": N_("scaled to this budget"), "documented": N_("doc
 for the budget in use, or its schema defaults (the ones its peers document)."""
 
 
-def _widget_value(spec: dict[str, Any], value: Any) -> Any:
-    """A parameter value as its control holds it (text for optional ints and lists, clamped to
-    the control's range)."""
+def widget_value(spec: dict[str, Any], value: Any) -> Any:
+    """A parameter value as its :func:`strategy_picker` control holds it (text for optional ints and
+    lists, clamped to the control's range): to fill the controls from a saved profile or a sweep point."""
     kind = spec["type"]
     if spec.get("choices"):
         return value
@@ -137,7 +137,7 @@ def _fill_defaults(prefix: str, name: str, budget: Budget | None, force: bool = 
     filled: dict[str, Any] = dict(st.session_state.get(filled_key, {}))
     specs = {spec["name"]: spec for spec in STRATEGIES[name].schema()}
     for param, value in default_values(name, choice, budget).items():
-        key, new = f"{prefix}_{name}_{param}", _widget_value(specs[param], value)
+        key, new = f"{prefix}_{name}_{param}", widget_value(specs[param], value)
         if force or key not in st.session_state or st.session_state[key] == filled.get(key):
             st.session_state[key] = new
             filled[key] = new
