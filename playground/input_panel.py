@@ -71,6 +71,9 @@ def _format_picker() -> None:
 
 
 def try_use(text: str, label: str) -> None:
+    """Take ``text`` (from ``label``, for captions) as the input: read as the Format option says, then
+    made the conversation in use, or offered to the conversation or sub-agent picker; a bad input
+    leaves the engine's message for the sidebar (``input_error``)."""
     fmt = st.session_state.get("input_format", AUTO_FORMAT)
     try:
         if fmt != AUTO_FORMAT:
