@@ -3,7 +3,7 @@ asserts nothing.
 
     python benchmarks/bench_app.py [--turns 455] [--rounds 4] [--parallel 4] [--reruns 15]
 
-The target (issue 19.4): a rerun of the Strategy Lab on 10,000 messages under 100 ms median (issue
+The target: a rerun of the Strategy Lab on 10,000 messages under 100 ms median (issue
 13's was 300 ms at 1,000). The conversation is generated through the sidebar's own Generate
 controls (455 turns x 4 tool rounds x 4 parallel calls = 10,011 messages); the first load (generate,
 count, plan) is timed once, then every rerun after moving one strategy control (``keep_rounds`` of

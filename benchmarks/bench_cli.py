@@ -1,6 +1,6 @@
 """Cold start of the main CLI commands: each run is a fresh ``python -m ctxlab`` process.
 
-Target (issue 19.2): under 2 s from a cold shell for ``ctxlab tools query`` on the sample catalog
+Target: under 2 s from a cold shell for ``ctxlab tools query`` on the sample catalog
 and ``ctxlab count`` / ``ctxlab apply`` on a small file. "Cold" here means a new interpreter (no
 module imported yet); the operating system's file cache is warm after the first run, which is
 why the first run of each command is left out. The tool index is built before the query is

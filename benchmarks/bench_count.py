@@ -1,10 +1,10 @@
 """Token counting speed: cold count vs tiktoken's own batch encode, and recount after one edit.
 
-Targets (issue 2): cold count of a ~2,000-message, ~1M-token conversation at most 1.3x the time
+Targets: cold count of a ~2,000-message, ~1M-token conversation at most 1.3x the time
 of tiktoken encoding the same texts as one batch; recount after editing one message under 5% of
 the cold time. Prints figures and ratios; asserts nothing (see benchmarks/README.md).
 
-Then the two encoding paths on the same texts (issue 12.13): tiktoken's encode_ordinary_batch
+Then the two encoding paths on the same texts: tiktoken's encode_ordinary_batch
 (a new pool per call) against a serial encode_ordinary loop, and ctxlab's count_texts, which
 picks serial below BATCH_MIN_CHARS and its own kept pool above. ``--crossover`` prints the
 table of sizes the threshold was read from.

@@ -1,4 +1,4 @@
-"""How far each tokenizer is from the others on Chinese text (issue 18.3).
+"""How far each tokenizer is from the others on Chinese text.
 
 Prints, for a Chinese text, the tokens of cl100k_base, o200k_base, DeepSeek's tokenizer, Qwen's
 (Qwen2.5/Qwen3 and Qwen3.5/3.6) and the chars/4 rule, and each one's ratio to DeepSeek's count;

@@ -1,6 +1,6 @@
 """Peak memory and wall time of `ctxlab count` and `ctxlab apply` on a ~50 MB conversation.
 
-Target (issue 13): peak RSS at most 8x the file size. Each command runs in its own process; its
+Target: peak RSS at most 8x the file size. Each command runs in its own process; its
 peak RSS comes from os.wait4 (the kernel's ru_maxrss for that child alone). A run on a tiny file
 gives the fixed cost (Python, tiktoken and its encoding loaded). Prints figures; asserts nothing.
 
@@ -121,7 +121,7 @@ def parse_ratio(path: Path) -> None:
     """Print the time of ctxlab's parsing (``load_all``: decode, JSON, depth check, detection,
     reading, checks) against ``json.load`` of the same file, wall and CPU, best of 5 (alternating;
     on this shared 2-core machine two runs left the ratio to the machine's noise), in a fresh
-    process (target, issue 19.3: at most 2x on the short-message file)."""
+    process (target, at most 2x on the short-message file)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run([sys.executable, "-c", _PARSE, str(path)], capture_output=True, text=True, env=env,
                          check=True)

@@ -1,4 +1,4 @@
-"""OTel run grouping against span depth (issue 32, item 2): an OTLP JSON file of N inference
+"""OTel run grouping against span depth: an OTLP JSON file of N inference
 spans each the parent of the next (one chain under an invoke_agent span) against the same N spans
 all children of the agent span (flat). Prints the seconds of ``load_all`` for each and their
 ratio; grouping linear in spans keeps the ratio near 1 (before the fix a 5,000-span chain took

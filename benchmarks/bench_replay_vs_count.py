@@ -1,4 +1,4 @@
-"""``ctxlab replay`` against ``ctxlab count`` on the same trace (issue 30: within 3x).
+"""``ctxlab replay`` against ``ctxlab count`` on the same trace (within 3x).
 
 Each command is a fresh ``python -m ctxlab`` process (so the price table, the tokenizer and the
 readers are loaded as a user's shell loads them); the best of ``--repeat`` runs of each, their

@@ -1,7 +1,7 @@
 """Import, validate and count all 100 tau-bench airline runs in ../shared/data (real gpt-4o
 agent trajectories). Prints per-step totals and any failure; asserts nothing.
 
-Then the counting paths on the same runs one by one (issue 12.13): tiktoken's
+Then the counting paths on the same runs one by one: tiktoken's
 ``encode_ordinary_batch`` (a new pool of 8 threads per call), a plain serial ``encode_ordinary``
 loop, and ctxlab's own count with cold caches, which picks serial or threads by size.
 

@@ -41,7 +41,7 @@ def _files(paths: list[str]) -> list[Path]:
 
 
 class PerFormat:
-    """The per-call check against the bill after the inferred prefix (issue 26.4), per format:
+    """The per-call check against the bill after the inferred prefix, per format:
     every call, and the calls after the first ones the prefix was inferred from (held out)."""
 
     def __init__(self) -> None:

@@ -32,7 +32,7 @@ from ctxlab.exports.langchain import trim_function
 from ctxlab.formats.langchain import to_langchain
 from ctxlab.replay import FUTURE, replay
 from ctxlab.strategies import Budget, get_strategy
-from ctxlab.strategies.baseline import tiktoken_counter
+from ctxlab.strategies.langchain_trim import tiktoken_counter
 from ctxlab.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parent.parent

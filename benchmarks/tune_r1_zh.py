@@ -1,4 +1,4 @@
-"""R@1 of Chinese tool retrieval (issue 31.2): the weight of the BM25 bonus in the hybrid score, tuned
+"""R@1 of Chinese tool retrieval: the weight of the BM25 bonus in the hybrid score, tuned
 for R@1 on the tuning half of ACEBench Chinese (709 tools, benchmarks/acebench.py) and reported on the
 held-out half beside R@5, per model. Vectors come from bench_tools_zh.py's disk cache, so after that
 benchmark ran once for a model this re-embeds nothing. Asserts nothing.

@@ -8,7 +8,7 @@ from .conversation import Conversation, Message, Part, ToolCall, ToolDef
 from .model_specs import MODELS, ModelSpec, resolve_model
 from .tokens import TokenCount, TokenCounter, count_tokens
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401  (ctxlab.__version__)
 
 __all__ = [
     "FORMATS", "MODELS", "Conversation", "CtxlabError", "Message", "ModelSpec", "Part", "TokenCount",

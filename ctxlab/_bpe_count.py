@@ -23,7 +23,7 @@ against tiktoken's Python-regex reference (``_encode_only_native_bpe``) beyond. 
 panics anyway, the reference path counts the text instead.
 
 **Many texts.** ``encode_ordinary_batch`` starts a pool of 8 threads on every call; for a few
-small texts that costs more than encoding them (issue 12.13). ``count_texts`` encodes serially
+small texts that costs more than encoding them. ``count_texts`` encodes serially
 below ``BATCH_MIN_CHARS`` and otherwise spreads the texts over a pool kept for the process.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Calibrating an estimated count against what a provider reported (issue 18.3; from traces, 20.2).
+"""Calibrating an estimated count against what a provider reported.
 
 Where no tokenizer ships offline (Claude, Gemini, Alibaba Cloud's API names), ctxlab's count is an
 estimate. One real call gives the truth for one prompt: the provider's ``usage.prompt_tokens``.
@@ -117,3 +117,6 @@ def calibrate_from_usage(convs: Sequence[Conversation], model: str | None = None
             exact[key] = exact.get(key, True) and cmp.exact
     return [Calibration(name, counted, reported, exact[(name, method)], calls, method)
             for (name, method), (counted, reported, calls) in sorted(sums.items()) if counted > 0 and reported > 0]
+
+
+__all__ = ["calibrate", "calibrate_from_usage", "calibrate_with_llm", "Calibration", "CalibrationError"]

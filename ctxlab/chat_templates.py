@@ -360,3 +360,7 @@ def group_pieces(pieces: Sequence[Piece], specials: frozenset[str]) -> list[list
         else:
             runs.append([p])
     return runs
+
+
+__all__ = ["RENDERERS", "TEMPLATES", "group_pieces", "message_text", "Piece", "reasoning_text", "render",
+           "render_deepseek", "render_deepseek_v4", "render_qwen"]

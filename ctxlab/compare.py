@@ -1,11 +1,10 @@
 """Several plans of one conversation side by side: what each strategy did to every message (aligned
 in columns), what each costs and keeps, what the providers would say of each result, and a verdict.
 
-``measure(plan, label)`` gives a plan's figures and its findings under the OpenAI and Anthropic
-rules; ``action_table`` lines the plans' decisions up by input message; ``measure_on_replay`` adds
-what each strategy serves and costs call by call; ``verdict_by_recall`` picks one by the rule in
-``VERDICT_RULE`` (highest needed_recall, then lowest cost); ``verdict`` is the older plan-only pick
-(``PLAN_VERDICT_RULE``: most facts retained, then most tokens saved).
+``plan_metrics(plan, label)`` gives a plan's figures and its findings under the OpenAI and Anthropic
+rules; ``action_table`` lines the plans' decisions up by input message; ``ctxlab.measure.measure``
+gives what each strategy serves and costs call by call; ``verdict_by_recall`` picks one by the rule in
+``VERDICT_RULE`` (highest needed_recall, then lowest cost).
 """
 from __future__ import annotations
 
@@ -13,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .i18n import N_, _, local
-from .fidelity import VERDICT_RULE, NeededFacts, ReplayMeasures, needed_facts, needed_recall, pick_by_recall
+from .measure import ReplayMeasures
 from .strategies.plan import Plan
-from .validate import Finding, FindingKey, introduced_findings, validate
+from .findings import Finding, diff_findings
+from .validate import FindingKey, introduced_findings, validate
 
 ACTION_WORDS: dict[str, str] = {
     "keep": N_("kept"), "summarize": N_("summarized"), "clear": N_("cleared"), "truncate": N_("truncated"),
@@ -32,10 +32,11 @@ DEFAULT_STRATEGIES: tuple[str, ...] = ("sliding_window", "tool_rounds", "summari
 MIN_COLUMNS, MAX_COLUMNS = 2, 4
 RULE_SETS: tuple[str, ...] = ("openai", "anthropic")
 
-PLAN_VERDICT_RULE = ("Among the strategies whose result fits the budget and has no error under the OpenAI or "
-                     "Anthropic rules, the one that keeps the most facts (retention) wins; a tie goes to the one "
-                     "that saves more tokens, then to the leftmost column.")
-"""The plan-only rule of ``verdict`` (no replay). The Compare page uses ``VERDICT_RULE``."""
+VERDICT_RULE = N_("Among the strategies whose every model call fits the budget on the call-by-call replay and that "
+                "no provider rejects (OpenAI and Anthropic rules), the highest needed_recall wins; a tie goes to the "
+                "lowest cost over the conversation's life (prompt cache included; input tokens when the model has "
+                "no price), then to the leftmost column. When none fits, the one with the fewest calls over the "
+                "limit is named, and the verdict says it does not fit.")
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def column_labels(names: Sequence[str], columns: Sequence[int] | None = None) ->
     return [f"{k} · {n}" for k, n in zip(numbers, names)]
 
 
-def measure(plan: Plan, label: str, rules: Sequence[str] = RULE_SETS,
+def plan_metrics(plan: Plan, label: str, rules: Sequence[str] = RULE_SETS,
             inherited: frozenset[FindingKey] = frozenset()) -> PlanMetrics:
     """A plan's figures, with its result validated under each rule set. Findings the input has at
     the same message (``inherited``, from ``validate.input_finding_keys``) are the input's and
@@ -145,50 +146,6 @@ class Verdict:
     text: str
 
 
-def verdict(metrics: Sequence[PlanMetrics]) -> Verdict:
-    """Pick a winner from the plans alone. Among the strategies whose result fits the budget and has no error under the
-    OpenAI or Anthropic rules, the one that keeps the most facts (retention) wins; a tie goes to the
-    one that saves more tokens, then to the leftmost column. (``PLAN_VERDICT_RULE`` says the same.)"""
-    ok = [k for k, m in enumerate(metrics) if m.fits and m.accepted]
-    if not ok:
-        over = [m.label for m in metrics if not m.fits]
-        rejected = [m.label for m in metrics if not m.accepted]
-        why = []
-        if over:
-            why.append(f"over the budget: {', '.join(over)}")
-        if rejected:
-            why.append(f"rejected by a provider: {', '.join(rejected)}")
-        detail = f" ({'; '.join(why)})" if why else ""
-        return Verdict(None, f"No strategy qualifies{detail}: raise the limit, or pick or tune other strategies.")
-    best = min(ok, key=lambda k: (-(metrics[k].retention or 0.0), -metrics[k].saved, k))
-    m = metrics[best]
-    kept = "" if m.retention is None else f"keeps {m.retention:.0%} of the facts, "
-    ties = [metrics[k].label for k in ok if k != best and metrics[k].retention == m.retention
-            and metrics[k].saved == m.saved]
-    tie = f" (tied with {', '.join(ties)}; the leftmost wins)" if ties else ""
-    others = len(metrics) - len(ok)
-    out = f"; {others} of {len(metrics)} did not qualify" if others else ""
-    return Verdict(best, f"{m.label} wins: it fits, {kept}and saves {m.saved:,} tokens "
-                         f"({m.saved_share:.0%}){tie}{out}.")
-
-
-def measure_on_replay(conv: Any, replayed: Any, baseline: Any, *, model: str, price: Any,
-                      facts: NeededFacts | None = None) -> ReplayMeasures:
-    """A strategy's replay measured like ``fidelity.measure_replay``, from replays already made
-    (``replayed`` of the strategy, ``baseline`` of ``none`` under the same budget), so a page that
-    shows the replay, or several strategies against one baseline, does not replay twice. ``price``
-    is a ``pricing.Price`` or None (the bundled table's price for ``model``, when it has one). The
-    prompt cache's breaks (``cache_breaks``) take one more walk of ``replayed``."""
-    from .cache_breaks import cache_breaks
-    from .pricing import load_prices, replay_cost
-    chosen = price if price is not None else load_prices()
-    nf = facts if facts is not None else needed_facts(conv)
-    fid = needed_recall(replayed, nf)
-    cost = replay_cost(replayed, conv, model=model, price=chosen, read_backs=fid.read_backs)
-    return ReplayMeasures(replayed, fid, cost, replay_cost(baseline, conv, model=model, price=chosen),
-                          tuple(cache_breaks(replayed, conv, model=model, price=chosen)))
-
-
 def _change(value: float) -> str:
     return (_("{pct:.0%} more") if value > 0 else _("{pct:.0%} less")).format(pct=abs(value))
 
@@ -227,8 +184,37 @@ def read_back_sentence(reads: int) -> str:
                    "bill).").format(n=reads)
 
 
+def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequence[bool],
+                   measures: Sequence[ReplayMeasures]) -> tuple[int | None, str]:
+    """The winner under ``VERDICT_RULE`` (None when none qualifies) and a sentence saying why."""
+    ok = [k for k in range(len(labels)) if fits[k] and accepted[k]]
+    if not ok:
+        return None, _("No strategy qualifies (each sends a call over the budget or is rejected by a provider): "
+                       "raise the limit or tune.")
+
+    def cost(k: int) -> float:
+        c = measures[k].cost
+        return c.cost_usd if c.cost_usd is not None else float(c.input_tokens)
+    best = min(ok, key=lambda k: (-(measures[k].needed_recall if measures[k].needed_recall is not None else 1.0),
+                                  cost(k), k))
+    m = measures[best].summary()
+    recall = _("n/a (nothing needed)") if m["needed_recall"] is None else f"{m['needed_recall']:.0%}"
+    money = f"${m['cost_usd']:.4f}" if m["cost_usd"] is not None else \
+        _("{n:,} input tokens").format(n=m["input_tokens"])
+    if m["cost_vs_none"] is not None:
+        money = _("{money} ({change:+.0%} vs none)").format(money=money, change=m["cost_vs_none"])
+    calls = _("all {n:,} of its model calls fit").format(n=m["calls"]) if m["calls"] != 1 else \
+        _("its model call fits")
+    text = _("{label} wins: {calls}, no provider rejects it, it serves {recall} of the needed facts, and costs "
+             "{money} over the conversation.").format(label=labels[best], calls=calls, recall=recall, money=money)
+    if m["input_tokens"] == m["none_input_tokens"]:
+        text += " " + _("It saves nothing over keeping everything (it sends every call as is): at this limit no "
+                        "strategy is needed, and keeping everything is as good.")
+    return best, text
+
+
 def verdict_by_recall(metrics: Sequence[PlanMetrics], measures: Sequence[ReplayMeasures]) -> Verdict:
-    """The winner under ``VERDICT_RULE`` (``fidelity.pick_by_recall``): among the strategies whose
+    """The winner under ``VERDICT_RULE`` (``pick_by_recall``): among the strategies whose
     every model call fits on the call-by-call replay and that no provider rejects, the highest
     needed_recall, then the lowest cost."""
     fits = [r.replay.fits for r in measures]
@@ -265,15 +251,11 @@ class FindingChanges:
 def finding_changes(input_findings: Sequence[Finding], result_findings: Sequence[Finding],
                     origin: Sequence[int | None], rules: str) -> FindingChanges:
     """Match the errors of the input with those of a plan's result (``origin`` maps each result
-    message to its input index): an error is the same when its code and input message are."""
-    errors_in = [f for f in input_findings if f.severity == "error"]
-    out = {(f.code, origin[f.index] if f.index is not None and f.index < len(origin) else None): f
-           for f in result_findings if f.severity == "error"}  # one finding per code and input message
-    inherited = frozenset((rules, f.code, f.index) for f in errors_in)
-    introduced = tuple(introduced_findings(list(out.values()), origin, inherited))
-    remaining = tuple(f for f in out.values() if f not in introduced)
-    repaired = tuple(f for f in errors_in if (f.code, f.index) not in out)
-    return FindingChanges(rules, tuple(errors_in), repaired, remaining, introduced)
+    message to its input index): an error is the same when its code and input message are
+    (``findings.diff_findings``)."""
+    errors_in = tuple(f for f in input_findings if f.severity == "error")
+    diff = diff_findings(errors_in, [f for f in result_findings if f.severity == "error"], origin)
+    return FindingChanges(rules, errors_in, diff.gone, diff.still, diff.new)
 
 
 RULE_NAMES: dict[str, str] = {"openai": "OpenAI", "anthropic": "Anthropic"}
@@ -372,3 +354,9 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
                      "strategy sent the conversation as it is.")
         notes.append(Note("caption", text.format(names=names)))
     return notes
+
+
+__all__ = ["ACTION_WORDS", "DEFAULT_STRATEGIES", "RULE_NAMES", "RULE_SETS", "VERDICT_RULE", "action_table",
+           "column_labels", "cost_sentence", "finding_changes", "finding_rows", "FindingChanges", "Note",
+           "outcome_notes", "pick_by_recall", "plan_metrics", "PlanMetrics", "read_back_sentence",
+           "ReplayMeasures", "Verdict", "verdict_by_recall"]

@@ -250,3 +250,8 @@ def json_leaves(value: Any) -> Iterator[Any]:
 def compact_json(value: Any) -> str:
     """JSON text without spaces, the way current OpenAI models write tool-call arguments."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+__all__ = ["FINAL", "FIXED_TOKENS", "HARNESS", "MODELED_PART_TYPES", "ROLES", "TEXT_ACTION", "UNLOGGED",
+           "compact_json", "Conversation", "json_leaves", "Message", "Part", "starts_turn", "ToolCall",
+           "ToolDef", "Usage"]

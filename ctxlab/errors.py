@@ -104,3 +104,9 @@ class UnknownEncodingError(CtxlabError):
 
 class ExportError(CtxlabError):
     """The conversation cannot be written in the target format without changing it."""
+
+
+__all__ = ["SHOWN_CHARS", "CtxlabError", "DuplicateToolCallIdError", "EmptyMessageError", "ExportError",
+           "InputTooLargeError", "NestingTooDeepError", "NotJSONError", "one_line", "path_key", "ShapeError",
+           "shown", "shown_keys", "ToolArgumentsError", "UnknownEncodingError", "UnknownFormatError",
+           "UnknownModelError", "UnknownRoleError"]

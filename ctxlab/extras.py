@@ -62,3 +62,6 @@ def missing_extra(error: ImportError) -> MissingExtraError | None:
     return MissingExtraError(
         f"{PURPOSE[extra]} needs the optional part [{extra}] ({error.name} is not installed)",
         hint=f'Install it: pip install "ctxlab[{extra}]" (from a checkout: pip install ".[{extra}]")')
+
+
+__all__ = ["EXTRAS", "PURPOSE", "extra_for", "missing_extra", "MissingExtraError"]

@@ -30,7 +30,6 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from .conversation import Conversation, Message, json_leaves
-from .i18n import N_, _
 from .segments import segment
 from .strategies.offload import OFFLOADED, ReadBack, is_offloaded
 from .strategies.view import message_text
@@ -415,91 +414,5 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
     return check.fidelity(replay.strategy)
 
 
-VERDICT_RULE = N_("Among the strategies whose every model call fits the budget on the call-by-call replay and that "
-                "no provider rejects (OpenAI and Anthropic rules), the highest needed_recall wins; a tie goes to the "
-                "lowest cost over the conversation's life (prompt cache included; input tokens when the model has "
-                "no price), then to the leftmost column. When none fits, the one with the fewest calls over the "
-                "limit is named, and the verdict says it does not fit.")
-
-
-@dataclass(frozen=True, eq=False)
-class ReplayMeasures:
-    """A strategy replayed over a conversation, with what it lost (``fidelity``) and what it costs
-    (``cost``), beside what keeping everything costs (``cost_none``), and where its prompts broke the
-    prompt cache (``breaks``: ``ctxlab.cache_breaks.CacheBreak`` in call order)."""
-
-    replay: Any
-    fidelity: Fidelity
-    cost: Any
-    cost_none: Any
-    breaks: tuple[Any, ...] = ()
-
-    @property
-    def needed_recall(self) -> float | None:
-        """served / needed over the conversation."""
-        return self.fidelity.needed_recall
-
-    def summary(self) -> dict[str, Any]:
-        """The figures a table row shows: recall, tokens, cached share, cost, and the same for none."""
-        c, n = self.cost, self.cost_none
-        r = self.replay
-        return {"needed_recall": self.needed_recall, "needed": self.fidelity.needed, "missed": len(self.fidelity.misses),
-                "calls": len(r.calls), "calls_over_limit": r.calls_over_limit, "fits": r.fits,
-                "worst_prompt": r.worst.tokens_after if r.worst else 0,
-                "input_tokens": c.input_tokens, "cached_share": c.cached_share, "cost_usd": c.cost_usd,
-                "read_backs_model": c.read_backs, "cache_breaks": len(self.breaks),
-                "cache_tokens_lost": sum(b.tokens_lost for b in self.breaks),
-                "none_input_tokens": n.input_tokens, "none_cost_usd": n.cost_usd,
-                "tokens_vs_none": c.input_tokens / n.input_tokens - 1 if n.input_tokens else None,
-                "cost_vs_none": c.cost_usd / n.cost_usd - 1 if c.cost_usd is not None and n.cost_usd else None}
-
-
-def measure_replay(conv: Conversation, strategy: Any, budget: Any, *, model: str | None = None,
-                   prices: Any = None, facts: NeededFacts | None = None) -> ReplayMeasures:
-    """Replay ``strategy`` (an object or a name) on ``conv`` under ``budget`` and measure it:
-    needed_recall and cost, plus the cost of ``none`` for comparison. ``prices`` is a
-    ``pricing.Price``, a ``PriceTable`` or None (the bundled table); pass ``facts`` (from
-    ``needed_facts(conv)``) when measuring several strategies of one conversation."""
-    from .cache_breaks import BreakWatch
-    from .pricing import load_prices, replay_cost
-    from .replay import observers, replay
-    model = model or conv.model or "gpt-4o"
-    prices = prices if prices is not None else load_prices()
-    facts = facts or needed_facts(conv)
-    check = FactCheck(facts)
-    watch = BreakWatch(budget.tools_tokens, model=model, price=prices)  # the cache's breaks, in the same pass
-    observe = observers(check, watch)
-    r = replay(conv, strategy, budget, model=model, observe=observe)
-    base = replay(conv, "none", budget, model=model)
-    fid = check.fidelity(r.strategy)
-    return ReplayMeasures(r, fid, replay_cost(r, conv, model=model, price=prices, read_backs=fid.read_backs),
-                          replay_cost(base, conv, model=model, price=prices), tuple(watch.breaks(r)))
-
-
-def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequence[bool],
-                   measures: Sequence[ReplayMeasures]) -> tuple[int | None, str]:
-    """The winner under ``VERDICT_RULE`` (None when none qualifies) and a sentence saying why."""
-    ok = [k for k in range(len(labels)) if fits[k] and accepted[k]]
-    if not ok:
-        return None, _("No strategy qualifies (each sends a call over the budget or is rejected by a provider): "
-                       "raise the limit or tune.")
-
-    def cost(k: int) -> float:
-        c = measures[k].cost
-        return c.cost_usd if c.cost_usd is not None else float(c.input_tokens)
-    best = min(ok, key=lambda k: (-(measures[k].needed_recall if measures[k].needed_recall is not None else 1.0),
-                                  cost(k), k))
-    m = measures[best].summary()
-    recall = _("n/a (nothing needed)") if m["needed_recall"] is None else f"{m['needed_recall']:.0%}"
-    money = f"${m['cost_usd']:.4f}" if m["cost_usd"] is not None else \
-        _("{n:,} input tokens").format(n=m["input_tokens"])
-    if m["cost_vs_none"] is not None:
-        money = _("{money} ({change:+.0%} vs none)").format(money=money, change=m["cost_vs_none"])
-    calls = _("all {n:,} of its model calls fit").format(n=m["calls"]) if m["calls"] != 1 else \
-        _("its model call fits")
-    text = _("{label} wins: {calls}, no provider rejects it, it serves {recall} of the needed facts, and costs "
-             "{money} over the conversation.").format(label=labels[best], calls=calls, recall=recall, money=money)
-    if m["input_tokens"] == m["none_input_tokens"]:
-        text += " " + _("It saves nothing over keeping everything (it sends every call as is): at this limit no "
-                        "strategy is needed, and keeping everything is as good.")
-    return best, text
+__all__ = ["ARITHMETIC", "CODE_KEYS", "EDIT_KEYS", "EDIT_LINE_MIN", "PROSE_KEYS", "FactCheck", "Fidelity", "Miss", "Need",
+           "NeededFacts", "TurnFidelity", "argument_facts", "edit_texts", "extract_facts", "needed_facts", "needed_recall"]

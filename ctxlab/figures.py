@@ -81,14 +81,6 @@ def _figure(spec: dict[str, Any]) -> go.Figure:
     return go.Figure(spec, _validate=False)
 
 
-def _short(n: float) -> str:
-    """1234 -> 1.2k, 2_071_621 -> 2.07M (labels that stay short at any size)."""
-    for size, unit in ((1e6, "M"), (1e3, "k")):
-        if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
-    return f"{n:,.0f}"
-
-
 # ---------------------------------------------------------------- token bars
 
 
@@ -472,3 +464,8 @@ def sweep_chart(points: Sequence[Mapping[str, Any]], x: str, y: str, y2: str | N
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=10, b=10), xaxis_title=_(x), yaxis_title=_(y),
                       legend_orientation="h")
     return fig
+
+
+__all__ = ["ACTION_COLORS", "CALL_ROWS_SAMPLE", "CATEGORY_COLORS", "CATEGORY_NAMES", "MAX_HEIGHT",
+           "TEXT_COLOR", "TIMELINE_MAX_BARS", "call_heatmap", "category_bars", "int_dtick", "prompt_bar",
+           "prompt_per_call", "replay_heatmap", "similarity_bars", "sweep_chart", "timeline", "token_bars"]

@@ -138,3 +138,7 @@ FIRST_COLUMNS = ("needed_recall", "cost_usd", "cost_vs_none", "fits_rate", "save
 
 __all__: Sequence[str] = ["FIRST_COLUMNS", "cost_per_turn_figure", "has_values", "pareto_figure", "points_table",
                           "sensitivity_figure", "undefined_axis_reason"]
+
+
+__all__ = ["CACHE_COLORS", "CACHE_NAMES", "FIRST_COLUMNS", "cost_per_turn_figure", "has_values",
+           "pareto_figure", "points_table", "sensitivity_figure", "undefined_axis_reason"]

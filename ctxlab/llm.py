@@ -39,7 +39,7 @@ import threading
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
@@ -169,10 +169,6 @@ class LLMConfig:
         """The server's host and port (``api.openai.com`` by default), never credentials."""
         parts = urlsplit(self.base_url or "https://api.openai.com/v1")
         return (parts.hostname or "?") + (f":{parts.port}" if parts.port else "")
-
-    def with_changes(self, **changes: Any) -> "LLMConfig":
-        """A copy with some fields changed (checked again)."""
-        return replace(self, **changes)
 
     def fingerprint(self) -> str:
         """Tells configurations apart (the key by its hash), for caches; shows nothing secret."""

@@ -195,3 +195,6 @@ def closest_model(name: str) -> tuple[ModelSpec, Text | None]:
                  "{family} ({encoding}), the default, so counts are an estimate", model=repr(name[:80]),
                  family=family, encoding=spec.encoding)
     return replace(spec, exact=False, note=str(note)), note
+
+
+__all__ = ["DEFAULT_MODEL", "MODELS", "closest_model", "ModelSpec", "resolve_model", "ToolFraming"]

@@ -1,4 +1,4 @@
-"""The part of a prompt a trace does not log, inferred from the bill (issue 26.1).
+"""The part of a prompt a trace does not log, inferred from the bill.
 
 Claude Code logs no system prompt and no tool definitions; Codex, OpenHands and SWE-agent files
 leave out some of either. Every call was billed for them all the same. Where a trace logs what each

@@ -97,3 +97,6 @@ def _row(provider_id: str, model_id: str, price: Any) -> dict[str, Any] | None:
         row["cache_min_tokens"] = 2048 if "haiku" in model_id else 1024
     row["_tiered"] = t1 or t2 or t3 or t4
     return row
+
+
+__all__ = ["FIRST_PARTY", "URL", "package_version", "rows"]

@@ -1,4 +1,4 @@
-"""Reasoning a provider requires back: which messages must keep it (issue 18.4).
+"""Reasoning a provider requires back: which messages must keep it.
 
 Reasoning is a ``thinking`` part of an assistant message (DeepSeek's ``reasoning_content`` and
 Anthropic's thinking blocks are read into it; ``redacted_thinking`` counts for Anthropic). What the
@@ -62,3 +62,6 @@ def lost_reasoning(messages: Sequence[Message], kept: Sequence[Message], origin:
     required = required_reasoning(messages, provider)
     return sorted({o for o, m in zip(origin, kept) if o in required
                    and reasoning_parts(m, provider) != reasoning_parts(messages[o], provider)})
+
+
+__all__ = ["PROVIDERS", "lost_reasoning", "needs_reasoning", "reasoning_parts", "required_reasoning"]

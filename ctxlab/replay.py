@@ -33,8 +33,9 @@ from .conversation import FINAL, Conversation, Message, Usage, starts_turn
 from .errors import CtxlabError
 from .i18n import T
 from .segments import segment
-from .strategies.base import APPLY_AT, Strategy, get_strategy, result_view
+from .strategies.base import APPLY_AT, Strategy, get_strategy
 from .strategies.plan import REMOVED, Plan
+from .strategies.step import FULL_HISTORY, Compression, as_arrived, before_call, due, works_on
 from .strategies.view import Budget, View, auto_facts, make_view
 from .tokens import TokenCounter
 
@@ -108,20 +109,6 @@ class Call:
                 **({"question_lost": True} if self.question_lost else {}),
                 **({"task_lost": True} if self.task_lost else {}),
                 **({} if self.tools is None else self.tools.to_dict())}
-
-
-@dataclass(frozen=True, slots=True)
-class Compression:
-    """One application of the strategy that made a plan (not one below its trigger), before call
-    ``call``: did it change anything, the whole prompt before and after, and how many original
-    messages it removed."""
-
-    call: int
-    triggered: bool
-    tokens_before: int
-    tokens_after: int
-    tokens_saved: int
-    messages_removed: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,10 +220,6 @@ class Replay:
                               hint=f"Calls go from 0 to {len(self.calls) - 1}" if self.calls else "It has no model call")
         return c % len(self.calls)
 
-    def state_of(self, i: int) -> list[tuple[int, str]]:
-        """The changes of message ``i``'s state: (call, action) in call order."""
-        return [(c, a) for c, k, a in self.events if k == i]
-
     def codes(self, order: Sequence[str], rows: Sequence[int] | None = None) -> "Any":
         """An int8 array (calls x messages; only ``rows`` when given) of each cell's position in
         ``order`` (``future``, ``keep``, ``clear``, ...), built from the events in linear time per row."""
@@ -303,14 +286,6 @@ class Replay:
         """Replay again, calling ``observe(call, prompt_view)`` at every call (one pass, nothing kept)."""
         self._walk(observe)
 
-    @property
-    def last_plan(self) -> Plan | None:
-        """The plan of the strategy's last application (None when it never ran)."""
-        for c in reversed(self.calls):
-            if c.applied and (plan := self.plan_at(c.number)) is not None:
-                return plan
-        return None
-
     def context_at(self, c: int) -> tuple[Message, ...]:
         """The messages the model saw at call ``c``."""
         return self.prompt(c).messages
@@ -338,7 +313,7 @@ class Replay:
                "worst_call": None if worst is None else {"call": worst.number, "index": worst.index,
                                                           "prompt_tokens": worst.tokens_after},
                "removed_at": list(self.removed_at),
-               "history": [dataclasses.asdict(h) for h in self.history],
+               "history": [h.to_dict() for h in self.history],
                "applications": self.applications, "times_triggered": self.times_triggered,
                "tokens_saved": self.tokens_saved, "messages_removed": self.messages_removed}
         if self.warnings:
@@ -444,7 +419,7 @@ class _Walk:
                  whole: View | None = None, tools: Sequence[Any] | None = None) -> None:
         self.messages, self.counter, self.facts, self.pins = messages, counter, facts, pins
         self.strategy, self.budget, self.apply_at = strategy, budget, apply_at
-        self.works_on = getattr(strategy, "works_on", "kept_history")
+        self.works_on = works_on(strategy)
         self.starts = tuple(s for s, _ in segment(messages).turns)
         self.turn_of = _turn_index(self.starts)
         self.head = budget.tools_tokens + budget.reply_priming
@@ -472,7 +447,7 @@ class _Walk:
         prompts: dict[int, _Kept] = {}
         kept_entries = 0
         base: View | None = None  # what arrivals extend: the prompt left (kept) or the whole history (full)
-        full = self.works_on == "full_history"
+        full = self.works_on == FULL_HISTORY
         upto = 0
         prev: View | None = None  # the previous call's prompt
         prev_changed = False  # the previous call's prompt was not its history as it arrived
@@ -497,41 +472,26 @@ class _Walk:
             for i in range(upto, point):
                 arrived[i] = c
             upto = point
-            apply = self.apply_at == "every_call" or user_since
+            apply = due(self.apply_at, user_since)
             budget, head, tools_at = self._budget_at(c)
             before = view.total + head
-            plan: Plan | None = None
             given = view
-            removed = 0
-            triggered = False
-            quick = apply and len(view) and self.strategy.quick_idle(view, budget)
-            if quick:  # below its trigger: it would keep everything, so no plan is made
-                user_since = False
-            if apply and len(view) and not quick:
-                plan = self.strategy.apply(view, budget)
-                user_since = False
-                triggered = plan.idle is None
-                for k, (o, a) in enumerate(zip(view.origin, plan.actions)):
-                    # kept: a message the plan keeps is sent as the last application left it; full: as it
-                    # arrived, so a message removed or cleared at an earlier call comes back
-                    if o is None or a == state_now[o] or (a == "keep" and not full):
-                        continue
+            if apply or full:
+                step = before_call(self.strategy, view, budget, state_now.__getitem__) if apply else \
+                    as_arrived(view, state_now.__getitem__)
+                plan, view, triggered = step.plan, step.sent, step.triggered
+                for o, a in step.changes:
                     if a in REMOVED:
                         removed_at[o] = c
-                        removed += 1
                     state_now[o] = a
                     events.append((c, o, a))
-                if triggered:
-                    view = result_view(view, plan)
-                    view = view if full else view.with_state(dict(plan.state))
-                elif plan.state != view.state and not full:
-                    view = view.with_state(dict(plan.state))
-                records.append(Compression(c, triggered, plan.tokens_before, plan.tokens_after, plan.saved, removed))
-            elif full and len(view):  # the whole history goes out as it arrived
-                for o in view.origin:
-                    if o is not None and state_now[o] != "keep":
-                        state_now[o] = "keep"
-                        events.append((c, o, "keep"))
+                removed = step.removed
+                if apply and len(given):
+                    user_since = False
+                if plan is not None:
+                    records.append(Compression(triggered, plan.tokens_before, plan.tokens_after, removed, call=c))
+            else:
+                plan, triggered, removed = None, False, 0
             if not full:
                 base = view
             after = view.total + head

@@ -88,13 +88,13 @@ def segment(messages: Sequence[Message]) -> Segments:
     reports such problems; segmenting never fails).
     """
     # one int object per index, shared by every table below (half a million messages: each
-    # table of its own ints would add 15 MB; issue 19.3)
+    # table of its own ints would add 15 MB)
     ints = list(range(len(messages) + 1))
     turn_of, preamble, turns = _turn_spans(messages, ints)
     group_of: list[int] = []
     round_of: list[int] = []
     # a group is the tuple (i,) until a result joins it (then a list): the half a million groups
-    # of a long chat are made once, not as lists and again as tuples (memory: issue 19.3)
+    # of a long chat are made once, not as lists and again as tuples
     groups: list[tuple[int] | list[int]] = []
     round_groups: list[int] = []  # group id of each round
     orphans: list[int] = []
@@ -132,3 +132,6 @@ def segment(messages: Sequence[Message]) -> Segments:
         rounds=tuple(tuple(groups[g]) for g in round_groups),
         orphans=tuple(orphans),
     )
+
+
+__all__ = ["segment", "Segments"]

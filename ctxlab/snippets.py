@@ -1,10 +1,11 @@
 """A strategy as something to take to production: a config (JSON or YAML) that round-trips to the
 same strategy and budget, and a Python snippet that applies it.
 
-``strategy_config(strategy, budget, model)`` gives a plain dict (the strategy's name and resolved
-parameters, or the steps of a pipeline; the model; the budget's limit, reserve and tool-definition
-tokens; the ctxlab version). ``strategy_from_config`` reads it back, and a bad config raises a
-CtxlabError naming the key. ``python_snippet(config)`` writes code with (a) a plain
+The config itself is ``ctxlab.exports.config``: ``make_config(strategy, budget, model)`` gives a
+plain dict (the strategy's name and resolved parameters, or the steps of a pipeline; the model; the
+budget's limit, reserve and tool-definition tokens; the ctxlab version); ``read_config`` reads it
+back (``.strategy``, ``.budget_kwargs()``, ``.model``), and a bad config raises a CtxlabError naming
+the key. ``python_snippet(config)`` writes code with (a) a plain
 ``manage_context(messages)`` for OpenAI-format messages and (b) a LangGraph node after START that
 replaces the graph's messages with what the strategy keeps, wired where the strategy was tuned to
 run: the tools node's edge goes back through it (``apply_at="every_call"``) or straight to the model
@@ -18,22 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .exports.config import ConfigError, config_json, config_yaml, make_config, read_config
-from .strategies import Budget, Pipeline, Strategy
-
-
-def strategy_config(strategy: Strategy, budget: Budget, model: str | None, *, pins: Any = (),
-                    tools: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The strategy, budget and model as JSON-ready data (the format of ``ctxlab.exports.config``)."""
-    return make_config(strategy, budget, model, pins=pins, tools=tools)
-
-
-def strategy_from_config(config: Any) -> tuple[Strategy, dict[str, Any], str | None]:
-    """(strategy, budget keyword arguments, model) from a config made by ``strategy_config``.
-    ``Budget(**kwargs)`` rebuilds the budget; a config without ``max_tokens`` gets the model's
-    window. ``ctxlab.exports.read_config`` gives the pins and tool settings too."""
-    lab = read_config(config)
-    return lab.strategy, lab.budget_kwargs(), lab.model
+from .exports.config import ConfigError, config_json, config_yaml, read_config
+from .strategies import Pipeline, Strategy
 
 
 def _call(strategy: Strategy) -> str:
@@ -148,7 +135,7 @@ def python_snippet(config: Mapping[str, Any], *, langgraph: bool = True) -> str:
     lab = read_config(config)
     strategy, budget, model = lab.strategy, lab.budget_kwargs(), lab.model
     what = " >> ".join(s.name for s in strategy.steps) if isinstance(strategy, Pipeline) else strategy.name
-    from . import __version__
+    from .version import __version__
     code = _HEAD.format(version=__version__, what=what, install=install_command(),
                         langgraph_req="\nThe LangGraph node (b) also needs: pip install langgraph\n" if langgraph else "",
                         model=model, strategy=_strategy_code(strategy), **budget)
@@ -159,5 +146,4 @@ def python_snippet(config: Mapping[str, Any], *, langgraph: bool = True) -> str:
     return code + _LANGGRAPH.replace("__APPLY_AT__", where).replace("__WHERE__", _WHERE[where]) if langgraph else code
 
 
-__all__ = ["ConfigError", "config_json", "config_yaml", "install_command", "python_snippet", "source_checkout",
-           "strategy_config", "strategy_from_config"]
+__all__ = ["ConfigError", "config_json", "config_yaml", "install_command", "python_snippet", "source_checkout"]

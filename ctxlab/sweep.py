@@ -28,13 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .cache_breaks import BreakWatch
 from .conversation import Conversation
 from .i18n import N_, T, Tn, _, listing
 from .errors import CtxlabError
-from .fidelity import FactCheck, needed_facts
-from .pricing import Price, PriceTable, load_prices, replay_cost
-from .replay import observers, replay
+from .fidelity import needed_facts
+from .measure import measure
+from .pricing import Price, PriceTable, load_prices
 from .strategies import STRATEGIES, Budget, StrategyError, get_strategy, parse_param
 from .tokens import TokenCounter
 from .tools_per_call import TOOL_MODES, tools_per_call
@@ -162,11 +161,10 @@ class PointSpec:
 
 
 class _Checks:
-    """The sweep's observer of a replay: needed facts at every call, and provider validity of the
-    prompt at every call where the strategy changed something, and at the last call."""
+    """The sweep's observer of a replay (beside the measure's own): provider validity of the prompt at
+    every call where the strategy changed something, and at the last call."""
 
-    def __init__(self, nf: Any, validate_prompts: bool, inherited: frozenset[FindingKey] = frozenset()) -> None:
-        self.facts = FactCheck(nf)
+    def __init__(self, validate_prompts: bool, inherited: frozenset[FindingKey] = frozenset()) -> None:
         self.validate_prompts = validate_prompts
         self.inherited = inherited  # the input's own errors: never the strategy's fault
         self.invalid = False
@@ -179,7 +177,6 @@ class _Checks:
         self.invalid = bool(introduced_findings(found, view.origin, self.inherited))
 
     def __call__(self, call: Any, view: Any) -> None:
-        self.facts(call, view)
         self.final = view
         if self.validate_prompts and not self.invalid and call.triggered:
             self._check(view)
@@ -194,18 +191,15 @@ def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, p
     error the input has at the same message (``inherited``) is the input's, not the point's."""
     strategy = get_strategy("none") if point is None else get_strategy(point.strategy, **point.params)
     budget = Budget.for_model(model, reserve=reserve, tools_tokens=tools_tokens, max_tokens=max_tokens)
-    checks = _Checks(nf, point is not None, inherited)
-    watch = BreakWatch(tools_tokens, model=model, price=price)  # the prompt cache's breaks, in the same pass
-    observe = observers(checks, watch)
+    checks = _Checks(point is not None, inherited)
     t0 = time.perf_counter()
-    r = replay(conv, strategy, budget, model=model, observe=observe, tools=per_call)
+    done = measure(conv, strategy, budget, model=model, price=price, facts=nf, tools=per_call, observe=[checks],
+                   baseline=False)
+    r, fid, cost, breaks = done.replay, done.fidelity, done.cost, done.breaks
     if checks.validate_prompts and checks.final is not None and not checks.invalid:
         checks._check(checks.final)
     seconds = time.perf_counter() - t0
-    fid = checks.facts.fidelity(r.strategy)
-    cost = replay_cost(r, conv, model=model, price=price, read_backs=fid.read_backs)
     last = r.calls[-1] if r.calls else None
-    breaks = watch.breaks(r)
     return {"tokens_final": last.tokens_after if last else 0, "tokens_before": last.tokens_before if last else 0,
             "fits": r.fits, "calls": len(r.calls), "calls_over_limit": r.calls_over_limit,
             "worst": r.worst.tokens_after if r.worst else 0, "invalid": checks.invalid,

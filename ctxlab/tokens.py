@@ -409,3 +409,8 @@ def count_tokens(conv: Conversation | Sequence[Message], model: str | None = Non
     if model is None and isinstance(conv, Conversation):
         model = conv.model
     return TokenCounter(model).count(conv, tools)
+
+
+__all__ = ["CATEGORIES", "IMAGE_TOKENS_DEFAULT", "IMAGE_TOKENS_LOW", "NOTE_CALLS", "NOTE_IMAGES",
+           "NOTE_NESTED", "NOTE_OLD_THINKING", "NOTE_RESULTS", "TEXT_PARTS", "TOOL_CALL_FRAMING", "as_sent",
+           "count_tokens", "part_json", "TokenCount", "TokenCounter"]

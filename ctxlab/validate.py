@@ -45,27 +45,15 @@ Everything runs in one pass per rule set: linear in the number of messages and t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Callable, Literal, Sequence
 
 from .errors import CtxlabError
 from .i18n import T, role_text
 from .conversation import Conversation, Message, ToolCall
+from .findings import Finding, rule_finding
 
 Severity = Literal["error", "warning"]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One problem: its ``code`` (rule name), ``severity``, the message ``index`` it is about
-    (``None`` for the whole conversation), a sentence saying what and what to do, and the
-    ``rules`` set that found it."""
-
-    code: str
-    severity: Severity
-    index: int | None
-    message: str
-    rules: str
 
 
 class UnknownRulesError(CtxlabError):
@@ -97,7 +85,7 @@ class _ToolPairing:
 
     def add(self, code: str, index: int | None, message: str, severity: Severity = "error") -> None:
         """Record a finding."""
-        self.findings.append(Finding(code, severity, index, message, self.rules))
+        self.findings.append(rule_finding(code, severity, index, message, self.rules))
 
     def close_block(self) -> None:
         """Report the calls of the open block that got no result, and close it."""
@@ -178,7 +166,7 @@ def _tool_findings(messages: Sequence[Message], rules: str) -> list[Finding]:
 
 def _empty_conversation(rules: str) -> Finding:
     """The finding for a conversation with no message at all."""
-    return Finding("empty_conversation", "error", None,
+    return rule_finding("empty_conversation", "error", None,
                    T("The conversation has no messages: add at least one user message."), rules)
 
 
@@ -189,7 +177,7 @@ def check_openai(messages: Sequence[Message]) -> list[Finding]:
     found = _tool_findings(messages, "openai")
     for i, m in enumerate(messages):
         if m.role == "assistant" and not m.tool_calls and _is_empty(m):
-            found.append(Finding("empty_content", "warning", i,
+            found.append(rule_finding("empty_content", "warning", i,
                                  T("Message {i} (assistant) has no content and no tool calls: "
                                  "remove it or give it text.", i=i), "openai"))
     return found + _unknown_parts(messages, OPENAI_PART_TYPES, frozenset(), "OpenAI", "openai")
@@ -203,7 +191,7 @@ def _anthropic_turn(i: int, m: Message, prev: str | None) -> tuple[str, Finding 
     """
     if m.role == "assistant":
         if prev == "assistant":
-            return "assistant", Finding(
+            return "assistant", rule_finding(
                 "consecutive_assistant_turns", "error", i,
                 T("Message {i} (assistant) follows another assistant turn: merge the two assistant "
                 "messages into one, or drop one.", i=i), "anthropic")
@@ -217,7 +205,7 @@ def _anthropic_turn(i: int, m: Message, prev: str | None) -> tuple[str, Finding 
     else:
         kind = "user"
     if prev in ("user", "results"):
-        return kind, Finding(
+        return kind, rule_finding(
             "consecutive_user_turns", "error", i,
             T("Message {i} ({role}) makes a second user turn in a row: merge it into the user "
             "message before it, or put an assistant message in between.", i=i, role=role_text(m.role)), "anthropic")
@@ -230,7 +218,7 @@ def _anthropic_empty(i: int, m: Message, last: int) -> Finding | None:
         return None
     if m.role == "assistant" and i == last:
         return None
-    return Finding("empty_content", "error", i,
+    return rule_finding("empty_content", "error", i,
                    T("Message {i} ({role}) has no content and no tool calls: Anthropic rejects empty "
                    "turns; remove it or give it text.", i=i, role=role_text(m.role)), "anthropic")
 
@@ -245,20 +233,20 @@ def check_anthropic(messages: Sequence[Message]) -> list[Finding]:
     for i, m in enumerate(messages):
         if m.role == "system":
             if prev is not None:
-                found.append(Finding("system_not_at_start", "error", i,
+                found.append(rule_finding("system_not_at_start", "error", i,
                                      T("Message {i} (system) comes after the conversation started: "
                                      "Anthropic takes system text only at the top; move it there or "
                                      "make it a user message.", i=i), "anthropic"))
             continue
         if prev is None and m.role == "assistant":
-            found.append(Finding("first_turn_not_user", "warning", i,
+            found.append(rule_finding("first_turn_not_user", "warning", i,
                                  T("Message {i} (assistant) is the first turn: Anthropic expects a user "
                                  "turn first; add a user message before it.", i=i), "anthropic"))
         prev, finding = _anthropic_turn(i, m, prev)
         empty = _anthropic_empty(i, m, last)
         found.extend(f for f in (finding, empty) if f is not None)
     if prev is None:
-        found.append(Finding("empty_conversation", "error", None,
+        found.append(rule_finding("empty_conversation", "error", None,
                              T("The conversation has only system messages: Anthropic needs at least one "
                              "user message."), "anthropic"))
     return found + _unknown_parts(messages, ANTHROPIC_BLOCK_TYPES, ANTHROPIC_LEFT_OUT, "Anthropic", "anthropic")
@@ -289,7 +277,7 @@ def _unknown_parts(messages: Sequence[Message], known: frozenset[str], skip: fro
             continue
         bad = sorted({p.type for p in m.content if p.type not in known and p.type not in skip})
         if bad:
-            found.append(Finding("unknown_block_type", "error", i, T(
+            found.append(rule_finding("unknown_block_type", "error", i, T(
                 "Message {i} ({role}) holds a content block of a type {provider} does not accept ({types}): the "
                 "request is rejected; remove the block or convert it to text.", i=i, role=role_text(m.role),
                 provider=provider, types=", ".join(bad)), rules))
@@ -297,7 +285,7 @@ def _unknown_parts(messages: Sequence[Message], known: frozenset[str], skip: fro
 
 
 def _relabel(found: list[Finding], rules: str) -> list[Finding]:
-    return [Finding(f.code, f.severity, f.index, f.message, rules) for f in found]
+    return [replace(f, source=rules) for f in found]
 
 
 def check_deepseek(messages: Sequence[Message]) -> list[Finding]:
@@ -311,7 +299,7 @@ def check_deepseek_thinking(messages: Sequence[Message]) -> list[Finding]:
     found = _relabel(check_openai(messages), "deepseek-thinking")
     for i in needs_reasoning(messages, "deepseek"):
         if not reasoning_parts(messages[i], "deepseek"):
-            found.append(Finding(
+            found.append(rule_finding(
                 "missing_reasoning_content", "error", i,
                 T("Message {i} (assistant) made tool calls without its reasoning_content: DeepSeek's thinking "
                 "mode rejects the request; send the reasoning back with the message, or drop the message "
@@ -326,13 +314,13 @@ def check_anthropic_thinking(messages: Sequence[Message]) -> list[Finding]:
     for i in needs_reasoning(messages, "anthropic"):
         parts = messages[i].parts
         if not parts or parts[0].type not in ("thinking", "redacted_thinking"):
-            found.append(Finding(
+            found.append(rule_finding(
                 "missing_thinking_block", "error", i,
                 T("Message {i} (assistant) calls tools in the turn in progress but does not start with its "
                 "thinking block: with extended thinking on, Anthropic rejects it; send the block back "
                 "unchanged.", i=i), "anthropic-thinking"))
         elif parts[0].type == "thinking" and not parts[0].data.get("signature"):
-            found.append(Finding(
+            found.append(rule_finding(
                 "unsigned_thinking_block", "error", i,
                 T("Message {i} (assistant) starts with a thinking block that has no signature: Anthropic "
                 "checks it; send the block back as the API returned it.", i=i), "anthropic-thinking"))
@@ -400,3 +388,9 @@ def introduced_findings(findings: Sequence[Finding], origin: Sequence[int | None
 def is_valid(findings: Sequence[Finding]) -> bool:
     """True when no finding is an error (warnings are allowed)."""
     return not any(f.severity == "error" for f in findings)
+
+
+__all__ = ["ANTHROPIC_BLOCK_TYPES", "ANTHROPIC_LEFT_OUT", "OPENAI_PART_TYPES", "RULES", "check_anthropic",
+           "check_anthropic_thinking", "check_deepseek", "check_deepseek_thinking", "check_openai", "Finding",
+           "FindingKey", "input_finding_keys", "introduced_findings", "is_valid", "UnknownRulesError",
+           "validate"]

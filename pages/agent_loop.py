@@ -10,7 +10,8 @@ import streamlit as st
 import ctxlab
 from ctxlab.conversation import starts_turn
 from ctxlab.errors import CtxlabError
-from ctxlab.fidelity import ReplayMeasures, measure_replay, needed_facts
+from ctxlab.fidelity import needed_facts
+from ctxlab.measure import ReplayMeasures, measure
 from ctxlab.i18n import N_, _
 from ctxlab.figures import prompt_per_call
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
@@ -43,8 +44,8 @@ def _both(text_key: str, name: str, limit: int, price_key: str, _conv: ctxlab.Co
     budget = Budget(limit, 0.15, TokenCounter(model).tools(_conv.tools))
     base = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget))
     facts = needed_facts(_conv)
-    return {where: measure_replay(_conv, dataclasses.replace(base, apply_at=where), budget, model=model,
-                                  prices=_price, facts=facts) for where in APPLY_AT}
+    return {where: measure(_conv, dataclasses.replace(base, apply_at=where), budget, model=model,
+                           price=_price, facts=facts) for where in APPLY_AT}
 
 
 @st.cache_resource(show_spinner=_("Replaying the coding session call by call…"), max_entries=16)
@@ -56,8 +57,8 @@ def _condensers(names: tuple[str, ...], limit: int, price_key: str, _conv: ctxla
     budget = Budget(limit, 0.15, TokenCounter(model).tools(_conv.tools))
     facts = needed_facts(_conv)
     return sum(1 for n in facts.needs if n.lines), {
-        n: measure_replay(_conv, get_strategy(n, **STRATEGIES[n].scaled_defaults(budget)), budget, model=model,
-                          prices=_price, facts=facts) for n in names}
+        n: measure(_conv, get_strategy(n, **STRATEGIES[n].scaled_defaults(budget)), budget, model=model,
+                   price=_price, facts=facts) for n in names}
 
 
 def _open_coding_in_lab() -> None:

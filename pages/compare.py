@@ -7,9 +7,10 @@ from typing import Any
 import streamlit as st
 
 from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, RULE_NAMES, VERDICT_RULE,
-                            action_table, column_labels, cost_sentence, finding_rows, measure, verdict_by_recall)
+                            action_table, column_labels, cost_sentence, finding_rows, plan_metrics,
+                            verdict_by_recall)
 from ctxlab.errors import CtxlabError
-from ctxlab.fidelity import ReplayMeasures
+from ctxlab.measure import ReplayMeasures
 from ctxlab.llm import use_llm
 from ctxlab.figures import token_bars
 from ctxlab.validate import input_finding_keys
@@ -114,7 +115,7 @@ if not plans:
 
 labels = column_labels(names, columns)
 inherited = input_finding_keys(conv, RULE_NAMES)
-metrics = [measure(p, label, RULE_NAMES, inherited) for p, label in zip(plans, labels)]
+metrics = [plan_metrics(p, label, RULE_NAMES, inherited) for p, label in zip(plans, labels)]
 try:
     price = price_panel(st)
 except CtxlabError as e:

@@ -19,7 +19,9 @@ from ctxlab.conversation import Conversation, Message
 from ctxlab.diagnostics import (MODES, STRUCTURAL_LESSONS, Finding, Mitigation, MitigationResult, apply_mitigation,
                                 diagnose, lesson_path, summarize_findings)
 from ctxlab.errors import CtxlabError
-from ctxlab.fidelity import measure_replay, needed_facts
+from ctxlab.fidelity import needed_facts
+from ctxlab.findings import diff_findings
+from ctxlab.measure import measure
 from ctxlab.i18n import N_, _, language
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.strategies import Budget, get_strategy
@@ -143,7 +145,7 @@ def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> tu
 @st.cache_resource(show_spinner=_("Applying the mitigation…"), max_entries=16)
 def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: int, reserve: float) -> Applied:
     """Apply ``_m`` and measure needed facts served: a strategy through the call-by-call replay
-    (``measure_replay``, against ``none``); the other kinds change the context once, so each needing
+    (``ctxlab.measure.measure``, against ``none``); the other kinds change the context once, so each needing
     message is checked against the context that would hold it (``_served_in``)."""
     index = _tool_index(_tools_key(_conv.tools), str(_data_dir()), tuple(_conv.tools)) \
         if _m.kind == "tool_retrieval" and _conv.tools else None
@@ -151,8 +153,8 @@ def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: i
     if _m.kind == "strategy":
         budget = Budget(limit, reserve, TokenCounter(model).tools(_conv.tools))
         strategy = get_strategy(_m.strategy or "", **dict(_m.params))
-        before = measure_replay(_conv, "none", budget, model=model)
-        after = measure_replay(_conv, strategy, budget, model=model)
+        before = measure(_conv, "none", budget, model=model)
+        after = measure(_conv, strategy, budget, model=model)
         missed_before = {m.fact for m in before.fidelity.misses}
         return Applied(result, before.needed_recall, after.needed_recall,
                        _("replayed call by call with {strategy}, against sending everything").format(
@@ -292,17 +294,6 @@ def findings_after(conv: Conversation, r: MitigationResult) -> list[Finding]:
             for f in r.findings_after]
 
 
-def _identity(f: Finding) -> tuple:
-    """What makes two findings the same before and after (tools in any order: retrieval reorders them)."""
-    return f.code, f.messages, frozenset(f.tools)
-
-
-def _kind(f: Finding) -> tuple:
-    """A finding's code and tools: the same problem even when a fix moved its messages (a blanked
-    claim no longer counts among a mistyped id's messages), so it is "still there", not gone and new."""
-    return f.code, frozenset(f.tools)
-
-
 def _why_facts_fell(applied: Applied) -> str | None:
     """One sentence on needed facts the mitigation stopped serving, naming them (None: none)."""
     if not applied.lost:
@@ -333,9 +324,10 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
                   value=_pct(r.facts_before)))
     c4.metric(_("Needed facts served"), _pct(applied.served_after),
               help=_("before: {value}; {how}").format(value=_pct(applied.served_before), how=applied.served_how))
-    after_ids = {_identity(f) for f in after}
-    same_kind = {_kind(f) for f in after}
-    gone = [f for f in before if _identity(f) not in after_ids and _kind(f) not in same_kind]
+    # the same finding, or the same problem whose messages a fix moved (a blanked claim no longer counts
+    # among a mistyped id's messages): still there, not gone and new
+    diff = diff_findings(before, after, loose=True)
+    gone = diff.gone
     summary = (_("Before: {tokens_before} tokens, {n_before} {mode} findings; after: {tokens_after} tokens, "
                  "{n_after} {mode} findings. Needed facts served: {served_before} before, {served_after} after "
                  "({how}).") if mode else
@@ -350,12 +342,10 @@ def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> Non
     if gone:
         st.success(md_escape(_("Gone after the mitigation: {findings}").format(
             findings="; ".join(_finding_label(f) for f in gone))))
-    before_ids, before_kinds = {_identity(f) for f in before}, {_kind(f) for f in before}
-    kept = [f for f in after if _identity(f) in before_ids or _kind(f) in before_kinds]  # same, or moved
+    kept = diff.still
     if kept:
         st.warning(md_escape(_("Still there: {findings}").format(findings="; ".join(_finding_label(f) for f in kept))))
-    new = [f for f in after if _identity(f) not in before_ids and _kind(f) not in before_kinds]
-    for f in new:
+    for f in diff.new:
         st.caption(md_escape(_("New after the mitigation, {finding}: {evidence}").format(
             finding=_finding_label(f), evidence=f.evidence)))
     if r.subagents:

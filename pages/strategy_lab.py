@@ -11,8 +11,8 @@ import streamlit as st
 from ctxlab import Conversation, CtxlabError, Message
 from ctxlab.cache_breaks import CAUSE_WORDS, CacheBreak
 from ctxlab.compare import cost_sentence, outcome_notes
+from ctxlab.exports.config import make_config
 from ctxlab.figures_tune import cost_per_turn_figure
-from ctxlab.snippets import strategy_config
 from ctxlab.strategies import STRATEGIES, Plan, View
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.i18n import N_, _, language, local, local_error, use
@@ -31,7 +31,7 @@ from playground.widgets import (APPLY_AT_WORDS, TABLE_ACTION_WORDS, action_colum
                                 tools_picker, translated_columns)
 
 if TYPE_CHECKING:  # annotations only: the page gets these objects from playground.lab_cache
-    from ctxlab.fidelity import ReplayMeasures
+    from ctxlab.measure import ReplayMeasures
     from ctxlab.pricing import Price
     from ctxlab.replay import Replay
     from ctxlab.usage import UsageComparison
@@ -318,7 +318,7 @@ HEADLINES = {  # (acted, fits): one whole sentence each
 headline.markdown(_(HEADLINES[(not idle, plan.fits)]).format(
     label=md_escape(st.session_state.conversation_label or _("conversation")), n=n, before=plan.tokens_before,
     title=title, sent=len(plan.messages), after=plan.tokens_after, limit=budget.prompt_limit))
-_tools_note, _tools_raised = tool_budget(conv)[1:]  # which catalog's tools the budget counts (issue 12.11)
+_tools_note, _tools_raised = tool_budget(conv)[1:]  # which catalog's tools the budget counts
 (main.warning if _tools_raised else main.caption)(md_escape(_tools_note))
 
 def _fill_metrics(measures: ReplayMeasures | None) -> None:
@@ -575,8 +575,8 @@ if tab_export.open:
                                 key=f"lab_dl_{fmt}")
             for note in notes:
                 col.caption(md_escape(local(note)))
-        config = strategy_config(strategy, budget, model)
-        st.caption(_("The strategy and budget as a config (reads back with `ctxlab.snippets.strategy_from_config`):"))
+        config = make_config(strategy, budget, model)
+        st.caption(_("The strategy and budget as a config (reads back with `ctxlab.exports.config.read_config`):"))
         config_downloads(config, _("Config"), "strategy", "lab_dl_config")
         if pins:
             st.caption(_("Pins belong to this conversation and are not part of the config."))

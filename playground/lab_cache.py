@@ -20,9 +20,10 @@ import streamlit as st
 import ctxlab
 from ctxlab import figures
 from ctxlab.cache_breaks import CacheBreak
-from ctxlab.compare import RULE_NAMES, measure_on_replay
+from ctxlab.compare import RULE_NAMES
+from ctxlab.measure import ReplayMeasures, measure
 from ctxlab.errors import CtxlabError
-from ctxlab.fidelity import NeededFacts, ReplayMeasures, needed_facts
+from ctxlab.fidelity import NeededFacts, needed_facts
 from ctxlab.llm import LLM, use_llm
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
@@ -32,7 +33,8 @@ from ctxlab.strategies.base import APPLY_AT
 from ctxlab.prefix import check_against_bill
 from ctxlab.tools_per_call import ToolsAt, tools_per_call
 from ctxlab.usage import UsageComparison, has_usage
-from ctxlab.validate import Finding, validate
+from ctxlab.findings import Finding
+from ctxlab.validate import validate
 from playground import lab_table
 
 RULES = RULE_NAMES
@@ -94,10 +96,10 @@ def measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str
              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None,
              _tools: tuple[ToolsAt, ...] | None = None, _llm: LLM | None = None) -> ReplayMeasures:
     """Needed recall and cost of the strategy's replay (shared with the Replay tab) and of keeping everything."""
-    return measure_on_replay(_conv, lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools,
-                                               _llm),
-                             baseline(view_key, budget_key, _view, _budget, _tools), model=_model, price=_price,
-                             facts=needed(view_key[0], _conv))
+    return measure(_conv, replayed=lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools,
+                                              _llm),
+                   baseline=baseline(view_key, budget_key, _view, _budget, _tools), model=_model, price=_price,
+                   facts=needed(view_key[0], _conv))
 
 
 def where_it_runs(view_key: tuple, budget_key: str, price_key: str, conv: ctxlab.Conversation, view: View,

@@ -11,7 +11,7 @@ from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml,
 from ctxlab.compare import ACTION_WORDS
 from ctxlab.figures import ACTION_COLORS
 from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy
-from ctxlab.strategies.llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT
+from ctxlab.strategies.summarizers.llm import MERGE_PROMPT, SUMMARY_PROMPT
 from playground.markdown import md_escape
 from playground.state import persist
 

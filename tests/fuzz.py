@@ -1,4 +1,4 @@
-"""Hostile-input fuzzing of the CLI contract (issue 13): hypothesis strategies that take real
+"""Hostile-input fuzzing of the CLI contract: hypothesis strategies that take real
 conversations (the bundled samples and tau-bench runs) in OpenAI, Anthropic and LangChain form and
 break them the way a messy log or an attacker would, plus the checker of the CLI contract.
 
@@ -33,7 +33,7 @@ TAU_RUNS = 100 if LONG_RUN else 6
 BIG = 1_000_000 if LONG_RUN else 200_000  # characters of a "huge string"
 DEEP = 10_000  # nesting levels of a runaway document or arguments text
 _DEEP_MARK = "\u0001ctxlab-fuzz-deep\u0001"
-#: number literals JSON allows or Python's json reads beyond JSON (issue 22): each must be read
+#: number literals JSON allows or Python's json reads beyond JSON: each must be read
 #: exactly or refused with its line and column, and none may come out as NaN or Infinity
 NUMBER_LITERALS = ("9" * 5_000, "-" + "1" * 4_301, "1" * 4_300, "1e400", "-1e400", "1e-400", "-0", "NaN",
                    "Infinity", "-Infinity", "123456789012345678901234567890", "1.5e308")

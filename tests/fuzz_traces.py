@@ -1,4 +1,4 @@
-"""Hostile-input fuzzing of the trace readers (issue 32): the agents' traces (Claude Code, Codex,
+"""Hostile-input fuzzing of the trace readers: the agents' traces (Claude Code, Codex,
 SWE-agent, mini-swe-agent, OpenHands V0 and V1) and the production traces (OTel GenAI spans,
 Langfuse, LangSmith) of tests/data, broken with values of the wrong type where the readers look
 (ids, content, tool calls, usage, start times), number-like strings that fool ``isdigit()``, and

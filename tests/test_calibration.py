@@ -1,4 +1,4 @@
-"""Calibrating an estimate against a provider's reported prompt tokens (issue 18.3)."""
+"""Calibrating an estimate against a provider's reported prompt tokens."""
 from __future__ import annotations
 
 import json

@@ -142,7 +142,7 @@ def test_console_script_and_module_entry_point_work():
 
 
 def test_cli_command_modules_depend_on_the_core_only():
-    """Issue 12.15: the command modules import the shared core, never each other (no cycle)."""
+    """the command modules import the shared core, never each other (no cycle)."""
     import ast
     import ctxlab.cli
     pkg = Path(ctxlab.cli.__file__).parent
@@ -158,7 +158,7 @@ def test_cli_command_modules_depend_on_the_core_only():
 
 
 def test_model_modules_are_named_for_what_they_hold():
-    """Issue 12.15: the conversation data model and the LLM model table no longer differ by one letter."""
+    """the conversation data model and the LLM model table no longer differ by one letter."""
     from ctxlab.conversation import Conversation
     from ctxlab.model_specs import MODELS
     assert Conversation and MODELS

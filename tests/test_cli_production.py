@@ -1,5 +1,5 @@
 """The CLI on production traces: count and replay show billed beside counted and modelled per
-call, and a folder of trace files feeds the sweep (issue 20)."""
+call, and a folder of trace files feeds the sweep."""
 from __future__ import annotations
 
 import json

@@ -2,21 +2,19 @@
 verdict that follows its stated rule."""
 from __future__ import annotations
 
-import re
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as hs
 
 import ctxlab
-from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, PLAN_VERDICT_RULE, VERDICT_RULE, PlanMetrics, action_table,
-                            column_labels, cost_sentence, Note, finding_changes, finding_rows, measure, measure_on_replay,
-                            outcome_notes, verdict, verdict_by_recall)
-from ctxlab.fidelity import measure_replay
+from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, PlanMetrics, action_table,
+                            column_labels, cost_sentence, Note, finding_changes, finding_rows, plan_metrics,
+                            outcome_notes, verdict_by_recall)
+from ctxlab.measure import measure
 from ctxlab.pricing import parse_price_override
 from ctxlab.replay import replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
-from ctxlab.validate import Finding, validate
+from ctxlab.findings import rule_finding
+from ctxlab.validate import validate
 
 from .builders import assistant, system, tool, user
 from .conftest import SAMPLES
@@ -45,7 +43,7 @@ def _orphan_plan():
 
 def _m(label: str, *, fits: bool = True, retention: float | None = 1.0, saved: int = 100,
        error: bool = False) -> PlanMetrics:
-    found = (Finding("orphan_tool_result", "error", 1, "x", "openai"),) if error else ()
+    found = (rule_finding("orphan_tool_result", "error", 1, "x", "openai"),) if error else ()
     return PlanMetrics(label, 1_000, 1_000 - saved, 0, retention, fits, {"openai": found, "anthropic": ()}, ())
 
 
@@ -56,7 +54,7 @@ def test_defaults_are_four_different_registered_strategies():
 def test_measure_reports_the_plan_figures_and_its_findings_under_both_rule_sets(refund):
     _, plans = refund
     for p in plans:
-        m = measure(p, p.strategy)
+        m = plan_metrics(p, p.strategy)
         assert (m.tokens_before, m.tokens_after, m.saved, m.fits, m.retention) == (
             p.tokens_before, p.tokens_after, p.saved, p.fits, p.retention)
         assert m.removed == p.count("drop") + p.count("summarize") == len(p.actions) - sum(
@@ -64,14 +62,14 @@ def test_measure_reports_the_plan_figures_and_its_findings_under_both_rule_sets(
         assert m.findings["openai"] == tuple(validate(list(p.messages), "openai"))
         assert m.findings["anthropic"] == tuple(validate(list(p.messages), "anthropic"))
         assert m.warnings == p.warnings
-    clear = measure(plans[3], "clear")
+    clear = plan_metrics(plans[3], "clear")
     assert not clear.fits and clear.saved_share == 0 and clear.row()["fits"] == "no"
     assert clear.row()["warnings"] == 1
 
 
 def test_a_baseline_that_breaks_a_pair_is_measured_as_rejected():
     plan = _orphan_plan()
-    m = measure(plan, "1 · langchain_trim")
+    m = plan_metrics(plan, "1 · langchain_trim")
     assert m.errors("openai") == 1 and m.errors("anthropic") >= 1 and not m.accepted
     assert m.row()["openai findings"] >= 1
     rows = finding_rows([m], [plan])
@@ -124,50 +122,17 @@ def test_action_table_refuses_plans_of_another_conversation(refund):
         action_table(view.roles, view.tokens, plans, ["a"], LABELS)
 
 
-def test_verdict_on_the_refund_sample_picks_the_fitting_plan_that_saves_most(refund):
-    _, plans = refund
-    metrics = [measure(p, lab) for p, lab in zip(plans, column_labels([p.strategy for p in plans]))]
-    v = verdict(metrics)
-    assert all(m.retention == 1.0 for m in metrics[:3]) and not metrics[3].fits
-    assert v.winner == max(range(3), key=lambda k: metrics[k].saved) == 1
-    assert v.text.startswith("2 · tool_rounds wins") and "1 of 4 did not qualify" in v.text
-
-
-@pytest.mark.parametrize("metrics, winner", [
-    ([_m("a", retention=0.5, saved=900), _m("b", retention=0.75, saved=10)], 1),   # retention first
-    ([_m("a", saved=10), _m("b", saved=900)], 1),                                  # then tokens saved
-    ([_m("a"), _m("b")], 0),                                                        # then leftmost
-    ([_m("a", fits=False), _m("b", retention=0.1, saved=1)], 1),                   # must fit
-    ([_m("a", error=True, saved=900), _m("b", retention=1.0, saved=1)], 1),        # must be accepted
-    ([_m("a", retention=None, saved=5), _m("b", retention=None, saved=6)], 1),     # no facts: saved decides
-])
-def test_verdict_follows_its_rule(metrics, winner):
-    assert verdict(metrics).winner == winner
-
-
-def test_a_tie_is_said_and_no_qualifier_is_explained():
-    assert "tied with b" in verdict([_m("a"), _m("b")]).text
-    v = verdict([_m("a", fits=False), _m("b", error=True)])
-    assert v.winner is None
-    assert "over the budget: a" in v.text and "rejected by a provider: b" in v.text
-
-
-def test_the_plan_rule_is_the_rule_in_the_docstring():
-    doc = " ".join(verdict.__doc__.split())
-    assert " ".join(PLAN_VERDICT_RULE.split()) in doc
-
-
 def _refund_budget():
     conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
     return conv, Budget(16_000, 0.15, ctxlab.TokenCounter("gpt-4o").tools(conv.tools))
 
 
-def test_measure_on_replay_gives_what_measure_replay_gives_from_replays_already_made():
+def test_measure_of_replays_already_made_gives_what_measuring_from_the_start_gives():
     conv, budget = _refund_budget()
     strategy = get_strategy("tool_rounds", keep_rounds=0)
-    mine = measure_on_replay(conv, replay(conv, strategy, budget, model="gpt-4o"),
-                             replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=None)
-    assert mine.summary() == measure_replay(conv, strategy, budget, model="gpt-4o").summary()
+    mine = measure(conv, replayed=replay(conv, strategy, budget, model="gpt-4o"),
+                   baseline=replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=None)
+    assert mine.summary() == measure(conv, strategy, budget, model="gpt-4o").summary()
 
 
 def test_the_page_verdict_picks_by_needed_recall_then_cost_where_the_plan_rule_picks_another():
@@ -175,9 +140,8 @@ def test_the_page_verdict_picks_by_needed_recall_then_cost_where_the_plan_rule_p
     view = make_view(conv, counter=ctxlab.TokenCounter("gpt-4o"))
     names = ["sliding_window", "tool_rounds"]
     strategies = [get_strategy(n, **STRATEGIES[n].scaled_defaults(budget)) for n in names]
-    metrics = [measure(s.apply(view, budget), lab) for s, lab in zip(strategies, column_labels(names))]
-    measures = [measure_replay(conv, s, budget, model="gpt-4o") for s in strategies]
-    assert verdict(metrics).winner == 1  # plan rule: both keep every fact, tool_rounds saves more tokens
+    metrics = [plan_metrics(s.apply(view, budget), lab) for s, lab in zip(strategies, column_labels(names))]
+    measures = [measure(conv, s, budget, model="gpt-4o") for s in strategies]
     assert measures[1].needed_recall < measures[0].needed_recall
     v = verdict_by_recall(metrics, measures)
     assert v.winner == 0 and v.text.startswith("1 · sliding_window wins")
@@ -188,13 +152,13 @@ def test_the_page_verdict_gives_a_full_tie_to_the_leftmost_and_says_who_did_not_
     budget = Budget(100_000, 0.15, ctxlab.TokenCounter("gpt-4o").tools(conv.tools))
     view = make_view(conv, counter=ctxlab.TokenCounter("gpt-4o"))
     idle = [get_strategy("tool_rounds", keep_rounds=50), get_strategy("none")]  # neither acts: the same replay
-    metrics = [measure(s.apply(view, budget), lab) for s, lab in zip(idle, ["a", "b"])]
-    measures = [measure_replay(conv, s, budget, model="gpt-4o") for s in idle]
+    metrics = [plan_metrics(s.apply(view, budget), lab) for s, lab in zip(idle, ["a", "b"])]
+    measures = [measure(conv, s, budget, model="gpt-4o") for s in idle]
     assert measures[0].summary() == measures[1].summary() and measures[0].needed_recall == 1.0
     assert verdict_by_recall(metrics, measures).winner == 0
     assert verdict_by_recall(metrics[::-1], measures[::-1]).winner == 0
     assert "It saves nothing over keeping everything" in verdict_by_recall(metrics, measures).text
-    over = measure_replay(conv, get_strategy("none"), Budget(6_000, 0.15, budget.tools_tokens), model="gpt-4o")
+    over = measure(conv, get_strategy("none"), Budget(6_000, 0.15, budget.tools_tokens), model="gpt-4o")
     assert not over.replay.fits, "some call of the replay is over 6,000 tokens"
     v = verdict_by_recall(metrics, [over, measures[1]])
     assert v.winner == 1 and "1 of 2 did not qualify" in v.text
@@ -205,7 +169,7 @@ def test_the_page_verdict_gives_a_full_tie_to_the_leftmost_and_says_who_did_not_
 
 def test_the_cost_sentence_shows_tokens_saved_and_the_cost_against_keeping_everything():
     conv, budget = _refund_budget()
-    m = measure_replay(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="gpt-4o")
+    m = measure(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="gpt-4o")
     s = m.summary()
     text = cost_sentence(m)
     assert f"input tokens: {abs(s['tokens_vs_none']):.0%} less than keeping everything" in text
@@ -220,7 +184,7 @@ def test_the_cost_sentence_says_more_when_losing_the_cache_costs_more_than_the_t
     price = parse_price_override("input=10,cached=0.1,output=0", "gpt-4o")
     for name, params in [("sliding_window", {"max_tokens": 1500}), ("tool_rounds", {"keep_rounds": 0}),
                          ("summarize", {"trigger_messages": 4, "keep_recent": 2})]:
-        m = measure_replay(conv, get_strategy(name, **params), budget, model="gpt-4o", prices=price)
+        m = measure(conv, get_strategy(name, **params), budget, model="gpt-4o", price=price)
         s = m.summary()
         if s["tokens_vs_none"] < 0 < s["cost_vs_none"]:
             text = cost_sentence(m)
@@ -231,24 +195,11 @@ def test_the_cost_sentence_says_more_when_losing_the_cache_costs_more_than_the_t
 
 def test_the_cost_sentence_says_when_there_is_no_price():
     conv, budget = _refund_budget()
-    m = measure_replay(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="llama")
+    m = measure(conv, get_strategy("tool_rounds", keep_rounds=0), budget, model="llama")
     assert m.cost.cost_usd is None and "no price for llama, so tokens only" in cost_sentence(m)
 
 
-@given(hs.lists(hs.tuples(hs.booleans(), hs.booleans(), hs.sampled_from([0.0, 0.5, 1.0]), hs.integers(0, 5)),
-                min_size=2, max_size=4))
-def test_no_qualifying_plan_beats_the_winner(specs):
-    metrics = [_m(str(k), fits=f, error=e, retention=r, saved=s) for k, (f, e, r, s) in enumerate(specs)]
-    v = verdict(metrics)
-    ok = [k for k, m in enumerate(metrics) if m.fits and m.accepted]
-    assert (v.winner is None) == (not ok)
-    if ok:
-        w = metrics[v.winner]
-        assert v.winner in ok and re.match(rf"{v.winner} wins", v.text)
-        assert all((m.retention, m.saved) <= (w.retention, w.saved) for m in (metrics[k] for k in ok))
-
-
-# ---------------------------------------------------------------- the input's own findings (issue 12.3)
+# ---------------------------------------------------------------- the input's own findings
 
 
 def _broken_input():
@@ -272,7 +223,7 @@ def test_an_invalid_input_kept_as_is_is_reported_and_never_called_valid():
                in n.text for n in notes), texts
     assert any("still in the result" in t for t in texts)
     assert not [n for n in notes if n.level == "success"]
-    assert not [t for t in texts if ".." in t]  # the finding's own full stop is not doubled (issue 31.8)
+    assert not [t for t in texts if ".." in t]  # the finding's own full stop is not doubled
 
 
 def test_a_strategy_that_drops_the_broken_message_is_said_to_have_repaired_it_by_chance():
@@ -316,8 +267,8 @@ def test_each_column_s_measures_carry_the_cache_breaks_of_its_replay():
     masking = get_strategy("observation_masking", window=3)
     r = replay(conv, masking, budget, model="gpt-4o")
     found = cache_breaks(r, conv, model="gpt-4o", price=price)
-    s = measure_on_replay(conv, r, replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=price).summary()
+    s = measure(conv, replayed=r, baseline=replay(conv, "none", budget, model="gpt-4o"), model="gpt-4o", price=price).summary()
     assert s["cache_breaks"] == len(found) >= 8
     assert s["cache_tokens_lost"] == sum(b.tokens_lost for b in found) > 0
-    assert s == measure_replay(conv, masking, budget, model="gpt-4o", prices=price).summary()
-    assert measure_replay(conv, "none", budget, model="gpt-4o", prices=price).summary()["cache_breaks"] == 0
+    assert s == measure(conv, masking, budget, model="gpt-4o", price=price).summary()
+    assert measure(conv, "none", budget, model="gpt-4o", price=price).summary()["cache_breaks"] == 0

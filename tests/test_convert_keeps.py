@@ -1,4 +1,4 @@
-"""``convert`` keeps what it does not model (issue 22, item 2): top-level fields (``facts``,
+"""``convert`` keeps what it does not model: top-level fields (``facts``,
 ``title``, request parameters), provider fields of messages, parts and tools, server tools; each is
 written where the target format has a place and named in a ``note:`` where it has none. The
 property runs over real conversations given every field the providers document."""

@@ -94,7 +94,7 @@ def test_a_test_run_that_names_no_file_is_retried_after_any_edit():
 
 
 def test_sed_ranges_an_agent_pages_through_are_not_mistyped_ids():
-    """mini-swe-agent pages through a file with sed -n ranges (issue 27: 63 of 68 false findings on
+    """mini-swe-agent pages through a file with sed -n ranges (63 of 68 false findings on
     one run were such ranges: "120p is one typo away from 220p")."""
     listing = "\n".join(f"{n}\t    def field_{n}(self):" for n in range(100, 120))
     steps = [("bash", {"command": "nl -ba src/marshmallow/fields.py | sed -n '100,120p'"}, listing),

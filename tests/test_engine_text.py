@@ -1,6 +1,6 @@
 """What the engine writes (reasons, idle sentences, warnings, notes, the validator's findings,
 retrieval's unsure reasons) stays English in JSON, the CLI and exports, and reads in Chinese where a
-page shows it through :func:`ctxlab.i18n.local` (issue 18.1)."""
+page shows it through :func:`ctxlab.i18n.local`."""
 from __future__ import annotations
 
 import json

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 from ctxlab.cli import main
-from ctxlab.exports import NoNativeFormError, config_json, export_native, make_config
+from ctxlab.exports import TARGETS, NoNativeFormError, config_json, export_native, make_config
 from ctxlab.strategies import Budget, get_strategy
 
 TOOLS = 1_200
@@ -111,7 +111,7 @@ def _openai_sent(code: str) -> dict:
 
 def test_compaction_to_openai_responses_sends_context_management_with_the_tuned_threshold():
     from openai.types.responses.response_create_params import ContextManagement
-    native = export_native(_config("server_compaction", "gpt-5", trigger_tokens=90_000), "openai-responses")
+    native = export_native(_config("server_compaction", "gpt-5", trigger_tokens=90_000), "openai_responses")
     (entry,) = native.data["context_management"]
     assert set(ContextManagement.__required_keys__) <= set(entry) <= set(typing.get_type_hints(ContextManagement))
     assert entry == {"type": "compaction", "compact_threshold": 90_000 + TOOLS}
@@ -124,14 +124,14 @@ def test_compaction_to_openai_responses_sends_context_management_with_the_tuned_
 def test_truncation_auto_to_openai_responses_is_the_documented_value_and_says_what_differs():
     from openai.types.responses.response_create_params import ResponseCreateParamsBase
     allowed = typing.get_args(typing.get_args(typing.get_type_hints(ResponseCreateParamsBase)["truncation"])[0])
-    native = export_native(_config("truncation_auto", "gpt-5"), "openai-responses")
+    native = export_native(_config("truncation_auto", "gpt-5"), "openai_responses")
     assert native.data == {"truncation": "auto"} and "auto" in allowed
     assert _openai_sent(native.python)["body"]["truncation"] == "auto"
     assert any("items, not turns" in n for n in native.not_carried)
 
 
 def test_summarize_to_openai_responses_uses_its_token_trigger():
-    native = export_native(_config("summarize", "gpt-5"), "openai-responses")
+    native = export_native(_config("summarize", "gpt-5"), "openai_responses")
     assert native.data["context_management"][0]["compact_threshold"] == _summarize_trigger(BUDGET)
 
 
@@ -145,7 +145,7 @@ def test_agents_compaction_session_hook_compacts_above_the_tuned_trigger(monkeyp
     memory.OpenAIResponsesCompactionSession = lambda *a, **k: ("compaction", a, k)
     monkeypatch.setitem(sys.modules, "agents", fake)
     monkeypatch.setitem(sys.modules, "agents.memory", memory)
-    native = export_native(_config("server_compaction", "gpt-4.1", trigger_tokens=2_000), "openai-agents")
+    native = export_native(_config("server_compaction", "gpt-4.1", trigger_tokens=2_000), "openai_agents")
     namespace: dict = {}
     exec(compile(native.python, "agents_context.py", "exec"), namespace)
     hook = namespace["should_trigger_compaction"]
@@ -159,7 +159,7 @@ def test_agents_compaction_session_hook_compacts_above_the_tuned_trigger(monkeyp
 
 
 def test_truncation_auto_to_the_agents_sdk_is_a_model_setting():
-    native = export_native(_config("truncation_auto", "gpt-4.1"), "openai-agents")
+    native = export_native(_config("truncation_auto", "gpt-4.1"), "openai_agents")
     assert native.data == {"model_settings": {"truncation": "auto"}}
     assert 'ModelSettings(truncation="auto")' in native.python
 
@@ -183,7 +183,7 @@ def test_adk_events_compaction_sets_the_token_pair_from_the_tuned_trigger():
 
 
 def test_claude_code_gets_the_tuned_threshold_as_a_percentage_of_the_window():
-    native = export_native(_config("server_compaction", trigger_tokens=120_000), "claude-code")
+    native = export_native(_config("server_compaction", trigger_tokens=120_000), "claude_code")
     env = native.data["env"]
     assert env == {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": str((120_000 + TOOLS) * 100 // 200_000),
                    "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "200000"}
@@ -191,7 +191,7 @@ def test_claude_code_gets_the_tuned_threshold_as_a_percentage_of_the_window():
     out = subprocess.run(["bash", "-c", native.python + "\nenv"], capture_output=True, text=True, check=True).stdout
     assert "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=60" in out
     assert not any("only lowers the threshold" in n for n in native.not_carried)
-    late = export_native(_config("server_compaction", trigger_tokens=190_000), "claude-code")
+    late = export_native(_config("server_compaction", trigger_tokens=190_000), "claude_code")
     assert any("only lowers the threshold" in n for n in late.not_carried)
 
 
@@ -205,7 +205,7 @@ def test_codex_config_toml_reads_back_with_the_tuned_limit():
 
 
 def test_strategies_with_no_compaction_form_name_the_ones_that_have_one():
-    for target in ("claude-code", "codex", "adk"):
+    for target in ("claude_code", "codex", "adk"):
         with pytest.raises(NoNativeFormError) as e:
             export_native(_config("tool_rounds"), target)
         assert "summarize" in e.value.hint and "server_compaction" in e.value.hint
@@ -214,8 +214,8 @@ def test_strategies_with_no_compaction_form_name_the_ones_that_have_one():
 def test_the_cli_reaches_each_compaction_target(capsys, tmp_path):
     path = tmp_path / "c.json"
     path.write_text(config_json(_config("server_compaction", "gpt-5", trigger_tokens=80_000)))
-    for target, key in (("anthropic", "context_management"), ("openai-responses", "context_management"),
-                        ("openai-agents", "session"), ("adk", "events_compaction_config"), ("claude-code", "env"),
+    for target, key in (("anthropic", "context_management"), ("openai_responses", "context_management"),
+                        ("openai_agents", "session"), ("adk", "events_compaction_config"), ("claude_code", "env"),
                         ("codex", "model_auto_compact_token_limit")):
         code = main(["config", "export", str(path), "--to", target])
         out, err = capsys.readouterr()
@@ -224,3 +224,11 @@ def test_the_cli_reaches_each_compaction_target(capsys, tmp_path):
         assert key in data and data["not_carried"] and "note: " in err, target
     assert main(["config", "export", str(path), "--to", "codex", "--format", "python"]) == 0
     assert tomllib.loads(capsys.readouterr().out)["model_auto_compact_token_limit"] == 81_200
+
+
+def test_targets_are_named_like_formats_and_the_earlier_spellings_still_export():
+    assert all("-" not in name for name in TARGETS)
+    config = _config("server_compaction", trigger_tokens=120_000)
+    for old, new in (("claude-code", "claude_code"), ("openai-responses", "openai_responses"),
+                     ("openai-agents", "openai_agents")):
+        assert export_native(config, old) == export_native(config, new)

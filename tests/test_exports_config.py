@@ -142,7 +142,7 @@ def test_config_export_prints_the_native_form_and_notes(capsys, tmp_path):
 
 @pytest.mark.parametrize("strategy, to, needles", [
     ("tool_rounds", "langchain", ["tool_rounds has no native form in langchain", "clear_tool_results, summarize"]),
-    ("tool_rounds", "openai-agents", ["Strategies that map to openai-agents: turn_safe"]),
+    ("tool_rounds", "openai_agents", ["Strategies that map to openai_agents: turn_safe"]),
     ("summarize", "crewai", ["unknown target 'crewai'", ", ".join(TARGETS)]),
 ])
 def test_config_export_without_a_mapping_exits_2_naming_what_maps(capsys, tmp_path, strategy, to, needles):

@@ -12,7 +12,7 @@ from .conftest import SAMPLES
 
 def _export(last_n: int):
     return export_native(make_config(get_strategy("turn_safe", last_n=last_n), Budget(16_000), "gpt-4o"),
-                         "openai-agents")
+                         "openai_agents")
 
 
 def test_turn_safe_is_a_session_item_limit():

@@ -1,4 +1,4 @@
-"""Optional parts (issue 21.1): pyproject.toml declares what each part needs, and a missing one is
+"""Optional parts: pyproject.toml declares what each part needs, and a missing one is
 one line naming the extra to install, never a traceback (tests/test_install.py checks the same in
 a real fresh venv; this checks the mapping and the CLI's line in-process)."""
 from __future__ import annotations

@@ -131,12 +131,13 @@ def test_on_the_refund_sample_a_tight_window_misses_what_the_final_answer_needed
 
 def test_the_compare_verdict_picks_the_highest_recall_that_fits_then_the_cheapest():
     from ctxlab import load
-    from ctxlab.fidelity import measure_replay, pick_by_recall
+    from ctxlab.compare import pick_by_recall
+    from ctxlab.measure import measure
     from ctxlab.strategies import prepare
     conv = load(SAMPLES / "ecommerce_refund.json")
     _, budget = prepare(conv, context_limit=4_000)
     names = ["sliding_window", "summarize", "clear_tool_results"]
-    measures = [measure_replay(conv, n, budget) for n in names]
+    measures = [measure(conv, n, budget) for n in names]
     assert measures[2].needed_recall == 1.0 > measures[1].needed_recall > measures[0].needed_recall
     assert measures[0].cost.input_tokens < measures[0].cost_none.input_tokens
     winner, text = pick_by_recall(names, [True, True, True], [True, True, True], measures)
@@ -146,7 +147,7 @@ def test_the_compare_verdict_picks_the_highest_recall_that_fits_then_the_cheapes
     assert pick_by_recall(names, [False] * 3, [True] * 3, measures)[0] is None
 
 
-# ---- facts that fit code (issue 17.3)
+# ---- facts that fit code
 
 def _read(cid: str, path: str, body: str) -> list[Message]:
     lines = "\n".join(f"{k:>6}\t{line}" for k, line in enumerate(body.splitlines(), 1))  # Claude Code's Read shape

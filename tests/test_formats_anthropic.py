@@ -203,7 +203,7 @@ def test_fields_anthropic_has_no_place_for_are_noted_not_dropped_silently():
 
 
 def test_every_tool_result_name_is_noted_once_even_when_it_equals_the_calls():
-    """Issue 13.6: Anthropic has no name on a tool_result, so reading back loses every one of them;
+    """Anthropic has no name on a tool_result, so reading back loses every one of them;
     each is noted (one grouped note, printed once), not only those that differ from the call."""
     conv = conv_of(Message("assistant", "", tool_calls=(ToolCall("c1", "lookup"),)),
                    Message("tool", "x", name="lookup", tool_call_id="c1"),

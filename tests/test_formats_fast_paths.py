@@ -1,4 +1,4 @@
-"""The fast paths of reading (issue 19.3) give the answers of the plain code they replace:
+"""The fast paths of reading give the answers of the plain code they replace:
 detection from one shared summary of the list, the short path for plain chat messages, the depth
 check, the faster ``Message.__init__``, the garbage collector paused while a file is read."""
 from __future__ import annotations

@@ -238,7 +238,7 @@ def test_a_pretty_printed_anthropic_file_gives_compact_arguments():
     assert loads(json.dumps(doc)).messages[1].tool_calls[0].arguments == '{"a": 1, "b": [1, 2]}'
 
 
-# ---------------------------------------------------------------- issue 12.4: unknown parts, empty input
+# ---------------------------------------------------------------- unknown parts, empty input
 
 
 def test_an_unknown_anthropic_block_is_kept_noted_written_back_and_counted_as_an_estimate():

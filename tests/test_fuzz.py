@@ -1,4 +1,4 @@
-"""The CLI contract under hostile input (issue 13): real conversations (the samples and tau-bench
+"""The CLI contract under hostile input: real conversations (the samples and tau-bench
 runs) in OpenAI, Anthropic and LangChain form, broken in the ways of tests/fuzz.py, through
 ``count``, ``validate``, ``convert --to anthropic`` and two ``apply`` runs, in this process.
 

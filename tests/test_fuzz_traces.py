@@ -1,4 +1,4 @@
-"""The CLI contract under hostile trace files (issue 32, item 1): the agents' and production
+"""The CLI contract under hostile trace files: the agents' and production
 traces of tests/data broken in the ways of tests/fuzz_traces.py (wrong types, number-like strings,
 deep trees, a long span chain, records that are no object) through ``count`` and ``convert``.
 

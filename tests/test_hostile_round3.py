@@ -301,7 +301,7 @@ def test_a_budget_that_leaves_no_tokens_is_refused_not_exported_as_a_negative_th
 @pytest.mark.parametrize("to, path", [("codex", "$.model_auto_compact_token_limit"),
                                       ("anthropic", "$.context_management.edits[0].trigger.value"),
                                       ("adk", "$.events_compaction_config.token_threshold"),
-                                      ("openai-responses", "$.context_management[0].compact_threshold")])
+                                      ("openai_responses", "$.context_management[0].compact_threshold")])
 def test_no_export_writes_an_integer_beyond_int64(capsys, tmp_path, to, path):
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps(_config("summarize", max_tokens=10**30)))

@@ -1,4 +1,4 @@
-"""The package as a newcomer installs it (issue 21.1): a NON-editable `pip install` of the
+"""The package as a newcomer installs it: a NON-editable `pip install` of the
 repository into a fresh virtual environment (no system site-packages: the declared dependencies
 must be enough), then every CLI command of the README and the exported snippet, run by the
 venv's own `ctxlab` from a folder that holds only the sample data (so nothing is imported from
@@ -33,7 +33,7 @@ SAMPLE_FILES = ("ecommerce_refund.json", "sql_agent.json", "parallel_travel.json
 CONFIG = {"ctxlab_config": 1, "strategy": "clear_tool_results", "model": "gpt-4o", "max_tokens": 8000,
           "params": {"trigger_tokens": 4000, "keep": 2}}
 TURN_SAFE = {"ctxlab_config": 1, "strategy": "turn_safe", "model": "gpt-4o", "max_tokens": 8000,
-             "params": {"last_n": 12}}  # openai-agents maps turn_safe only
+             "params": {"last_n": 12}}  # openai_agents maps turn_safe only
 
 
 @dataclass
@@ -109,7 +109,7 @@ CORE_COMMANDS = [
      "--grid", "tool_rounds.keep_rounds=0,1", "--max-tokens", "3000,6000", "--workers", "1"],
     ["config", "export", "tuned.yaml", "--to", "anthropic"],
     ["config", "export", "tuned.yaml", "--to", "langchain", "--format", "python"],
-    ["config", "export", "turn_safe.yaml", "--to", "openai-agents"],
+    ["config", "export", "turn_safe.yaml", "--to", "openai_agents"],
     ["diagnose", "sample_data/lessons/poisoning.json", "--modes", "poisoning,distraction,clash"],
 ]
 # commands that need an optional part, and the extra the core install must name

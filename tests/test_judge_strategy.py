@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxlab import load
-from ctxlab.compare import measure
+from ctxlab.compare import plan_metrics
 from ctxlab.conversation import Conversation
 from ctxlab.strategies import Budget, get_strategy, make_view
 from ctxlab.sweep import Grid, run_sweep
@@ -58,7 +58,7 @@ def test_an_error_a_strategy_makes_still_counts():
 def test_compare_judges_a_plan_on_the_findings_it_introduced():
     conv = load(CLAUDE_CODE)
     plan = get_strategy("none").apply(make_view(conv), Budget(100_000))
-    blamed = measure(plan, "none")
-    judged = measure(plan, "none", inherited=input_finding_keys(conv))
+    blamed = plan_metrics(plan, "none")
+    judged = plan_metrics(plan, "none", inherited=input_finding_keys(conv))
     assert not blamed.accepted  # the trace as logged breaks Anthropic's rules
     assert judged.accepted and judged.errors("anthropic") == 0

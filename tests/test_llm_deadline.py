@@ -1,4 +1,4 @@
-"""The model timeout is for the whole call (issue 22, item 11): a server that trickles its reply
+"""The model timeout is for the whole call: a server that trickles its reply
 a byte at a time is cut at the timeout, not held for minutes; a reply cut short is a bad reply,
 not "cannot connect"."""
 from __future__ import annotations

@@ -23,8 +23,8 @@ from ctxlab.redact import KeyRedactor
 from ctxlab.sessions import SessionStore
 from ctxlab.sessions.responder import ModelResponder
 from ctxlab.strategies import Budget, get_strategy, make_view
-from ctxlab.strategies.llm_summarizer import LLMSummarizer, SummaryCache
-from ctxlab.strategies.summarize import SUMMARIZERS
+from ctxlab.strategies.summarizers.llm import LLMSummarizer, SummaryCache
+from ctxlab.strategies.summarizers.summarize import SUMMARIZERS
 
 from .conftest import ROOT, SAMPLES
 from .openai_fake import FakeOpenAI

@@ -18,8 +18,8 @@ from ctxlab.probes import generate_probes, score_probes
 from ctxlab.replay import replay
 from ctxlab.snippets import python_snippet
 from ctxlab.strategies import Budget, get_strategy, make_view
-from ctxlab.strategies.llm_summarizer import LLMSummarizer, SummaryCache
-from ctxlab.strategies.summarize import SUMMARIZERS
+from ctxlab.strategies.summarizers.llm import LLMSummarizer, SummaryCache
+from ctxlab.strategies.summarizers.summarize import SUMMARIZERS
 
 from .conftest import ROOT, SAMPLES
 from .openai_fake import FakeOpenAI

@@ -11,9 +11,9 @@ from ctxlab.conversation import Message
 from ctxlab.llm import LLM, LLMConfig, use_llm
 from ctxlab.replay import replay
 from ctxlab.strategies import Budget, StrategyError, make_view
-from ctxlab.strategies.llm_summarizer import (DEFAULT_LLM_SUMMARIZER, MERGE_PROMPT, SUMMARY_PROMPT, LLMSummarizer,
+from ctxlab.strategies.summarizers.llm import (DEFAULT_LLM_SUMMARIZER, MERGE_PROMPT, SUMMARY_PROMPT, LLMSummarizer,
                                               SummaryCache, render_span)
-from ctxlab.strategies.summarize import SUMMARIZERS, ExtractiveSummarizer, Summarize, is_summary, summary_body
+from ctxlab.strategies.summarizers.summarize import SUMMARIZERS, ExtractiveSummarizer, Summarize, is_summary, summary_body
 from ctxlab.tokens import TokenCounter
 from ctxlab.validate import validate
 

@@ -1,4 +1,4 @@
-"""Every notebook runs as a user runs it (issue 21.7): `jupyter nbconvert --execute` from the
+"""Every notebook runs as a user runs it: `jupyter nbconvert --execute` from the
 repository root, in a real Jupyter kernel. Jupyter starts that kernel in the notebook's folder
 (notebooks/), so a notebook that opened `sample_data/...` relative to the root failed there
 while a loop exec'ing its cells from the root passed. An exception or a failed assert in a cell

@@ -1,4 +1,4 @@
-"""ctxlab never writes what it then refuses (issue 22, item 8): a Responses image given by file_id
+"""ctxlab never writes what it then refuses: a Responses image given by file_id
 converted to OpenAI Chat, an audio-only user turn applied or converted for Anthropic."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prices from the genai-prices package (issue 18.5): every model it knows, its data date shown,
+"""Prices from the genai-prices package: every model it knows, its data date shown,
 the hand-checked prices.json and the per-session override on top, nothing fetched."""
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ def test_probe_scores_follow_what_each_strategy_kept(api, llm):
 
 
 def test_needed_recall_sits_beside_the_score_when_fidelity_is_installed(api, llm):
-    pytest.importorskip("ctxlab.fidelity", reason="needed_recall comes with ctxlab.fidelity (issue 8.1)")
+    pytest.importorskip("ctxlab.fidelity", reason="needed_recall comes with ctxlab.fidelity")
     conv = sample("ecommerce_refund")
     (score,) = score_probes(conv, ["sliding_window"], generate_probes(conv, 2), llm, context_limit=2_500)
     assert score.needed_recall is not None and 0.0 <= score.needed_recall <= 1.0

@@ -1,4 +1,4 @@
-"""Every Python example of the README runs as written (issue 19.6). The test reads README.md
+"""Every Python example of the README runs as written. The test reads README.md
 itself, so an example changed there is the example tested: each ```python block is executed in
 order in one namespace (later blocks use the ``conv`` of earlier ones), from a scratch folder that
 holds the sample data, with the tool index and the session store in that folder."""
@@ -47,7 +47,7 @@ def test_every_python_example_of_the_readme_runs(tmp_path, monkeypatch):
 
 
 def test_the_set_up_commands_near_the_top_make_a_venv_name_the_url_and_the_plain_test_command():
-    """Issue 31.8: a newcomer found no venv step, no URL to open, and the plain test command at line 152."""
+    """a newcomer found no venv step, no URL to open, and the plain test command at line 152."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index("## Two commands")
     block = text[start:text.index("### Install", start)]

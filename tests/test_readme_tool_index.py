@@ -1,4 +1,4 @@
-"""The README's tool-retrieval example, as written (issue 21.8): `ToolIndex(ToolCatalog.load(...))`
+"""The README's tool-retrieval example, as written: `ToolIndex(ToolCatalog.load(...))`
 with no provider failed with "unknown embedding provider None"; it means the default, offline
 local provider."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reasoning the providers require back (issue 18.4): read, written, counted, validated, and kept
+"""Reasoning the providers require back: read, written, counted, validated, and kept
 by every strategy (properties over generated conversations, in the style of
 tests/test_strategy_invariants.py)."""
 from __future__ import annotations

@@ -12,7 +12,7 @@ from ctxlab.generate import generate
 from ctxlab.replay import FUTURE, HISTORY_LIMIT, call_points, replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.strategies.plan import REMOVED
-from ctxlab.strategies.summarize import SUMMARIZERS, Summarize, is_summary
+from ctxlab.strategies.summarizers.summarize import SUMMARIZERS, Summarize, is_summary
 from ctxlab.validate import validate
 
 from .builders import assistant, system, tool, user

@@ -215,7 +215,7 @@ def test_corrupted_input_gets_a_ctxlab_error_never_a_traceback(case, name_the_fo
             pass
 
 
-# ---------------------------------------------------------------- byte for byte, or a note (issue 13.6)
+# ---------------------------------------------------------------- byte for byte, or a note
 
 #: the note words that excuse a change of each field
 _EXCUSES = {"name": ("name field",), "id": ("message ids",), "is_error": ("error flag",),

@@ -256,9 +256,9 @@ def test_unknown_names_list_what_exists(store):
 
 
 def test_profile_takes_a_strategy_lab_config(store):
-    from ctxlab.snippets import strategy_config
+    from ctxlab.exports.config import make_config
     from ctxlab.strategies import Budget, get_strategy
-    config = strategy_config(get_strategy("tool_rounds", keep_rounds=2) >> get_strategy("sliding_window"),
+    config = make_config(get_strategy("tool_rounds", keep_rounds=2) >> get_strategy("sliding_window"),
                              Budget(16_000, 0.2), "gpt-4o-mini")
     p = store.save_profile("lab", config=config)
     assert (p.strategy, p.model, p.max_tokens) == ("tool_rounds >> sliding_window", "gpt-4o-mini", 16_000)

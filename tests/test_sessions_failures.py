@@ -1,4 +1,4 @@
-"""Session store failures (issue 22, item 5): a damaged, foreign, read-only or full store, and a
+"""Session store failures: a damaged, foreign, read-only or full store, and a
 message holding NaN, each give one SessionError that names the store and says what to do; the CLI
 prints one line, never an internal error; a read-only store can still be listed."""
 from __future__ import annotations

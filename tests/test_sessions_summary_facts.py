@@ -1,4 +1,4 @@
-"""The running summary of a live session keeps early facts (issue 21.5): after 27 turns the
+"""The running summary of a live session keeps early facts: after 27 turns the
 summary of a GPT-4 (8K) agent held only turns 15-19; the refund id and amount of the first turns
 were gone (the offline summary is capped and drops its oldest lines first). Facts of turn 1 must
 still be in the summary after 30 turns, and what is sent must still fit the budget."""

@@ -15,7 +15,8 @@ import yaml
 
 import ctxlab
 from ctxlab.errors import CtxlabError
-from ctxlab.snippets import config_json, config_yaml, python_snippet, strategy_config, strategy_from_config
+from ctxlab.exports.config import make_config, read_config
+from ctxlab.snippets import config_json, config_yaml, python_snippet
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.tokens import TokenCounter
 
@@ -79,26 +80,27 @@ def test_every_registered_strategy_has_a_round_trip_case():
                          ids=["json", "yaml"])
 def test_config_text_reads_back_to_the_same_strategy_budget_and_model(strategy, text_of, load):
     budget = Budget(20_000, 0.2, 512)
-    config = strategy_config(strategy, budget, "claude-sonnet-4")
-    again, budget_kwargs, model = strategy_from_config(load(text_of(config)))
+    config = make_config(strategy, budget, "claude-sonnet-4")
+    lab = read_config(load(text_of(config)))
+    again, budget_kwargs, model = lab.strategy, lab.budget_kwargs(), lab.model
     assert again == strategy
     assert Budget(**budget_kwargs) == budget
     assert model == "claude-sonnet-4"
 
 
 def test_config_says_what_it_holds():
-    config = strategy_config(get_strategy("tool_rounds", keep_rounds=3), Budget(16_000, 0.15, 777), MODEL)
+    config = make_config(get_strategy("tool_rounds", keep_rounds=3), Budget(16_000, 0.15, 777), MODEL)
     assert config == {"ctxlab_config": 1, "ctxlab": ctxlab.__version__, "strategy": "tool_rounds",
                       "params": {"keep_rounds": 3, "apply_at": "every_call", "works_on": "kept_history"},
                       "model": MODEL, "max_tokens": 16_000, "reserve": 0.15, "tools_tokens": 777}
-    pipe = strategy_config(_pipeline(), Budget(16_000), MODEL)
+    pipe = make_config(_pipeline(), Budget(16_000), MODEL)
     assert [s["strategy"] for s in pipe["pipeline"]] == ["clear_tool_results", "tool_rounds"]
     assert pipe["pipeline"][1]["params"] == {"keep_rounds": 2, "apply_at": "every_call", "works_on": "kept_history"}
     assert "strategy" not in pipe
 
 
 def test_a_config_without_a_limit_gets_the_models_window():
-    _, budget_kwargs, _ = strategy_from_config({"strategy": "none", "model": "gpt-4"})
+    budget_kwargs = read_config({"strategy": "none", "model": "gpt-4"}).budget_kwargs()
     assert Budget(**budget_kwargs) == Budget(8192, 0.15, 0)
 
 
@@ -122,7 +124,7 @@ GOOD = {"strategy": "tool_rounds", "params": {"keep_rounds": 1}, "model": MODEL,
 ])
 def test_a_bad_config_names_the_key(change, where):
     with pytest.raises(CtxlabError) as e:
-        strategy_from_config({**GOOD, **change})
+        read_config({**GOOD, **change})
     assert e.value.where == where
     assert str(e.value).startswith(where)
 
@@ -136,14 +138,14 @@ def test_a_bad_config_names_the_key(change, where):
 ])
 def test_a_bad_pipeline_names_the_step(config, where):
     with pytest.raises(CtxlabError) as e:
-        strategy_from_config(config)
+        read_config(config)
     assert e.value.where == where
 
 
 def test_the_snippet_says_how_to_install_ctxlab_in_a_way_that_works():
-    """Issue 12.6: "pip install ctxlab" finds nothing (ctxlab is not on PyPI); the snippet names a
+    """"pip install ctxlab" finds nothing (ctxlab is not on PyPI); the snippet names a
     checkout of the repository that pip can install from."""
-    snippet = python_snippet(strategy_config(get_strategy("tool_rounds"), Budget(16_000), MODEL))
+    snippet = python_snippet(make_config(get_strategy("tool_rounds"), Budget(16_000), MODEL))
     commands = re.findall(r"^\s*pip install (.+)$", snippet, flags=re.M)
     assert commands and "ctxlab" != commands[0].strip()
     target = Path(shlex.split(commands[0])[0])
@@ -154,13 +156,13 @@ def test_the_snippet_says_how_to_install_ctxlab_in_a_way_that_works():
 
 
 def test_the_snippet_names_its_parts():
-    code = python_snippet(strategy_config(get_strategy("tool_rounds"), Budget(16_000), MODEL))
+    code = python_snippet(make_config(get_strategy("tool_rounds"), Budget(16_000), MODEL))
     assert "def manage_context(messages: list[dict]) -> list[dict]:" in code
     assert "def context_node(state: MessagesState) -> dict:" in code
     assert 'builder.add_edge(START, "manage_context")' in code
     assert "RemoveMessage(id=REMOVE_ALL_MESSAGES)" in code
     compile(code, "manage_context.py", "exec")
-    assert "langgraph" not in python_snippet(strategy_config(get_strategy("none"), Budget(16_000), MODEL),
+    assert "langgraph" not in python_snippet(make_config(get_strategy("none"), Budget(16_000), MODEL),
                                              langgraph=False)
 
 
@@ -176,7 +178,7 @@ def test_the_plain_function_returns_the_plans_messages(sample, strategy):
     conv = ctxlab.load(SAMPLES / sample)
     budget = _budget(conv, 6_000)
     plan = _plan(conv, strategy, budget)
-    manage_context = _run_plain(strategy_config(strategy, budget, MODEL))["manage_context"]
+    manage_context = _run_plain(make_config(strategy, budget, MODEL))["manage_context"]
     got = manage_context(ctxlab.export(conv, "openai").data["messages"])
     assert got == _openai(conv, plan.messages)
 
@@ -184,7 +186,7 @@ def test_the_plain_function_returns_the_plans_messages(sample, strategy):
 def test_the_plain_function_changes_what_it_is_given():
     conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
     budget = _budget(conv, 16_000)
-    manage_context = _run_plain(strategy_config(get_strategy("tool_rounds"), budget, MODEL))["manage_context"]
+    manage_context = _run_plain(make_config(get_strategy("tool_rounds"), budget, MODEL))["manage_context"]
     sent = manage_context(ctxlab.export(conv, "openai").data["messages"])
     assert 1 < len(sent) < len(conv)  # it removed old tool rounds, kept the rest
     assert sent[0]["role"] == "system" and sent[-1] == ctxlab.export(conv, "openai").data["messages"][-1]
@@ -193,7 +195,7 @@ def test_the_plain_function_changes_what_it_is_given():
 def test_parameter_text_cannot_inject_code_into_the_snippet():
     evil = 'x"); import os; os.system("echo pwned"); ("'
     strategy = get_strategy("key_messages", key_tools=(evil, "run_sql"))
-    namespace = _run_plain(strategy_config(strategy, Budget(16_000), MODEL))
+    namespace = _run_plain(make_config(strategy, Budget(16_000), MODEL))
     assert namespace["STRATEGY"] == strategy
     assert "os" not in namespace
 
@@ -213,7 +215,7 @@ def test_the_langgraph_node_after_start_sends_the_model_the_plans_messages(strat
     budget = _budget(conv, 8_000)
     plan = _plan(conv, strategy, budget)
     namespace: dict = {}
-    exec(compile(python_snippet(strategy_config(strategy, budget, MODEL)), "manage_context.py", "exec"), namespace)
+    exec(compile(python_snippet(make_config(strategy, budget, MODEL)), "manage_context.py", "exec"), namespace)
     seen: list = []
 
     def fake_model(state: MessagesState) -> dict:
@@ -245,7 +247,7 @@ def test_the_langgraph_wiring_runs_the_strategy_where_it_was_tuned_to_run(apply_
     strategy = get_strategy("tool_rounds", apply_at=apply_at)
     conv = ctxlab.load(SAMPLES / "ecommerce_refund.json")
     namespace: dict = {}
-    code = python_snippet(strategy_config(strategy, _budget(conv, 8_000), MODEL))
+    code = python_snippet(make_config(strategy, _budget(conv, 8_000), MODEL))
     assert f'APPLY_AT = "{apply_at}"' in code
     exec(compile(code, "manage_context.py", "exec"), namespace)
     ran: list[int] = []

@@ -9,7 +9,7 @@ import ctxlab
 from ctxlab.formats.langchain import to_langchain
 from ctxlab.conversation import Message, Part
 from ctxlab.strategies import STRATEGIES, Budget, StrategyError, get_strategy, make_view
-from ctxlab.strategies.baseline import LANGCHAIN_CORE_VERSION, message_from_langchain, tiktoken_counter
+from ctxlab.strategies.langchain_trim import LANGCHAIN_CORE_VERSION, message_from_langchain, tiktoken_counter
 from ctxlab.validate import validate
 
 from .builders import assistant, system, tool, user

@@ -8,7 +8,7 @@ import ctxlab
 from ctxlab.conversation import Message, ToolCall
 from ctxlab.replay import replay
 from ctxlab.strategies import Budget, get_strategy, make_view
-from ctxlab.strategies.summarize import is_summary
+from ctxlab.strategies.summarizers.summarize import is_summary
 from ctxlab.validate import validate
 
 from .conftest import SHARED, needs_shared

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import ctxlab
 from ctxlab.conversation import Conversation, Message, ToolCall
-from ctxlab.fidelity import measure_replay
+from ctxlab.measure import measure
 from ctxlab.strategies import Budget, get_strategy, make_view
 from ctxlab.strategies.head_tail import head_tail
 
@@ -61,8 +61,8 @@ def test_an_error_in_the_cut_middle_is_lost_and_the_log_reads_as_a_success():
     sent = plan.messages[plan.origin.index(3)].text
     assert "error" not in sent and sent.rstrip().endswith("Build finished.")  # openai/codex #6415
     budget = Budget(128_000)
-    cut = measure_replay(conv, get_strategy("head_tail"), budget)
-    whole = measure_replay(conv, get_strategy("none"), budget)
+    cut = measure(conv, get_strategy("head_tail"), budget)
+    whole = measure(conv, get_strategy("none"), budget)
     assert whole.needed_recall == 1.0
     assert cut.needed_recall < 1.0
     assert any("ssl3_read_bytes" in m.fact for m in cut.fidelity.misses)
@@ -107,8 +107,8 @@ def test_on_a_real_firefox_build_log_the_link_error_in_the_middle_is_cut_and_los
     assert "PropVariantCompareEx" not in sent and "undefined symbol" not in sent
     assert "Unsuccessful task run with exit code: 255" in sent  # the tail says it failed, not why
     budget = Budget(128_000)
-    whole = measure_replay(conv, get_strategy("none"), budget)
-    cut = measure_replay(conv, get_strategy("head_tail"), budget)
+    whole = measure(conv, get_strategy("none"), budget)
+    cut = measure(conv, get_strategy("head_tail"), budget)
     assert not whole.fidelity.misses
     assert [(m.fact, m.source, m.needed_by) for m in cut.fidelity.misses] == [(VARIANT_RS, 3, 4)]
     assert cut.needed_recall < whole.needed_recall

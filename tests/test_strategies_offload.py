@@ -7,7 +7,7 @@ import json
 
 import ctxlab
 from ctxlab.cli import main
-from ctxlab.fidelity import measure_replay
+from ctxlab.measure import measure
 from ctxlab.pricing import READ_BACK_MODEL
 from ctxlab.strategies import Budget, get_strategy, make_view
 from ctxlab.strategies.offload import OFFLOADED, preview_text
@@ -31,8 +31,8 @@ def test_a_large_result_becomes_a_pointer_and_a_head_preview_on_a_real_run():
 def test_a_fact_only_in_the_offloaded_part_is_read_back_and_priced_as_one_more_call():
     conv = ctxlab.load(FLASH)
     budget = Budget(128_000)
-    off = measure_replay(conv, get_strategy("offload", min_tokens=2_000, preview_tail=False), budget, model="gpt-4o")
-    whole = measure_replay(conv, get_strategy("none"), budget, model="gpt-4o")
+    off = measure(conv, get_strategy("offload", min_tokens=2_000, preview_tail=False), budget, model="gpt-4o")
+    whole = measure(conv, get_strategy("none"), budget, model="gpt-4o")
     assert any(FLAG in m.fact for m in off.fidelity.misses)  # the prompt lacked it
     [rb] = off.fidelity.read_backs
     assert rb.source == 7 and any(FLAG in f for f in rb.facts) and rb.read_tokens > 2_000
@@ -46,7 +46,7 @@ def test_a_fact_only_in_the_offloaded_part_is_read_back_and_priced_as_one_more_c
 
 def test_a_head_and_tail_preview_holds_the_flag_so_nothing_is_read_back():
     conv = ctxlab.load(FLASH)
-    off = measure_replay(conv, get_strategy("offload", min_tokens=2_000), Budget(128_000))  # head_tail, the default
+    off = measure(conv, get_strategy("offload", min_tokens=2_000), Budget(128_000))  # head_tail, the default
     assert off.fidelity.read_backs == () and off.cost.read_backs == 0
     assert not any(FLAG in m.fact for m in off.fidelity.misses)
 

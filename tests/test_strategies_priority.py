@@ -12,7 +12,10 @@ from ctxlab.generate import generate
 from ctxlab.conversation import Message
 from ctxlab.strategies import Budget, StrategyError, get_strategy, make_view
 from ctxlab.strategies.plan import Plan
-from ctxlab.strategies.priority import LONE, Hybrid, MiddleOut, OldestFirst
+from ctxlab.strategies.hybrid import Hybrid
+from ctxlab.strategies.incremental.ledger import LONE
+from ctxlab.strategies.middle_out import MiddleOut
+from ctxlab.strategies.oldest_first import OldestFirst
 from ctxlab.tokens import TokenCounter
 from ctxlab.validate import validate
 

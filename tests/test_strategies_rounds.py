@@ -270,7 +270,7 @@ def test_keep_sets_how_many_newest_results_stay(keep, cleared):
 
 @pytest.mark.parametrize("keep", [1, 2, 3, 4, 10])
 def test_keep_at_least_the_number_of_results_protects_them_all_and_fewer_protects_the_newest(keep):
-    """Issue 12.12: with 2 results, keep=3 cleared the older one (a negative slice start)."""
+    """with 2 results, keep=3 cleared the older one (a negative slice start)."""
     big = "x " * 400
     view = make_view([user("a"), assistant("", "c1"), tool("c1", big), assistant("", "c2"), tool("c2", big),
                       assistant("done")], "gpt-4o")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ctxlab.conversation import Message
 from ctxlab.strategies import Budget, get_strategy, make_view
-from ctxlab.strategies import priority
+from ctxlab.strategies import middle_out, oldest_first
 
 from .builders import assistant, tool, user
 from .test_strategy_invariants import COUNTER, conversations
@@ -25,7 +25,8 @@ def _plans(monkeypatch, view, budget, params):
         strategy = get_strategy(name, **params.get(name, {}))
         fast = strategy.apply(view, budget)
         with monkeypatch.context() as m:
-            m.setattr(priority, "simulate", lambda *a, **k: None)  # the loop the batch stands for
+            for module in (middle_out, oldest_first):  # the loop the batch stands for
+                m.setattr(module, "simulate", lambda *a, **k: None)
             slow = strategy.apply(view, budget)
         out.append((name, fast, slow))
     return out
@@ -61,7 +62,7 @@ def test_a_result_answering_a_call_of_an_earlier_turn_takes_the_loop_and_plans_t
             tool("a", "x " * 400), assistant("Done."), user("And KC-1002?"), assistant("", "c"), tool("c", "z " * 300),
             assistant("ok"), user("thanks")]
     view = make_view(msgs, counter=COUNTER)
-    assert not priority.batch_tables(view).simple  # the round of call "a" spans two turns
+    assert not middle_out.batch_tables(view).simple  # the round of call "a" spans two turns
     params = {"middle_out": {"preserve_start": 1, "preserve_end": 2}}
     for name, fast, slow in _plans(monkeypatch, view, Budget(400, reserve=0), params):
         _same(fast, slow)
@@ -72,5 +73,5 @@ def test_a_result_answering_a_call_of_an_earlier_turn_takes_the_loop_and_plans_t
 def test_middle_out_positions_follow_the_alternating_order(firsts, mid):
     """The array middle_out walks is its definition: nearest the middle first, then right and left in turn."""
     firsts = sorted(firsts)
-    assert priority._middle_out_positions(np.array(firsts, dtype=np.int64), mid).tolist() == \
-        list(priority._middle_out_order(firsts, mid))
+    assert middle_out._middle_out_positions(np.array(firsts, dtype=np.int64), mid).tolist() == \
+        list(middle_out._middle_out_order(firsts, mid))

@@ -1,6 +1,6 @@
 """A strategy that does nothing says so, in its own terms (``Plan.idle``), and every strategy
 offers defaults scaled to the budget in use (``scaled_defaults``) beside its documented ones
-(issue 12.1)."""
+."""
 from __future__ import annotations
 
 from pathlib import Path

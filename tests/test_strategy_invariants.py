@@ -140,7 +140,7 @@ def test_settling_never_removes_the_first_system_prompt_even_inside_a_removed_tu
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 @pytest.mark.parametrize("texts", [("assistant",), ("system", "assistant"), ("assistant", "assistant")])
 def test_a_valid_conversation_without_a_user_message_is_never_emptied(name, texts):
-    """Issue 13.7: one assistant message validates, but sliding_window returned no message at all."""
+    """one assistant message validates, but sliding_window returned no message at all."""
     msgs = [Message(role, f"{role} says hello") for role in texts]
     assert is_valid(validate(msgs, "openai"))
     plan = get_strategy(name).apply(make_view(msgs, counter=COUNTER), Budget(128_000))

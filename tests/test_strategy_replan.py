@@ -1,4 +1,4 @@
-"""Re-planning after ``View.append`` from the parent's plan (``strategies/_replan.py``) gives the plan
+"""Re-planning after ``View.append`` from the parent's plan (``strategies/incremental/replan.py``) gives the plan
 made from scratch: for every strategy, on random conversations appended to at random, on the
 generated ones and on tau-bench runs one after the other."""
 from __future__ import annotations
@@ -15,7 +15,8 @@ import ctxlab
 from ctxlab import i18n
 from ctxlab.conversation import Message
 from ctxlab.generate import generate
-from ctxlab.strategies import STRATEGIES, Budget, StrategyError, _replan, get_strategy, make_view
+from ctxlab.strategies import STRATEGIES, Budget, StrategyError, get_strategy, make_view
+from ctxlab.strategies.incremental import replan
 from ctxlab.tokens import TokenCounter
 
 from .builders import assistant, tool, user
@@ -32,15 +33,15 @@ STEPPED = ("none", "sliding_window", "turn_safe", "key_messages")
 @pytest.fixture
 def extended(monkeypatch):
     """Counts the plans made by extending the parent's (so a test knows the step was taken)."""
-    from ctxlab.strategies import _replan_keys, _replan_windows
+    from ctxlab.strategies.incremental import replan_keys, replan_windows
     made = []
 
     def counting(*args, **kwargs):
-        out = _replan.extend(*args, **kwargs)
+        out = replan.extend(*args, **kwargs)
         made.append(out is not None)
         return out
-    monkeypatch.setattr(_replan_windows, "extend", counting)
-    monkeypatch.setattr(_replan_keys, "extend", counting)
+    monkeypatch.setattr(replan_windows, "extend", counting)
+    monkeypatch.setattr(replan_keys, "extend", counting)
     return made
 
 

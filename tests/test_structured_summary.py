@@ -10,10 +10,10 @@ from ctxlab.conversation import Message, ToolCall
 from ctxlab.formats import load
 from ctxlab.llm import LLM, LLMConfig
 from ctxlab.strategies import Budget, get_strategy, make_view
-from ctxlab.strategies.llm_summarizer import SummaryCache
-from ctxlab.strategies.structured_summary import (STRUCTURED_PROMPT, StructuredLLMSummarizer,
+from ctxlab.strategies.summarizers.llm import SummaryCache
+from ctxlab.strategies.summarizers.structured import (STRUCTURED_PROMPT, StructuredLLMSummarizer,
                                                   StructuredSummarizer)
-from ctxlab.strategies.summarize import SUMMARIZERS, is_summary
+from ctxlab.strategies.summarizers.summarize import SUMMARIZERS, is_summary
 
 from .conftest import ROOT
 from .openai_fake import FakeOpenAI

@@ -11,7 +11,7 @@ from ctxlab.generate import generate
 from ctxlab.conversation import Message
 from ctxlab.replay import replay
 from ctxlab.strategies import Budget, StrategyError, get_strategy, make_view
-from ctxlab.strategies.summarize import (SUMMARIZERS, ExtractiveSummarizer, Summarize, is_summary, summary_body,
+from ctxlab.strategies.summarizers.summarize import (SUMMARIZERS, ExtractiveSummarizer, Summarize, is_summary, summary_body,
                                          trim_summary)
 from ctxlab.validate import validate
 

@@ -180,9 +180,9 @@ def test_the_tune_figures_show_every_point_the_front_and_the_pick():
     assert [t.name for t in sens.data] == ["100,000 tokens", "200,000 tokens"] and list(sens.data[0].y)[1] == 1.0
     rows = points_table(res)
     assert [r["recommended"] for r in rows].count(True) == 1
-    from ctxlab.fidelity import measure_replay
+    from ctxlab.measure import measure
     from ctxlab.strategies import Budget
-    m = measure_replay(conv, "tool_rounds", Budget(100_000), prices=PRICE)
+    m = measure(conv, "tool_rounds", Budget(100_000), price=PRICE)
     bars = cost_per_turn_figure(m.cost, m.cost_none)
     assert [t.name for t in bars.data] == ["cached", "cache write", "uncached", "none: prompt tokens"]
     assert sum(bars.data[0].y) + sum(bars.data[2].y) == m.cost.input_tokens

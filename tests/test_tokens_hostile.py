@@ -120,7 +120,7 @@ def test_a_schema_the_api_would_refuse_is_counted_approximately_with_its_path(sc
 
 
 def test_every_command_agrees_on_a_tool_file_whose_schema_the_api_would_refuse(tmp_path):
-    """count and apply used to crash where validate and convert accepted (issue 13.2). The reader
+    """count and apply used to crash where validate and convert accepted. The reader
     now refuses the file for every command, as the API would, naming the JSON path; the counter
     still estimates such a schema when a ToolDef is built in Python (the test above)."""
     path = _write(tmp_path, {"messages": [{"role": "user", "content": "hi"}], "tools": [

@@ -1,4 +1,4 @@
-"""DeepSeek and Qwen counted with their own tokenizers and chat templates (issue 18.3).
+"""DeepSeek and Qwen counted with their own tokenizers and chat templates.
 
 The expected prompts below are written out by hand from the published templates (DeepSeek-V4's
 encoding_dsv4.py and V3.2's encoding_dsv32.py, Qwen3's chat_template), and counted with the tokenizers directly: ``tokenizers``

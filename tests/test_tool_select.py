@@ -237,7 +237,7 @@ def test_selecting_again_for_the_same_message_does_not_embed_it_again(store):  #
     assert len(provider.texts) == 3
 
 
-# ---------------------------------------------------------------- unsure on the real model (issue 12.10)
+# ---------------------------------------------------------------- unsure on the real model
 
 SAMPLE_CATALOG = "sample_data/tools_ecommerce.json"
 JUNK = "benchmarks/junk_queries.jsonl"

@@ -1,4 +1,4 @@
-"""The truth of a trace (issue 26): every bill a trace logs is read, each call is counted as the
+"""The truth of a trace: every bill a trace logs is read, each call is counted as the
 agent sent it (a text action once, no call after the run ended, the harness's messages not user
 turns), and a Claude Code sub-agent is a conversation of its own.
 
@@ -246,7 +246,7 @@ def test_a_public_openhands_run_bills_each_response_and_checks_within_5_percent(
 def test_a_count_of_the_langchain_messages_keeps_the_text_action_and_prefix_marks():
     from ctxlab.formats.langchain import to_langchain
     from ctxlab.prefix import apply_prefix
-    from ctxlab.strategies.baseline import tiktoken_counter
+    from ctxlab.strategies.langchain_trim import tiktoken_counter
     counter = TokenCounter("gpt-4o")
     for conv in (load(DATA / "swe_agent_ctf_baby_encryption.traj"),
                  apply_prefix(load(DATA / "claude_code_subagent_file.jsonl"))[0]):

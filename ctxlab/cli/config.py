@@ -1,5 +1,5 @@
 """CLI commands of configs: ``ctxlab config export CONFIG --to TARGET``, a target of
-``ctxlab.exports.TARGETS`` (anthropic, langchain, openai-agents, openai-responses, adk, claude-code,
+``ctxlab.exports.TARGETS`` (anthropic, langchain, openai_agents, openai_responses, adk, claude_code,
 codex, swe_agent, openhands).
 
 ``export`` prints the native form on stdout (JSON with a ``not_carried`` list, or with ``--format

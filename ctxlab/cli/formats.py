@@ -4,7 +4,6 @@ Each imports what it runs inside its function, so ``ctxlab count`` loads no stra
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 
 from ..errors import CtxlabError
 from ..formats import FORMATS, export
@@ -86,7 +85,7 @@ def _validate(args: argparse.Namespace) -> int:
         valid = is_valid(findings)
         ok = ok and valid
         out.append({"index": i, "rules": args.rules, "valid": valid, "messages": len(conv),
-                    "findings": [asdict(f) for f in findings]})
+                    "findings": [f.to_dict() for f in findings]})
     _emit(out)
     return EXIT_OK if ok else EXIT_INVALID
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .core import (EXIT_OK, _conversations, _emit, _input_args, command, finite_number, note, prefix_args,
@@ -162,7 +162,7 @@ def _apply(args: argparse.Namespace) -> int:
         rules = args.rules or ("anthropic" if args.to == "anthropic" else "openai")
         d = plan.to_dict(lazy=True)  # the decisions are written one by one (see _emit)
         d["params"] = strategy.params()
-        d["findings"] = [asdict(f) for f in validate(list(plan.messages), rules=rules)]
+        d["findings"] = [f.to_dict() for f in validate(list(plan.messages), rules=rules)]
         d["messages"] = exported.data
         out.append(d)
     _emit(out)
@@ -214,10 +214,9 @@ MATRIX_CELLS = 200_000
 def _replay(args: argparse.Namespace) -> int:
     """Replay a conversation call by call under a strategy; print every call's prompt tokens and
     fit, needed_recall per call, and the cost with the prompt cache."""
-    from ..cache_breaks import BreakWatch, summary as breaks_summary
-    from ..fidelity import FactCheck, needed_facts
-    from ..pricing import load_prices, parse_price_override, replay_cost
-    from ..replay import observers, replay
+    from ..cache_breaks import summary as breaks_summary
+    from ..measure import measure
+    from ..pricing import load_prices, parse_price_override
     from ..prefix import check_against_bill
     from ..usage import has_usage
     out = []
@@ -226,14 +225,12 @@ def _replay(args: argparse.Namespace) -> int:
         each = argparse.Namespace(**{**vars(args), "pin": [p + 1 for p in args.pin] if prefix else args.pin})
         strategy, budget, view = _setup(each, conv)
         _say_scaled(args, strategy, budget)
-        check = FactCheck(needed_facts(conv))
         model = args.model or conv.model or "gpt-4o"
         tools = _tools_of(args, conv, model)
         prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
-        watch = BreakWatch(budget.tools_tokens, model=model, price=prices)  # the cache's breaks, in the same pass
-        observe = observers(check, watch)
-        r = replay(conv, strategy, budget, model=args.model, pins=each.pin, apply_at=args.apply_at, observe=observe,
-                   tools=tools)
+        done = measure(conv, strategy, budget, model=model, price=prices, tools=tools, pins=each.pin,
+                       apply_at=args.apply_at)
+        r, fid = done.replay, done.fidelity
         d = r.to_dict(matrix=len(r.calls) * r.size <= MATRIX_CELLS)
         d["defaults"], d["params"] = defaults_used(args), strategy.params()
         if tools is not None:
@@ -241,13 +238,10 @@ def _replay(args: argparse.Namespace) -> int:
         d["unlogged_prefix"] = prefix
         for text in prefix_notes:
             note(f"conversation {i}: {text}")
-        fid = check.fidelity(r.strategy)
         d["fidelity"], d["needed_recall"] = fid.to_dict(), fid.needed_recall
-        d["cost"] = replay_cost(r, conv, model=model, price=prices, read_backs=fid.read_backs).to_dict()
-        breaks = watch.breaks(r)
-        d["cache_breaks"] = {**breaks_summary(breaks), "calls": [b.to_dict() for b in breaks]}
-        none = replay_cost(replay(conv, "none", budget, model=args.model, tools=tools), conv, model=model, price=prices)
-        d["cost_none"] = {k: v for k, v in none.to_dict().items() if k != "turns"}
+        d["cost"] = done.cost.to_dict()
+        d["cache_breaks"] = {**breaks_summary(done.breaks), "calls": [b.to_dict() for b in done.breaks]}
+        d["cost_none"] = {k: v for k, v in done.cost_none.to_dict().items() if k != "turns"}
         if has_usage(conv):  # a production trace: billed beside counted and modelled, per call as sent
             d["reported_usage"] = check_against_bill(conv, model=model, price=prices, budget=budget).to_dict()
         for warning in r.warnings:

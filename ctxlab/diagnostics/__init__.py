@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ..conversation import Conversation, ToolDef
 from ..i18n import N_
 from .base import (DETECTORS, MITIGATION_KINDS, MODE_NAMES, SEVERITIES, DiagnosticsError, Finding, Inputs,
-                   Mitigation, check_modes, detector)
+                   Mitigation, detector, diagnose, summarize_findings)
 # the built-in detectors register themselves on import, in the order they run
 from . import poisoning, distraction, confusion, clash  # noqa: F401,I001
 from .mitigate import MitigationResult, apply_mitigation, prune
@@ -79,32 +78,6 @@ def lesson_path(name: str, lang: str = "en") -> Path:
     english = MODES[name].lesson if name in MODES else STRUCTURAL_LESSONS[name]
     own = LESSONS_DIR / lang / english.name
     return own if lang in LESSON_LANGUAGES and own.is_file() else english
-
-
-def diagnose(conv: Conversation, tools: Sequence[ToolDef] | None = None, query: str | None = None,
-             model: str | None = None, modes: Sequence[str] | str | None = None, provider: Any = "local"
-             ) -> list[Finding]:
-    """Run the detectors of ``modes`` (all by default) on ``conv``.
-
-    ``tools``: the catalog offered (default: the conversation's tools); ``query``: the current
-    request (default: the newest user message); ``model``: for token counts and window (default:
-    the conversation's, else gpt-4o); ``provider``: embedding provider name or object for the
-    confusion detectors (``local`` offline MiniLM; ``hash`` in tests that do not need meaning).
-    Findings come in mode order, then by first message.
-    """
-    inputs = Inputs(conv, tuple(tools) if tools is not None else None, query, model, provider)
-    out: list[Finding] = []
-    for mode in check_modes(modes):
-        found: list[Finding] = []
-        for _, fn in DETECTORS[mode]:
-            found.extend(fn(inputs))
-        out.extend(sorted(found, key=lambda f: (f.messages[:1] or (-1,), f.code)))
-    return out
-
-
-def summarize_findings(findings: Sequence[Finding]) -> dict[str, int]:
-    """Findings per mode (every mode listed, zero included)."""
-    return {mode: sum(f.mode == mode for f in findings) for mode in MODE_NAMES}
 
 
 __all__ = ["DETECTORS", "LESSONS_DIR", "LESSON_LANGUAGES", "MITIGATION_KINDS", "MODES", "MODE_NAMES", "SEVERITIES",

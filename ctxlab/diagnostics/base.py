@@ -13,9 +13,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..conversation import Conversation, ToolDef
 from ..errors import CtxlabError
+from ..findings import MODE_NAMES, SEVERITIES, Finding  # noqa: F401  (SEVERITIES: ctxlab.diagnostics names it)
 
-MODE_NAMES: tuple[str, ...] = ("poisoning", "distraction", "confusion", "clash")
-SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
 MITIGATION_KINDS: tuple[str, ...] = ("strategy", "tool_retrieval", "quarantine", "prune")
 
 
@@ -55,32 +54,6 @@ class Mitigation:
         if self.messages:
             out["messages"] = list(self.messages)
         return out
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One sign of a failure mode: which messages (indexes) and tools (names) show it, the
-    evidence in one sentence, and a mitigation that can be applied as it is (or None)."""
-
-    mode: str
-    code: str
-    severity: str
-    evidence: str
-    messages: tuple[int, ...] = ()
-    tools: tuple[str, ...] = ()
-    mitigation: Mitigation | None = None
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODE_NAMES:
-            raise ValueError(f"unknown mode {self.mode!r}")
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"unknown severity {self.severity!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the CLI's output)."""
-        return {"mode": self.mode, "code": self.code, "severity": self.severity,
-                "messages": list(self.messages), "tools": list(self.tools), "evidence": self.evidence,
-                "mitigation": self.mitigation.to_dict() if self.mitigation else None}
 
 
 @dataclass
@@ -173,3 +146,29 @@ def check_modes(modes: Sequence[str] | str | None) -> tuple[str, ...]:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 call``, ``3 calls``."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def diagnose(conv: Conversation, tools: Sequence[ToolDef] | None = None, query: str | None = None,
+             model: str | None = None, modes: Sequence[str] | str | None = None, provider: Any = "local"
+             ) -> list[Finding]:
+    """Run the detectors of ``modes`` (all by default) on ``conv``.
+
+    ``tools``: the catalog offered (default: the conversation's tools); ``query``: the current
+    request (default: the newest user message); ``model``: for token counts and window (default:
+    the conversation's, else gpt-4o); ``provider``: embedding provider name or object for the
+    confusion detectors (``local`` offline MiniLM; ``hash`` in tests that do not need meaning).
+    Findings come in mode order, then by first message.
+    """
+    inputs = Inputs(conv, tuple(tools) if tools is not None else None, query, model, provider)
+    out: list[Finding] = []
+    for mode in check_modes(modes):
+        found: list[Finding] = []
+        for _, fn in DETECTORS[mode]:
+            found.extend(fn(inputs))
+        out.extend(sorted(found, key=lambda f: (f.messages[:1] or (-1,), f.code)))
+    return out
+
+
+def summarize_findings(findings: Sequence[Finding]) -> dict[str, int]:
+    """Findings per mode (every mode listed, zero included)."""
+    return {mode: sum(f.mode == mode for f in findings) for mode in MODE_NAMES}

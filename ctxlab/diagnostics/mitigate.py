@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from ..conversation import Conversation, Message, ToolDef
 from ..segments import segment
-from .base import DiagnosticsError, Finding, Mitigation
+from .base import DiagnosticsError, Finding, Mitigation, diagnose
 
 PRUNED = "[removed: contradicted or poisoned content]"
 
@@ -112,7 +112,6 @@ def apply_mitigation(conv: Conversation, mitigation: Mitigation, *, model: str |
     """Apply ``mitigation`` to ``conv`` and diagnose before and after (same tools, query, model and
     provider). ``index`` is a built ``ToolIndex`` for tool retrieval (else one is built in a
     temporary directory; the page should pass its own to reuse the embeddings)."""
-    from . import diagnose
     from ..tokens import count_tokens
     from .quarantine import quarantine_report
     model = model or conv.model or "gpt-4o"

@@ -46,7 +46,7 @@ def make_app(root_agent, name: str = "agent_app") -> App:
 
 
 def _export(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     s = lab.strategy
     t = tuned_trigger(lab)
     retention = s.keep_recent if s.name == "summarize" else 0

@@ -82,7 +82,7 @@ def create_message(client: anthropic.Anthropic, messages: list, *, model: str = 
 
 
 def _clear_tool_results(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     edit, notes = clear_tool_uses_edit(lab)
     notes = [*common_notes(lab, budget_used=True), *notes]
     model = lab.model if (lab.model or "").startswith("claude") else None

@@ -81,7 +81,7 @@ def create_message(client: anthropic.Anthropic, messages: list, *, model: str = 
 
 
 def _export(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     steps = lab.steps()
     edits, notes = [], [*common_notes(lab, budget_used=any(s.name != "server_compaction" for s in steps))]
     betas = [BETA]

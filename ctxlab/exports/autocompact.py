@@ -53,7 +53,7 @@ def _claude_code(lab: LabConfig) -> NativeExport:
     text = (notes_block(notes) + "".join(f"export {k}={v}\n" for k, v in env.items())
             + "\n# or, in ~/.claude/settings.json:\n"
             + "".join(f"#   {ln}\n" for ln in json.dumps({"env": env}, indent=2).splitlines()))
-    return NativeExport("claude-code", lab.strategy.name, {"env": env}, text, tuple(notes),
+    return NativeExport("claude_code", lab.strategy.name, {"env": env}, text, tuple(notes),
                         file_name="claude_code_autocompact.sh")
 
 
@@ -70,7 +70,7 @@ def _codex(lab: LabConfig) -> NativeExport:
     return NativeExport("codex", lab.strategy.name, settings, text, tuple(notes), file_name="codex_config.toml")
 
 
-target("claude-code", {"summarize": _claude_code, "server_compaction": _claude_code},
+target("claude_code", {"summarize": _claude_code, "server_compaction": _claude_code},
        hint=T("Claude Code's only compaction setting is its auto-compact threshold: export summarize or "
             "server_compaction."))
 target("codex", {"summarize": _codex, "server_compaction": _codex},

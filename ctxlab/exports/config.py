@@ -77,7 +77,7 @@ def _step(strategy: Strategy) -> dict[str, Any]:
 def make_config(strategy: Strategy, budget: Budget, model: str | None, *, pins: Any = (),
                 tools: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The strategy, budget, model (and pins and tool settings, when given) as JSON-ready data."""
-    from .. import __version__
+    from ..version import __version__
     out: dict[str, Any] = {"ctxlab_config": CONFIG_VERSION, "ctxlab": __version__}
     if isinstance(strategy, Pipeline):
         out["pipeline"] = [_step(s) for s in strategy.steps]

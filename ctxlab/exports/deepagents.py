@@ -51,7 +51,7 @@ def _notes(lab: LabConfig) -> list[str]:
 
 
 def _export(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     limit = lab.strategy.min_tokens
     notes = _notes(lab)
     data = {"middleware": [{"class": "FilesystemMiddleware", "kwargs": {"tool_token_limit_before_evict": limit}}],

@@ -153,7 +153,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 MODEL = {model}
 # LangChain's default counter guesses about 4 characters a token; ctxlab counted with tiktoken.
 # To count as ctxlab did:   import ctxlab
-#                           from ctxlab.strategies.baseline import tiktoken_counter
+#                           from ctxlab.strategies.langchain_trim import tiktoken_counter
 #                           TOKEN_COUNTER = tiktoken_counter(ctxlab.TokenCounter(MODEL))
 TOKEN_COUNTER = {counter}
 '''
@@ -204,7 +204,7 @@ def _args(kwargs: Mapping[str, Any]) -> str:
 
 def _export(lab: LabConfig, data: dict[str, Any], imports: str, body: str, notes: list[str],
             counter: str = "count_tokens_approximately") -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     code = _HEAD.format(version=__version__, strategy=lab.strategy.name, checked=checked_with(CHECKED_WITH),
                         notes=notes_block(notes).rstrip("\n"), imports=imports,
                         model=literal(lab.model or "gpt-4o"), counter=counter) + body + _TAIL

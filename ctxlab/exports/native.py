@@ -61,9 +61,14 @@ def mapped(name: str) -> list[str]:
     return list(TARGETS[name])
 
 
+TARGET_ALIASES = {"claude-code": "claude_code", "openai-agents": "openai_agents", "openai-responses": "openai_responses"}
+"""Earlier spellings of target names (targets are named like formats and strategies: snake_case)."""
+
+
 def export_native(config: Any, to: str) -> NativeExport:
     """The config (a dict, or a LabConfig) in framework ``to``'s own configuration."""
     lab = config if isinstance(config, LabConfig) else read_config(config)
+    to = TARGET_ALIASES.get(to, to)
     exporters = TARGETS.get(to)
     if exporters is None:
         raise NoNativeFormError(T("unknown target {to!r}", to=to), where="--to",

@@ -39,7 +39,7 @@ RUN_CONFIG = RunConfig(session_settings=SessionSettings(limit={limit}))
 
 
 def _turn_safe(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     n = lab.strategy.last_n
     notes = [*common_notes(lab, budget_used=False, runs="turn_start"),
              T("limit {n:,} counts session items, not messages: an assistant message with k tool calls is k "
@@ -52,14 +52,14 @@ def _turn_safe(lab: LabConfig) -> NativeExport:
              "is all sent")]
     code = _CODE.format(version=__version__, strategy="turn_safe", notes=notes_block(notes).rstrip("\n"), limit=n)
     data = {"run_config": {"session_settings": {"limit": n}}}
-    return NativeExport("openai-agents", "turn_safe", data, code, tuple(notes))
+    return NativeExport("openai_agents", "turn_safe", data, code, tuple(notes))
 
 
 def _none(lab: LabConfig) -> NativeExport:
     notes = [T("strategy none sends everything: the default SessionSettings(limit=None)"),
              *common_notes(lab, budget_used=False, runs="turn_start")]
     code = notes_block(notes) + "# Run as usual: the default session settings retrieve every item.\n"
-    return NativeExport("openai-agents", "none", {"run_config": {"session_settings": {"limit": None}}}, code,
+    return NativeExport("openai_agents", "none", {"run_config": {"session_settings": {"limit": None}}}, code,
                         tuple(notes))
 
 
@@ -94,7 +94,7 @@ def compaction_session(session_id: str, *, model: str = {model}) -> OpenAIRespon
 
 
 def _compaction(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     t = tuned_trigger(lab)
     notes = [*common_notes(lab, budget_used=lab.strategy.name == "summarize", runs="turn_start"),
              trigger_note(t, lab, T("the session's hook")),
@@ -111,11 +111,11 @@ def _compaction(lab: LabConfig) -> NativeExport:
                               threshold=t.inputs, model=literal(model))
     data = {"session": {"class": "OpenAIResponsesCompactionSession", "model": model,
                         "should_trigger_compaction": {"estimated_tokens_above": t.inputs}}}
-    return NativeExport("openai-agents", lab.strategy.name, data, code, tuple(notes))
+    return NativeExport("openai_agents", lab.strategy.name, data, code, tuple(notes))
 
 
 def _truncation(lab: LabConfig) -> NativeExport:
-    from .. import __version__
+    from ..version import __version__
     notes = [*common_notes(lab, budget_used=True),
              T("the window: the API truncates to the model's own window less its maximum output; ctxlab's budget "
              "(max_tokens {max_tokens:,}, reserve {reserve:g}) has no SDK setting", max_tokens=lab.max_tokens, reserve=lab.reserve),
@@ -124,11 +124,11 @@ def _truncation(lab: LabConfig) -> NativeExport:
     code = (f'"""OpenAI Agents SDK model settings exported by ctxlab {__version__} from a truncation_auto config."""\n'
             + notes_block(notes) + "from agents import ModelSettings\n\nMODEL_SETTINGS = ModelSettings("
             'truncation="auto")\n\n# Usage: Agent(..., model_settings=MODEL_SETTINGS)\n')
-    return NativeExport("openai-agents", "truncation_auto", {"model_settings": {"truncation": "auto"}}, code,
+    return NativeExport("openai_agents", "truncation_auto", {"model_settings": {"truncation": "auto"}}, code,
                         tuple(notes))
 
 
-target("openai-agents", {"turn_safe": _turn_safe, "server_compaction": _compaction, "summarize": _compaction,
+target("openai_agents", {"turn_safe": _turn_safe, "server_compaction": _compaction, "summarize": _compaction,
                          "truncation_auto": _truncation, "none": _none},
        hint=T("The SDK's session settings hold an item limit, its compaction session a trigger and its model "
             "settings truncation; for the others, run the ctxlab snippet in RunConfig.call_model_input_filter."))

@@ -49,7 +49,7 @@ def compact_now(client: OpenAI, input_items: list, *, model: str = {model}) -> l
 
 
 def _code(lab: LabConfig, settings: dict, notes: list[str], extra: str = "") -> str:
-    from .. import __version__
+    from ..version import __version__
     model = literal(lab.model if lab.model and not lab.model.startswith("claude") else "gpt-5.2")
     return _CODE.format(version=__version__, strategy=lab.strategy.name, notes=notes_block(notes).rstrip("\n"),
                         settings=literal(settings), model=model, extra=extra.format(model=model),
@@ -66,7 +66,7 @@ def _compaction(lab: LabConfig) -> NativeExport:
              "previous_response_id, send only the new items"),
              T("where the summary sits: OpenAI puts the compaction item after the user messages it keeps; ctxlab puts "
              "its summary after the system prompt")]
-    return NativeExport("openai-responses", lab.strategy.name, settings, _code(lab, settings, notes, _COMPACT),
+    return NativeExport("openai_responses", lab.strategy.name, settings, _code(lab, settings, notes, _COMPACT),
                         tuple(notes))
 
 
@@ -86,17 +86,17 @@ def _truncation(lab: LabConfig) -> NativeExport:
              "ctxlab drops a tool call with all of its results, and a turn whole once its user message goes"),
              T("the task: the API drops the oldest items whatever they are, the newest user message included when it "
              "is the oldest; ctxlab always keeps it (and the system prompt, which the API sends as instructions)")]
-    return NativeExport("openai-responses", s.name, settings, _code(lab, settings, notes), tuple(notes))
+    return NativeExport("openai_responses", s.name, settings, _code(lab, settings, notes), tuple(notes))
 
 
 def _none(lab: LabConfig) -> NativeExport:
     notes = [T("strategy none sends everything: truncation \"disabled\" (the API's default: over the window the request "
              "fails with a 400) and no context_management"), *common_notes(lab, budget_used=False)]
     settings = {"truncation": "disabled"}
-    return NativeExport("openai-responses", "none", settings, _code(lab, settings, notes), tuple(notes))
+    return NativeExport("openai_responses", "none", settings, _code(lab, settings, notes), tuple(notes))
 
 
-target("openai-responses", {"server_compaction": _compaction, "summarize": _compaction,
+target("openai_responses", {"server_compaction": _compaction, "summarize": _compaction,
                             "truncation_auto": _truncation, "none": _none},
        hint=T("The Responses API compacts (summarize, server_compaction) and truncates (truncation_auto); run the "
             "ctxlab snippet client-side for the others."))

@@ -7,89 +7,22 @@ returns a Conversation; ``load_all`` returns every conversation of a JSONL file.
 from __future__ import annotations
 
 import gc
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from ..errors import CtxlabError, DuplicateToolCallIdError, ShapeError, UnknownFormatError, path_key, shown
+from ..errors import CtxlabError, ShapeError, UnknownFormatError, path_key, shown
 from ..conversation import FIXED_TOKENS, UNLOGGED, Conversation, Message, Part
 from ..i18n import T
-from ._base import Export, Format, ReadContext, adopt_model, group_notes, shared_shape
+from ._base import Export, Format, ReadContext, adopt_model, check_call_ids, group_notes, shared_shape
 from ._carry import carry_top_level, unplaced_fields
 from ._plain import PlainMessages, has_plain, role_sample, trace_probe, undo
 from ._json import (DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, JSONText, SourceObjects, decode_text, dumps, load_json_documents,
                     parse_documents, size_check)
 from .tools import parse_tools, tools_to_anthropic, tools_to_mcp, tools_to_openai
+from .registry import FORMATS, detect, get_format, register
 from ._trace import TRACES, TraceFormat, detect_trace, read_trace_documents, run_documents
 
-FORMATS: dict[str, Format] = {}
-
-
-def register(fmt: Format) -> Format:
-    """Add a format to the registry (built-in formats use this too)."""
-    FORMATS[fmt.name] = fmt
-    return fmt
-
-
-def get_format(name: str) -> Format:
-    """The registered format called ``name``; an unknown name lists the known ones."""
-    try:
-        return FORMATS[name]
-    except KeyError:
-        raise UnknownFormatError(T("unknown format {name}", name=shown(name)), where="format",
-                                 hint=T("Known formats: {formats}", formats=", ".join(sorted(FORMATS)))) from None
-
-
-def detect(items: list[Any], ctx: ReadContext | None = None) -> str:
-    """The name of the format that best explains a message list (``openai`` on a tie). When none
-    does, the error names the first item that breaks the format its predecessors are in."""
-    ctx = ctx or ReadContext()
-    if not items:
-        raise ShapeError("the conversation is empty (no messages)", where=ctx.base,
-                         hint="Give at least one message")
-    with shared_shape(items):  # the detectors share one pass over the items (see _base)
-        scores = {name: f.detect(items) for name, f in FORMATS.items()}
-    best = max(scores.values(), default=0)
-    if best <= 0 and all(isinstance(m, dict) and "role" in m for m in items):
-        return "openai"  # role-keyed but odd: the OpenAI reader names the message that is wrong
-    if best <= 0:
-        _explain_misfit(items, ctx)
-    return "openai" if scores.get("openai") == best else max(scores, key=scores.__getitem__)
-
-
-def _fitting_prefix(fmt: Format, items: list[Any]) -> int:
-    """How many leading items ``fmt`` recognises (binary search: one misfit spoils a list)."""
-    lo, hi = 0, len(items)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fmt.detect(items[:mid]) > 0:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _explain_misfit(items: list[Any], ctx: ReadContext) -> None:
-    """Raise the error that names the item where detection fails: read the list as the format
-    that fits the longest prefix (its reader names the bad item), else describe item 0."""
-    fits = {name: _fitting_prefix(f, items) for name, f in FORMATS.items()}
-    name = max(fits, key=fits.__getitem__)
-    known = T("Expected messages of one of: {formats}; or pass the format explicitly", formats=", ".join(sorted(FORMATS)))
-    if fits[name] == 0:
-        first = items[0]
-        problem = (T("the messages match no known format (item 0 has keys {keys})",
-                     keys=", ".join(shown(k, 20) for k in sorted(first)[:6])) if isinstance(first, dict) else
-                   T("the messages match no known format (item 0 has a {kind})", kind=type(first).__name__))
-        raise ShapeError(problem, where=ctx.where(0), hint=known)
-    fmt = FORMATS[name]
-    probe = ReadContext(base=ctx.base, lines=ctx.lines, max_depth=ctx.max_depth)
-    try:
-        fmt.read(items, probe)
-    except CtxlabError as e:
-        e.args = (f"{e.args[0]} (items 0-{fits[name] - 1} read as {fmt.title})",)
-        raise
-    raise ShapeError(f"item {fits[name]} does not look like the {fmt.title} items before it",
-                     where=ctx.where(fits[name]), hint=known)
+_OWN_KEYS = ("tools", "system", "instructions", "model", "facts")
 
 
 def _envelope(doc: Any, where: str) -> tuple[list[Any], str, dict[str, Any]]:
@@ -133,37 +66,6 @@ def _system_from_top(top: dict[str, Any], where: str) -> list[Message]:
     return out
 
 
-_TOOL_CALLS = attrgetter("tool_calls")
-
-
-def _check_call_ids(messages: list[Message], notes: list[str]) -> None:
-    """Two calls with one id are ambiguous while the first is unanswered: an error. Real agents
-    (gpt-4o in tau-bench) reuse an id after its result came back; that is kept, with a note."""
-    if not any(map(_TOOL_CALLS, messages)):  # no call, nothing to match (one C-level pass)
-        return
-    open_calls: dict[str, int] = {}
-    used: dict[str, int] = {}
-    for i, m in enumerate(messages):
-        if m.role == "tool" and m.tool_call_id is not None:
-            open_calls.pop(m.tool_call_id, None)
-        for c in m.tool_calls:
-            if c.id in open_calls:
-                first = open_calls[c.id]
-                where = "in the same message" if first == i else f"first in message {first}, still unanswered"
-                raise DuplicateToolCallIdError(
-                    f"tool-call id {shown(c.id)} is used twice ({where})",
-                    where=f"message {i}",
-                    hint="Each tool call needs its own id, or its results cannot be matched",
-                )
-            if c.id in used:
-                notes.append(f"message {i}: tool-call id {shown(c.id)} reused after its earlier call "
-                             f"(message {used[c.id]}) was answered")
-            open_calls[c.id] = used[c.id] = i
-
-
-_OWN_KEYS = ("tools", "system", "instructions", "model", "facts")
-
-
 def _conversation(doc: Any, where: str, format: str | None, lines: list[int] | None = None,
                   max_depth: int = DEFAULT_MAX_DEPTH, source: SourceObjects | None = None) -> Conversation:
     items, base, top = _envelope(doc, where)
@@ -188,7 +90,7 @@ def _finish(messages: list[Message], top: dict[str, Any], where: str, name: str,
     """The Conversation of read messages and the document's top-level fields."""
     if not messages:
         raise ShapeError("the conversation is empty (no messages)", where=ctx.base, hint="Give at least one message")
-    _check_call_ids(messages, ctx.notes)
+    check_call_ids(messages, ctx.notes)
     tools = parse_tools(top["tools"], f"{where}.tools") if top.get("tools") else ()
     facts = top.get("facts", [])
     if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
@@ -320,13 +222,20 @@ USAGE_WRITERS = {"langchain"}
 """Formats whose writer puts a message's reported usage back (LangChain: ``usage_metadata``)."""
 
 
-def _register_builtins() -> None:
-    from . import anthropic, langchain, openai_chat, responses
-    for mod in (openai_chat, anthropic, langchain, responses):
-        register(mod.FORMAT)
+MESSAGE_FORMATS = ("openai_chat", "anthropic", "langchain", "responses")
+"""The modules of the message-list formats, in the order detection prefers them (each defines ``FORMAT``)."""
+TRACE_FORMATS = ("claude_code", "codex", "swe_agent", "mini_swe_agent", "openhands",  # coding agents' traces
+                 "otel", "langfuse", "langsmith")  # production traces: one conversation per agent run
+"""The modules of the trace formats (each defines ``TRACE``). A new format is one module plus its name here."""
 
 
-_register_builtins()
+def _module(name: str) -> Any:
+    import importlib
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+for _name in MESSAGE_FORMATS:
+    register(_module(_name).FORMAT)
 
 
 def register_trace(tf: TraceFormat) -> TraceFormat:
@@ -337,16 +246,8 @@ def register_trace(tf: TraceFormat) -> TraceFormat:
     return tf
 
 
-def _register_traces() -> None:
-    from . import claude_code, codex, mini_swe_agent, openhands, swe_agent
-    for mod in (claude_code, codex, swe_agent, mini_swe_agent, openhands):
-        register_trace(mod.TRACE)
-    from . import langfuse, langsmith, otel  # production traces: one conversation per agent run
-    for mod in (otel, langfuse, langsmith):
-        register_trace(mod.TRACE)
-
-
-_register_traces()
+for _name in TRACE_FORMATS:
+    register_trace(_module(_name).TRACE)
 
 __all__ = ["FORMATS", "Export", "Format", "JSONText", "ReadContext", "detect", "dumps", "export", "get_format",
            "decode_text", "load", "load_all", "load_json_documents", "loads", "parse_tools", "register",

@@ -7,9 +7,10 @@ import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable, Iterator
 
-from ..errors import (EmptyMessageError, NestingTooDeepError, NotJSONError, ShapeError, ToolArgumentsError, UnknownRoleError,
+from ..errors import (DuplicateToolCallIdError, EmptyMessageError, NestingTooDeepError, NotJSONError, ShapeError, ToolArgumentsError, UnknownRoleError,
                       path_key, shown, shown_keys)
 from ..conversation import Conversation, Message, Part
 from ..i18n import T
@@ -320,3 +321,31 @@ def check_not_empty(role: str, content: Any, has_calls: bool, ctx: ReadContext, 
             where=ctx.where(index),
             hint="Give it content, or remove it",
         )
+
+
+_TOOL_CALLS = attrgetter("tool_calls")
+
+
+def check_call_ids(messages: list[Message], notes: list[str]) -> None:
+    """Two calls with one id are ambiguous while the first is unanswered: an error. Real agents
+    (gpt-4o in tau-bench) reuse an id after its result came back; that is kept, with a note."""
+    if not any(map(_TOOL_CALLS, messages)):  # no call, nothing to match (one C-level pass)
+        return
+    open_calls: dict[str, int] = {}
+    used: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if m.role == "tool" and m.tool_call_id is not None:
+            open_calls.pop(m.tool_call_id, None)
+        for c in m.tool_calls:
+            if c.id in open_calls:
+                first = open_calls[c.id]
+                where = "in the same message" if first == i else f"first in message {first}, still unanswered"
+                raise DuplicateToolCallIdError(
+                    f"tool-call id {shown(c.id)} is used twice ({where})",
+                    where=f"message {i}",
+                    hint="Each tool call needs its own id, or its results cannot be matched",
+                )
+            if c.id in used:
+                notes.append(f"message {i}: tool-call id {shown(c.id)} reused after its earlier call "
+                             f"(message {used[c.id]}) was answered")
+            open_calls[c.id] = used[c.id] = i

@@ -24,6 +24,7 @@ from ..conversation import Message, Usage
 from ..errors import CtxlabError, ShapeError, shown
 from ._base import ReadContext
 from ._trace import Trace
+from .registry import detect, get_format
 
 
 @dataclass
@@ -122,7 +123,6 @@ def assemble(calls: Sequence[CallRecord], trace: Trace, what: str = "call") -> N
 def read_items(items: list[Any], where: str, notes: list[str]) -> list[Message]:
     """Provider-shaped messages (OpenAI, Anthropic, LangChain, Responses: detected) read by that
     format's reader; errors say where in the trace they are, notes are kept."""
-    from . import detect, get_format
     if not items:
         return []
     ctx = ReadContext(base=where)

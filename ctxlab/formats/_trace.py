@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from ..conversation import FINAL, Conversation, Message, ToolDef, Usage
 from ..errors import CtxlabError, ShapeError, shown
-from ._base import Format, ReadContext, adopt_model, check_arguments, group_notes
+from ._base import Format, ReadContext, adopt_model, check_arguments, check_call_ids, group_notes
 from ._json import DEFAULT_MAX_DEPTH, SourceObjects
 
 #: the Message.extra key that marks a compaction summary the agent itself wrote into its context
@@ -93,11 +93,6 @@ class Trace:
             owner = source + ("'" if source.endswith("s") else "'s")
             self.notes.append(f"message {index}: {owner} {items}{more} not carried (ctxlab keeps a message's "
                               "role, text and tool calls), so a conversion leaves them out")
-
-    def note_at(self, words: str) -> None:
-        """A note about the message appended next (or the last one when nothing follows)."""
-        self.notes.append(f"message {max(len(self.messages) - 1, 0)}: {words}")
-
 
 @dataclass(frozen=True)
 class TraceFormat:
@@ -216,8 +211,7 @@ def read_trace_document(docs: list[Any], lines: list[int] | None, name: str,
     if not trace.messages:
         raise ShapeError(f"the {tf.format.title} file holds no messages", where="input",
                          hint="Check that this is the whole session file")
-    from . import _check_call_ids  # the same duplicate-id rule as every format
-    _check_call_ids(trace.messages, trace.notes)
+    check_call_ids(trace.messages, trace.notes)  # the same duplicate-id rule as every format
     messages = list(trace.messages)
     first = next((k for k, m in enumerate(messages) if m.role == "user" and not is_compaction(m)), None)
     if first is not None:  # the task: kept by every strategy (View.protected)

@@ -16,7 +16,8 @@ active messages. SQLite by default, any SQLAlchemy URL (PostgreSQL) for a team.
     store.open_session(s.id)     # resume after a restart
 """
 from .db import SessionError, data_dir, default_url, head_revision
-from .records import COUNTERS, Compression, ContextRecord, Profile, SessionInfo
+from ..strategies.step import Compression
+from .records import COUNTERS, ContextRecord, Profile, SessionInfo
 from .session import HISTORY_LIMIT, Session
 from .store import SessionStore
 

@@ -7,9 +7,10 @@ for a message the strategy inserted (the running summary). The messages sent to 
 the system prompt, then the layout, then every message that arrived after the last application.
 
 Before a model call (every call, or only when a user message arrived since the last application:
-the strategy's ``apply_at``) the strategy is applied to exactly that list, with the state it left
-last time (the running summary, what it already folded), as ``ctxlab.replay`` does call by call;
-its result becomes the new layout.
+the strategy's ``apply_at``, ``strategies.step.due``) the strategy is applied to exactly that list,
+with the state it left last time (the running summary, what it already folded): the same step
+(``strategies.step.before_call``) ``ctxlab.replay`` takes call by call; its result becomes the new
+layout. A changed entry also records the action that changed it (``"action": "clear"``).
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from ..errors import CtxlabError
 from ..formats._base import ReadContext
 from ..formats.openai_chat import message_to_openai, read as read_openai
 from ..strategies import Budget, Plan, Strategy, make_view
+from ..strategies.step import FULL_HISTORY, before_call, works_on
 from ..fidelity import extract_facts
-from ..strategies.summarize import SUMMARY_EXTRA, is_summary, summary_body, summary_message
+from ..strategies.summarizers.summarize import SUMMARY_EXTRA, is_summary, summary_body, summary_message
 from ..tokens import TokenCounter
 from .db import SessionError
 
@@ -137,23 +139,32 @@ class Application:
         return len(self.summarized) + len(self.dropped)
 
 
+def _sent_as(layout: Sequence[Mapping[str, Any]], bodies: Mapping[int, dict], applied_through: int) -> dict[int, str]:
+    """The state each history message was sent in by the last application: ``keep``, the action that
+    changed its body (``clear``, ``truncate``), or ``drop`` for one it removed."""
+    sent = {seq: "drop" for seq in bodies if seq <= applied_through}
+    sent.update({e["seq"]: e.get("action", "clear") if e.get("body") else "keep" for e in layout if "seq" in e})
+    return sent
+
+
 def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prompt: str,
           layout: Sequence[Mapping[str, Any]], state: Mapping[str, Any], bodies: Mapping[int, dict],
           applied_through: int) -> Application:
-    """Apply ``strategy`` to the current context (see the module docstring). A strategy whose
+    """Apply ``strategy`` to the current context (see the module docstring): the step
+    ``ctxlab.replay`` takes before every call (``strategies.step.before_call``). A strategy whose
     ``works_on`` is ``full_history`` is applied to the whole history as it arrived, with no state, at every
-    application (as ``ctxlab.replay`` does): what it left last time does not matter."""
-    before: dict[int, bool] | None = None  # full: what the last prompt sent, each seq changed or not
-    if getattr(strategy, "works_on", "kept_history") == "full_history":
-        before = {**{e["seq"]: bool(e.get("body")) for e in layout if "seq" in e},
-                  **{seq: False for seq in bodies if seq > applied_through}}
+    application: what it left last time does not matter."""
+    sent_as = _sent_as(layout, bodies, applied_through)
+    if works_on(strategy) == FULL_HISTORY:
         layout, state, applied_through = [{"seq": seq} for seq in sorted(bodies)], {}, max(bodies, default=-1)
     msgs, origin, changed = _view_input(system_prompt, layout, bodies, applied_through)
     view = make_view(msgs, counter=counter, origin=origin, state=state)
-    plan = strategy.apply(view, budget)
+    step = before_call(strategy, view, budget, lambda seq: sent_as.get(seq, "keep"), quick=False)
+    plan = step.plan
+    assert plan is not None  # quick=False: a plan is always made
     new_layout: list[dict[str, Any]] = []
     summary = ""
-    for m, k in zip(plan.messages, plan.origin):
+    for m, k, a in zip(plan.messages, plan.origin, _output_actions(plan)):
         seq = origin[k] if k is not None else None
         if seq == SYSTEM_ORIGIN:
             continue
@@ -164,7 +175,8 @@ def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prom
         elif m is msgs[k] and seq not in changed:
             new_layout.append({"seq": seq})
         else:
-            new_layout.append({"seq": seq, "body": to_dict(m)})
+            action = a if a in ("clear", "truncate") else sent_as.get(seq, "clear")
+            new_layout.append({"seq": seq, "body": to_dict(m), "action": action})
     summary = str(plan.state.get("summary") or summary)
     previous = str((state or {}).get("summary") or "")
     plan_state = dict(plan.state)
@@ -176,14 +188,16 @@ def apply(strategy: Strategy, budget: Budget, counter: TokenCounter, system_prom
                 if entry.get("summary"):
                     entry["insert"] = to_dict(summary_message(carried, plan_state.get("summarized", ())))
     done: dict[str, list[int]] = {"summarize": [], "drop": [], "clear": []}
-    for a, seq in zip(plan.actions, origin):
-        if seq is None or seq < 0 or a == "keep":
-            continue
-        if before is not None and (seq not in before or (before[seq] and a in ("clear", "truncate"))):
-            continue  # full history: removed or changed at an earlier call already, counted then
-        done["clear" if a in ("clear", "truncate") else a].append(seq)
+    for seq, a in step.changes:
+        if seq >= 0 and a != "keep":
+            done["clear" if a in ("clear", "truncate") else a].append(seq)
     return Application(plan, new_layout, [e["seq"] for e in new_layout if "seq" in e], summary,
                        _json_state(plan_state), done["summarize"], done["drop"], done["clear"])
+
+
+def _output_actions(plan: Plan) -> list[str]:
+    """The action of the input message each output message of ``plan`` came from (``keep`` for an inserted one)."""
+    return [plan.actions[k] if k is not None else "keep" for k in plan.origin]
 
 
 FACTS_LINE = "Facts from earlier turns: "

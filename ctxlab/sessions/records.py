@@ -1,5 +1,5 @@
-"""What the session API hands out: profiles, context records, compression history entries,
-session summaries. Plain frozen dataclasses, JSON-ready with ``to_dict``."""
+"""What the session API hands out: profiles, context records, session summaries (a compression
+history entry is ``ctxlab.strategies.step.Compression``). Plain frozen dataclasses, JSON-ready with ``to_dict``."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -14,6 +14,11 @@ def utc(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=timezone.utc)
     return value
+
+
+def now() -> datetime:
+    """The current time in UTC (what every row records)."""
+    return datetime.now(timezone.utc)
 
 
 def _plain(value: Any) -> Any:
@@ -93,34 +98,6 @@ class ContextRecord:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return _plain(asdict(self))
-
-
-@dataclass(frozen=True)
-class Compression:
-    """One application of the strategy in a session: when, at which turn (user messages so far),
-    whether it did anything, the prompt before and after (tokens, messages), and the history
-    ``seq`` of what it summarized, dropped or cleared."""
-
-    applied_at: datetime
-    turn: int
-    strategy: str
-    triggered: bool
-    tokens_before: int
-    tokens_after: int
-    messages_before: int
-    messages_after: int
-    summarized: tuple[int, ...] = ()
-    dropped: tuple[int, ...] = ()
-    cleared: tuple[int, ...] = ()
-
-    @property
-    def tokens_saved(self) -> int:
-        """Tokens the application saved."""
-        return self.tokens_before - self.tokens_after
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {**_plain(asdict(self)), "tokens_saved": self.tokens_saved}
 
 
 @dataclass(frozen=True)

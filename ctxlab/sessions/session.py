@@ -24,7 +24,8 @@ from ..tokens import TokenCount, TokenCounter, count_tokens
 from . import context as ctx
 from .db import SessionError
 from .models import compressions, context_records, messages, profiles, sessions
-from .records import COUNTERS, Compression, ContextRecord, utc
+from ..strategies.step import Compression, due
+from .records import COUNTERS, ContextRecord, now, utc
 
 if TYPE_CHECKING:
     from .store import SessionStore
@@ -58,7 +59,7 @@ class Session:
             row = self.store._lock_session(conn, self.id)
             first = row.next_seq
             checked = [ctx.checked_body(b, f"message {first + k}") for k, b in enumerate(bodies)]
-            t = _now()
+            t = now()
             conn.execute(messages.insert(), [{"session_id": self.id, "seq": first + k, "role": b["role"], "body": b,
                                               "created_at": t} for k, b in enumerate(checked)])
             conn.execute(update(sessions).where(sessions.c.id == self.id)
@@ -78,7 +79,7 @@ class Session:
             if not new:
                 return ctx.assemble(self.system_prompt, rec.layout, bodies, rec.applied_through)
             lab = read_config(rec.config)  # read once: where the strategy runs, and the strategy itself
-            if force or lab.strategy.apply_at == "every_call" or any(bodies[s]["role"] == "user" for s in new):
+            if force or due(lab.strategy.apply_at, any(bodies[s]["role"] == "user" for s in new)):
                 rec = self._apply(conn, rec, bodies, lab)
             return ctx.assemble(self.system_prompt, rec.layout, bodies, rec.applied_through)
 
@@ -87,7 +88,7 @@ class Session:
         budget = Budget(**{**lab.budget_kwargs(), "tools_tokens": counter.tools(self._tool_defs())})
         done = ctx.apply(lab.strategy, budget, counter, self.system_prompt, rec.layout, rec.state or {}, bodies,
                          rec.applied_through)
-        plan, t = done.plan, _now()
+        plan, t = done.plan, now()
         values = {"summary": done.summary, "state": done.state, "active_ids": done.active_ids, "layout": done.layout,
                   "applied_through": max(bodies), "updated_at": t, "times_applied": rec.times_applied + 1,
                   "times_triggered": rec.times_triggered + done.triggered,
@@ -130,9 +131,11 @@ class Session:
         with self.store.engine.begin() as conn:
             rows = conn.execute(select(compressions).where(compressions.c.session_id == self.id)
                                 .order_by(compressions.c.id)).all()
-        return [Compression(utc(r.applied_at), r.turn, r.strategy, r.triggered, r.tokens_before, r.tokens_after,
-                            r.messages_before, r.messages_after, tuple(r.summarized), tuple(r.dropped),
-                            tuple(r.cleared)) for r in rows]
+        return [Compression(r.triggered, r.tokens_before, r.tokens_after, len(r.summarized) + len(r.dropped),
+                            applied_at=utc(r.applied_at), turn=r.turn, strategy=r.strategy,
+                            messages_before=r.messages_before, messages_after=r.messages_after,
+                            summarized=tuple(r.summarized), dropped=tuple(r.dropped), cleared=tuple(r.cleared))
+                for r in rows]
 
     def conversation(self) -> Conversation:
         """The whole session as a ctxlab Conversation: system prompt, full history, tools, model."""
@@ -166,11 +169,6 @@ class Session:
         rows = conn.execute(select(messages.c.seq, messages.c.body).where(messages.c.session_id == self.id)
                             .order_by(messages.c.seq))
         return {r.seq: r.body for r in rows}
-
-
-def _now():
-    from .store import now
-    return now()
 
 
 __all__ = ["HISTORY_LIMIT", "Session", "SessionError"]

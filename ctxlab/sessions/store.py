@@ -14,24 +14,17 @@ can be pasted in as ``config=``. Changing a profile changes new sessions only;
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 from sqlalchemy import Connection, func, select, update
 
-from ..exports.config import read_config
+from ..exports.config import make_config, read_config
 from ..model_specs import resolve_model
-from ..snippets import strategy_config
 from ..strategies import Budget, get_strategy
 from .db import SessionError, default_url, make_engine, migrate, read_only_urls, redact
 from .models import context_records, messages, profiles, sessions
-from .records import COUNTERS, Profile, SessionInfo, strategy_label, utc
+from .records import COUNTERS, Profile, SessionInfo, now, strategy_label, utc
 from .session import Session
-
-
-def now() -> datetime:
-    """The current time in UTC (what every row records)."""
-    return datetime.now(timezone.utc)
 
 
 def _overflow(model: str, max_tokens: int | None, reserve: float, strategy: str, params: Mapping[str, Any] | None,
@@ -42,7 +35,7 @@ def _overflow(model: str, max_tokens: int | None, reserve: float, strategy: str,
         return dict(config)
     resolve_model(model)
     built = get_strategy(strategy, **dict(params or {}))
-    return strategy_config(built, Budget.for_model(model, reserve=reserve, max_tokens=max_tokens), model)
+    return make_config(built, Budget.for_model(model, reserve=reserve, max_tokens=max_tokens), model)
 
 
 def _profile(row: Any) -> Profile:

@@ -7,8 +7,11 @@ from .plan import ACTIONS, Decision, Insertion, Plan, build_plan, make_plan, set
 from .view import Budget, BudgetError, View, auto_facts, make_view
 # the built-ins register themselves on import, in the order the app and `ctxlab strategies` list them
 from . import windows  # noqa: F401,I001  (none, sliding_window, turn_safe)
-from . import summarize, rounds, priority, baseline  # noqa: F401,I001
+from .summarizers import summarize  # noqa: F401,I001
+from . import tool_rounds, key_messages, clear_tool_results  # noqa: F401,I001
+from . import middle_out, oldest_first, hybrid, langchain_trim  # noqa: F401,I001
 from . import condensers  # noqa: F401,I001  (observation_masking, recent_events, amortized_forgetting)
+from . import llm_attention  # noqa: F401,I001  (after the offline condensers)
 from . import compaction  # noqa: F401,I001  (server_compaction, truncation_auto: the providers' own, simulated)
 from . import head_tail  # noqa: F401,I001  (Codex's cut of each large result to its head and tail)
 from . import offload  # noqa: F401,I001  (large results to files, a pointer and a preview kept: Manus, Deep Agents)

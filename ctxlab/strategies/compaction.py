@@ -32,10 +32,11 @@ from typing import ClassVar, Sequence
 from ..i18n import N_, T
 from ..conversation import Message
 from .base import Strategy, StrategyError, budget_trigger, param, register
-from .llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
+from .summarizers.llm import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
 from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, settle
-from .summarize import UsesSummarizer, is_summary, summary_body, summary_message
-from .summarizers import SUMMARIZERS, trim_summary
+from .summarizers.summarize import (UsesSummarizer, is_summary, max_summary_tokens_param, summarizer_param, summary_body,
+                                    summary_message)
+from .summarizers.extractive import SUMMARIZERS, trim_summary
 from .view import Budget, View
 from .windows import preamble_systems
 
@@ -73,10 +74,8 @@ class ServerCompaction(UsesSummarizer, Strategy):
     keep_user_messages: bool = param(False, help=N_("False: only the newest user message stays beside the summary "
                                                  "(Anthropic, Claude Code). True: every user message stays verbatim "
                                                  "(OpenAI /responses/compact, Codex)."))
-    summarizer: str = param("extractive", help=N_("Who writes the summary: extractive (offline, deterministic) or "
-                                               "another registered summarizer (llm: a model)."))
-    max_summary_tokens: int = param(400, min=20, max=20_000,
-                                    help=N_("Longest summary text; the least important lines are dropped first."))
+    summarizer: str = summarizer_param()
+    max_summary_tokens: int = max_summary_tokens_param()
     instructions: str = param("", help=N_("Added to the summary prompt (Anthropic's compaction instructions); "
                                        "summarizer=llm only: the extractive summarizer has no prompt."))
 

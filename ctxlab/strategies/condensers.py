@@ -18,9 +18,9 @@ from ..conversation import Message
 from .base import Strategy, budget_window, works_on_param, param, register
 from .plan import Plan, make_plan, texts
 from .view import MEMO_EXTENDERS, Budget, View, message_text
-from .rounds import answer_lone_users
+from .keep_rules import answer_lone_users
 from .windows import preamble_systems
-from . import structured_summary  # noqa: F401  (registers the structured and llm_structured summarizers)
+from .summarizers import structured  # noqa: F401  (registers the structured and llm_structured summarizers)
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 """SWE-agent's text for an elided observation (its docs: "Old environment output: (n lines omitted)")."""
@@ -216,5 +216,3 @@ class AmortizedForgetting(Strategy):
         return make_plan(view, budget, self.name, self.params(), actions, reasons, stats=stats,
                          idle=lambda: (T("amortized_forgetting forgets only when the history passes {max_size:,} "
                                        "messages (max_size); this one has {n_body:,} besides the system prompt", max_size=self.max_size, n_body=len(body))))
-
-from . import llm_attention  # noqa: E402,F401  (llm_attention registers after the offline condensers)

@@ -15,7 +15,7 @@ from typing import ClassVar
 from ..conversation import Message
 from ..i18n import N_, T
 from .base import Strategy, param, register
-from ._results import per_result_plan
+from .per_result import per_result_plan
 from .plan import Plan
 from .view import Budget, View, message_text
 

@@ -21,9 +21,10 @@ from typing import Any, ClassVar
 from ..i18n import N_, T, error_text
 from ..llm import LLMError, active_llm
 from .base import Strategy, budget_window, param, register
-from .llm_summarizer import render_span
+from .summarizers.llm import render_span
 from .plan import Plan, make_plan
-from .rounds import answer_lone_users
+from .condensers import _body
+from .keep_rules import answer_lone_users
 from .view import MEMO_EXTENDERS, Budget, View
 
 ATTENTION_PROMPT = """A coding agent's context is too long. Below are its earlier messages, each numbered [#N]. The agent works on this task:
@@ -109,7 +110,6 @@ class LLMAttention(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Keep the head and the model's choice among the rest; forget the others."""
-        from .condensers import _body
         body = _body(view)
         n = len(view)
         actions, reasons = ["keep"] * n, [T("always kept: the system prompt")] * n

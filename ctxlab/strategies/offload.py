@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ..conversation import FIXED_TOKENS, Message
 from ..i18n import N_, T
 from .base import Strategy, param, register, works_on_param
-from ._results import per_result_plan
+from .per_result import per_result_plan
 from .plan import Plan
 from .view import Budget, View, message_text
 

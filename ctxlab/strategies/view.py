@@ -17,7 +17,7 @@ from ..errors import CtxlabError
 from ..conversation import Conversation, Message
 from ..model_specs import resolve_model
 from ..segments import Segments, segment
-from ._log import Log
+from .incremental.log import Log
 from ..tokens import TokenCounter
 
 DEFAULT_RESERVE = 0.15
@@ -208,11 +208,6 @@ class View:
         return tuple(m.role for m in self.messages)
 
     @cached_property
-    def multi_groups(self) -> tuple[tuple[int, ...], ...]:
-        """The atomic groups of more than one message (tool rounds with results)."""
-        return tuple(g for g in self.seg.groups if len(g) > 1)
-
-    @cached_property
     def category_sums(self) -> dict[str, int]:
         """Tokens per category over all messages."""
         out: dict[str, int] = {}
@@ -226,16 +221,6 @@ class View:
         cleared copies of messages, ...), so a re-plan while a slider moves does not derive it again.
         Never holds anything that depends on a budget or on parameters' effect on decisions."""
         return {}
-
-    @cached_property
-    def turn_systems(self) -> tuple[tuple[int, ...], ...]:
-        """Per turn, the indexes of the system messages inside it (after its user message)."""
-        out: list[list[int]] = [[] for _ in self.seg.turns]
-        for i in _positions(self.roles, "system"):
-            t = self.seg.turn_of[i]
-            if t >= 0:
-                out[t].append(i)
-        return tuple(map(tuple, out))
 
     @cached_property
     def fact_counts(self) -> tuple[int, ...]:

@@ -10,8 +10,9 @@ from ..i18n import N_, T
 from .base import Strategy, budget_window, works_on_param, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
-from ._replan import remember
-from ._replan_windows import (keep_all_state, keep_all_step, turn_state, turn_stats, turn_step, window_state,
+from .incremental.replan import remember
+from .keep_rules import window_idle
+from .incremental.replan_windows import (keep_all_state, keep_all_step, turn_state, turn_stats, turn_step, window_state,
                               window_step)
 
 
@@ -112,7 +113,7 @@ class SlidingWindow(Strategy):
     def apply(self, view: View, budget: Budget) -> Plan:
         """Fill the window from the newest group backwards; stop at the first that does not fit.
         After ``view.append`` of messages that are not user messages, the parent's plan is
-        extended instead (``_replan``): the window's start only moves forward."""
+        extended instead (``incremental.replan``): the window's start only moves forward."""
         limit = min(self.max_tokens or budget.available, budget.available)
         target = int(limit * (1 - self.buffer_ratio))
         plan = window_step(self, view, budget, limit, target)
@@ -194,7 +195,7 @@ class TurnSafe(Strategy):
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Window of the last ``last_n`` messages, widened to a turn start (after ``view.append``, the
-        parent's plan extended when the window only moved forward, see ``_replan_windows``)."""
+        parent's plan extended when the window only moved forward, see ``incremental.replan_windows``)."""
         plan = turn_step(self, view, budget)
         if plan is not None:
             return plan
@@ -215,14 +216,3 @@ class TurnSafe(Strategy):
                          stats=turn_stats(n, self.last_n, start),
                          idle=lambda: window_idle(self.name, "last_n", self.last_n, view, start))
         return remember(view, self, budget, plan, turn_state(view, plan, start, task, given))
-
-
-def window_idle(name: str, param_name: str, size: int, view: View, start: int) -> str:
-    """Why a window of the newest ``size`` messages, starting at ``start``, removed nothing."""
-    head = T("{name} keeps the last {size:,} messages ({param_name})", name=name, size=size, param_name=param_name)
-    n = len(view)
-    if n <= size:
-        return T("{head} and the conversation has {n:,}", head=head, n=n)
-    before = T("nothing lies before it") if start == 0 else T("only the system prompt lies before it")
-    return (T("{head}, widened back to the start of their turn at message {start:,}: {before}, so the window "
-            "holds the whole conversation ({n:,} messages)", head=head, start=start, before=before, n=n))

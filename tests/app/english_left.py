@@ -1,4 +1,4 @@
-"""What English is left on a page shown in Chinese (issue 18.1).
+"""What English is left on a page shown in Chinese.
 
 :func:`visible_text` walks an AppTest's element tree and gathers the interface's own text: titles,
 headers, markdown, captions, alerts, metrics, widget labels/help/options/placeholders, buttons, tab

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ctxlab
-from ctxlab.fidelity import measure_replay
+from ctxlab.measure import measure
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.tokens import TokenCounter
 
@@ -22,7 +22,7 @@ def _engine(name: str, limit: int, where: str):
     conv = ctxlab.load(RUN)
     budget = Budget(limit, 0.15, TokenCounter("gpt-4o").tools(conv.tools))
     strategy = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget))
-    return measure_replay(conv, dataclasses.replace(strategy, apply_at=where), budget, model="gpt-4o")
+    return measure(conv, dataclasses.replace(strategy, apply_at=where), budget, model="gpt-4o")
 
 
 def _table(app: AppTest):
@@ -77,7 +77,7 @@ def test_the_coding_section_compares_condensers_call_by_call_with_the_engines_fi
     table = next(d.value for d in app.dataframe if "edits whose read was gone" in d.value.columns)
     assert list(table["strategy"]) == ["observation_masking", "summarize", "tool_rounds"]
     for k, name in enumerate(table["strategy"]):
-        m = measure_replay(conv, get_strategy(name, **STRATEGIES[name].scaled_defaults(budget)), budget, model="gpt-4o")
+        m = measure(conv, get_strategy(name, **STRATEGIES[name].scaled_defaults(budget)), budget, model="gpt-4o")
         assert table["needed facts served"][k] == pytest.approx(m.needed_recall)
         assert table["edits whose read was gone"][k] == sum(x.edit for x in m.fidelity.misses)
     assert any(n.lines for n in needed_facts(conv).needs), "the session's edits need the text they replace"

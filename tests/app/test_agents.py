@@ -83,7 +83,7 @@ def test_every_strategy_is_explained(data_dir, monkeypatch):
 
 @pytest.mark.parametrize("strategy,param", [("turn_safe", "last_n"), ("clear_tool_results", "trigger_tokens")])
 def test_an_8k_agents_strategy_starts_from_defaults_that_fit_its_model(data_dir, monkeypatch, strategy, param):
-    """Issue 21.5: a GPT-4 (8K) agent on turn_safe (last_n 100) or clear_tool_results (trigger
+    """a GPT-4 (8K) agent on turn_safe (last_n 100) or clear_tool_results (trigger
     100,000) never acted and sent 15,027 tokens against a 6,963 budget after 26 turns. Its
     controls now start scaled to the agent's budget, and a session with them fits."""
     from ctxlab.strategies import Budget
@@ -113,7 +113,7 @@ def test_an_8k_agents_strategy_starts_from_defaults_that_fit_its_model(data_dir,
 
 
 def test_a_new_agent_with_defaults_acts_early_in_the_thirty_ticket_script(data_dir, monkeypatch):
-    """Issue 31.6: a new agent defaulted to 128,000 tokens while the Chat page's 30-ticket script reaches about
+    """a new agent defaulted to 128,000 tokens while the Chat page's 30-ticket script reaches about
     35,000, so its strategy acted late or never (the summary first after ticket 18, a token trigger never). Saved
     with every default, its strategy acts within the script's first ten tickets."""
     from dataclasses import replace

@@ -1,4 +1,4 @@
-"""Deep links as the first requests after `streamlit run` (issue 31.4), in a real browser against a fresh server
+"""Deep links as the first requests after `streamlit run`, in a real browser against a fresh server
 (one start): with pages/ beside app.py, Streamlit began in its old multipage mode, so a first /chat or
 /tool_retrieval?lang=zh ran the page alone under a navigation of file names ("app", "agent loop", lowercase
 English even in 中文) without the tour, and /strategy_lab answered "Page not found"."""

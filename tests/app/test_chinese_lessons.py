@@ -1,4 +1,4 @@
-"""The Failure Modes lessons, Where it runs, Agents, Chat and Answers in Chinese (issue 18.1): each
+"""The Failure Modes lessons, Where it runs, Agents, Chat and Answers in Chinese: each
 page's own text leaves no English in Chinese and no Chinese in English, and the Chinese lessons run
 on Chinese conversations whose lesson text the detectors bear out on the page.
 
@@ -155,7 +155,7 @@ def test_the_chinese_poisoning_lesson_runs_on_the_taobao_story_and_its_fixes_rea
         "错误： mistyped_id （消息 2, 3, 4, 13）", "错误： contradicted_claim （消息 4, 12）",
         "错误： summary_carries_claim （消息 4, 5, 12）", "错误： repeated_failing_call （消息 7, 8, 9, 10）"]
     assert any("TB20261108-4471" in _plain(w) for w in at.warning)
-    # the finding's heading reads as Chinese, not "错误, mistyped_id:" (issue 31.8)
+    # the finding's heading reads as Chinese, not "错误, mistyped_id:"
     assert _plain(at.warning[0]).replace("*", "").split("：", 1)[0] == "错误（mistyped_id）", _plain(at.warning[0])
     for _step in range(6):
         _click(at, "fm_apply")

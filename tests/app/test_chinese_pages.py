@@ -1,4 +1,4 @@
-"""The Chinese interface (issue 18.1): each page shown in Chinese leaves no English visible, the
+"""The Chinese interface: each page shown in Chinese leaves no English visible, the
 same page in English shows no Chinese, and the language chosen stays across a page change."""
 from __future__ import annotations
 

@@ -240,12 +240,12 @@ def test_the_verdict_picks_by_needed_recall_where_fewest_tokens_would_pick_anoth
 
 
 def test_each_column_shows_needed_recall_and_cost_against_keeping_everything(app):
-    from ctxlab.fidelity import measure_replay
+    from ctxlab.measure import measure
     metrics = _metrics(app)
     conv = ctxlab.loads(_sample())
     budget = Budget(16_000, 0.15, ctxlab.TokenCounter(MODEL).tools(conv.tools))
     strategy = get_strategy("tool_rounds", **STRATEGIES["tool_rounds"].scaled_defaults(budget))
-    m = measure_replay(conv, strategy, budget, model=MODEL).summary()
+    m = measure(conv, strategy, budget, model=MODEL).summary()
     row = metrics.loc["2 · tool_rounds"]
     assert row["needed recall"] == pytest.approx(m["needed_recall"]) and row["needed facts missed"] == m["missed"]
     assert row["input tokens (all calls)"] == m["input_tokens"]
@@ -256,13 +256,13 @@ def test_each_column_shows_needed_recall_and_cost_against_keeping_everything(app
 
 
 def test_each_column_shows_its_cache_breaks_and_the_cached_tokens_they_lost(app):
-    from ctxlab.fidelity import measure_replay
+    from ctxlab.measure import measure
     conv = ctxlab.loads(_sample())
     budget = Budget(16_000, 0.15, ctxlab.TokenCounter(MODEL).tools(conv.tools))
     metrics = _metrics(app)
     for label, name in zip(metrics.index, DEFAULT_STRATEGIES):
         strategy = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget))
-        m = measure_replay(conv, strategy, budget, model=MODEL).summary()
+        m = measure(conv, strategy, budget, model=MODEL).summary()
         assert metrics.loc[label, "cache breaks"] == m["cache_breaks"]
         assert metrics.loc[label, "cached tokens lost"] == m["cache_tokens_lost"]
     assert metrics["cache breaks"].sum() > 0  # the defaults rewrite the prefix somewhere on this sample
@@ -349,7 +349,7 @@ def test_each_column_replays_with_the_tool_definitions_each_call_sends(app):
     """Tools per call (issue 28 item 3) in Compare as in the Lab and Tune: with deferred loading each column's
     input tokens are the engine's replay with the same per-call tool definitions, fewer than sending all."""
     from ctxlab.fidelity import needed_facts
-    from ctxlab.compare import measure_on_replay
+    from ctxlab.measure import measure
     from ctxlab.replay import replay
     from ctxlab.strategies import make_view
     from ctxlab.tools_per_call import tools_per_call
@@ -364,7 +364,7 @@ def test_each_column_replays_with_the_tool_definitions_each_call_sends(app):
     metrics = _metrics(app)
     for label, name in zip(metrics.index, DEFAULT_STRATEGIES):
         strategy = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget))
-        m = measure_on_replay(conv, replay(view, strategy, budget, tools=tools), base, model=MODEL, price=None,
+        m = measure(conv, replayed=replay(view, strategy, budget, tools=tools), baseline=base, model=MODEL, price=None,
                               facts=needed_facts(conv)).summary()
         assert metrics.loc[label, "input tokens (all calls)"] == m["input_tokens"]
     assert (metrics["input tokens (all calls)"] < before).all()

@@ -1,4 +1,4 @@
-"""The Strategy Lab after a hostile paste (issue 22, item 4): an integer of 5,000 digits, NaN or
+"""The Strategy Lab after a hostile paste: an integer of 5,000 digits, NaN or
 1e400 in the pasted conversation is one located error in the sidebar, never a traceback, and the
 Lab works again with the next good paste."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Strategy Lab after a hostile trace (issue 32, item 1): a trace of each reader with a value of
+"""The Strategy Lab after a hostile trace: a trace of each reader with a value of
 the wrong type (an id that is a list, usage written as '²' or 5,000 digits, content that is an
 int...) is one located error on the page, in English and in Chinese, never a traceback."""
 from __future__ import annotations

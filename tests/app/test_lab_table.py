@@ -1,4 +1,4 @@
-"""The Strategy Lab's message table on a long conversation (issue 19.4): one page of 500 rows is
+"""The Strategy Lab's message table on a long conversation: one page of 500 rows is
 sent per rerun, a Page box moves through the rest, "Open a message" offers the page's rows, and
 the rows (summaries inserted where they go) are those of the plan."""
 from __future__ import annotations

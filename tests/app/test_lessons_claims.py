@@ -1,5 +1,5 @@
 """Each lesson's text says what its mitigation does; these check the page shows exactly that
-(issue 21.6). Before: confusion claimed retrieval removes "both the noise and the look-alikes"
+. Before: confusion claimed retrieval removes "both the noise and the look-alikes"
 and then listed "Still there: overlapping_tools x2; lookalike_switch"; poisoning's fixes each
 applied to the original, so zero findings was out of reach, and mistyped_id showed as both gone
 and new; needed facts served fell 100% -> 75% without a word; tool loadout's "top 5" sent 3."""

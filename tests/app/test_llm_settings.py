@@ -11,8 +11,8 @@ import logging
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ctxlab.strategies.llm_summarizer import MERGE_PROMPT, SUMMARY_PROMPT, LLMSummarizer, SummaryCache
-from ctxlab.strategies.summarize import SUMMARIZERS
+from ctxlab.strategies.summarizers.llm import MERGE_PROMPT, SUMMARY_PROMPT, LLMSummarizer, SummaryCache
+from ctxlab.strategies.summarizers.summarize import SUMMARIZERS
 
 from .helpers import open_page
 from ..openai_fake import FakeOpenAI

@@ -1,4 +1,4 @@
-"""User strings that reach Markdown are escaped (issue 22, item 7): an agent name, a session
+"""User strings that reach Markdown are escaped: an agent name, a session
 title, an uploaded file's name (the conversation label), a model name and a tool-call id, each a
 Markdown/HTML payload, rendered on the Agents, Chat, Failure Modes and Answers pages. No element
 that renders Markdown holds the payload's link, image, emphasis, colour or HTML unescaped (so no

@@ -1,4 +1,4 @@
-"""Smaller things a newcomer tripped over (issue 21.8) outside the Lab and Compare: Chat's token
+"""Smaller things a newcomer tripped over outside the Lab and Compare: Chat's token
 bar in the Strategy Lab's colours, a colour legend on the findings chart, Tool Retrieval's query
 following the conversation (an airline upload was "unsure" against an e-commerce sentence), and
 Chat's over-budget note saying what ran (it said "the strategy runs at the next user message"

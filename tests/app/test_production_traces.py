@@ -1,4 +1,4 @@
-"""Production traces in the app (issue 20): an OpenTelemetry file of two agent runs gets the
+"""Production traces in the app: an OpenTelemetry file of two agent runs gets the
 sidebar's picker, the Strategy Lab's Replay tab puts each call's billed figures beside ctxlab's,
 and a folder of trace files is swept on the Tune page."""
 from __future__ import annotations

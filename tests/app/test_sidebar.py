@@ -1,4 +1,4 @@
-"""The shared sidebar's model and budget (issue 12.2): a context limit the user typed survives a
+"""The shared sidebar's model and budget: a context limit the user typed survives a
 model change (lowered to the new model's window when larger, with a note); only the untouched
 default follows the model."""
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_the_untouched_default_follows_the_model(app):
 
 
 def test_a_conversation_without_tools_says_so_in_the_budget_note(monkeypatch):
-    """Issue 31.8: a conversation with no tools read "all the conversation's own 0 tools (0 tokens)"."""
+    """a conversation with no tools read "all the conversation's own 0 tools (0 tokens)"."""
     import json
     text = json.dumps({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
                                     {"role": "user", "content": "What is ctxlab?"}]})

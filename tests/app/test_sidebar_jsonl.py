@@ -1,4 +1,4 @@
-"""A JSONL file of several conversations in the sidebar (issue 21.2): it was refused ("expected
+"""A JSONL file of several conversations in the sidebar: it was refused ("expected
 one ... use --index on the CLI") with the previous conversation left under the error; now a
 picker lists each conversation with its size and every page uses the one picked."""
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_the_pick_stays_on_another_page_and_a_single_file_removes_the_picker(mon
 
 
 def test_a_file_that_needs_its_format_named_opens_with_the_sidebars_format_option(monkeypatch):
-    """Issue 31.5: an error asked to "pass the format explicitly" but the sidebar had no format option. A bare
+    """an error asked to "pass the format explicitly" but the sidebar had no format option. A bare
     mini-swe-agent message list is detected as OpenAI messages (its text actions stay text); named, it is read
     as mini-swe-agent (each action a tool call) and every page uses that reading."""
     import ctxlab

@@ -1,5 +1,5 @@
 """The Agents and Chat pages on a damaged session store, and Chat when the disk fills while a
-message is sent: one clear error naming the store, never a traceback (issue 22, item 5)."""
+message is sent: one clear error naming the store, never a traceback."""
 from __future__ import annotations
 
 import pytest

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import ctxlab
 from ctxlab.replay import replay
-from ctxlab.snippets import strategy_from_config
+from ctxlab.exports.config import read_config
 from ctxlab.strategies import STRATEGIES, Budget, apply_strategy, get_strategy, make_view, prepare
 from ctxlab.tokens import TokenCounter
 
@@ -177,7 +177,7 @@ def test_the_sidebar_budget_and_model_replan(app):
     _assert_metrics_match(app, plan)  # gpt-4's tokenizer, the limit the user typed
 
 
-# ---------------------------------------------------------------- a strategy that does nothing (issue 12.1)
+# ---------------------------------------------------------------- a strategy that does nothing
 
 IDLE_BY_DEFAULT = {"turn_safe": "last_n", "key_messages": "recent", "clear_tool_results": "trigger_tokens"}
 
@@ -355,7 +355,7 @@ def _texts(elements) -> list[str]:
 
 
 def test_an_invalid_pasted_input_is_reported_and_never_called_valid(app):
-    """Issue 12.3: the page accepted a tool result answering no call and said the result passed."""
+    """the page accepted a tool result answering no call and said the result passed."""
     _paste(app, ORPHAN_INPUT)
     app.selectbox(key="lab_strategy").set_value("none").run()
     warnings = _texts(app.warning)
@@ -377,7 +377,7 @@ def test_a_strategy_that_happens_to_drop_the_broken_message_says_it_repaired_it_
 
 
 def test_the_action_column_shows_words_on_badges_wide_enough_for_them(app):
-    """Issue 12.9: "droppec" (a 75-pixel column) and emoji that show as empty boxes."""
+    """"droppec" (a 75-pixel column) and emoji that show as empty boxes."""
     table = next(d for d in app.dataframe if "reason" in d.value.columns)
     config = column_config(table)["action"]
     assert config["type_config"]["type"] == "multiselect"  # a coloured badge per word
@@ -440,11 +440,11 @@ def test_the_replay_tab_compares_both_places_the_strategy_can_run(app):
 
 def _measures(name="tool_rounds", model=MODEL, prices=None, limit=LIMIT, **params):
     """The engine's replay measures for what the page shows by default (parameters scaled to the budget)."""
-    from ctxlab.fidelity import measure_replay
+    from ctxlab.measure import measure
     conv = ctxlab.load(SAMPLE)
     budget = Budget(limit, RESERVE, TokenCounter(model).tools(conv.tools))
     strategy = get_strategy(name, **{**STRATEGIES[name].scaled_defaults(budget), **params})
-    return measure_replay(conv, strategy, budget, model=model, prices=prices)
+    return measure(conv, strategy, budget, model=model, price=prices)
 
 
 def test_needed_facts_served_sits_beside_facts_retained_with_its_misses(app):
@@ -536,7 +536,8 @@ def test_export_downloads_the_plans_messages_config_and_snippet(app, downloads):
     lc = ctxlab.loads(downloads["context_langchain.json"], format="langchain")
     assert [m.role for m in lc.messages] == [m.role for m in plan.messages]
     for name, load in (("strategy.json", json.loads), ("strategy.yaml", yaml.safe_load)):
-        strategy, budget_kwargs, model = strategy_from_config(load(downloads[name]))
+        lab = read_config(load(downloads[name]))
+        strategy, budget_kwargs, model = lab.strategy, lab.budget_kwargs(), lab.model
         assert strategy == get_strategy("tool_rounds", keep_rounds=2)
         assert Budget(**budget_kwargs) == plan.budget and model == MODEL
     snippet = downloads["manage_context.py"].decode()
@@ -596,7 +597,7 @@ def test_the_export_tab_offers_the_native_forms_too(app, downloads):
     anthropic = json.loads(downloads["anthropic.json"])
     assert anthropic["strategy"] == "clear_tool_results" and "not_carried" in anthropic
     assert b"ClearToolUsesEdit" in downloads["langchain_context.py"]
-    assert any(c.value.replace("\\", "").startswith("openai-agents: ") for c in app.caption)  # no native form: said
+    assert any(c.value.replace("\\", "").startswith("openai_agents: ") for c in app.caption)  # no native form: said
 
 
 def test_a_result_over_budget_is_said_once(app):

@@ -70,7 +70,7 @@ def test_bad_input_with_html_in_the_error_is_escaped(app):
 
 
 def test_the_share_is_of_the_sidebars_limit_with_separators_and_a_warning_over_it(app):
-    """Issue 12.5: the page used the model's whole window, and wrote "1993" and "1491.0%"."""
+    """the page used the model's whole window, and wrote "1993" and "1491.0%"."""
     total = count_tokens(load(SAMPLES / "ecommerce_refund.json"), model="gpt-4o").total
     app.sidebar.number_input(key="max_tokens").set_value(1_000).run()
     assert metric(app, "Of the prompt limit") == f"{total / 850:,.0%}"  # 1,000 less the 15% reserve

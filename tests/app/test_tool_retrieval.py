@@ -296,7 +296,7 @@ def test_the_conversations_own_tools_can_be_the_catalog(app):
     app.radio(key="tr_catalog").set_value("conversation").run()
     assert not app.exception, app.exception
     assert list(_catalog_table(app)["name"]) == [t.name for t in conv.tools]
-    # the untyped query follows the conversation when the catalog is its own tools (issue 21.8)
+    # the untyped query follows the conversation when the catalog is its own tools
     assert app.text_input(key="tr_query").value == query_from_conversation(conv, 0)
     sel = _select(query_from_conversation(conv, 0), catalog=ToolCatalog.from_tools(conv.tools, name="conversation-test"))
     assert list(_sent(app)["name"]) == list(sel.names)
@@ -374,7 +374,7 @@ def test_the_budget_checkbox_puts_the_selected_tools_into_the_strategy_labs_budg
     conv = ctxlab.load(CONVERSATION)
     all_conv_tools = ctxlab.tokens.TokenCounter("gpt-4o").tools(conv.tools)
     own = ToolCatalog.from_tools(conv.tools, name="conversation-test")
-    query = query_from_conversation(conv, 0)  # the own catalog's query follows the conversation (issue 21.8)
+    query = query_from_conversation(conv, 0)  # the own catalog's query follows the conversation
     sel = _select(query, catalog=own)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)  # the whole app: both pages in one session
     at.session_state["tr_provider"] = "hash"
@@ -607,7 +607,7 @@ RETURN_OR_REFUND = {"issue_refund", "create_return_request"}
 
 
 def test_chinese_on_the_chinese_sample_picks_the_multilingual_model_and_finds_the_refund_tool_first(store):
-    """Issue 31.1: in 中文 on zh_support_agent.json the page embedded with the English MiniLM, so a refund request
+    """in 中文 on zh_support_agent.json the page embedded with the English MiniLM, so a refund request
     came back "unsure" with all 40 tools. The default provider (auto) now picks by the catalog's language."""
     from ctxlab import i18n
     at = AppTest.from_file(PAGE, default_timeout=300)
@@ -631,7 +631,7 @@ def test_chinese_on_the_chinese_sample_picks_the_multilingual_model_and_finds_th
 
 
 def test_switching_to_chinese_switches_the_sample_catalog_and_the_example_query(store):
-    """Issue 31.1: switching to 中文 kept the English sample conversation and the English example query."""
+    """switching to 中文 kept the English sample conversation and the English example query."""
     from ctxlab import i18n
     at = _open(provider="hash", catalog="sample")
     assert at.session_state["sample_name"] == "ecommerce_refund.json" and at.text_input(key="tr_query").value == QUERY

@@ -200,7 +200,7 @@ def test_opening_a_point_sets_the_strategy_lab_to_it(monkeypatch, engine):
 
 
 def test_a_recommended_point_exports_to_every_target_including_the_python_snippet(app, downloads, engine):
-    """Issue 31.7: Tune's sliding_window point gave only a config and LangChain; every target of ctxlab.exports
+    """Tune's sliding_window point gave only a config and LangChain; every target of ctxlab.exports
     is either a download or one line saying why it has no form, and the Python snippet (any strategy) is there."""
     from ctxlab.exports import TARGETS
     k = next(i for i, p in enumerate(engine.points) if p["strategy"] == "sliding_window")

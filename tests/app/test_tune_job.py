@@ -1,4 +1,4 @@
-"""Long sweeps in Tune (issue 21.4): a sweep on a 10,000-message conversation ran in the page's own
+"""Long sweeps in Tune: a sweep on a 10,000-message conversation ran in the page's own
 script run for over 600 s with the bar at 0, no estimate, no cancel, and went on computing after
 the tab closed. Now it runs in its own process (playground.tune_job.SweepJob): progress per conversation with
 the time left at the rate so far, Cancel ends the process at once, and a sweep nobody polls any

@@ -1,4 +1,4 @@
-"""Tune on a tiny conversation (issue 21.8): no assistant message uses an earlier fact, so
+"""Tune on a tiny conversation: no assistant message uses an earlier fact, so
 needed_recall is undefined for every point, and the recommendation is made on fit and cost alone. Before: an empty Pareto figure with an axis from -1
 to 6, advice ("lower the recall level, widen the ranges...") that cannot help, "no point of
 sliding_window varying buffer_ratio" though there were six, and a label shown with its Markdown
@@ -34,7 +34,7 @@ def test_a_tiny_conversation_says_why_there_is_no_pareto_figure_and_no_advice_th
     assert "No Pareto figure" in infos and "needed_recall is undefined for every point" in infos
     warnings = " ".join(_texts(at.warning)).replace("\\", "")
     assert "lower the recall level" not in warnings
-    # nothing can be lost, so the pick is made on fit and cost, and the page says so (issue 26: a sweep over
+    # nothing can be lost, so the pick is made on fit and cost, and the page says so (a sweep over
     # sessions the recall cannot judge still recommends a point)
     assert at.success and "serves n/a of the needed facts" in at.success[0].value.replace("\\", "")
     captions = " ".join(_texts(at.caption)).replace("\\", "")

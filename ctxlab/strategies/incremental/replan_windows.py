@@ -1,5 +1,5 @@
 """The re-plan steps of ``none``, ``sliding_window`` and ``turn_safe`` after ``View.append`` (see
-``_replan``).
+``replan``).
 
 ``sliding_window`` keeps the longest run of newest groups whose tokens fit its room (the
 messages it always keeps aside): groups cost nothing less when messages arrive, so the run's
@@ -19,9 +19,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
-from .plan import Plan
-from .view import Budget, View
-from ._replan import extend, fact_counts, recall, remember
+from ..plan import Plan
+from ..view import Budget, View
+from ..keep_rules import window_idle
+from .replan import extend, fact_counts, recall, remember
 
 
 def window_state(view: View, plan: Plan, first: int, used: int, room: int, reasons: tuple,
@@ -168,7 +169,6 @@ def turn_state(view: View, plan: Plan, start: int, task: int | None, given: tupl
 
 def turn_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
     """``turn_safe``'s plan of ``view`` from its parent's, when its window only moved forward."""
-    from .windows import window_idle  # windows imports this module
     hit = recall(view, strategy, budget)
     if hit is None:
         return None

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from .view import MEMO_EXTENDERS
+from ..view import MEMO_EXTENDERS
 
 if TYPE_CHECKING:
-    from ._ledger import _Ledger
-    from .view import View
+    from .ledger import _Ledger
+    from ..view import View
 
 _NEVER = np.iinfo(np.int64).max // 2
 

@@ -1,129 +1,33 @@
-"""Strategies that remove whole groups by position or by priority: ``middle_out`` (the middle of
-the conversation goes first), ``oldest_first`` (the least valuable, oldest groups go first) and
-``hybrid`` (runs both, scores both results, keeps the better).
+"""``oldest_first``: the least valuable, oldest groups go first (a score by role, facts and age).
 
 All three remove atomic groups whole and keep their own books the way ``settle`` will: a user
 message whose turn has nothing else left is removed with it (two user turns in a row are
 invalid), and a message that must stay (preserved, pinned, the system prompt, the newest user
 message) keeps its turn's user message and, for a user message, the last reply of its turn. So
-the tokens they count are the tokens the settled plan sends.
-"""
+the tokens they count are the tokens the settled plan sends."""
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from ..i18n import N_, T, Text, Tn
-from .base import Strategy, works_on_param, param, register
-from .plan import Plan, _kept_indexes, _sums_and_facts, make_plan, minimum_warning, positions, settle, texts
-from ._batch import apply as apply_removal, simulate, tables as batch_tables
-from ._ledger import LONE, _Decided, _Ledger, _protect  # noqa: F401
+from ..i18n import N_, T, Tn
+from .base import Strategy, param, register
+from .plan import Plan, make_plan, minimum_warning, positions, texts
+from .incremental.batch import apply as apply_removal, simulate, tables as batch_tables
+from .incremental.ledger import LONE, _Decided, _Ledger
 from .view import MEMO_EXTENDERS, Budget, View
+
+
 
 ROLE_SCORE = {"system": 1.0, "user": 0.75, "assistant_text": 0.5, "summary": 0.5, "tool_calls": 0.25,
               "tool_results": 0.0}
 ROLE_LABEL = {"system": T("system message"), "user": T("user message"), "assistant_text": T("assistant text"),
               "summary": T("summary"), "tool_calls": T("tool call"), "tool_results": T("tool result")}
 
-
-def _middle_out_order(firsts: list[int], mid: float) -> Iterator[int]:
-    """Positions into ``firsts`` (sorted), nearest ``mid`` first, then alternately right and left
-    (the definition ``_middle_out_positions`` computes as an array; the tests compare the two)."""
-    left = bisect_left(firsts, mid) - 1
-    right = left + 1
-    go_right = right < len(firsts) and (left < 0 or firsts[right] - mid <= mid - firsts[left])
-    while left >= 0 or right < len(firsts):
-        if (go_right and right < len(firsts)) or left < 0:
-            yield right
-            right += 1
-        else:
-            yield left
-            left -= 1
-        go_right = not go_right
-
-
-def _middle_out_positions(firsts: np.ndarray, mid: float) -> np.ndarray:
-    """``_middle_out_order`` as an array: the two sides, nearest first, interleaved, then the rest
-    of the longer side."""
-    left = int(np.searchsorted(firsts, mid, side="left")) - 1
-    right = left + 1
-    rights, lefts = np.arange(right, len(firsts)), np.arange(left, -1, -1)
-    go_right = right < len(firsts) and (left < 0 or firsts[right] - mid <= mid - firsts[left])
-    a, b = (rights, lefts) if go_right else (lefts, rights)
-    k = min(len(a), len(b))
-    both = np.empty(2 * k, dtype=np.int64)
-    both[0::2], both[1::2] = a[:k], b[:k]
-    return np.concatenate((both, a[k:], b[k:]))
-
-
-@register
-@dataclass(frozen=True)
-class MiddleOut(Strategy):
-    """Keep the first and the last messages; remove whole groups from the middle outwards.
-
-    The middle is everything between the first ``preserve_start`` and the last ``preserve_end``
-    messages. Removal starts at the group nearest the centre of the middle and alternates towards
-    both ends until the messages fit ``target_ratio`` of what the budget leaves for messages. User
-    messages are not removed on their own: one goes when its turn has nothing else left. The system
-    prompt, the newest user message and pinned messages are never removed; a preserved message keeps
-    its turn's user message, and a preserved user message keeps its turn's last reply.
-    """
-
-    name: ClassVar[str] = "middle_out"
-    title: ClassVar[str] = N_("Middle out")
-    summary: ClassVar[str] = N_("Keeps the start (the task) and the end (the latest work); removes whole tool rounds "
-                              "and messages from the middle outwards until the rest fits.")
-    works_on: str = works_on_param("full_history")  # OpenRouter's middle-out transform, per request
-    preserve_start: int = param(2, min=0, max=100_000, help=N_("Messages at the start that are always kept."))
-    preserve_end: int = param(10, min=0, max=100_000, help=N_("Messages at the end that are always kept."))
-    target_ratio: float = param(1.0, min=0.1, max=1.0, help=N_("Share of the budget's message room to fill."))
-
-    def decide(self, view: View, budget: Budget) -> _Decided:
-        """Decisions and stats, before settling."""
-        n, ps, pe = len(view), self.preserve_start, self.preserve_end
-        lo, hi = min(ps, n), max(n - pe, min(ps, n))
-        target = int(budget.available * self.target_ratio)
-        must = [*range(lo), *range(hi, n), *view.pins, *view.compactions]
-        must += [i for i in (view.first_system(), view.newest_user()) if i is not None]
-        book = _Ledger(view, must)
-        table = batch_tables(view)
-        cands = np.flatnonzero(~np.fromiter(book.protected, dtype=bool, count=len(table.firsts)) & ~table.user_first)
-        firsts = table.firsts[cands]
-        why = T("removed from the middle to fit {target:,} tokens", target=target)
-        order = cands[_middle_out_positions(firsts, (lo + hi) / 2)]
-        removal = simulate(book, order, target)
-        if removal is not None:
-            apply_removal(book, removal, order, lambda acted: [why] * len(acted),
-                          lambda user: T("removed with its turn's user message ({user})", user=user), LONE)
-        else:  # a shape the batch does not model: the loop it stands for
-            for g in order.tolist():
-                if book.total <= target:
-                    break
-                if book.actions[view.seg.groups[g][0]] == "keep":
-                    book.drop_group(g, why)
-        book.fill(T("kept: the rest fits {target:,} tokens", target=target), [(0, lo, T("kept: among the first {ps} messages", ps=ps)),
-                                                              (hi, n, T("kept: among the last {pe} messages", pe=pe))])
-        warn = None if book.total <= target else minimum_warning(
-            view, budget, T("the first {ps} and the last {pe} messages (whole rounds and turns)", ps=ps, pe=pe), book.total)
-        stats = {"target_tokens": target, "removed": n - book.kept, "groups_removed": book.groups_removed,
-                 "tokens_removed": view.total - book.total, "middle": [lo, hi]}
-        head = (T("middle_out removes from the middle only until the messages fit {target:,} tokens ("
-                "{target_ratio:.0%} of the budget's message room, target_ratio)", target=target, target_ratio=self.target_ratio))
-        idle = (T("{head} and they hold {total:,}", head=head, total=view.total) if view.total <= target else
-                T("{head}; they hold {total:,} but everything outside the first {ps} (preserve_start) and the "
-                "last {pe} (preserve_end) messages must stay", head=head, total=view.total, ps=ps, pe=pe))
-        return _Decided(book.actions, book.reasons, [warn] if warn else [], stats, idle)
-
-    def apply(self, view: View, budget: Budget) -> Plan:
-        """Remove from the middle outwards until the rest fits."""
-        d = self.decide(view, budget)
-        return make_plan(view, budget, self.name, self.params(), d.actions, d.reasons, warnings=d.warnings,
-                         stats=d.stats, idle=d.idle)
 
 
 def _age_text(age: int) -> str:
@@ -305,7 +209,7 @@ class OldestFirst(Strategy):
 
     def _remove(self, view: View, book: _Ledger, scored: "_Scored", target: int) -> tuple[float | None, int]:
         """Remove the lowest groups until ``target`` fits; the last priority removed and the groups
-        kept for ``min_messages``. In one numpy pass (``_batch``) when no removal comes near
+        kept for ``min_messages``. In one numpy pass (``incremental.batch``) when no removal comes near
         ``min_messages``, else by the loop it stands for."""
         order = scored.groups
         removal = simulate(book, order, target)
@@ -392,90 +296,3 @@ class OldestFirst(Strategy):
                          stats=d.stats, idle=d.idle)
 
 
-SCORE_WEIGHTS = {"retention": 0.6, "recent_kept": 0.3, "fits": 0.1}
-OVER_BUDGET_FACTOR = 0.1
-
-
-@register
-@dataclass(frozen=True)
-class Hybrid(Strategy):
-    """Run ``middle_out`` and ``oldest_first`` (each with its defaults), score both results, keep
-    the better.
-
-    ``score = 0.6 * retention + 0.3 * recent_kept + 0.1 * fits``, where ``retention`` is the share of
-    the conversation's facts still in the result (1 when there are none), ``recent_kept`` the share
-    of the messages of the newest ``recent_turns`` turns that are kept, and ``fits`` 1 when the
-    result fits the budget. A result that does not fit scores a tenth of that (at most 0.09): a
-    provider rejects it, so it wins only against another result that does not fit. The analysis
-    (messages, tool-result share of tokens, share of tokens over budget) goes into the stats and
-    breaks a tie: ``oldest_first`` when tool results are at least half the tokens (it removes them
-    first), else ``middle_out``. The plan is the winner's, and every reason says so.
-    """
-
-    name: ClassVar[str] = "hybrid"
-    title: ClassVar[str] = N_("Hybrid (best of middle out and oldest first)")
-    summary: ClassVar[str] = N_("Runs middle out and oldest first, scores both on facts kept, recent messages kept "
-                              "and fit, and keeps the better.")
-    recent_turns: int = param(3, min=1, max=10_000, help=N_("How many newest turns count as recent in the score."))
-
-    def _score(self, view: View, budget: Budget, actions: list[str]) -> dict:
-        """The score of settled decisions and its parts."""
-        kept, removed = _kept_indexes(actions)  # middle_out and oldest_first only keep or drop
-        sums, mask = _sums_and_facts(view, kept, removed, actions, {})
-        kept_tokens = sum(sums.values())
-        retention = mask.bit_count() / len(view.facts) if view.facts else 1.0
-        turns = view.seg.turns
-        start = turns[-min(self.recent_turns, len(turns))][0] if turns else 0
-        recent_kept = actions[start:].count("keep") / (len(actions) - start) if len(actions) > start else 1.0
-        fits = kept_tokens <= budget.available
-        parts = {"retention": retention, "recent_kept": recent_kept, "fits": float(fits)}
-        score = sum(SCORE_WEIGHTS[k] * v for k, v in parts.items()) * (1.0 if fits else OVER_BUDGET_FACTOR)
-        return {"score": round(score, 4), **{k: round(v, 4) for k, v in parts.items()}}
-
-    def apply(self, view: View, budget: Budget) -> Plan:
-        """Plan with both strategies, keep the better by score."""
-        total = view.total
-        tool = view.category_sums.get("tool_results", 0)  # kept per view (and extended by append)
-        analysis = {"messages": len(view), "tool_result_share": round(tool / total, 4) if total else 0.0,
-                    "over_budget_fraction": round(max(total - budget.available, 0) / total, 4) if total else 0.0}
-        decided, scores = {}, {}
-        for s in (MiddleOut(), OldestFirst()):
-            d = decided[s.name] = s.decide(view, budget)
-            settle(view, d.actions, d.reasons)
-            scores[s.name] = self._score(view, budget, d.actions)
-        a, b = scores["middle_out"]["score"], scores["oldest_first"]["score"]
-        if a != b:
-            win, why = ("middle_out" if a > b else "oldest_first"), T("higher score")
-        else:
-            prefer_tools = analysis["tool_result_share"] >= 0.5
-            win = "oldest_first" if prefer_tools else "middle_out"
-            why = (T("a tie; tool results are at least half the tokens") if prefer_tools else
-                   T("a tie; tool results are under half the tokens"))
-        lose = "oldest_first" if win == "middle_out" else "middle_out"
-        chose = dict(win=win, score=scores[win]['score'], other=scores[lose]['score'])
-        head = (T("hybrid chose {win} (score {score:.2f} vs {other:.2f})", **chose) if a != b else
-                T("hybrid chose {win} (score {score:.2f} vs {other:.2f}, {why})", why=why, **chose))
-        d = decided[win]
-        stats = {"chosen": win, "why": why, **analysis, **{f"score.{k}": v["score"] for k, v in scores.items()},
-                 "score_parts": scores, **{f"{win}.{k}": v for k, v in d.stats.items()}}
-        return make_plan(view, budget, self.name, self.params(), d.actions, _headed(view, head, d.reasons),
-                         warnings=d.warnings, stats=stats, settle_first=False,
-                         idle=T("hybrid chose {win}, which removed nothing: {idle}", win=win, idle=d.idle))
-
-
-def _headed(view: View, head: Text, reasons: Sequence[str]) -> list[Text]:
-    """Each reason behind ``head`` ("hybrid chose ...: reason"), one text per distinct reason (kept
-    in the view's ``texts`` memo, so the next plan with the same head reuses them)."""
-    made: dict[int, Text] = {}
-    shared = texts(view)
-    out = []
-    for r in reasons:
-        t = made.get(id(r))
-        if t is None:
-            key = ("headed", head, r, type(r))
-            t = shared.get(key)
-            if t is None:
-                t = shared[key] = T("{head}: {reason}", head=head, reason=r)
-            made[id(r)] = t
-        out.append(t)
-    return out

@@ -1,4 +1,4 @@
-"""The re-plan step of ``key_messages`` after ``View.append`` (see ``_replan``).
+"""The re-plan step of ``key_messages`` after ``View.append`` (see ``replan``).
 
 ``key_messages`` keeps its recent window (the last ``recent`` messages, widened back to a turn's
 start) and, older than the window, key messages up to a cap. While the window's start does not
@@ -13,9 +13,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
-from .plan import Plan, minimum_warning
-from .view import Budget, View
-from ._replan import extend, fact_counts, recall, remember
+from ..plan import Plan, minimum_warning
+from ..view import Budget, View
+from .replan import extend, fact_counts, recall, remember
 
 
 def key_state(view: View, plan: Plan, start: int, within: str, what: str, needed: int, stats: dict) -> dict | None:

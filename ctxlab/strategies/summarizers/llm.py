@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..i18n import T, error_text
-from ..conversation import Message
-from ..llm import LLM, LLMError, active_llm, public_url
-from .summarizers import ExtractiveSummarizer, register_summarizer
+from ...i18n import T, error_text
+from ...conversation import Message
+from ...llm import LLM, LLMError, active_llm, public_url
+from .extractive import ExtractiveSummarizer, register_summarizer
 
 SUMMARY_PROMPT = """You write the running summary of an earlier part of a conversation between a user, an AI assistant and the tools the assistant called. The assistant will continue the conversation with your summary in place of these messages, so keep what it needs: what the user asked for, decisions made, and every identifier, amount, date, status and error exactly as written (order numbers, ids, prices, codes). One fact or event per line, no preamble. At most {max_tokens} tokens.
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any, Callable, Mapping, Sequence
 
-from .plan import REMOVED, Plan, _finish
-from .view import Budget, View
+from ..plan import REMOVED, Plan, _finish
+from ..view import Budget, View
 
 KEEP = 6
 """Plans remembered per view (the oldest goes when more are made)."""

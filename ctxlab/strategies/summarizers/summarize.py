@@ -23,14 +23,14 @@ from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, ClassVar, Sequence
 
-from ..i18n import N_, T, Tn
-from ..conversation import Message
-from .base import Strategy, StrategyError, budget_window, param, register
-from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, positions, settle
-from .view import MEMO_EXTENDERS, Budget, View
-from .summarizers import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
-from .windows import preamble_systems
-from .llm_summarizer import SummaryResult, check_prompt  # also registers the "llm" summarizer
+from ...i18n import N_, T, Tn
+from ...conversation import Message
+from ..base import Strategy, StrategyError, budget_window, param, register
+from ..plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, positions, settle
+from ..view import MEMO_EXTENDERS, Budget, View
+from .extractive import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
+from ..windows import preamble_systems
+from .llm import SummaryResult, check_prompt  # also registers the "llm" summarizer
 
 MARKER = "Summary of earlier conversation"
 SUMMARY_EXTRA = MappingProxyType({"ctxlab_summary": True})
@@ -99,9 +99,21 @@ def check_summarizer(strategy: str, value: Any) -> None:
                             where=f"{strategy}.summarizer")
 
 
+def summarizer_param() -> Any:
+    """The ``summarizer`` parameter of a strategy that writes summaries (declare it with this)."""
+    return param("extractive", help=N_("Who writes the summary: extractive (offline, deterministic) "
+                                       "or another registered summarizer."))
+
+
+def max_summary_tokens_param() -> Any:
+    """The ``max_summary_tokens`` parameter of a strategy that writes summaries."""
+    return param(400, min=20, max=20_000, help=N_("Longest summary text; the least important lines are dropped first."))
+
+
 class UsesSummarizer:
-    """For a strategy with a ``summarizer`` parameter: the value must name a registered summarizer,
-    and the schema offers the summarizers registered now as its choices."""
+    """For a strategy with a ``summarizer`` parameter (declared with ``summarizer_param()``, beside
+    ``max_summary_tokens_param()``): the value must name a registered summarizer, and the schema
+    offers the summarizers registered now as its choices."""
 
     def _check(self, f: Any, value: Any) -> None:
         super()._check(f, value)  # type: ignore[misc]
@@ -142,10 +154,8 @@ class Summarize(UsesSummarizer, Strategy):
                              help=N_("Newest messages never folded (widened back to the start of their turn). Default "
                                   "10 (fixed); the budget-scaled value is half the budget's message room in "
                                   "1,000-token messages."))
-    summarizer: str = param("extractive", help=N_("Who writes the summary: extractive (offline, deterministic) "
-                                               "or another registered summarizer."))
-    max_summary_tokens: int = param(400, min=20, max=20_000,
-                                    help=N_("Longest summary text; the least important lines are dropped first."))
+    summarizer: str = summarizer_param()
+    max_summary_tokens: int = max_summary_tokens_param()
     summary_prompt: str = param("", help=N_("summarizer=llm: the prompt of the first summary ({span}: the folded "
                                          "messages, {max_tokens}: the cap); empty = the built-in prompt."))
     merge_prompt: str = param("", help=N_("summarizer=llm: the prompt that extends the running summary ({summary}: "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Protocol, Sequence
 
-from ..conversation import Message
+from ...conversation import Message
 
 
 class Summarizer(Protocol):

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..i18n import T
-from ..conversation import Message, json_leaves
-from .llm_summarizer import LLMSummarizer, SummaryResult
-from .summarizers import is_error_text, register_summarizer, shorten
+from ...i18n import T
+from ...conversation import Message, json_leaves
+from .llm import LLMSummarizer, SummaryResult
+from .extractive import is_error_text, register_summarizer, shorten
 
 SECTIONS = ("TASK", "FILES_READ", "FILES_CHANGED", "COMMANDS", "ERRORS", "TESTS")
 _PATH = re.compile(r"(?<![\w.])((?:[\w.~-]*/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,5})(?![\w/])")

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..i18n import T
-from .plan import positions
-from .view import View
+from ...i18n import T
+from ..plan import positions
+from ..view import View
 
 LONE = T("nothing else of its turn is kept: two user turns in a row are invalid")
 

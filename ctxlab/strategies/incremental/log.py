@@ -18,8 +18,8 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import Sequence
 
-from ..conversation import Message, starts_turn
-from ..segments import Segments
+from ...conversation import Message, starts_turn
+from ...segments import Segments
 
 _COLUMNS = ("messages", "tokens", "categories", "fact_masks", "origin", "roles",
             "turn_of", "group_of", "round_of", "cum", "ngroups", "nrounds", "norphans")

@@ -22,7 +22,8 @@ from ..i18n import N_, T
 from ..formats.langchain import to_langchain
 from ..conversation import Message, Part, ToolCall, compact_json
 from ..tokens import TokenCounter
-from ..validate import Finding, validate
+from ..findings import Finding
+from ..validate import validate
 from .base import Strategy, StrategyError, works_on_param, param, register
 from .plan import Plan, make_plan
 from .view import Budget, View
