@@ -54,7 +54,7 @@ def test_the_lab_starts_from_the_same_scaled_values():
     pytest.importorskip("streamlit")
     import sys
     sys.path.insert(0, str(ROOT))
-    from ui import default_values
+    from playground.widgets import default_values
     conv = load(SESSION)
     budget = Budget(4000, 0.15, TokenCounter(conv.model).tools(conv.tools))
     lab = default_values("clear_tool_results", "scaled", budget)

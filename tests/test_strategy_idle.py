@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-import appstate
 import ctxlab
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view, prepare
+from playground import state
 from tests.builders import assistant, system, tool, user
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / appstate.DEFAULT_SAMPLE
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / state.DEFAULT_SAMPLE
 
 
 def _app_default() -> tuple:
     """The default sample at the app's default budget (model, limit, reserve; tools counted)."""
-    defaults = {k: appstate.DEFAULTS[k]() for k in ("model", "max_tokens", "reserve")}
+    defaults = {k: state.DEFAULTS[k]() for k in ("model", "max_tokens", "reserve")}
     conv = ctxlab.load(SAMPLE)
     return prepare(conv, defaults["model"], context_limit=defaults["max_tokens"], reserve=defaults["reserve"])
 

@@ -1,36 +1,41 @@
 """The Strategy Lab's cached computations: the plan with its validator findings and table, the
-figures, the replay and its measures, the exports, a session's sub-agents isolated or inline.
-Defined here, once per process, and not in the page script: Streamlit runs a page's whole file on
-every rerun, so each cache decorator there was re-created on every rerun (it reads the function's
-source to key its cache).
+figures, the replay and its measures (Compare's columns use the same), the exports, a session's
+sub-agents isolated or inline. Defined here, once per process, and not in the page script:
+Streamlit runs a page's whole file on every rerun, so each cache decorator there was re-created on
+every rerun (it reads the function's source to key its cache).
 
 Every function is keyed by strings (``view_key``: conversation hash, model, pins;
-``strategy_key``; ``budget_key``; the language where the result holds translated text); the
-underscored arguments are the objects those strings name, which Streamlit does not hash."""
+``strategy_key``, which names the model a summarizer=llm calls; ``budget_key``; the language where
+the result holds translated text); the underscored arguments are the objects those strings name,
+which Streamlit does not hash. ``_llm`` is that model (the sidebar's settings): the plan and the
+replays run under it (``ctxlab.llm.use_llm``)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import streamlit as st
 
 import ctxlab
-import labtable
 from ctxlab import figures
 from ctxlab.cache_breaks import CacheBreak
 from ctxlab.compare import RULE_NAMES
 from ctxlab.measure import ReplayMeasures, measure
 from ctxlab.errors import CtxlabError
 from ctxlab.fidelity import NeededFacts, needed_facts
+from ctxlab.llm import LLM, use_llm
 from ctxlab.pricing import Price
 from ctxlab.replay import Replay, replay
 from ctxlab.subagents import isolation
 from ctxlab.strategies import Budget, Plan, Strategy, View, get_strategy
+from ctxlab.strategies.base import APPLY_AT
 from ctxlab.prefix import check_against_bill
 from ctxlab.tools_per_call import ToolsAt, tools_per_call
-from ctxlab.usage import UsageComparison
+from ctxlab.usage import UsageComparison, has_usage
 from ctxlab.findings import Finding
 from ctxlab.validate import validate
+from playground import lab_table
 
 RULES = RULE_NAMES
 EXPORTS = {"openai": "OpenAI", "anthropic": "Anthropic", "langchain": "LangChain"}
@@ -43,12 +48,13 @@ def strategy_key(s: Strategy, model_llm: Any) -> str:
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def outcome(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
-            _budget: Budget) -> tuple[Plan, dict[str, list[Finding]], labtable.PlanTable]:
+            _budget: Budget, _llm: LLM | None = None) -> tuple[Plan, dict[str, list[Finding]], lab_table.PlanTable]:
     """The plan, the validator's findings on its result, and its message table (arrays; the
     page builds a frame of the rows it shows), cached."""
-    plan = _strategy.apply(_view, _budget)
+    with use_llm(_llm):
+        plan = _strategy.apply(_view, _budget)
     findings = {r: validate(list(plan.messages), r) for r in RULES}  # the result's
-    return plan, findings, labtable.PlanTable(_view, plan)
+    return plan, findings, lab_table.PlanTable(_view, plan)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -65,10 +71,11 @@ def tools_at(view_key: tuple, mode: str, _conv: ctxlab.Conversation) -> tuple[To
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def lab_replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
-               _budget: Budget, _tools: tuple[ToolsAt, ...] | None = None) -> Replay:
+               _budget: Budget, _tools: tuple[ToolsAt, ...] | None = None, _llm: LLM | None = None) -> Replay:
     """The strategy replayed call by call (with the tools sent at each call, when given; ``budget_key``
     names them)."""
-    return replay(_view, _strategy, _budget, tools=_tools)
+    with use_llm(_llm):
+        return replay(_view, _strategy, _budget, tools=_tools)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -87,11 +94,26 @@ def baseline(view_key: tuple, budget_key: str, _view: View, _budget: Budget,
 @st.cache_resource(show_spinner=False, max_entries=16)
 def measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None,
-             _tools: tuple[ToolsAt, ...] | None = None) -> ReplayMeasures:
+             _tools: tuple[ToolsAt, ...] | None = None, _llm: LLM | None = None) -> ReplayMeasures:
     """Needed recall and cost of the strategy's replay (shared with the Replay tab) and of keeping everything."""
-    return measure(_conv, replayed=lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools),
+    return measure(_conv, replayed=lab_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools,
+                                              _llm),
                    baseline=baseline(view_key, budget_key, _view, _budget, _tools), model=_model, price=_price,
                    facts=needed(view_key[0], _conv))
+
+
+def where_it_runs(view_key: tuple, budget_key: str, price_key: str, conv: ctxlab.Conversation, view: View,
+                  strategy: Strategy, budget: Budget, model: str, price: Price | None,
+                  tools: tuple[ToolsAt, ...] | None, llm: LLM) -> dict[str, ReplayMeasures]:
+    """The same trace under each place the strategy can run (its ``apply_at``: before every model call,
+    when a user message arrives), measured (each through :func:`measures`, cached): the LangGraph
+    question, a trim node after START or before every model call."""
+    out = {}
+    for where in APPLY_AT:
+        variant = dataclasses.replace(strategy, apply_at=where)
+        out[where] = measures(view_key, strategy_key(variant, llm), budget_key, price_key, conv, view, variant, budget,
+                              model, price, tools, llm)
+    return out
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -128,11 +150,12 @@ def heatmap(view_key: tuple, strategy_key: str, budget_key: str, lang: str, _rp:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def usage(text_key: str, model_key: str, price_key: str, budget_key: str, _conv: ctxlab.Conversation,
-          _price: Price | None, _budget: Budget) -> UsageComparison:
-    """A production trace's billed usage beside ctxlab's counts (and estimate: the unlogged prefix included)."""
+          _price: Price | None, _budget: Budget) -> UsageComparison | None:
+    """A production trace's billed usage beside ctxlab's counts (and estimate: the unlogged prefix included);
+    None for a conversation that logs no usage."""
+    if not has_usage(_conv):
+        return None
     return check_against_bill(_conv, model=model_key, price=_price, budget=_budget)
-
-
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -5,7 +5,6 @@ from typing import Any
 
 import streamlit as st
 
-from appstate import md_escape, persist
 from ctxlab.i18n import N_, _, local, local_error
 from ctxlab.errors import CtxlabError
 from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml, export_native
@@ -13,9 +12,13 @@ from ctxlab.compare import ACTION_WORDS
 from ctxlab.figures import ACTION_COLORS
 from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy
 from ctxlab.strategies.summarizers.llm import MERGE_PROMPT, SUMMARY_PROMPT
+from playground.markdown import md_escape
+from playground.state import persist
 
 TABLE_ACTIONS = ("keep", "summarize", "clear", "truncate", "drop", "insert")
 """The actions a table row can show, in the order of their badges."""
+TABLE_ACTION_WORDS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}
+"""Each of those actions' word, in English (shown through ``_``)."""
 CHAR_PX, BADGE_PAD_PX = 8, 44
 """Width of a character of the tables' font and a badge's padding plus the cell's, in pixels
 (generous: a column a few pixels too wide costs nothing, one too narrow cuts the word)."""
@@ -91,9 +94,9 @@ DEFAULTS_CHOICES = {"scaled": N_("scaled to this budget"), "documented": N_("doc
 for the budget in use, or its schema defaults (the ones its peers document)."""
 
 
-def _widget_value(spec: dict[str, Any], value: Any) -> Any:
-    """A parameter value as its control holds it (text for optional ints and lists, clamped to
-    the control's range)."""
+def widget_value(spec: dict[str, Any], value: Any) -> Any:
+    """A parameter value as its :func:`strategy_picker` control holds it (text for optional ints and
+    lists, clamped to the control's range): to fill the controls from a saved profile or a sweep point."""
     kind = spec["type"]
     if spec.get("choices"):
         return value
@@ -134,7 +137,7 @@ def _fill_defaults(prefix: str, name: str, budget: Budget | None, force: bool = 
     filled: dict[str, Any] = dict(st.session_state.get(filled_key, {}))
     specs = {spec["name"]: spec for spec in STRATEGIES[name].schema()}
     for param, value in default_values(name, choice, budget).items():
-        key, new = f"{prefix}_{name}_{param}", _widget_value(specs[param], value)
+        key, new = f"{prefix}_{name}_{param}", widget_value(specs[param], value)
         if force or key not in st.session_state or st.session_state[key] == filled.get(key):
             st.session_state[key] = new
             filled[key] = new

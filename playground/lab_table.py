@@ -15,7 +15,7 @@ import streamlit as st
 from ctxlab.conversation import Message
 from ctxlab.strategies import Plan, View
 from ctxlab.i18n import _, local
-from ui import message_number
+from playground.widgets import message_number
 
 PAGE_ROWS = 500
 COLUMNS = ["#", "open", "role", "tokens", "action", "code", "reason", "content"]

@@ -24,8 +24,11 @@ HEARTBEAT_TIMEOUT = 30.0
 """Seconds without a poll after which the sweep is taken as abandoned (tab closed) and ended."""
 
 # A plain child interpreter (not multiprocessing: its spawn and forkserver re-run the parent's
-# __main__, which under Streamlit is the page script): it reads sys.path, then the work, pickled.
-_CHILD = "import pickle, sys; sys.path[:0] = pickle.load(sys.stdin.buffer); import tunejob; tunejob._child()"
+# __main__, which under Streamlit is the page script): it reads sys.path, then the work, pickled, and
+# imports this module by its full name (the folder holding the playground package comes first on the
+# path it reads, so it is this checkout's playground whatever the child's working directory).
+_CHILD = ("import pickle, sys; sys.path[:0] = pickle.load(sys.stdin.buffer); import playground.tune_job as job; "
+          "job._child()")
 
 
 def _child() -> None:
@@ -61,8 +64,8 @@ class SweepJob:
                  heartbeat_timeout: float = HEARTBEAT_TIMEOUT, **kwargs: Any) -> None:
         fd, self._result_path = tempfile.mkstemp(prefix="ctxlab-tune-", suffix=".pickle")
         os.close(fd)
-        here = os.path.dirname(os.path.abspath(__file__))
-        path = [here] + [p for p in sys.path if p and p != here]
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder holding playground/
+        path = [root] + [p for p in sys.path if p and p != root]
         from ctxlab.i18n import language
         env = {**os.environ, "CTXLAB_LANG": language()}  # the sweep's notes in the page's language
         self._proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
