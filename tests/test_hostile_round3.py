@@ -15,8 +15,8 @@ from ctxlab.cli import main
 from ctxlab.formats import export, load_all
 
 from .conftest import ROOT
-from .test_formats_hostile import one_error_line, run as run_text
-from .test_formats_coding import V1_EVENTS
+from .formats.test_formats_hostile import one_error_line, run as run_text
+from .formats.test_formats_coding import V1_EVENTS
 
 CODING = ROOT / "tests" / "data" / "coding"
 PRODUCTION = ROOT / "tests" / "data" / "production"
@@ -319,7 +319,7 @@ def test_a_large_but_valid_codex_limit_still_exports_as_toml():
 
 # ---------------------------------------------------------------- item 10: a key echoed back transformed
 
-from .test_llm_key_echo import PLANTED, env  # noqa: E402,F401  (the fake server with the planted key)
+from .llm.test_llm_key_echo import PLANTED, env  # noqa: E402,F401  (the fake server with the planted key)
 
 KEY_WITH_SIGNS = "sk-live+9f/4e=Q7x!2b%c8d&a1e0f"  # a key whose URL encoding differs from its text
 TRANSFORMED = {
