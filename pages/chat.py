@@ -15,7 +15,7 @@ import streamlit as st
 
 import ctxlab
 from ctxlab.errors import CtxlabError
-from ctxlab.exports.config import read_config
+from ctxlab.configs.lab_config import read_config
 from ctxlab.i18n import N_, _
 from ctxlab.sessions import Session, SessionStore, default_url
 from ctxlab.sessions.db import redact

@@ -11,7 +11,7 @@ import streamlit as st
 from ctxlab import Conversation, CtxlabError, Message
 from ctxlab.cache_breaks import CAUSE_WORDS, CacheBreak
 from ctxlab.compare import cost_sentence, outcome_notes
-from ctxlab.exports.config import make_config
+from ctxlab.configs.lab_config import make_config
 from ctxlab.figures_tune import cost_per_turn_figure
 from ctxlab.strategies import STRATEGIES, Plan, View
 from ctxlab.strategies.plan import OVER_BUDGET
@@ -576,7 +576,7 @@ if tab_export.open:
             for note in notes:
                 col.caption(md_escape(local(note)))
         config = make_config(strategy, budget, model)
-        st.caption(_("The strategy and budget as a config (reads back with `ctxlab.exports.config.read_config`):"))
+        st.caption(_("The strategy and budget as a config (reads back with `ctxlab.configs.lab_config.read_config`):"))
         config_downloads(config, _("Config"), "strategy", "lab_dl_config")
         if pins:
             st.caption(_("Pins belong to this conversation and are not part of the config."))

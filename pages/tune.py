@@ -12,7 +12,7 @@ import streamlit as st
 
 import ctxlab
 from ctxlab.errors import CtxlabError
-from ctxlab.exports import make_config
+from ctxlab.configs import make_config
 from ctxlab.figures_tune import has_values, pareto_figure, points_table, sensitivity_figure, undefined_axis_reason
 from ctxlab.formats import load_all
 from ctxlab.prefix import with_unlogged_prefix

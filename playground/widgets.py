@@ -7,7 +7,7 @@ import streamlit as st
 
 from ctxlab.i18n import N_, _, local, local_error
 from ctxlab.errors import CtxlabError
-from ctxlab.exports import TARGETS, NoNativeFormError, config_json, config_yaml, export_native
+from ctxlab.configs import TARGETS, NoNativeFormError, config_json, config_yaml, export_native
 from ctxlab.compare import ACTION_WORDS
 from ctxlab.figures import ACTION_COLORS
 from ctxlab.strategies import STRATEGIES, Budget, Strategy, get_strategy

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxlab.exports import NoNativeFormError, export_native, make_config
+from ctxlab.configs import NoNativeFormError, export_native, make_config
 from ctxlab.strategies import Budget, get_strategy
 
 

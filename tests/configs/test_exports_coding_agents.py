@@ -6,7 +6,7 @@ import tomllib
 import pytest
 import yaml
 
-from ctxlab.exports import NoNativeFormError, export_native, make_config
+from ctxlab.configs import NoNativeFormError, export_native, make_config
 from ctxlab.strategies import Budget, get_strategy
 
 

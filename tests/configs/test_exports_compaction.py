@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 from ctxlab.cli import main
-from ctxlab.exports import TARGETS, NoNativeFormError, config_json, export_native, make_config
+from ctxlab.configs import TARGETS, NoNativeFormError, config_json, export_native, make_config
 from ctxlab.strategies import Budget, get_strategy
 
 TOOLS = 1_200

@@ -10,7 +10,7 @@ import yaml
 
 import ctxlab
 from ctxlab.cli import main
-from ctxlab.exports import ConfigError, TARGETS, config_json, config_yaml, load_config_file, make_config, read_config
+from ctxlab.configs import ConfigError, TARGETS, config_json, config_yaml, load_config_file, make_config, read_config
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.tokens import TokenCounter
 

@@ -12,8 +12,8 @@ import pytest
 
 import ctxlab
 from ctxlab.conversation import Message
-from ctxlab.exports import export_native, make_config, read_config
-from ctxlab.exports.langchain import build_middleware, trim_function
+from ctxlab.configs import export_native, make_config, read_config
+from ctxlab.configs.langchain import build_middleware, trim_function
 from ctxlab.formats.langchain import to_langchain
 from ctxlab.generate import generate
 from ctxlab.strategies import Budget, get_strategy, make_view
@@ -364,7 +364,7 @@ def test_the_trim_middleware_sends_the_model_what_trim_messages_keeps():
 def test_the_snippet_header_names_the_installed_langchain_or_says_it_is_not_installed(monkeypatch, versions, says,
                                                                                        never):
     """on a core install the header read "checked with langchain None"."""
-    from ctxlab.exports import langchain as lc
+    from ctxlab.configs import langchain as lc
     monkeypatch.setattr(lc, "CHECKED_WITH", versions)
     config = make_config(get_strategy("sliding_window"), Budget(8_000, 0.15, 0), "gpt-4o")
     head = export_native(config, "langchain").python.split('"""')[1]

@@ -3,7 +3,7 @@ with the documented difference shown: the limit counts Responses items, not mess
 from __future__ import annotations
 
 import ctxlab
-from ctxlab.exports import export_native, make_config
+from ctxlab.configs import export_native, make_config
 from ctxlab.strategies import Budget, get_strategy, make_view
 from ctxlab.validate import validate
 

@@ -15,7 +15,7 @@ import yaml
 
 import ctxlab
 from ctxlab.errors import CtxlabError
-from ctxlab.exports.config import make_config, read_config
+from ctxlab.configs.lab_config import make_config, read_config
 from ctxlab.snippets import config_json, config_yaml, python_snippet
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.tokens import TokenCounter

@@ -12,7 +12,7 @@ import sys
 import ctxlab
 from ctxlab.answers import answer_replay
 from ctxlab.cli import main
-from ctxlab.exports import config_json, config_yaml, export_native, make_config
+from ctxlab.configs import config_json, config_yaml, export_native, make_config
 from ctxlab.llm import LLM, LLMConfig, LLMError
 from ctxlab.probes import generate_probes, score_probes
 from ctxlab.replay import replay

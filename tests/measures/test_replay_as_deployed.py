@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ctxlab.conversation import Conversation
-from ctxlab.exports import export_native, make_config
+from ctxlab.configs import export_native, make_config
 from ctxlab.replay import replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 

@@ -256,7 +256,7 @@ def test_unknown_names_list_what_exists(store):
 
 
 def test_profile_takes_a_strategy_lab_config(store):
-    from ctxlab.exports.config import make_config
+    from ctxlab.configs.lab_config import make_config
     from ctxlab.strategies import Budget, get_strategy
     config = make_config(get_strategy("tool_rounds", keep_rounds=2) >> get_strategy("sliding_window"),
                              Budget(16_000, 0.2), "gpt-4o-mini")

@@ -88,7 +88,7 @@ def test_budget_scaling_lowers_the_threshold_and_small_results_stay():
 
 
 def _deepagents_export(**params):
-    from ctxlab.exports import export_native, make_config
+    from ctxlab.configs import export_native, make_config
     return export_native(make_config(get_strategy("offload", **params), Budget(128_000), "gpt-4o"), "deepagents")
 
 
@@ -103,7 +103,7 @@ def test_the_export_to_deep_agents_sets_the_threshold_and_says_what_differs():
 
 
 def test_a_strategy_deep_agents_has_no_setting_for_is_refused_naming_offload():
-    from ctxlab.exports import NoNativeFormError, export_native, make_config
+    from ctxlab.configs import NoNativeFormError, export_native, make_config
     import pytest
     with pytest.raises(NoNativeFormError, match="offload"):
         export_native(make_config(get_strategy("head_tail"), Budget(128_000), "gpt-4o"), "deepagents")

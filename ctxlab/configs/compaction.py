@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..i18n import T
-from .config import LabConfig
+from .lab_config import LabConfig
 
 SUMMARIZING = ("summarize", "server_compaction")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..i18n import T
 from .compaction import kept_notes, trigger_note, tuned_trigger
-from .config import LabConfig
+from .lab_config import LabConfig
 from .native import NativeExport, common_notes, literal, notes_block, target
 
 _CODE = '''\

@@ -18,7 +18,7 @@ from importlib import metadata
 from typing import Any, Callable, Mapping
 
 from ..i18n import T
-from .config import LabConfig
+from .lab_config import LabConfig
 from .native import NativeExport, common_notes, literal, notes_block, target
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..i18n import T
-from .config import ConfigError, LabConfig, read_config
+from .lab_config import ConfigError, LabConfig, read_config
 
 
 class NoNativeFormError(ConfigError):

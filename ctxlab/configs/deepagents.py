@@ -10,7 +10,7 @@ threshold maps to a setting; the preview's size and shape and the path are Deep 
 from __future__ import annotations
 
 from ..i18n import T
-from .config import LabConfig
+from .lab_config import LabConfig
 from .native import NativeExport, common_notes, notes_block, pretty, target
 
 CHECKED_WITH = {"deepagents": "0.7.32"}

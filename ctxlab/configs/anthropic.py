@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..i18n import T
-from .config import LabConfig
+from .lab_config import LabConfig
 from .native import NativeExport, common_notes, literal, notes_block, target
 
 BETA = "context-management-2025-06-27"

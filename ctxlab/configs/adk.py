@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..i18n import T
 from .compaction import kept_notes, trigger_note, tuned_trigger
-from .config import LabConfig
+from .lab_config import LabConfig
 from .native import NativeExport, common_notes, notes_block, pretty, target
 
 CACHE_DEFAULTS = {"cache_intervals": 10, "ttl_seconds": 1800, "min_tokens": 0}

@@ -8,7 +8,7 @@ ADK event compaction, Claude Code and Codex auto-compact thresholds, and Deep Ag
 ``export_native(config, "langchain")`` returns a :class:`NativeExport` (``data``, ``python``,
 ``not_carried``); ``TARGETS`` maps each target to the strategies it has a native form for.
 """
-from .config import (CONFIG_VERSION, ConfigError, LabConfig, config_json, config_yaml, load_config_file, make_config,
+from .lab_config import (CONFIG_VERSION, ConfigError, LabConfig, config_json, config_yaml, load_config_file, make_config,
                      parse_config_text, read_config)
 from .native import TARGETS, NativeExport, NoNativeFormError, export_native, mapped
 from . import anthropic, langchain, openai_agents  # noqa: F401,I001  (each registers its target)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..i18n import T
-from .config import LabConfig
+from .lab_config import LabConfig
 from .native import NativeExport, common_notes, notes_block, target
 
 SMALL_RESULTS = (T("ctxlab leaves an observation alone when its placeholder would not make it smaller; the agent "

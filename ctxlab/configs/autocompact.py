@@ -23,7 +23,7 @@ import json
 
 from ..i18n import T
 from .compaction import kept_notes, trigger_note, tuned_trigger
-from .config import LabConfig
+from .lab_config import LabConfig
 from .native import NativeExport, common_notes, notes_block, target
 
 CLAUDE_BUFFER = 13_000

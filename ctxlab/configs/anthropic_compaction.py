@@ -21,7 +21,7 @@ from ..i18n import T
 from .anthropic import BETA as EDITING_BETA
 from .anthropic import clear_tool_uses_edit
 from .compaction import kept_notes, trigger_note, tuned_trigger
-from .config import LabConfig
+from .lab_config import LabConfig
 from .native import NativeExport, common_notes, extend, literal, notes_block, pretty
 
 BETA = "compact-2026-01-12"
