@@ -1,8 +1,9 @@
 """ToolIndex: a tool catalog embedded into a Chroma collection, kept in sync incrementally.
 
-Storage is embedded Chroma (``chromadb.PersistentClient``) under the ctxlab data directory
-(``CTXLAB_DATA_DIR``, else ``~/.cache/ctxlab``), or a Chroma server when one is named (``host`` /
-``port`` arguments, or ``CTXLAB_CHROMA_HOST`` / ``CTXLAB_CHROMA_PORT``). One collection per
+Storage is embedded Chroma (``chromadb.PersistentClient``) in the tool-index cache folder
+(:mod:`ctxlab.tools.cache`: ``$CTXLAB_CACHE_DIR/tool-index``, else the user cache folder), or a
+Chroma server when one is named (``host`` / ``port`` arguments, or ``CTXLAB_CHROMA_HOST`` /
+``CTXLAB_CHROMA_PORT``). One collection per
 catalog and embedding model, cosine space. Each record is one tool (id = tool name) with its
 embedding text and metadata: model_id, dimensions, category, token cost, content hash.
 
@@ -12,8 +13,11 @@ dimension raises :class:`IndexMismatchError` with the rebuild path; it never ans
 Queries are embedded in the provider's query form (its ``embed_queries``, or its
 ``query_prefix``; MiniLM's lifts its Recall@5 on both real sets, see ``benchmarks/bench_tools.py``)
 and the last few query vectors are cached. Queries never go to Chroma: the stored vectors are kept
-as one matrix (:class:`~ctxlab.tools.vectors.VectorTable`), saved beside an embedded store after
-each build, so a new process answers without opening Chroma. The index also keeps a BM25 view of
+as one matrix (:class:`~ctxlab.tools.vectors.VectorTable`). With the embedded store, a built
+index is also a cache entry keyed by the catalog's content, the model and the versions
+(:mod:`ctxlab.tools.cache`): a later process with the same catalog loads it and neither opens
+Chroma nor embeds a tool (``cache == "hit"``); a corrupt entry is removed, noted in ``notes`` and
+built again; writes to the store are serialised across processes by a lock. The index also keeps a BM25 view of
 the same texts (:class:`~ctxlab.tools.lexical.LexicalIndex`) for hybrid retrieval.
 """
 from __future__ import annotations
@@ -26,18 +30,21 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import CtxlabError
 from ..tokens import TokenCounter
 from .catalog import ToolCatalog, content_hash, embedding_text
 from .embeddings import ChromaEmbeddingFunction, EmbeddingProvider, get_provider
-from .vectors import VectorTable, load_snapshot, save_snapshot, snapshot_path
+from .cache import CorruptEntry, build_lock, cache_root, entries_dir, index_key, read_entry, remove_entry, \
+    tools_cache_dir, write_entry
+from .vectors import VectorTable
 
 if TYPE_CHECKING:
     from .select import Selection
 
-DATA_DIR_ENV, HOST_ENV, PORT_ENV = "CTXLAB_DATA_DIR", "CTXLAB_CHROMA_HOST", "CTXLAB_CHROMA_PORT"
+HOST_ENV, PORT_ENV = "CTXLAB_CHROMA_HOST", "CTXLAB_CHROMA_PORT"
 DEFAULT_PORT = 8000
 DEFAULT_QUERY_PREFIX = "Which tool should be used to: "
 COST_MODEL = "gpt-4o"  # the model whose token costs are stored with the index
@@ -55,13 +62,15 @@ class IndexMismatchError(ToolIndexError):
 
 @dataclass(frozen=True)
 class BuildReport:
-    """What one ``build()`` did: tools embedded, left unchanged, deleted; seconds taken."""
+    """What one ``build()`` did: tools embedded, left unchanged, deleted; seconds taken; ``cache``:
+    ``"hit"`` when the index came whole from the cache (nothing embedded, Chroma not opened)."""
 
     embedded: int
     unchanged: int
     deleted: int
     total: int
     seconds: float
+    cache: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -80,6 +89,8 @@ class IndexStatus:
     built_at: str | None
     catalog_tools: int
     pending: int
+    cache: str | None = None
+    key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -87,8 +98,9 @@ class IndexStatus:
 
 
 def data_dir() -> Path:
-    """The ctxlab data directory: ``$CTXLAB_DATA_DIR``, else ``~/.cache/ctxlab``."""
-    return Path(os.environ.get(DATA_DIR_ENV) or Path.home() / ".cache" / "ctxlab")
+    """ctxlab's cache folder (:func:`ctxlab.tools.cache.cache_root`); the tool indexes live in
+    its ``tool-index`` folder."""
+    return cache_root()
 
 
 def collection_name(catalog_name: str, model_id: str) -> str:
@@ -111,7 +123,7 @@ def _location(path: str | Path | None, host: str | None, port: int | None) -> tu
         except ValueError:
             raise ToolIndexError(f"the Chroma port {raw_port!r} is not a number", where=PORT_ENV) from None
         return host, port, f"http://{host}:{port}"
-    return None, None, str(Path(path) if path else data_dir() / "chroma")
+    return None, None, str(Path(path) if path else tools_cache_dir())
 
 
 def _client(host: str | None, port: int | None, location: str) -> Any:
@@ -131,7 +143,9 @@ def _client(host: str | None, port: int | None, location: str) -> Any:
 
 class ToolIndex:
     """A catalog's tools in one Chroma collection, for one embedding provider, with the vectors
-    kept in memory (one matrix) for queries."""
+    kept in memory (one matrix) for queries. ``cache``: ``"hit"`` (opened from the cache entry
+    of this very catalog and model), ``"miss"``, ``"rebuilt"`` (an entry was corrupt: ``notes``
+    says so) or None (a Chroma server or client: no entries); ``key``: the entry's key."""
 
     def __init__(self, catalog: ToolCatalog, provider: EmbeddingProvider | str | None = None, *,
                  path: str | Path | None = None, host: str | None = None, port: int | None = None,
@@ -149,7 +163,10 @@ class ToolIndex:
         self._host, self._port, self.location = (None, None, "client") if client is not None else _location(path, host, port)
         self.client = client
         self.name = collection or collection_name(catalog.name, self.provider.model_id)
-        self._snapshot = snapshot_path(self.location, self.name) if client is None and not self._host else None
+        self._entries = entries_dir(self.location) if client is None and not self._host else None
+        self.key = index_key(self.name, self._hashes, self.provider.model_id, self.provider.dimensions)
+        self.cache: str | None = None
+        self.notes: list[str] = []
         self._costs: dict[str, dict[str, int]] = {}
         self._pending: int | None = None
         self._table: VectorTable | None = None
@@ -159,16 +176,35 @@ class ToolIndex:
         self._meta: dict[str, Any] = {}
         self._query_cache: OrderedDict[str, list[float]] = OrderedDict()
         self.query_cache = max(0, query_cache)
-        if rebuild or not self._load_snapshot():
-            self._open(rebuild)
+        if rebuild and self._entries:
+            remove_entry(self._entries, self.key)
+        if rebuild or not self._load_entry():
+            with self._lock():
+                self._open(rebuild)
 
-    def _load_snapshot(self) -> bool:
-        got = load_snapshot(self._snapshot, self.provider.model_id, self.provider.dimensions) if self._snapshot else None
-        if got is None:
+    def _lock(self) -> Any:
+        """The store's build lock (embedded store only: a server serialises its own writes)."""
+        return build_lock(Path(self.location)) if self._entries else nullcontext()
+
+    def _load_entry(self) -> bool:
+        """Open from the cache entry of this catalog and model; False (and ``cache`` says why) if none."""
+        if not self._entries:
             return False
-        self._table, self._stored, self._meta = got
+        try:
+            got = read_entry(self._entries, self.key, self._hashes, self.provider.model_id)
+        except CorruptEntry as e:
+            remove_entry(self._entries, self.key)
+            self.cache = "rebuilt"
+            self.notes.append(f"the cached index {self.key} in {self._entries} was corrupt ({e}): "
+                              "it was removed and is built again")
+            return False
+        if got is None:
+            self.cache = self.cache or "miss"
+            return False
+        self._table, self._meta = got
+        self._stored, self._pending, self.cache = dict(self._hashes), 0, "hit"
         costs = self._meta.get("tokens") or {}
-        if not self.pending() and all(n in costs for n in self._hashes):  # saves loading a tokenizer
+        if all(n in costs for n in self._hashes):  # saves loading a tokenizer
             self._costs[COST_MODEL] = {n: int(costs[n]) for n in self._hashes}
         return True
 
@@ -201,8 +237,6 @@ class ToolIndex:
             self._table = None  # the store changed under the snapshot: read the vectors again
         self._stored, self._pending, self._lex_rows = stored, None, None
         self._meta = dict(self._collection.metadata or {})
-        if rebuild and self._snapshot:
-            self._snapshot.unlink(missing_ok=True)
 
     def _check_model(self, dims: int | None = None) -> None:
         meta = self.collection.metadata or {}
@@ -231,20 +265,35 @@ class ToolIndex:
 
     def build(self, progress: Progress | None = None) -> BuildReport:
         """Embed new and changed tools, delete removed ones; ``progress(done, total, message)``
-        is called once per batch. Idempotent: an unchanged catalog embeds nothing (and, when a
-        snapshot of the index is current, does not even open Chroma)."""
+        is called once per batch. Idempotent: an unchanged catalog embeds nothing (and, when its
+        cache entry is current, does not even open Chroma). Another process building the same
+        index at the same time is waited for, and its entry used."""
         start = time.perf_counter()
+        if self.cache != "hit":
+            with self._lock():
+                if not self._load_entry():  # another process may have built it while this one waited
+                    return self._build_locked(progress, start)
+        self.lexical()
+        if progress:
+            progress(0, 0, "up to date (from the cache)")
+        n = len(self._hashes)
+        return BuildReport(0, n, 0, n, time.perf_counter() - start, "hit")
+
+    def _build_locked(self, progress: Progress | None, start: float) -> BuildReport:
+        if self._entries and self._collection is not None:
+            self._stored = self._read_hashes()  # what another process wrote since this one opened
         todo = [t for t in self.catalog.tools if self._stored.get(t.name) != self._hashes[t.name]]
         todo.sort(key=lambda t: len(self._texts[t.name]))  # similar lengths per batch: less padding
         removed = [n for n in self._stored if n not in self._hashes]
         if todo or removed or not self._meta.get("built_at"):
             self._write(todo, removed, progress)
         self._stored, self._pending = dict(self._hashes), 0
+        self._save_entry()
         self.lexical()  # BM25 precomputed here, not on the first query
         if progress and not todo:
             progress(0, 0, f"up to date ({len(removed)} deleted)" if removed else "up to date")
         return BuildReport(len(todo), len(self._hashes) - len(todo), len(removed), len(self._hashes),
-                           time.perf_counter() - start)
+                           time.perf_counter() - start, self.cache)
 
     def _write(self, todo: Sequence[Any], removed: Sequence[str], progress: Progress | None) -> None:
         """Embed ``todo`` batch by batch into Chroma and the in-memory table; delete ``removed``."""
@@ -262,7 +311,6 @@ class ToolIndex:
         self._stamp()
         self._table = table.updated(names, vectors, self.catalog.names)
         self._lex_rows = None
-        self._save_snapshot(self._hashes)
 
     def _upsert(self, tools: Sequence[Any], first: bool = False) -> list[list[float]]:
         vectors = self.provider.embed([self._texts[t.name] for t in tools])
@@ -285,18 +333,28 @@ class ToolIndex:
         self.collection.modify(metadata={**meta, **values})
         self._meta = {**meta, **values}
 
-    def _save_snapshot(self, hashes: dict[str, str]) -> None:
-        if self._snapshot and self._table is not None:
-            tokens = self._costs.get(COST_MODEL) if hashes is self._hashes else None
-            save_snapshot(self._snapshot, self._table, hashes,
-                          {"model_id": self.provider.model_id, "built_at": self._meta.get("built_at"),
-                           "tokens": tokens})
+    def _save_entry(self) -> None:
+        """Write this catalog's cache entry (embedded store, index complete: nothing pending)."""
+        if not self._entries or self.pending():
+            return
+        if self._table is None:
+            self.table  # noqa: B018 - reading the vectors from Chroma writes the entry
+            return
+        table = self._table
+        if table.names != self.catalog.names:  # rows as Chroma returned them: put them in catalog order
+            if set(table.names) != set(self.catalog.names):
+                return
+            table = VectorTable(self.catalog.names, table.matrix[[table.row[n] for n in self.catalog.names]])
+        write_entry(self._entries, self.key, table, self._hashes,
+                    {"catalog": self.catalog.name, "model_id": self.provider.model_id,
+                     "built_at": self._meta.get("built_at"), "tokens": self.token_costs()})
 
     def status(self) -> IndexStatus:
         """Model, dimensions, count and build time as stored."""
         meta = self.collection.metadata or {}
         return IndexStatus(self.name, self.location, str(meta.get("model_id")), int(meta.get("dimensions") or 0),
-                           self.collection.count(), meta.get("built_at"), len(self.catalog), self.pending())
+                           self.collection.count(), meta.get("built_at"), len(self.catalog), self.pending(),
+                           self.cache, self.key if self._entries else None)
 
     def token_costs(self, model: str = COST_MODEL) -> dict[str, int]:
         """Tokens each tool's definition costs for ``model`` (cached per model)."""
@@ -316,7 +374,7 @@ class ToolIndex:
             self._table = VectorTable(ids, np.asarray(embs, dtype=np.float32) if len(ids) else np.zeros((0, dims)))
             self._lex_rows = None
             if ids:
-                self._save_snapshot(self._stored)
+                self._save_entry()
         return self._table
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
