@@ -55,18 +55,23 @@ def test_a_second_process_reuses_the_index_the_first_built(cache_dir, catalog_fi
         [(second["status"]["key"], 8, "hash-256", None)]
 
 
-def test_a_hit_answers_without_opening_chroma_or_embedding_a_tool(cache_dir, monkeypatch):
-    ToolIndex(make_catalog(), CountingProvider()).build()
+def test_a_hit_answers_without_opening_chroma_embedding_a_tool_or_cutting_its_text(cache_dir, monkeypatch):
+    built = ToolIndex(make_catalog(), CountingProvider())
+    built.build()
     from ctxlab.tools import index as index_module
+    from ctxlab.tools.lexical import LexicalIndex
 
     def no_chroma(*args, **kwargs):
         raise AssertionError("Chroma was opened")
     monkeypatch.setattr(index_module, "_client", no_chroma)
+    monkeypatch.setattr(LexicalIndex, "__init__", no_chroma)  # the BM25 postings come from the entry
     provider = CountingProvider()
     again = ToolIndex(make_catalog(), provider)
     assert again.cache == "hit" and again.build().embedded == 0
     assert again.select("send an email message", top_k=1, expand_categories=False).names == ("send_email",)
     assert provider.texts == ["Which tool should be used to: send an email message"]  # the query alone
+    for query in ("send an email message", "stock price quote", "nothing matches this"):
+        assert again.lexical().raw_scores(query).tolist() == built.lexical().raw_scores(query).tolist()
 
 
 def test_the_key_changes_with_the_catalog_the_model_and_the_versions(cache_dir, monkeypatch):
@@ -104,7 +109,8 @@ def test_clear_empties_the_folder_and_the_next_index_embeds_again(cache_dir, cat
     assert again.cache == "miss" and again.build().embedded == 8
 
 
-@pytest.mark.parametrize("damage", ["truncate vectors", "garbage meta", "missing vectors", "other tools"])
+@pytest.mark.parametrize("damage", ["truncate vectors", "garbage meta", "missing vectors", "other tools",
+                                    "truncate postings"])
 def test_a_corrupt_entry_is_rebuilt_with_a_note(cache_dir, damage):
     built = ToolIndex(make_catalog(), CountingProvider())
     built.build()
@@ -116,6 +122,8 @@ def test_a_corrupt_entry_is_rebuilt_with_a_note(cache_dir, damage):
         (entry / "entry.json").write_text("{not json")
     elif damage == "missing vectors":
         (entry / "vectors.npz").unlink()
+    elif damage == "truncate postings":
+        (entry / "lexical.npz").write_bytes((entry / "lexical.npz").read_bytes()[:100])
     else:  # a whole, checksummed entry whose tools are not its key's
         import numpy as np
         with np.load(entry / "vectors.npz") as z:

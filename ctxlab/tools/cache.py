@@ -9,8 +9,9 @@ on Linux), then ``tool-index/`` inside it. That folder is the embedded Chroma st
                  dimensions, ctxlab version, chromadb version, entry format)
 
 so a changed catalog, another model, or an upgrade of ctxlab or chromadb never reads an old entry.
-An entry is ``vectors.npz`` (names, content hashes, the matrix) and ``entry.json`` (what it is for,
-the token cost of each tool, and the sha256 of ``vectors.npz``). It is written in a temporary
+An entry is ``vectors.npz`` (names, content hashes, the matrix), ``lexical.npz`` (the BM25
+postings, so a later process does not cut every tool text into words again) and ``entry.json``
+(what it is for, the token cost of each tool, and the sha256 of each file). It is written in a temporary
 folder and renamed into place, so a reader sees a whole entry or none, and two processes building
 the same index at once leave one whole entry. An entry that does not read back as written
 (checksum, names, model, dimensions) is :class:`CorruptEntry`: the index removes it, says so in a
@@ -86,6 +87,16 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _checksums(folder: Path, meta: Any) -> str | None:
+    """What does not match the checksums ``entry.json`` holds (None: every file does)."""
+    if not isinstance(meta, dict):
+        return "its entry.json is not an object"
+    for name, digest in {VECTORS: meta.get("sha256"), **(meta.get("files") or {})}.items():
+        if _sha256(folder / name) != digest:
+            return f"its {name} does not match the checksum written with it"
+    return None
+
+
 def read_entry(entries: Path, key: str, hashes: Mapping[str, str],
                model_id: str) -> tuple[VectorTable, dict[str, Any]] | None:
     """(vectors, meta) of the entry ``key``; None when there is none; :class:`CorruptEntry` when
@@ -96,8 +107,9 @@ def read_entry(entries: Path, key: str, hashes: Mapping[str, str],
     import numpy as np
     try:
         meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        if not isinstance(meta, dict) or meta.get("sha256") != _sha256(folder / VECTORS):
-            raise CorruptEntry("its vectors do not match the checksum written with them")
+        problem = _checksums(folder, meta)
+        if problem:
+            raise CorruptEntry(problem)
         with np.load(folder / VECTORS, allow_pickle=False) as z:
             names, stored, matrix = [str(n) for n in z["names"]], [str(h) for h in z["hashes"]], z["matrix"]
     except CorruptEntry:
@@ -112,10 +124,21 @@ def read_entry(entries: Path, key: str, hashes: Mapping[str, str],
     return VectorTable(names, matrix), meta
 
 
+def read_arrays(entries: Path, key: str, name: str) -> dict[str, Any] | None:
+    """The arrays of an extra file of an entry (``lexical``: checked with the entry), None if absent."""
+    import numpy as np
+    path = entries / key / f"{name}.npz"
+    if not path.is_file():
+        return None
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
 def write_entry(entries: Path, key: str, table: VectorTable, hashes: Mapping[str, str],
-                meta: Mapping[str, Any]) -> Path:
-    """Write the entry ``key`` in a temporary folder, then rename it into place (atomic: a reader
-    sees a whole entry or none; when another process got there first, its entry stays)."""
+                meta: Mapping[str, Any], extra: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+    """Write the entry ``key`` (and ``extra``: name -> arrays, one ``.npz`` each) in a temporary
+    folder, then rename it into place (atomic: a reader sees a whole entry or none; when another
+    process got there first, its entry stays)."""
     import numpy as np
     entries.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=entries))
@@ -125,8 +148,15 @@ def write_entry(entries: Path, key: str, table: VectorTable, hashes: Mapping[str
                      hashes=np.array([hashes.get(n, "") for n in table.names], dtype=str))
             f.flush()
             os.fsync(f.fileno())
+        files = {}
+        for name, arrays in (extra or {}).items():
+            with open(tmp / f"{name}.npz", "wb") as f:
+                np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            files[f"{name}.npz"] = _sha256(tmp / f"{name}.npz")
         full = {**meta, "key": key, "versions": versions(), "tools": len(table.names),
-                "dimensions": table.dimensions, "sha256": _sha256(tmp / VECTORS)}
+                "dimensions": table.dimensions, "sha256": _sha256(tmp / VECTORS), "files": files}
         (tmp / META).write_text(json.dumps(full, ensure_ascii=False), encoding="utf-8")
         final = entries / key
         shutil.rmtree(final, ignore_errors=True)  # a corrupt entry being replaced
@@ -195,7 +225,7 @@ def list_entries(folder: Path) -> list[CacheEntry]:
             continue
         try:
             meta = json.loads((d / META).read_text(encoding="utf-8"))
-            problem = None if meta.get("sha256") == _sha256(d / VECTORS) else "checksum mismatch"
+            problem = _checksums(d, meta)
         except Exception as e:
             meta, problem = {}, f"unreadable ({type(e).__name__})"
         out.append(CacheEntry(d.name, str(meta.get("catalog", "?")), str(meta.get("model_id", "?")),

@@ -37,8 +37,8 @@ from ..errors import CtxlabError
 from ..tokens import TokenCounter
 from .catalog import ToolCatalog, content_hash, embedding_text
 from .embeddings import ChromaEmbeddingFunction, EmbeddingProvider, get_provider
-from .cache import CorruptEntry, build_lock, cache_root, entries_dir, index_key, read_entry, remove_entry, \
-    tools_cache_dir, write_entry
+from .cache import CorruptEntry, build_lock, cache_root, entries_dir, index_key, read_arrays, read_entry, \
+    remove_entry, tools_cache_dir, write_entry
 from .vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -345,9 +345,11 @@ class ToolIndex:
             if set(table.names) != set(self.catalog.names):
                 return
             table = VectorTable(self.catalog.names, table.matrix[[table.row[n] for n in self.catalog.names]])
+        from .lexical import cutter
         write_entry(self._entries, self.key, table, self._hashes,
                     {"catalog": self.catalog.name, "model_id": self.provider.model_id,
-                     "built_at": self._meta.get("built_at"), "tokens": self.token_costs()})
+                     "built_at": self._meta.get("built_at"), "tokens": self.token_costs(), "cutter": cutter()},
+                    {"lexical": self.lexical().to_arrays()})
 
     def status(self) -> IndexStatus:
         """Model, dimensions, count and build time as stored."""
@@ -431,8 +433,15 @@ class ToolIndex:
     def lexical(self) -> Any:
         """The BM25 index of the same tool texts (built once, on first use or by a build)."""
         if self._lexical is None:
-            from .lexical import LexicalIndex
-            self._lexical = LexicalIndex(self.catalog.names, [self._texts[n] for n in self.catalog.names])
+            from .lexical import LexicalIndex, cutter
+            if self.cache == "hit" and self._meta.get("cutter") == cutter():  # saved with the entry
+                try:
+                    arrays = read_arrays(self._entries, self.key, "lexical")
+                    self._lexical = arrays and LexicalIndex.from_arrays(self.catalog.names, arrays)
+                except Exception:  # checked with the entry; gone or unreadable since: cut the texts again
+                    self._lexical = None
+            if self._lexical is None:
+                self._lexical = LexicalIndex(self.catalog.names, [self._texts[n] for n in self.catalog.names])
         return self._lexical
 
     def live_rows(self) -> Any:
