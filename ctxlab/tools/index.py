@@ -48,6 +48,10 @@ HOST_ENV, PORT_ENV = "CTXLAB_CHROMA_HOST", "CTXLAB_CHROMA_PORT"
 DEFAULT_PORT = 8000
 DEFAULT_QUERY_PREFIX = "Which tool should be used to: "
 COST_MODEL = "gpt-4o"  # the model whose token costs are stored with the index
+#: tools embedded before they are written to Chroma (and at the end): Chroma's writes run its own
+#: threads, which on a small machine slow the model's matrix products beside them; a failure of an
+#: API model after this many tools still leaves them stored
+WRITE_EVERY = 1024
 REBUILD_HINT = "Rebuild it: ToolIndex(..., rebuild=True), or `ctxlab tools index --rebuild`"
 Progress = Callable[[int, int, str], None]
 
@@ -210,7 +214,7 @@ class ToolIndex:
 
     @property
     def collection(self) -> Any:
-        """The Chroma collection (opened on first use: a snapshot answers queries without it)."""
+        """The Chroma collection (opened on first use: a cache entry answers queries without it)."""
         if self._collection is None:
             self._open(False)
         return self._collection
@@ -234,7 +238,7 @@ class ToolIndex:
         self._check_model()
         stored = self._read_hashes()
         if self._table is not None and stored != self._stored:
-            self._table = None  # the store changed under the snapshot: read the vectors again
+            self._table = None  # the store changed under the vectors held: read them again
         self._stored, self._pending, self._lex_rows = stored, None, None
         self._meta = dict(self._collection.metadata or {})
 
@@ -296,34 +300,44 @@ class ToolIndex:
                            time.perf_counter() - start, self.cache)
 
     def _write(self, todo: Sequence[Any], removed: Sequence[str], progress: Progress | None) -> None:
-        """Embed ``todo`` batch by batch into Chroma and the in-memory table; delete ``removed``."""
+        """Embed ``todo`` batch by batch into the in-memory table, writing to Chroma every
+        ``WRITE_EVERY`` tools and at the end; delete ``removed``."""
         table = self.table if self._stored else VectorTable([], None)
         names: list[str] = []
         vectors: list[Any] = []
+        written = 0
         for i in range(0, len(todo), self.batch_size):
             batch = todo[i:i + self.batch_size]
-            vectors += self._upsert(batch, first=not i)
+            vectors += self._embed(batch, first=not i)
             names += [t.name for t in batch]
+            if len(names) - written >= WRITE_EVERY:
+                self._upsert(todo[written:len(names)], vectors[written:])
+                written = len(names)
             if progress:
                 progress(i + len(batch), len(todo), f"embedded {i + len(batch)}/{len(todo)} tools")
+        if len(names) > written:
+            self._upsert(todo[written:], vectors[written:])
         if removed:
             self.collection.delete(ids=list(removed))
         self._stamp()
         self._table = table.updated(names, vectors, self.catalog.names)
         self._lex_rows = None
 
-    def _upsert(self, tools: Sequence[Any], first: bool = False) -> list[list[float]]:
+    def _embed(self, tools: Sequence[Any], first: bool = False) -> list[list[float]]:
+        """The tools' vectors, their size checked against the index's before anything is written."""
         vectors = self.provider.embed([self._texts[t.name] for t in tools])
         if vectors and first and not self._stored and self.collection.count() == 0:
             self._set_meta(dimensions=len(vectors[0]))  # an API model tells its size on first use
         if vectors:
             self._check_model(len(vectors[0]))
+        return vectors
+
+    def _upsert(self, tools: Sequence[Any], vectors: Sequence[Sequence[float]]) -> None:
         costs = self.token_costs()
         metas = [{"model_id": self.provider.model_id, "dimensions": len(v), "category": t.category or "",
                   "tokens": costs[t.name], "content_hash": self._hashes[t.name]} for t, v in zip(tools, vectors)]
-        self.collection.upsert(ids=[t.name for t in tools], embeddings=vectors, metadatas=metas,
+        self.collection.upsert(ids=[t.name for t in tools], embeddings=list(vectors), metadatas=metas,
                                documents=[self._texts[t.name] for t in tools])
-        return vectors
 
     def _stamp(self) -> None:
         self._set_meta(built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), tools=len(self._hashes))
@@ -367,7 +381,7 @@ class ToolIndex:
     @property
     def table(self) -> VectorTable:
         """The stored vectors as one matrix (read from Chroma once per index object, then kept
-        and saved as a snapshot; a build updates it in place)."""
+        and saved as the cache entry; a build updates it in place)."""
         if self._table is None:
             import numpy as np
             got = self.collection.get(include=["embeddings"])
