@@ -3,9 +3,9 @@
 Storage is embedded Chroma (``chromadb.PersistentClient``) in the tool-index cache folder
 (:mod:`ctxlab.tools.cache`: ``$CTXLAB_CACHE_DIR/tool-index``, else the user cache folder), or a
 Chroma server when one is named (``host`` / ``port`` arguments, or ``CTXLAB_CHROMA_HOST`` /
-``CTXLAB_CHROMA_PORT``). One collection per
-catalog and embedding model, cosine space. Each record is one tool (id = tool name) with its
-embedding text and metadata: model_id, dimensions, category, token cost, content hash.
+``CTXLAB_CHROMA_PORT``). One collection per catalog and embedding model, cosine space. Each
+record is one tool (id = tool name) with its embedding text and metadata: model_id, dimensions,
+category, token cost, content hash.
 
 ``build()`` embeds only new or changed tools (by content hash) and deletes removed ones, so a
 re-run on an unchanged catalog embeds nothing. Opening an index built with another model or
@@ -17,8 +17,9 @@ as one matrix (:class:`~ctxlab.tools.vectors.VectorTable`). With the embedded st
 index is also a cache entry keyed by the catalog's content, the model and the versions
 (:mod:`ctxlab.tools.cache`): a later process with the same catalog loads it and neither opens
 Chroma nor embeds a tool (``cache == "hit"``); a corrupt entry is removed, noted in ``notes`` and
-built again; writes to the store are serialised across processes by a lock. The index also keeps a BM25 view of
-the same texts (:class:`~ctxlab.tools.lexical.LexicalIndex`) for hybrid retrieval.
+built again; writes to the store are serialised across processes by a lock. The index also
+keeps a BM25 view of the same texts (:class:`~ctxlab.tools.lexical.LexicalIndex`) for hybrid
+retrieval, saved in the cache entry too.
 """
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ import os
 import re
 import time
 from collections import OrderedDict
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import CtxlabError
@@ -285,7 +286,9 @@ class ToolIndex:
 
     def _build_locked(self, progress: Progress | None, start: float) -> BuildReport:
         if self._entries and self._collection is not None:
-            self._stored = self._read_hashes()  # what another process wrote since this one opened
+            stored = self._read_hashes()  # what another process wrote since this one opened
+            if stored != self._stored:
+                self._stored, self._table, self._lex_rows = stored, None, None
         todo = [t for t in self.catalog.tools if self._stored.get(t.name) != self._hashes[t.name]]
         todo.sort(key=lambda t: len(self._texts[t.name]))  # similar lengths per batch: less padding
         removed = [n for n in self._stored if n not in self._hashes]
