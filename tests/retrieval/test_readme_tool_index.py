@@ -8,8 +8,8 @@ from ctxlab.tools import ToolCatalog, ToolIndex
 from ..conftest import SAMPLES
 
 
-def test_the_readme_example_builds_and_selects_with_the_default_provider(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))
+def test_the_readme_example_builds_and_selects_with_the_default_provider(shared_tool_cache, monkeypatch):
+    monkeypatch.setenv("CTXLAB_CACHE_DIR", str(shared_tool_cache))  # the sample's MiniLM index, built once per run
     monkeypatch.chdir(SAMPLES.parent)
     index = ToolIndex(ToolCatalog.load("sample_data/tools_ecommerce.json"))   # provider "local": offline MiniLM
     seen: list[str] = []

