@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from ctxlab.formats import parse_tools  # noqa: E402
 from ctxlab.generate import WORLDS  # noqa: E402
-from ctxlab.tools import ToolCatalog, embedding_text, get_provider  # noqa: E402
+from ctxlab.retrieval import ToolCatalog, embedding_text, get_provider  # noqa: E402
 from ctxlab._domains.lookalikes import FILLERS, lookalike_of  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"

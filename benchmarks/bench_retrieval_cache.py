@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from ctxlab.conversation import ToolDef  # noqa: E402
 from ctxlab.formats import tools_to_openai  # noqa: E402
-from ctxlab.tools import ToolCatalog, ToolIndex, embedding_text, get_provider, load_queries  # noqa: E402
-from ctxlab.tools.lexical import LexicalIndex, tokenize  # noqa: E402
+from ctxlab.retrieval import ToolCatalog, ToolIndex, embedding_text, get_provider, load_queries  # noqa: E402
+from ctxlab.retrieval.lexical import LexicalIndex, tokenize  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 DATA = ROOT / "benchmarks" / "data"
@@ -54,7 +54,7 @@ def zh_catalog(n: int, acebench: Path | None) -> tuple[ToolCatalog, list[str]]:
     queries: list[str] = []
     if acebench:
         import acebench as ace
-        from ctxlab.tools.evaluate import parse_query
+        from ctxlab.retrieval.evaluate import parse_query
         raw, qs, _ = ace.convert(acebench, "zh")
         tools += ToolCatalog.from_data(raw, name="ace").tools
         queries += [parse_query(q, q["qid"]).query for q in qs]
@@ -126,14 +126,14 @@ def bench_query(catalog: ToolCatalog, provider: Any, queries: Sequence[str], n: 
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from ctxlab.tools import ToolCatalog, ToolIndex
+from ctxlab.retrieval import ToolCatalog, ToolIndex
 catalog = ToolCatalog.load(sys.argv[1])
 t1 = time.perf_counter()
 index = ToolIndex(catalog, sys.argv[2])
 t2 = time.perf_counter()
 vec = index.embed_queries(["warm"])  # the model loads here
 t3 = time.perf_counter()
-from ctxlab.tools.lexical import tokenize
+from ctxlab.retrieval.lexical import tokenize
 tokenize(sys.argv[3])  # jieba loads its dictionary here when the query holds Chinese
 t4 = time.perf_counter()
 index.select(sys.argv[3], top_k=5)
@@ -184,7 +184,7 @@ def bm25_sets(acebench: Path | None) -> list[tuple[str, ToolCatalog, list[Any]]]
                  load_queries(SAMPLES / "tool_queries_zh_support.jsonl")))
     if acebench:
         import acebench as ace
-        from ctxlab.tools.evaluate import parse_query
+        from ctxlab.retrieval.evaluate import parse_query
         raw, qs, _ = ace.convert(acebench, "zh")
         sets.append(("acebench-zh (zh)", ToolCatalog.from_data(raw, name="ace-zh"), [parse_query(q, q["qid"]) for q in qs]))
     return sets
@@ -203,7 +203,7 @@ def bench_bm25s(acebench: Path | None) -> None:
         print("  bm25s is not installed (a candidate, not a dependency: pip install bm25s): skipped")
         return
     import numpy as np
-    from ctxlab.tools import gold_aliases
+    from ctxlab.retrieval import gold_aliases
     print(f"  bm25s {bm25s.__version__}; both rank with ctxlab's tokenize() (jieba for Chinese), Lucene BM25 k1 1.5 b 0.75")
     for name, catalog, queries in bm25_sets(acebench):
         texts = [embedding_text(t) for t in catalog.tools]

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ctxlab.conversation import ToolDef
-from ctxlab.tools.confidence import TUNED_RULES, NoMatchRule
-from ctxlab.tools.select import DEFAULT_THRESHOLD, from_ranking, rank
-from ctxlab.tools import (LexicalIndex, ToolCatalog, ToolIndex, evaluate, get_provider, gold_aliases,
+from ctxlab.retrieval.confidence import TUNED_RULES, NoMatchRule
+from ctxlab.retrieval.select import DEFAULT_THRESHOLD, from_ranking, rank
+from ctxlab.retrieval import (LexicalIndex, ToolCatalog, ToolIndex, evaluate, get_provider, gold_aliases,
                           load_queries, sweep)
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -60,7 +60,7 @@ def _row(label: str, r: dict[str, Any]) -> None:
 
 
 def _bm25(catalog: ToolCatalog, queries: list) -> None:
-    from ctxlab.tools import embedding_text
+    from ctxlab.retrieval import embedding_text
     lex = LexicalIndex(catalog.names, [embedding_text(t) for t in catalog.tools])
     aliases = gold_aliases(catalog)
     out = {}
@@ -71,7 +71,7 @@ def _bm25(catalog: ToolCatalog, queries: list) -> None:
             gold = {aliases.get(g, g) for g in q.gold_tools}
             rec.append(len(gold.intersection(top)) / len(gold))
         out[f"recall@{k}"] = statistics.mean(rec)
-    print(f"  {'BM25 alone (ctxlab.tools.lexical)':<44} R@1 {out['recall@1']:.3f}  R@5 {out['recall@5']:.3f}"
+    print(f"  {'BM25 alone (ctxlab.retrieval.lexical)':<44} R@1 {out['recall@1']:.3f}  R@5 {out['recall@5']:.3f}"
           f"  R@10 {out['recall@10']:.3f}")
 
 
@@ -136,7 +136,7 @@ def synthetic_catalog(n: int) -> ToolCatalog:
 def bench_build(provider: Any, n: int) -> None:
     """Cold index build of ``n`` tools against embedding the same texts in batches alone (the
     baseline), alternated twice so load from other processes hits both alike; best of two each."""
-    from ctxlab.tools import embedding_text
+    from ctxlab.retrieval import embedding_text
     catalog = synthetic_catalog(n)
     texts = sorted((embedding_text(t) for t in catalog.tools), key=len)
     provider.embed(["warm up"])
@@ -310,7 +310,7 @@ def tune_and_hold_out(provider: Any, store: Path) -> None:
         lib = TUNED_RULES.get((provider.model_id, hybrid))
         lib_ok = lib is not None and (lib.floor, lib.gap) == (rule.floor, rule.gap)
         print(f"  library default for {provider.model_id}: {lib and lib.to_dict()} -> "
-              + ("matches" if lib_ok else "DIFFERS: update ctxlab/tools/confidence.py")
+              + ("matches" if lib_ok else "DIFFERS: update ctxlab/retrieval/confidence.py")
               + (f"; DEFAULT_THRESHOLD {DEFAULT_THRESHOLD} " + ("matches" if DEFAULT_THRESHOLD == threshold else "DIFFERS")
                  if hybrid else ""))
         if not hybrid:

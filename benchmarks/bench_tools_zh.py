@@ -39,11 +39,11 @@ import acebench  # noqa: E402
 import tools_context  # noqa: E402
 from bench_tools import BFCL, META, ROOT, JUNK, half, synthetic_catalog  # noqa: E402
 
-from ctxlab.tools import ToolCatalog, ToolIndex, get_provider, gold_aliases, load_queries  # noqa: E402
-from ctxlab.tools import confidence  # noqa: E402
-from ctxlab.tools.confidence import NoMatchRule, TUNED_RULES, TUNED_THRESHOLDS  # noqa: E402
-from ctxlab.tools.evaluate import parse_query  # noqa: E402
-from ctxlab.tools.select import copies, from_ranking, rank  # noqa: E402
+from ctxlab.retrieval import ToolCatalog, ToolIndex, get_provider, gold_aliases, load_queries  # noqa: E402
+from ctxlab.retrieval import confidence  # noqa: E402
+from ctxlab.retrieval.confidence import NoMatchRule, TUNED_RULES, TUNED_THRESHOLDS  # noqa: E402
+from ctxlab.retrieval.evaluate import parse_query  # noqa: E402
+from ctxlab.retrieval.select import copies, from_ranking, rank  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 TUNED_SETS = ("bfcl", "metatool", "dup", "numbered", "ace-zh", "ace-en", "zh-mixed")
@@ -335,7 +335,7 @@ def main() -> None:
     cache = Path(os.environ.get("CTXLAB_BENCH_CACHE") or Path(tempfile.gettempdir()) / "ctxlab-bench-cache")
     if a.tune_context:
         with tempfile.TemporaryDirectory() as tmp:
-            print("context rule (ctxlab/tools/context.py), tuned on the tuning halves:")
+            print("context rule (ctxlab/retrieval/context.py), tuned on the tuning halves:")
             tools_context.tune_context(sets, a.providers.split(","), Path(tmp), lambda p: DiskMemo(p, cache), _gold, half)
         return
     print("sets: " + "; ".join(f"{n} {len(d['catalog'])} tools / {len(d['queries'])} queries / {len(d['junk'])} junk"

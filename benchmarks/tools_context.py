@@ -1,4 +1,4 @@
-"""The context rule of tool retrieval (ctxlab/tools/context.py): tuned on the tuning halves, and
+"""The context rule of tool retrieval (ctxlab/retrieval/context.py): tuned on the tuning halves, and
 the time a follow-up's query costs. Used by bench_tools_zh.py (``--tune-context``, and the query
 times); asserts nothing.
 
@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ctxlab.tools import ToolIndex, get_provider
-from ctxlab.tools.context import TUNED_CONTEXT, ContextRule
-from ctxlab.tools.lexical import tokenize
-from ctxlab.tools.select import rank
+from ctxlab.retrieval import ToolIndex, get_provider
+from ctxlab.retrieval.context import TUNED_CONTEXT, ContextRule
+from ctxlab.retrieval.lexical import tokenize
+from ctxlab.retrieval.select import rank
 
 DEFAULT_SETS = {"use": ("ace-zh", "ace-en"), "local": ("bfcl", "dup", "numbered", "ace-en")}
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(1, 11))

@@ -17,9 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_tools_zh as bz  # noqa: E402
 
-from ctxlab.tools import get_provider  # noqa: E402
+from ctxlab.retrieval import get_provider  # noqa: E402
 
-select_module = sys.modules["ctxlab.tools.select"]  # the module (ctxlab.tools.select is also a function's name)
+select_module = sys.modules["ctxlab.retrieval.select"]  # the module (ctxlab.retrieval.select is also a function's name)
 
 WEIGHTS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7)
 

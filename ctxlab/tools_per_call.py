@@ -2,7 +2,7 @@
 or deferred loading.
 
 * ``all``: every definition of the conversation at every call (what a replay assumed before).
-* ``retrieval``: the ``top_k`` tools a BM25 index (``ctxlab.tools.LexicalIndex``) ranks first for
+* ``retrieval``: the ``top_k`` tools a BM25 index (``ctxlab.retrieval.LexicalIndex``) ranks first for
   that call's context (the text of the last ``context_messages`` messages before it); the list changes
   from call to call, and a changed list rewrites the start of the prompt, so the prompt cache breaks
   there (``ctxlab.cache_breaks`` cause ``tools``). A tool the call used that the pick left out is
@@ -63,8 +63,8 @@ def _query(messages: Sequence[Message], point: int, context_messages: int) -> st
 
 
 def _retrieval(tools: Sequence[ToolDef], top_k: int) -> Any:
-    from .tools.catalog import embedding_text
-    from .tools.lexical import LexicalIndex
+    from .retrieval.catalog import embedding_text
+    from .retrieval.lexical import LexicalIndex
     index = LexicalIndex([t.name for t in tools], [embedding_text(t) for t in tools])
     return lambda query: tuple(index.scores(query, top=top_k))
 

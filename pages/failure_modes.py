@@ -96,7 +96,7 @@ def _findings(conv_key: str, model: str, lang: str, _conv: Conversation) -> tupl
 @st.cache_resource(show_spinner=_("Embedding the tools (first time for this catalog)…"), max_entries=8)
 def _tool_index(tools_key: str, store: str, _tools: tuple) -> Any:
     """A Chroma index of a catalog under the app's data dir, built once (the embeddings persist)."""
-    from ctxlab.tools import ToolCatalog, ToolIndex
+    from ctxlab.retrieval import ToolCatalog, ToolIndex
     index = ToolIndex(ToolCatalog.from_tools(_tools, name=f"lesson-{tools_key[:12]}"), "local")
     if index.pending():
         index.build()
@@ -168,7 +168,7 @@ def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: i
 
 
 def _data_dir() -> Path:
-    from ctxlab.tools import data_dir
+    from ctxlab.retrieval import data_dir
     return data_dir()
 
 

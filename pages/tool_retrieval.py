@@ -17,12 +17,12 @@ from ctxlab.errors import CtxlabError
 from ctxlab.formats import load_json_documents
 from ctxlab.i18n import N_, _, language, local
 from ctxlab.tokens import TokenCounter
-from ctxlab.tools import (TUNED_CONTEXT, OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, conversation_query,
+from ctxlab.retrieval import (TUNED_CONTEXT, OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, conversation_query,
                           data_dir, get_provider, query_from_conversation, sweep)
-from ctxlab.tools.lexical import tokenize
-from ctxlab.tools.confidence import DEFAULT_ON_NO_MATCH, TUNED_THRESHOLDS
-from ctxlab.tools.embeddings import PROVIDERS as MODEL_CLASSES, default_provider_for
-from ctxlab.tools.select import DEFAULT_THRESHOLD, Selection
+from ctxlab.retrieval.lexical import tokenize
+from ctxlab.retrieval.confidence import DEFAULT_ON_NO_MATCH, TUNED_THRESHOLDS
+from ctxlab.retrieval.embeddings import PROVIDERS as MODEL_CLASSES, default_provider_for
+from ctxlab.retrieval.select import DEFAULT_THRESHOLD, Selection
 from playground.conversation import current_conversation
 from playground.input_panel import input_panel
 from playground.markdown import md_escape

@@ -201,7 +201,7 @@ def test_zh_sql_agent_runs_in_deepseek_thinking_mode_and_repairs_its_sql():
 
 
 def test_zh_support_agent_offers_the_40_tools_of_the_chinese_catalog_with_labelled_queries():
-    from ctxlab.tools import ToolCatalog, load_queries
+    from ctxlab.retrieval import ToolCatalog, load_queries
     doc = load("zh_support_agent")
     catalog = ToolCatalog.load(SAMPLES / "tools_zh_support.json")
     assert len(doc["tools"]) == 40 == len(catalog.tools)

@@ -21,7 +21,7 @@ def _diagnose_args(p: argparse.ArgumentParser) -> None:
 
 
 def _catalog(path: str):
-    from ..tools import ToolCatalog
+    from ..retrieval import ToolCatalog
     if not Path(path).is_file():
         raise CtxlabError(f"no such file: {path}", where="--tools", hint="Give the path of a JSON tool catalog")
     return ToolCatalog.load(path).tools

@@ -19,7 +19,7 @@ from .core import EXIT_OK, command
 from ..errors import CtxlabError
 
 if TYPE_CHECKING:  # the retrieval package loads when a tools command is parsed, not when the CLI starts
-    from ..tools.catalog import ToolCatalog
+    from ..retrieval.catalog import ToolCatalog
 
 
 def _threshold(text: str) -> float | str | None:
@@ -67,7 +67,7 @@ def _at_least_zero(text: str) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from ..tools.embeddings import DEFAULT_PROVIDER, PROVIDER_NAMES
+    from ..retrieval.embeddings import DEFAULT_PROVIDER, PROVIDER_NAMES
     p.add_argument("--catalog", required=True, help="tool catalog: OpenAI / Anthropic / MCP tool list or catalog JSON")
     p.add_argument("--name", help="catalog name for the collection (default: the catalog's, else DIR-FILE)")
     p.add_argument("--provider", default=DEFAULT_PROVIDER, choices=PROVIDER_NAMES,
@@ -89,8 +89,8 @@ def _selection_args(p: argparse.ArgumentParser, threshold: str | None) -> None:
 
 
 def _tools_args(p: argparse.ArgumentParser) -> None:
-    from ..tools.confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH
-    from ..tools.context import TUNED_CONTEXT
+    from ..retrieval.confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH
+    from ..retrieval.context import TUNED_CONTEXT
     words = TUNED_CONTEXT.max_words
     subs = p.add_subparsers(dest="tools_command", required=True, metavar="{index,status,query,eval,cache}")
     sp = subs.add_parser("index", help="build or refresh the index of a catalog (incremental)")
@@ -150,7 +150,7 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
 
 
 def _catalog(args: argparse.Namespace) -> ToolCatalog:
-    from ..tools.catalog import ToolCatalog
+    from ..retrieval.catalog import ToolCatalog
     path = Path(args.catalog)
     if not path.is_file():
         raise CtxlabError(f"no such file: {args.catalog}", where="--catalog",
@@ -164,7 +164,7 @@ def _catalog(args: argparse.Namespace) -> ToolCatalog:
 
 
 def _open(args: argparse.Namespace, rebuild: bool = False):
-    from ..tools.index import ToolIndex
+    from ..retrieval.index import ToolIndex
     return _notes(ToolIndex(_catalog(args), args.provider, path=args.data_dir, host=args.host, port=args.port,
                             rebuild=rebuild))
 
@@ -203,7 +203,7 @@ def _turn(args: argparse.Namespace) -> tuple[str, list[str]]:
     text = args.text
     if args.conversation:
         from ..formats import load
-        from ..tools.select import conversation_query
+        from ..retrieval.select import conversation_query
         if not Path(args.conversation).is_file():
             raise CtxlabError(f"no such file: {args.conversation}", where="--conversation",
                               hint="Give the path of a conversation JSON or JSONL file")
@@ -222,8 +222,8 @@ def _turn(args: argparse.Namespace) -> tuple[str, list[str]]:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from ..tools.confidence import threshold_for
-    from ..tools.select import _check, select
+    from ..retrieval.confidence import threshold_for
+    from ..retrieval.select import _check, select
     text, earlier = _turn(args)
     index = _open(args)
     _check(args.k, threshold_for(args.threshold, index.provider.model_id), args.always, {n: None for n in index.catalog.names},  # bad input before work
@@ -241,7 +241,7 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from ..tools.evaluate import evaluate, load_queries
+    from ..retrieval.evaluate import evaluate, load_queries
     if args.previous_turns < 0:
         raise CtxlabError("--previous-turns must be 0 or more", where="--previous-turns")
     queries = load_queries(args.queries)
@@ -254,7 +254,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from ..tools import cache
+    from ..retrieval import cache
     folder = Path(args.data_dir) if args.data_dir else cache.tools_cache_dir()
     _print(cache.clear(folder) if args.clear else cache.describe(folder))
     return EXIT_OK

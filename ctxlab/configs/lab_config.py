@@ -32,7 +32,7 @@ KEYS = ("ctxlab_config", "ctxlab", "strategy", "params", "pipeline", "model", "m
         "tools_tokens", "pins", "tools")
 TOOLS_KEYS = {"catalog": str, "provider": str, "top_k": int, "threshold": (int, float, type(None)),
               "expand_categories": bool, "always_include": list, "hybrid": bool}
-"""Tool retrieval settings a config may carry (the names of ``ctxlab.tools.select``'s arguments)."""
+"""Tool retrieval settings a config may carry (the names of ``ctxlab.retrieval.select``'s arguments)."""
 
 
 class ConfigError(CtxlabError):

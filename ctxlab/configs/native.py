@@ -172,7 +172,7 @@ def common_notes(lab: LabConfig, *, budget_used: bool, runs: str = "every_call",
                      "they are message indexes of the lab's conversation, so they are not exported", items=', '.join(map(str, lab.pins))))
     if lab.tools:
         notes.append(T("tool retrieval settings ({items}): no native form; select tools with "
-                     "ctxlab.tools before the request", items=', '.join(lab.tools)))
+                     "ctxlab.retrieval before the request", items=', '.join(lab.tools)))
     if not budget_used:
         notes.append(T("the budget (max_tokens {max_tokens:,}, reserve {reserve}, tools_tokens "
                      "{tools_tokens:,}): this strategy does not read it, and the framework has no place for it", max_tokens=lab.max_tokens, reserve=lab.reserve, tools_tokens=lab.tools_tokens))

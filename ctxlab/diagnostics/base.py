@@ -27,7 +27,7 @@ class Mitigation:
     """A fix that can be applied as it is (``ctxlab.diagnostics.apply_mitigation``).
 
     ``kind`` is ``strategy`` (``strategy`` and ``params`` for ``ctxlab.strategies.apply_strategy``),
-    ``tool_retrieval`` (send the top ``k`` tools for the query, ``ctxlab.tools.ToolIndex.select``),
+    ``tool_retrieval`` (send the top ``k`` tools for the query, ``ctxlab.retrieval.ToolIndex.select``),
     ``quarantine`` (one sub-agent context per independent task, ``split_into_subagents``) or
     ``prune`` (drop ``messages``, each with its whole tool round). ``label`` is one line for a button.
     """
@@ -111,7 +111,7 @@ class Inputs:
     @cached_property
     def embedder(self):
         """The embedding provider (built once)."""
-        from ..tools.embeddings import get_provider
+        from ..retrieval.embeddings import get_provider
         return get_provider(self.provider) if isinstance(self.provider, str) else self.provider
 
 

@@ -2,10 +2,10 @@
 
 * ``too_many_tools``: more than ``MAX_TOOLS`` tool definitions are offered.
 * ``overlapping_tools``: groups of tools whose definitions (name, description, parameters, as
-  ``ctxlab.tools.embedding_text`` writes them) are at least ``OVERLAP_THRESHOLD`` cosine-similar
+  ``ctxlab.retrieval.embedding_text`` writes them) are at least ``OVERLAP_THRESHOLD`` cosine-similar
   with the embedding provider (``local``: all-MiniLM-L6-v2 offline), joined into clusters.
 * ``irrelevant_tools``: definitions whose similarity to the current query is under
-  ``RELEVANCE_THRESHOLD`` (the selection threshold ``ctxlab.tools`` uses for this model).
+  ``RELEVANCE_THRESHOLD`` (the selection threshold ``ctxlab.retrieval`` uses for this model).
 * ``lookalike_switch``: a call to one tool fails and the next call goes to a look-alike of it.
 
 ``OVERLAP_THRESHOLD`` was tuned on one part of a labelled set of tool pairs and reported on
@@ -29,7 +29,7 @@ recall is 1.00 with 3 false positives, all tau-bench retail tools whose definiti
 near-duplicates (exchange_ / return_ / modify_pending_order_items)."""
 RELEVANCE_THRESHOLD = 0.2
 RETRIEVAL_K = 5
-"""Tools a retrieval mitigation sends: ctxlab.tools' default top_k (BFCL Recall@5 .865, README)."""
+"""Tools a retrieval mitigation sends: ctxlab.retrieval' default top_k (BFCL Recall@5 .865, README)."""
 
 _CACHE: dict[tuple[str, str], list[float]] = {}
 
@@ -47,7 +47,7 @@ def embed(inp: Inputs, texts: Sequence[str]) -> list[list[float]]:
 def similarity_matrix(inp: Inputs, tools: Sequence[ToolDef]):
     """Pairwise cosine similarity of the tools' definitions (a numpy array)."""
     import numpy as np
-    from ..tools.catalog import embedding_text
+    from ..retrieval.catalog import embedding_text
     vectors = np.asarray(embed(inp, [embedding_text(t) for t in tools]), dtype=np.float32)
     return vectors @ vectors.T
 
@@ -117,8 +117,8 @@ def irrelevant_tools(inp: Inputs) -> list[Finding]:
     if len(tools) < 10 or not query:
         return []
     import numpy as np
-    from ..tools.catalog import embedding_text
-    from ..tools.index import DEFAULT_QUERY_PREFIX
+    from ..retrieval.catalog import embedding_text
+    from ..retrieval.index import DEFAULT_QUERY_PREFIX
     vectors = np.asarray(embed(inp, [embedding_text(t) for t in tools] + [DEFAULT_QUERY_PREFIX + query]))
     sims = vectors[:-1] @ vectors[-1]
     far = [t for t, s in zip(tools, sims) if s < RELEVANCE_THRESHOLD]

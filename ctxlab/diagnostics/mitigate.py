@@ -1,7 +1,7 @@
 """Apply a finding's mitigation and measure before and after: tokens, findings, facts kept.
 
 Each kind goes through the engine's public API: ``strategy`` through
-``ctxlab.strategies.apply_strategy``; ``tool_retrieval`` through ``ctxlab.tools.ToolIndex.select``
+``ctxlab.strategies.apply_strategy``; ``tool_retrieval`` through ``ctxlab.retrieval.ToolIndex.select``
 (top k by the hybrid score, no category expansion; a Chroma index in a temporary directory
 unless one is passed); ``quarantine`` through ``split_into_subagents``;
 ``prune`` drops the named tool rounds whole and replaces a named text message (a false claim, a
@@ -98,7 +98,7 @@ def _scratch_dir() -> str:
 
 
 def _scratch_index(tools: Sequence[ToolDef], provider: Any):
-    from ..tools import ToolCatalog, ToolIndex
+    from ..retrieval import ToolCatalog, ToolIndex
     digest = hashlib.sha1("\0".join(t.name + t.description for t in tools).encode()).hexdigest()[:10]
     catalog = ToolCatalog.from_tools(tools, name=f"mitigation-{digest}")
     index = ToolIndex(catalog, provider, path=_scratch_dir(), rebuild=True)
@@ -159,7 +159,7 @@ def loadout(index: Any, conv: Conversation, catalog: Sequence[ToolDef], findings
     expansion: ``k`` tools, as the mitigation's label says), taking only the best-ranked tool of
     each look-alike cluster the diagnosis found (``overlapping_tools``), so neither the noise nor
     the look-alikes reach the model."""
-    from ..tools import conversation_query
+    from ..retrieval import conversation_query
     # a query passed in is ranked as given; the conversation's own is read like select() reads a
     # turn: a short follow-up with the earlier user messages folded in
     text, earlier = (query, ()) if query is not None else conversation_query(conv)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from ctxlab.figures import CATEGORY_COLORS
-from ctxlab.tools import query_from_conversation
+from ctxlab.retrieval import query_from_conversation
 from playground.widgets import over_budget_note
 
 import ctxlab

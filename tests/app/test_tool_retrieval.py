@@ -17,9 +17,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ctxlab
-from ctxlab.tools import (ToolCatalog, ToolIndex, conversation_query, evaluate, load_queries, query_from_conversation,
+from ctxlab.retrieval import (ToolCatalog, ToolIndex, conversation_query, evaluate, load_queries, query_from_conversation,
                           sweep)
-from ctxlab.tools.select import DEFAULT_THRESHOLD
+from ctxlab.retrieval.select import DEFAULT_THRESHOLD
 
 from ..conftest import ROOT, SAMPLES
 from .helpers import metric, set_widget

@@ -10,8 +10,8 @@ from typing import Sequence
 
 import pytest
 
-from ctxlab.tools.catalog import ToolCatalog, embedding_text
-from ctxlab.tools.embeddings import ChromaEmbeddingFunction, EmbeddingError, get_provider
+from ctxlab.retrieval.catalog import ToolCatalog, embedding_text
+from ctxlab.retrieval.embeddings import ChromaEmbeddingFunction, EmbeddingError, get_provider
 
 from ..conftest import SAMPLES
 from ..openai_fake import FakeOpenAI, fake_vector

@@ -3,7 +3,7 @@ with no provider failed with "unknown embedding provider None"; it means the def
 local provider."""
 from __future__ import annotations
 
-from ctxlab.tools import ToolCatalog, ToolIndex
+from ctxlab.retrieval import ToolCatalog, ToolIndex
 
 from ..conftest import SAMPLES
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ctxlab.formats import tools_to_openai
-from ctxlab.tools import ToolCatalog, ToolIndex, cache
+from ctxlab.retrieval import ToolCatalog, ToolIndex, cache
 
 from .test_tool_index import CountingProvider, make_catalog
 
@@ -58,8 +58,8 @@ def test_a_second_process_reuses_the_index_the_first_built(cache_dir, catalog_fi
 def test_a_hit_answers_without_opening_chroma_embedding_a_tool_or_cutting_its_text(cache_dir, monkeypatch):
     built = ToolIndex(make_catalog(), CountingProvider())
     built.build()
-    from ctxlab.tools import index as index_module
-    from ctxlab.tools.lexical import LexicalIndex
+    from ctxlab.retrieval import index as index_module
+    from ctxlab.retrieval.lexical import LexicalIndex
 
     def no_chroma(*args, **kwargs):
         raise AssertionError("Chroma was opened")
@@ -150,7 +150,7 @@ def test_the_cli_prints_the_note_of_a_corrupt_entry(cache_dir, catalog_file, cap
 
 BUILD_SCRIPT = """
 import json, sys, time
-from ctxlab.tools import HashEmbeddings, ToolIndex
+from ctxlab.retrieval import HashEmbeddings, ToolIndex
 from tests.retrieval.test_tool_index import make_catalog
 
 class Slow(HashEmbeddings):

@@ -11,7 +11,7 @@ import pytest
 from ctxlab.errors import ShapeError
 from ctxlab.formats.tools import tools_to_anthropic, tools_to_mcp, tools_to_openai
 from ctxlab.tokens import TokenCounter
-from ctxlab.tools.catalog import ToolCatalog, content_hash, embedding_text
+from ctxlab.retrieval.catalog import ToolCatalog, content_hash, embedding_text
 
 from ..conftest import SAMPLES
 

@@ -1,4 +1,4 @@
-"""A short follow-up read with the user messages before it (ctxlab/tools/context.py): the rule,
+"""A short follow-up read with the user messages before it (ctxlab/retrieval/context.py): the rule,
 the folded query vector and BM25 scores, the query cache across turns, select()'s output, the
 conversation helper, evaluate(), the CLI, and the real multilingual model on a Chinese follow-up."""
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 
 from ctxlab.conversation import Conversation, Message
 from ctxlab.formats import tools_to_openai
-from ctxlab.tools import (TUNED_CONTEXT, ContextError, ContextRule, EvalQuery, SelectionError, ToolCatalog, ToolIndex,
+from ctxlab.retrieval import (TUNED_CONTEXT, ContextError, ContextRule, EvalQuery, SelectionError, ToolCatalog, ToolIndex,
                           conversation_query, evaluate, rank)
-from ctxlab.tools.lexical import tokenize
-from ctxlab.tools.select import LEXICAL_WEIGHT
+from ctxlab.retrieval.lexical import tokenize
+from ctxlab.retrieval.select import LEXICAL_WEIGHT
 
 from .test_tool_index import CountingProvider, make_catalog, store  # noqa: F401  (store is a fixture)
 

@@ -9,7 +9,7 @@ from ctxlab.cli import main
 from ctxlab.formats import tools_to_openai
 from ctxlab.conversation import ToolDef
 from ctxlab.tokens import TokenCounter
-from ctxlab.tools import (EvalQuery, QueriesError, ToolCatalog, ToolIndex, evaluate, gold_aliases, load_queries, rank,
+from ctxlab.retrieval import (EvalQuery, QueriesError, ToolCatalog, ToolIndex, evaluate, gold_aliases, load_queries, rank,
                           sweep)
 
 from ..conftest import SHARED, needs_shared

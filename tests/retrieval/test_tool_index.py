@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ctxlab.conversation import ToolDef
 from ctxlab.tokens import TokenCounter
-from ctxlab.tools import (HashEmbeddings, IndexMismatchError, ToolCatalog, ToolIndex, ToolIndexError, collection_name,
+from ctxlab.retrieval import (HashEmbeddings, IndexMismatchError, ToolCatalog, ToolIndex, ToolIndexError, collection_name,
                           content_hash, embedding_text)
 
 

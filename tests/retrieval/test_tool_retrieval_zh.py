@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from ctxlab.conversation import ToolDef
-from ctxlab.tools import HashEmbeddings, NoMatchRule, ToolCatalog, ToolIndex, get_provider
-from ctxlab.tools import index as index_module
-from ctxlab.tools.embeddings import cjk_share, default_provider_for
-from ctxlab.tools.lexical import LexicalIndex, tokenize
-from ctxlab.tools.select import rank
+from ctxlab.retrieval import HashEmbeddings, NoMatchRule, ToolCatalog, ToolIndex, get_provider
+from ctxlab.retrieval import index as index_module
+from ctxlab.retrieval.embeddings import cjk_share, default_provider_for
+from ctxlab.retrieval.lexical import LexicalIndex, tokenize
+from ctxlab.retrieval.select import rank
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 
@@ -108,7 +108,7 @@ def test_a_changed_catalog_is_rebuilt_through_chroma_and_its_entry_follows(store
 
 def test_another_model_never_answers_from_the_cache(store):
     ToolIndex(_catalog(), HashEmbeddings(64), collection="shared-name").build()
-    from ctxlab.tools import IndexMismatchError
+    from ctxlab.retrieval import IndexMismatchError
     with pytest.raises(IndexMismatchError):
         ToolIndex(_catalog(), HashEmbeddings(32), collection="shared-name")
 

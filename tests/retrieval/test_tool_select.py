@@ -8,9 +8,9 @@ import pytest
 
 from ctxlab.conversation import Conversation, Message
 from ctxlab.tokens import TokenCounter
-from ctxlab.tools import (ConfidenceError, LexicalIndex, Selection, SelectionError, ToolCatalog, ToolIndex, query_from_conversation,
+from ctxlab.retrieval import (ConfidenceError, LexicalIndex, Selection, SelectionError, ToolCatalog, ToolIndex, query_from_conversation,
                           rank)
-from ctxlab.tools.select import LEXICAL_WEIGHT
+from ctxlab.retrieval.select import LEXICAL_WEIGHT
 
 from .test_tool_index import CountingProvider, make_catalog, store  # noqa: F401  (store is a fixture)
 
@@ -275,7 +275,7 @@ def test_expansion_stays_within_k_extra_tools_for_a_real_question(sample_index):
 def test_real_questions_stay_confident_and_junk_is_mostly_caught(sample_index):
     """The bundled labeled queries and the junk set were not used to tune the rule (held out)."""
     from tests.conftest import ROOT
-    from ctxlab.tools import load_queries
+    from ctxlab.retrieval import load_queries
     import json
     real = [q.query for q in load_queries(ROOT / "sample_data" / "tool_queries_ecommerce.jsonl")]
     junk = [json.loads(line)["query"] for line in (ROOT / JUNK).read_text().splitlines() if line.strip()]

@@ -4,7 +4,7 @@ In a multi-turn conversation the newest user message is often a follow-up that n
 "The process ID is 123e…, threshold 70", "好的，这里有三个条目：…", "yes, the second one". Alone it
 matches the catalog badly; the turn before it says what the user is doing. The rule: when the
 newest message has at most ``max_words`` words (the BM25 words of
-:func:`~ctxlab.tools.lexical.tokenize`: stop words not counted), the earlier user messages are
+:func:`~ctxlab.retrieval.lexical.tokenize`: stop words not counted), the earlier user messages are
 folded into the query, the most recent at ``weight``, the one before at ``weight`` squared, and
 so on (``depth`` of them; None: all). Folding is done on both sides of the hybrid ranking: the
 query vector is the newest message's vector plus the weighted vectors of the earlier ones,

@@ -1,14 +1,14 @@
 """Tool retrieval: a catalog of tool definitions, embedding providers, a Chroma-backed index,
 selection of the tools to send for a turn, and the evaluation of that selection.
 
-    >>> from ctxlab.tools import ToolCatalog, ToolIndex
+    >>> from ctxlab.retrieval import ToolCatalog, ToolIndex
     >>> index = ToolIndex(ToolCatalog.load("tools.json"))          # doctest: +SKIP
     >>> index.build(progress=print)                                 # doctest: +SKIP
     >>> index.select("refund order 1234", top_k=5).names            # doctest: +SKIP
 
 Importing this package loads neither chromadb nor a model; they load on first use. Queries are
 answered from the vectors in memory, never through Chroma; a built index is a cache entry that
-later processes load (:mod:`ctxlab.tools.cache`; ``ctxlab tools cache`` lists and clears them).
+later processes load (:mod:`ctxlab.retrieval.cache`; ``ctxlab tools cache`` lists and clears them).
 """
 from .catalog import ToolCatalog, content_hash, embedding_text
 from .embeddings import (DEFAULT_PROVIDER, PROVIDER_NAMES, PROVIDERS, ChromaEmbeddingFunction, EmbeddingError,

@@ -1,7 +1,7 @@
 """ToolIndex: a tool catalog embedded into a Chroma collection, kept in sync incrementally.
 
 Storage is embedded Chroma (``chromadb.PersistentClient``) in the tool-index cache folder
-(:mod:`ctxlab.tools.cache`: ``$CTXLAB_CACHE_DIR/tool-index``, else the user cache folder), or a
+(:mod:`ctxlab.retrieval.cache`: ``$CTXLAB_CACHE_DIR/tool-index``, else the user cache folder), or a
 Chroma server when one is named (``host`` / ``port`` arguments, or ``CTXLAB_CHROMA_HOST`` /
 ``CTXLAB_CHROMA_PORT``). One collection per catalog and embedding model, cosine space. Each
 record is one tool (id = tool name) with its embedding text and metadata: model_id, dimensions,
@@ -13,12 +13,12 @@ dimension raises :class:`IndexMismatchError` with the rebuild path; it never ans
 Queries are embedded in the provider's query form (its ``embed_queries``, or its
 ``query_prefix``; MiniLM's lifts its Recall@5 on both real sets, see ``benchmarks/bench_tools.py``)
 and the last few query vectors are cached. Queries never go to Chroma: the stored vectors are kept
-as one matrix (:class:`~ctxlab.tools.vectors.VectorTable`). With the embedded store, a built
+as one matrix (:class:`~ctxlab.retrieval.vectors.VectorTable`). With the embedded store, a built
 index is also a cache entry keyed by the catalog's content, the model and the versions
-(:mod:`ctxlab.tools.cache`): a later process with the same catalog loads it and neither opens
+(:mod:`ctxlab.retrieval.cache`): a later process with the same catalog loads it and neither opens
 Chroma nor embeds a tool (``cache == "hit"``); a corrupt entry is removed, noted in ``notes`` and
 built again; writes to the store are serialised across processes by a lock. The index also
-keeps a BM25 view of the same texts (:class:`~ctxlab.tools.lexical.LexicalIndex`) for hybrid
+keeps a BM25 view of the same texts (:class:`~ctxlab.retrieval.lexical.LexicalIndex`) for hybrid
 retrieval, saved in the cache entry too.
 """
 from __future__ import annotations
@@ -103,7 +103,7 @@ class IndexStatus:
 
 
 def data_dir() -> Path:
-    """ctxlab's cache folder (:func:`ctxlab.tools.cache.cache_root`); the tool indexes live in
+    """ctxlab's cache folder (:func:`ctxlab.retrieval.cache.cache_root`); the tool indexes live in
     its ``tool-index`` folder."""
     return cache_root()
 
@@ -476,6 +476,6 @@ class ToolIndex:
         return self._lex_rows
 
     def select(self, query: str, **kwargs: Any) -> "Selection":
-        """Shortcut for :func:`ctxlab.tools.select.select` on this index."""
+        """Shortcut for :func:`ctxlab.retrieval.select.select` on this index."""
         from .select import select
         return select(self, query, **kwargs)

@@ -1,9 +1,9 @@
 """Which tools to send for this turn: rank the catalog against the query, keep the top k over a
 similarity threshold, pull in their categories, add the always-included tools; count what it saves.
 
-Ranking is dense (cosine similarity from the :class:`~ctxlab.tools.index.ToolIndex`'s vectors,
+Ranking is dense (cosine similarity from the :class:`~ctxlab.retrieval.index.ToolIndex`'s vectors,
 one matrix product per query) or hybrid: cosine plus ``LEXICAL_WEIGHT`` times the tool's BM25
-score (:mod:`ctxlab.tools.lexical`, Chinese-aware) divided by the best BM25
+score (:mod:`ctxlab.retrieval.lexical`, Chinese-aware) divided by the best BM25
 score for that query, so a tool that shares rare words with the query moves up by at most
 ``LEXICAL_WEIGHT``. Hybrid is the default because it wins on both real sets measured
 (``benchmarks/bench_tools.py``, ``benchmarks/bench_tools_zh.py``).
@@ -11,7 +11,7 @@ score for that query, so a tool that shares rare words with the query moves up b
 Rules, in order:
 
 * ``unsure``: when the query matches nothing well (the no-match rule of
-  :mod:`ctxlab.tools.confidence`: the best score under a floor, or no tool standing out of the
+  :mod:`ctxlab.retrieval.confidence`: the best score under a floor, or no tool standing out of the
   head of the ranking; or no tool reaching ``threshold``) the selection is marked unsure, with
   the reason, and sends what ``on_no_match`` says: ``"all"`` (every tool, the default: a real
   query wrongly judged unsure still gets its tool) or ``"none"`` (only the always-included tools).
@@ -29,7 +29,7 @@ Rules, in order:
 
 ``context``: the earlier user messages of the conversation (oldest first). By default
 (``context_rule="auto"``) a short newest message is ranked with them folded in
-(:mod:`ctxlab.tools.context`); :func:`conversation_query` gives both from a conversation.
+(:mod:`ctxlab.retrieval.context`); :func:`conversation_query` gives both from a conversation.
 
 A tool's reason is the first rule that picked it.
 """
@@ -203,7 +203,7 @@ def rank(index: Any, queries: Sequence[str], hybrid: bool = True, candidates: in
     """Rank every indexed tool for each query by cosine (one matrix product over the index's
     vectors) plus, when hybrid, the lexical bonus; keep the best ``candidates``, each marked
     when it nearly duplicates a better-ranked one. ``contexts``: per query, the earlier user
-    messages (oldest first), folded in as ``context_rule`` says (:mod:`ctxlab.tools.context`)."""
+    messages (oldest first), folded in as ``context_rule`` says (:mod:`ctxlab.retrieval.context`)."""
     import numpy as np
     if contexts is not None and len(contexts) != len(queries):
         raise SelectionError(f"{len(contexts)} contexts for {len(queries)} queries", where="contexts")

@@ -8,13 +8,13 @@ Two kinds of figures, kept apart:
 * ranking: ``recall@K`` is the share of a query's gold tools found among the K best-ranked tools,
   averaged over queries (no threshold, no expansion: the standard definition); ``mrr`` is the
   mean of 1 / rank of the first gold tool (0 when it is not among the candidates).
-* selection: what :func:`~ctxlab.tools.select.select` would send with ``top_k``, ``threshold`` and
+* selection: what :func:`~ctxlab.retrieval.select.select` would send with ``top_k``, ``threshold`` and
   ``expand_categories``: mean tools selected, ``selection_recall`` (gold tools inside the
   selection, expansions included), tool-definition tokens of all tools vs the selection (mean),
   and ``unsure``: how many queries the no-match rule (or the threshold) judged unsure.
 
-Each query is ranked as :func:`~ctxlab.tools.select.select` ranks it by default: a short query
-with its ``previous_user_turns`` folded in (``context_rule="auto"``, :mod:`ctxlab.tools.context`);
+Each query is ranked as :func:`~ctxlab.retrieval.select.select` ranks it by default: a short query
+with its ``previous_user_turns`` folded in (``context_rule="auto"``, :mod:`ctxlab.retrieval.context`);
 ``previous_turns=N`` instead joins the N earlier turns to the text, and ``context_rule="off"``
 ranks the newest message alone.
 

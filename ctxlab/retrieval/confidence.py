@@ -18,7 +18,7 @@ catalogs (BFCL's tools offered by three servers; BFCL + MetaTool numbered copies
 English. USE multilingual (Chinese catalogs) and multilingual-e5-small: this project's Chinese /
 mixed catalog and ACEBench Chinese (USE: ACEBench English too). The held-out halves, and the bundled e-commerce queries, report how they do.
 Real queries are ranked as ``select()`` ranks them by default: a short follow-up with the earlier
-user turns folded in (:mod:`ctxlab.tools.context`); the values were re-tuned with that.
+user turns folded in (:mod:`ctxlab.retrieval.context`); the values were re-tuned with that.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The index's vectors in memory: one matrix, so a query is one matrix product. On disk they are
-a cache entry (:mod:`ctxlab.tools.cache`), so a new process answers without opening Chroma.
+a cache entry (:mod:`ctxlab.retrieval.cache`), so a new process answers without opening Chroma.
 """
 from __future__ import annotations
 
