@@ -22,9 +22,10 @@ strategy through ``ctxlab.measure.measure`` (the figures every page shows): the 
 (returned results capped as above), each sub-agent in its own context (the same limit), and the
 inline conversation. Per form: prompt tokens over its calls, the largest prompt, calls over the
 limit, cost with the prompt cache (None where the model has no price) and the needed recall of the
-parent's own calls: the facts the parent's model calls (not the sub-agents') used from earlier
-messages of that form, less, inline, the facts a call that started a sub-agent would take from that
-sub-agent's own work (spliced before it here; in the real run it came after).
+parent's own calls: of the facts the parent's model calls (not the sub-agents') used from earlier
+messages of that form, the share their prompts held. The calls that started a sub-agent are left out
+in both forms: inline, the model puts the sub-agent's work before them, so their prompts would hold
+what in the run came after (on the tests' session, the Task call's 5 needs of 8).
 
 A model of the alternative, not a replay of it: the inline run assumes the parent would have made
 the same calls and got the same results.
@@ -90,7 +91,8 @@ class Forms:
     at its head, returned results capped when asked) with each sub-agent in its own context
     (``subs``: the parent's metadata row and the sub-agent's conversation), and ``inline``: the
     parent with each sub-agent's work spliced before the call that started it. ``from_sub``: the
-    inline messages that came from a sub-agent; ``callers``: the inline messages that started one."""
+    inline messages that came from a sub-agent; ``callers``: the inline messages that started one;
+    ``parent_callers``: the same messages in ``parent``."""
 
     model: str
     return_cap: int | None
@@ -99,11 +101,19 @@ class Forms:
     inline: Conversation
     from_sub: frozenset[int]
     callers: frozenset[int]
+    parent_callers: frozenset[int]
 
     def parents_need(self, need: Any) -> bool:
         """Whether an inline need is one of the parent's own calls (see the module docstring)."""
         return need.needed_by not in self.from_sub and not (need.needed_by in self.callers
                                                             and need.source in self.from_sub)
+
+    def in_recall(self, need: Any, inline: bool) -> bool:
+        """Whether a need (or a miss) of that form counts in the parent's needed recall: one of the parent's
+        own calls, not one that started a sub-agent (see the module docstring)."""
+        if inline:
+            return need.needed_by not in self.from_sub and need.needed_by not in self.callers
+        return need.needed_by not in self.parent_callers
 
 
 def forms(text: str | bytes, *, model: str | None = None, return_cap: int | None = None) -> Forms:
@@ -135,7 +145,9 @@ def forms(text: str | bytes, *, model: str | None = None, return_cap: int | None
     inline, from_sub = _inline(parent, subs)
     callers = {k + 1 for k in from_sub if k + 1 not in from_sub}  # the calls that started a sub-agent: in the
     # real run they came before its work (their prompt is the parent's own), so they need nothing from it
-    return Forms(model, return_cap, parent, tuple(subs), inline, frozenset(from_sub), frozenset(callers))
+    started = {_calling(parent, row["returned_at"]) for row, _sub in subs} - {None}
+    return Forms(model, return_cap, parent, tuple(subs), inline, frozenset(from_sub), frozenset(callers),
+                 frozenset(started))
 
 
 def isolation(source: str | bytes | Forms, *, model: str | None = None, return_cap: int | None = None,
@@ -252,8 +264,8 @@ def measured(f: Forms, strategy: Any, budget: Budget, *, price: Any = None,
     subs = [({"id": row["id"]}, _figures(run(sub))) for row, sub in f.subs]
     inline_facts = inline_facts if inline_facts is not None else needed_facts(f.inline)
     inline = run(f.inline, inline_facts)
-    iso_parent = {**_figures(parent), **_parent_recall(parent_facts, parent, lambda n: True)}
-    inline_parent = {**_figures(inline), **_parent_recall(inline_facts, inline, f.parents_need)}
+    iso_parent = {**_figures(parent), **_parent_recall(parent_facts, parent, lambda n: f.in_recall(n, False))}
+    inline_parent = {**_figures(inline), **_parent_recall(inline_facts, inline, lambda n: f.in_recall(n, True))}
     return {"strategy": strategy.name, "params": strategy.params(), "budget": budget.to_dict(),
             "prompt_limit": budget.prompt_limit,
             "isolated": {"parent": iso_parent, "subagents": [{**row, **fig} for row, fig in subs],

@@ -22,7 +22,8 @@ SUBAGENT_CAPTION = N_(
     "call that started it, a model of the alternative (it assumes the parent would have made the same calls and got "
     "the same results). Prompt tokens: over the calls the trace answered (the largest prompt also counts the call it "
     "ends waiting on); calls over the limit and cost count the parent and the sub-agents together. Parent needed "
-    "recall: of the facts the parent's own calls used from earlier messages, the share their prompts held.")
+    "recall: of the facts the parent's own calls used from earlier messages, the share their prompts held (the calls "
+    "that started a sub-agent left out, in both forms: inline, the model puts the sub-agent's work before them).")
 
 
 def return_cap_input(key: str) -> int | None:
