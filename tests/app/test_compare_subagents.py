@@ -13,7 +13,7 @@ from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.subagents import isolation
 
 from ..conftest import ROOT
-from .english_left import english_left, report
+from .english_left import english_left_in, marked_english, report
 
 PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
 
@@ -79,16 +79,11 @@ def test_a_conversation_without_sub_agents_has_no_such_section(monkeypatch):
 
 
 def _section_english() -> list[str]:
-    """The section's marked English (``_``/``N_`` in the page's ``_subagents_section`` and in
-    ``playground/subagents.py``), each up to its first placeholder."""
-    page = ast.parse((ROOT / "pages" / "compare.py").read_text(encoding="utf-8"))
-    shared = ast.parse((ROOT / "playground" / "subagents.py").read_text(encoding="utf-8"))
-    ours = [n for n in page.body if isinstance(n, ast.FunctionDef) and n.name == "_subagents_section"] + [
-        n for n in shared.body if isinstance(n, (ast.FunctionDef, ast.Assign))]
-    marked = [c.args[0].value for n in ours for c in ast.walk(n) if isinstance(c, ast.Call)
-              and getattr(c.func, "id", "") in ("_", "N_") and isinstance(c.args[0], ast.Constant)]
+    """The section's marked English: the page's ``_subagents_section`` and ``playground/subagents.py``."""
+    marked = marked_english(ROOT / "pages" / "compare.py", lambda n: getattr(n, "name", "") == "_subagents_section")
+    marked += marked_english(ROOT / "playground" / "subagents.py", lambda n: isinstance(n, (ast.FunctionDef, ast.Assign)))
     assert len(marked) > 10
-    return [m.split("{")[0].strip("*") for m in marked]
+    return marked
 
 
 def test_the_section_in_chinese_leaves_no_english(monkeypatch):
@@ -97,8 +92,7 @@ def test_the_section_in_chinese_leaves_no_english(monkeypatch):
         at = _open(monkeypatch, "zh")
         (cap,) = [n for n in at.number_input if n.key == "cmp_subagent_cap"]
         assert cap.label.startswith("每个返回结果的上限")
-        left = english_left(at)
-        ours = [text for text in left if any(s and s in text for s in _section_english())]
-        assert not ours, report({t: left[t] for t in ours})
+        left = english_left_in(at, _section_english())
+        assert not left, report(left)
     finally:
         i18n.use("en")

@@ -12,7 +12,7 @@ from ctxlab.strategies import Budget, get_strategy
 from ctxlab.subagents import isolation
 
 from ..conftest import ROOT
-from .english_left import english_left, report
+from .english_left import english_left_in, marked_english, report
 from .helpers import open_page, run_tune_sweep
 
 PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
@@ -62,14 +62,10 @@ def test_a_set_without_sub_agents_offers_no_such_table(monkeypatch):
 
 
 def _section_english() -> list[str]:
-    page = ast.parse((ROOT / "pages" / "tune.py").read_text(encoding="utf-8"))
-    shared = ast.parse((ROOT / "playground" / "subagents.py").read_text(encoding="utf-8"))
-    ours = [n for n in page.body if isinstance(n, ast.FunctionDef) and n.name == "_subagents_inline"] + [
-        n for n in shared.body if isinstance(n, (ast.FunctionDef, ast.Assign))]
-    marked = [c.args[0].value for n in ours for c in ast.walk(n) if isinstance(c, ast.Call)
-              and getattr(c.func, "id", "") in ("_", "N_") and isinstance(c.args[0], ast.Constant)]
+    marked = marked_english(ROOT / "pages" / "tune.py", lambda n: getattr(n, "name", "") == "_subagents_inline")
+    marked += marked_english(ROOT / "playground" / "subagents.py", lambda n: isinstance(n, (ast.FunctionDef, ast.Assign)))
     assert len(marked) > 10
-    return [m.split("{")[0].strip("*") for m in marked]
+    return marked
 
 
 def test_the_table_in_chinese_leaves_no_english(monkeypatch):
@@ -78,8 +74,7 @@ def test_the_table_in_chinese_leaves_no_english(monkeypatch):
         at.checkbox(key="tune_subagents").check().run()
         assert not at.exception, at.exception
         assert [d for d in at.dataframe if "form" in d.value.columns]
-        left = english_left(at)
-        ours = [text for text in left if any(s and s in text for s in _section_english())]
-        assert not ours, report({t: left[t] for t in ours})
+        left = english_left_in(at, _section_english())
+        assert not left, report(left)
     finally:
         i18n.use("en")
