@@ -1,4 +1,5 @@
-"""CLI commands of the strategy engine: ``strategies``, ``apply``, ``replay``.
+"""CLI commands of the strategy engine: ``strategies``, ``apply``, ``replay``, ``subagents`` (a
+session's sub-agents isolated or inline, measured under a strategy with the same flags as ``replay``).
 
 The engine is imported when a command of this module is parsed or run, not when the CLI starts."""
 from __future__ import annotations
