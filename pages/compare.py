@@ -14,7 +14,7 @@ from ctxlab.measure import ReplayMeasures
 from ctxlab.llm import use_llm
 from ctxlab.figures import token_bars
 from ctxlab.validate import input_finding_keys
-from ctxlab.i18n import N_, _, local
+from ctxlab.i18n import N_, _, local, local_error
 from playground import lab_cache
 from playground.budget import current_budget
 from playground.conversation import current_view, require_conversation
@@ -23,6 +23,7 @@ from playground.llm_settings import current_llm
 from playground.markdown import md_escape
 from playground.prices import price_panel
 from playground.state import text_hash
+from playground.subagents import form_rows, form_table, return_cap_input
 from playground.widgets import (action_words, action_column, count_column, strategy_picker, table_columns, tools_picker,
                                 translated_columns)
 
@@ -66,6 +67,24 @@ TABLE_HEADERS = (N_("strategy"), N_("cost vs none"), N_("largest prompt"), N_("n
                  N_("warnings"), N_("role"), N_("tokens"), N_("rules"), N_("severity"), N_("code"),
                  N_("result message"), N_("input message"), N_("finding"))
 # Every header of the page's tables (the engine's row keys), marked for the catalogs. (a comment: a page's bare string is shown)
+
+
+def _subagents_section(text: str, strategies: list[Any], labels: list[str], budget: Any, price: Any,
+                       llm: Any) -> None:
+    """A Claude Code main session: each compared strategy on its sub-agents isolated (as logged) and on the
+    same work inline in the parent (``ctxlab.subagents.isolation`` with a strategy)."""
+    st.subheader(_("Sub-agents: isolated or inline"))
+    cap = return_cap_input("cmp_subagent_cap")
+    model, budget_key = st.session_state.model, repr(budget)
+    try:
+        with st.spinner(_("Replaying the sub-agents…")):
+            rows = [row for s, label in zip(strategies, labels) for row in form_rows({"strategy": label}, (
+                lab_cache.subagents_measured(text_hash(text), model, cap, lab_cache.strategy_key(s, llm),
+                                             budget_key, repr(price), text, s, budget, price, llm)))]
+    except CtxlabError as e:
+        st.info(md_escape(local_error(e)))
+        return
+    form_table(rows, "cmp_subagents", N_("strategy"))
 
 
 input_panel()
@@ -194,3 +213,6 @@ if rows:
                      column_config=translated_columns(table_columns(rows)))
 else:
     st.caption(_("No findings: every result follows the OpenAI and Anthropic rules."))
+
+if measures is not None and conv.metadata.get("subagents"):  # a Claude Code main session that ran sub-agents
+    _subagents_section(st.session_state.conversation_text, strategies, labels, budget, price, llm)

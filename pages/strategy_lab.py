@@ -25,6 +25,7 @@ from playground.llm_settings import current_llm
 from playground.markdown import md_escape
 from playground.prices import current_price, price_panel
 from playground.state import text_hash
+from playground.subagents import return_cap_input
 from playground.widgets import (APPLY_AT_WORDS, TABLE_ACTION_WORDS, action_column, action_words, config_downloads,
                                 count_column, message_number, native_downloads, number_column, role_name,
                                 snippet_download, strategy_picker, strategy_title, summary_note, text_width,
@@ -215,12 +216,10 @@ def _subagents_section(text: str, model: str) -> None:
     """A Claude Code main session's sub-agents run isolated (as logged) against the same work inline,
     with a cap on what each returns (``ctxlab.subagents.isolation``)."""
     st.markdown(_("**Sub-agents, isolated or inline**"))
-    cap = st.number_input(_("Cap on each returned result (tokens, 0: as returned)"), min_value=0, max_value=1_000_000,
-                          step=100, key="lab_subagent_cap",
-                          help=_("Each sub-agent's result cut to its first N tokens before the parent reads it"))
+    cap = return_cap_input("lab_subagent_cap")
     try:
         with st.spinner(_("Replaying the sub-agents…")):
-            r = lab_cache.subagents(text_hash(text), model, int(cap) or None, text)
+            r = lab_cache.subagents(text_hash(text), model, cap, text)
     except CtxlabError as e:
         st.info(md_escape(local_error(e)))
         return

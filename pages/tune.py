@@ -20,7 +20,8 @@ from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, TRACE_SUFFIXES, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
-from ctxlab.i18n import N_, _, local, use
+from ctxlab.i18n import N_, _, local, local_error, use
+from playground import lab_cache
 from playground.conversation import current_conversation
 from playground.handoff import go_to_lab, load_point_into_lab
 from playground.input_panel import input_panel
@@ -28,6 +29,7 @@ from playground.language import LANG_KEY
 from playground.markdown import md_escape
 from playground.prices import price_panel
 from playground.state import SAMPLES_DIR, persist, sample_names, text_hash
+from playground.subagents import form_rows, form_table
 from playground.tune_job import SweepJob
 from playground.widgets import (config_downloads, native_downloads, snippet_download, strategy_title, tools_picker,
                                 translated_columns)
@@ -68,9 +70,9 @@ def _parse_files(key: str, _files: tuple[tuple[str, bytes], ...]) -> tuple[list[
     return convs, errors
 
 
-def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
-    """The conversations to sweep, a few words saying which, and a key of their content; stops the
-    page with a message when there are none."""
+def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str, tuple[tuple[str, bytes | str], ...]]:
+    """The conversations to sweep, a few words saying which, a key of their content and the files (name,
+    content) they come from; stops the page with a message when there are none."""
     which = st.radio(_("Conversations"), list(SETS), key="tune_set", horizontal=True, format_func=lambda k: _(SETS[k]))
     if which == "samples":
         names = st.multiselect(_("Samples"), sample_names(), key="tune_samples", placeholder=_("Choose options"))
@@ -89,8 +91,8 @@ def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
         if conv is None:
             st.info(_("Pick a conversation in the sidebar first."))
             st.stop()
-        return ([conv], st.session_state.conversation_label or _("the sidebar's conversation"),  # escaped where shown
-                text_hash(st.session_state.conversation_text))
+        label = st.session_state.conversation_label or _("the sidebar's conversation")  # escaped where shown
+        return [conv], label, text_hash(st.session_state.conversation_text), ((label, st.session_state.conversation_text),)
     if not files:
         st.info(_("Choose at least one sample or upload a file to sweep."))
         st.stop()
@@ -103,7 +105,7 @@ def _conversation_set() -> tuple[list[ctxlab.Conversation], str, str]:
     if not convs:
         st.info(_("No conversation to sweep: fix or replace the files above."))
         st.stop()
-    return convs, _("{n} conversation(s) from {k} file(s)").format(n=len(convs), k=len(files)), key
+    return convs, _("{n} conversation(s) from {k} file(s)").format(n=len(convs), k=len(files)), key, files
 
 
 # ---------------------------------------------------------------- the grid, built from the schemas
@@ -304,7 +306,52 @@ def _exports(point: dict[str, Any], tools_tokens: int) -> None:
     snippet_download(config, strategy.apply_at, "tune_dl_snippet", show_code=False)  # every target, as in the Lab
 
 
-def _results(result: SweepResult, tools_tokens: int) -> None:
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _subagent_sessions(key: str, _files: tuple[tuple[str, bytes | str], ...]) -> list[tuple[str, str]]:
+    """(name, text) of each file of the set that is a Claude Code main session with a logged sub-agent."""
+    out = []
+    for name, data in _files:
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        if "agentId" not in text:  # no sub-agent named anywhere: not parsed again
+            continue
+        try:
+            first = load_all(text, max_bytes=MAX_UPLOAD_BYTES)[:1]
+        except CtxlabError:
+            continue
+        if first and first[0].metadata.get("subagents"):
+            out.append((name, text))
+    return out
+
+
+def _subagents_inline(point: dict[str, Any], key: str, files: tuple[tuple[str, bytes | str], ...],
+                      price: Price | None) -> None:
+    """The recommended point on each sub-agent session of the set, isolated (as the sweep measured the
+    parent) and inline (``ctxlab.subagents.isolation``), on request."""
+    sessions = _subagent_sessions(key, files)
+    if not sessions:
+        return
+    if not st.checkbox(_("Also measure the recommended point with the sub-agent work inline"), key="tune_subagents",
+                       help=_("The sweep measures a Claude Code main session as logged: the parent, which saw only "
+                              "what each sub-agent returned. This replays the recommended point on that parent, on "
+                              "each sub-agent in its own context, and on the same work inline in the parent.")):
+        return
+    model, reserve = st.session_state.model, float(st.session_state.reserve)
+    strategy = get_strategy(point["strategy"], **point["params"])
+    budget = Budget.for_model(model, reserve=reserve, max_tokens=point["max_tokens"])
+    rows = []
+    try:
+        with st.spinner(_("Replaying the sub-agents…")):
+            for name, text in sessions:
+                rows += form_rows({"session": name}, lab_cache.subagents_measured(
+                    text_hash(text), model, None, repr(strategy), repr(budget), repr(price), text, strategy, budget,
+                    price))
+    except CtxlabError as e:
+        st.info(md_escape(local_error(e)))
+        return
+    form_table(rows, "tune_subagents_table", N_("session"))
+
+
+def _results(result: SweepResult, tools_tokens: int, subagent_set: tuple = ()) -> None:
     st.subheader(_("Recommendation"))
     recall_defined = has_values(result, "needed_recall")
     if result.recommendation is None and not recall_defined:
@@ -319,6 +366,8 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
     st.caption(md_escape(_("Rule: {rule}").format(rule=result.rule)))
     for note in result.notes:
         st.caption(md_escape(local(note)))  # the sweep ran in a worker thread, in English: shown in the page's language
+    if subagent_set and result.recommendation is not None:
+        _subagents_inline(result.points[result.recommendation], *subagent_set)
     try:
         st.plotly_chart(pareto_figure(result), key="tune_pareto")
         st.caption(_("One dot per point (a cross: some output a provider rejects); the dotted line joins the points "
@@ -390,7 +439,7 @@ st.session_state.setdefault("tune_set", "samples")
 st.session_state.setdefault("tune_samples", sample_names())
 persist("tune_set", "tune_samples")
 
-convs, described, set_key = _conversation_set()
+convs, described, set_key, set_files = _conversation_set()
 grid_values, grid_notes = _grid_controls()
 budgets = _budgets()
 st.session_state.setdefault("tune_min_recall", 0.95)
@@ -438,4 +487,4 @@ if result is None:
     st.stop()
 if st.session_state.get("tune_signature") != signature:
     st.warning(_("The settings changed since this sweep ran: the results below are the last run's. Run it again."))
-_results(result, int(st.session_state.get("tune_tools_tokens", 0)))
+_results(result, int(st.session_state.get("tune_tools_tokens", 0)), (set_key, set_files, price))

@@ -26,6 +26,8 @@ Where things live:
 * ``widgets``: controls built from the engine's schemas (the strategy picker, table columns, downloads).
 * ``lab_cache``: the Strategy Lab's engine calls, cached once per process (plan, replay, measures, figures,
   exports); ``lab_table``: its message table, paged.
+* ``subagents``: the sub-agents table Compare and Tune show (isolated or inline under a strategy) and the
+  cap on returned results the Lab and Compare share.
 * ``tune_job``: the Tune page's sweep in a child process (progress, cancel, heartbeat).
 * ``tour``: the newcomer's tour app.py shows above the pages.
 """

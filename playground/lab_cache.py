@@ -163,3 +163,15 @@ def subagents(text_key: str, model: str, return_cap: int | None, _text: str) -> 
     """A Claude Code main session's sub-agents in their own contexts against the same work inline
     (``ctxlab.subagents.isolation``: six replays of a few hundred messages), cached per cap."""
     return isolation(_text, model=model, return_cap=return_cap)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def subagents_measured(text_key: str, model: str, return_cap: int | None, strategy_key: str, budget_key: str,
+                       price_key: str, _text: str, _strategy: Strategy, _budget: Budget, _price: Price | None,
+                       _llm: LLM | None = None) -> dict[str, Any]:
+    """A main session's isolated parent, each sub-agent and the inline parent replayed under a strategy
+    and budget (``ctxlab.subagents.isolation``'s ``measured``: through ``ctxlab.measure``, as every
+    column of Compare), cached per strategy, budget, price and cap."""
+    with use_llm(_llm):
+        return isolation(_text, model=model, return_cap=return_cap, strategy=_strategy, budget=_budget,
+                         price=_price)["measured"]

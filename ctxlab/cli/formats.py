@@ -1,11 +1,10 @@
-"""CLI commands of the engine's foundation: ``count``, ``convert``, ``validate``, ``subagents``.
+"""CLI commands of the engine's foundation: ``count``, ``convert``, ``validate``.
 
 Each imports what it runs inside its function, so ``ctxlab count`` loads no strategy engine."""
 from __future__ import annotations
 
 import argparse
 
-from ..errors import CtxlabError
 from ..formats import FORMATS, export
 from .core import EXIT_INVALID, EXIT_OK, _conversations, _emit, _input_args, command, note, prefix_args, with_prefix
 
@@ -88,23 +87,3 @@ def _validate(args: argparse.Namespace) -> int:
                     "findings": [f.to_dict() for f in findings]})
     _emit(out)
     return EXIT_OK if ok else EXIT_INVALID
-
-
-def _subagents_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a Claude Code main session (.jsonl) that ran Task sub-agents, or - for standard input")
-    p.add_argument("--model", help="model whose tokenizer to use (default: the session's)")
-    p.add_argument("--return-cap", type=int, metavar="N",
-                   help="cut each sub-agent's returned result to its first N tokens (what a shorter return keeps)")
-    p.add_argument("--max-mb", type=float, default=50.0, help="refuse inputs larger than this many MB (default 50)")
-
-
-@command("subagents", _subagents_args)
-def _subagents(args: argparse.Namespace) -> int:
-    """Compare a session's sub-agents in their own contexts with the same work done inline in the parent."""
-    from ..subagents import isolation
-    from .core import _read_input
-    if args.return_cap is not None and args.return_cap < 1:
-        raise CtxlabError("--return-cap must be at least 1 token", where="--return-cap")
-    data = _read_input(args.file, int(args.max_mb * 1024 * 1024))
-    _emit([isolation(data, model=args.model, return_cap=args.return_cap)])
-    return EXIT_OK

@@ -1,4 +1,5 @@
-"""CLI commands of the strategy engine: ``strategies``, ``apply``, ``replay``.
+"""CLI commands of the strategy engine: ``strategies``, ``apply``, ``replay``, ``subagents`` (a
+session's sub-agents isolated or inline, measured under a strategy with the same flags as ``replay``).
 
 The engine is imported when a command of this module is parsed or run, not when the CLI starts."""
 from __future__ import annotations
@@ -63,20 +64,34 @@ def build_strategy(spec: str, params: list[str], scale_to: Budget | None = None)
     return out
 
 
-def _plan_args(p: argparse.ArgumentParser) -> None:
-    _input_args(p)
-    p.add_argument("--strategy", help="a name from `ctxlab strategies`, or a pipeline: 'a >> b' (or give --config)")
+def _strategy_flags(p: argparse.ArgumentParser, strategy_help: str) -> None:
+    """``--strategy`` and ``--param``."""
+    p.add_argument("--strategy", help=strategy_help)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a strategy parameter (repeatable); in a pipeline prefix it: name.key=value")
-    p.add_argument("--model", help="model: encoding and default context limit (default: the file's, else gpt-4o)")
+
+
+def _budget_flags(p: argparse.ArgumentParser) -> None:
+    """``--max-tokens`` and ``--reserve``: the budget of ``strategies.prepare``."""
     p.add_argument("--max-tokens", type=whole_number(1), help="context limit in tokens (overrides the model's)")
     p.add_argument("--reserve", type=finite_number(0, 0.99), help="share kept free for the response (default 0.15)")
-    p.add_argument("--pin", type=int, action="append", default=[], help="message index to pin (repeatable)")
-    p.add_argument("--config", help="a ctxlab config (.json or .yaml): strategy, parameters, model, budget and "
-                                    "pins; the flags above override it")
+
+
+def _peer_defaults_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peer-defaults", action="store_true",
                    help="parameters not given keep the documented peer defaults (e.g. a 100,000-token trigger); "
                         "by default they are scaled to the budget, as in the Strategy Lab and `ctxlab sweep`")
+
+
+def _plan_args(p: argparse.ArgumentParser) -> None:
+    _input_args(p)
+    _strategy_flags(p, "a name from `ctxlab strategies`, or a pipeline: 'a >> b' (or give --config)")
+    p.add_argument("--model", help="model: encoding and default context limit (default: the file's, else gpt-4o)")
+    _budget_flags(p)
+    p.add_argument("--pin", type=int, action="append", default=[], help="message index to pin (repeatable)")
+    p.add_argument("--config", help="a ctxlab config (.json or .yaml): strategy, parameters, model, budget and "
+                                    "pins; the flags above override it")
+    _peer_defaults_flag(p)
 
 
 def _setup(args: argparse.Namespace, conv: Conversation):
@@ -169,14 +184,24 @@ def _apply(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _price_flags(p: argparse.ArgumentParser) -> None:
+    """``--prices`` and ``--price``, read by :func:`_prices`."""
+    p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
+    p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
+
+
+def _prices(args: argparse.Namespace, model: str) -> Any:
+    from ..pricing import load_prices, parse_price_override
+    return parse_price_override(args.price, model) if args.price else load_prices(args.prices)
+
+
 def _replay_args(p: argparse.ArgumentParser) -> None:
     from ..strategies.base import APPLY_AT
     _plan_args(p)
     p.add_argument("--apply-at", choices=list(APPLY_AT), default=None,
                    help="where the strategy runs: every_call (before every model call, the default) or turn_start "
                         "(only when a user message arrives); overrides the strategy's apply_at")
-    p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
-    p.add_argument("--price", metavar="input=..,cached=..,output=..", help="the model's price, USD per million tokens")
+    _price_flags(p)
     prefix_args(p)
     p.add_argument("--tools", choices=("all", "retrieval", "deferred"), default=None,
                    help="the tool definitions sent at each call, counted in its prompt and budget: all of them, a "
@@ -216,7 +241,6 @@ def _replay(args: argparse.Namespace) -> int:
     fit, needed_recall per call, and the cost with the prompt cache."""
     from ..cache_breaks import summary as breaks_summary
     from ..measure import measure
-    from ..pricing import load_prices, parse_price_override
     from ..prefix import check_against_bill
     from ..usage import has_usage
     out = []
@@ -227,7 +251,7 @@ def _replay(args: argparse.Namespace) -> int:
         _say_scaled(args, strategy, budget)
         model = args.model or conv.model or "gpt-4o"
         tools = _tools_of(args, conv, model)
-        prices = parse_price_override(args.price, model) if args.price else load_prices(args.prices)
+        prices = _prices(args, model)
         done = measure(conv, strategy, budget, model=model, price=prices, tools=tools, pins=each.pin,
                        apply_at=args.apply_at)
         r, fid = done.replay, done.fidelity
@@ -252,6 +276,47 @@ def _replay(args: argparse.Namespace) -> int:
                  f"{budget.prompt_limit:,}-token prompt limit (largest: call {w.number}, {w.tokens_after:,} tokens)")
         out.append(d)
     _emit(out)
+    return EXIT_OK
+
+
+def _subagents_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a Claude Code main session (.jsonl) that ran Task sub-agents, or - for standard input")
+    p.add_argument("--model", help="model whose tokenizer to use (default: the session's)")
+    p.add_argument("--return-cap", type=whole_number(1), metavar="N",
+                   help="cut each sub-agent's returned result to its first N tokens (what a shorter return keeps)")
+    p.add_argument("--max-mb", type=finite_number(0, above=True), default=50.0,
+                   help="refuse inputs larger than this many MB (default 50)")
+    _strategy_flags(p, "also replay the isolated parent, each sub-agent and the inline parent under this strategy "
+                       "(a name or a pipeline) and budget: the `measured` part of the output")
+    _budget_flags(p)
+    _peer_defaults_flag(p)
+    _price_flags(p)
+    p.set_defaults(config=None)
+
+
+@command("subagents", _subagents_args)
+def _subagents(args: argparse.Namespace) -> int:
+    """Compare a session's sub-agents in their own contexts with the same work done inline in the parent."""
+    from ..strategies import Budget
+    from ..subagents import forms, isolation
+    from .core import _read_input
+    given = [flag for flag, value in (("--param", args.param), ("--max-tokens", args.max_tokens),
+                                      ("--reserve", args.reserve), ("--peer-defaults", args.peer_defaults),
+                                      ("--prices", args.prices), ("--price", args.price)) if value]
+    if given and not args.strategy:
+        raise CtxlabError(f"{given[0]} is for a measure under a strategy", where=given[0], hint="Give --strategy NAME")
+    data = _read_input(args.file, int(args.max_mb * 1024 * 1024))
+    f = forms(data, model=args.model, return_cap=args.return_cap)
+    if not args.strategy:
+        _emit([isolation(f)])
+        return EXIT_OK
+    reserve = 0.15 if args.reserve is None else args.reserve
+    budget = Budget.for_model(f.model, reserve=reserve, max_tokens=args.max_tokens)
+    strategy = build_strategy(args.strategy, args.param, None if args.peer_defaults else budget)
+    _say_scaled(args, strategy, budget)
+    d = isolation(f, strategy=strategy, budget=budget, price=_prices(args, f.model))
+    d["measured"]["defaults"] = defaults_used(args)
+    _emit([d])
     return EXIT_OK
 
 

@@ -259,3 +259,21 @@ def report(found: dict[str, list[str]], limit: int = 40) -> str:
 
 
 __all__ = ["ALLOWED", "chinese_left", "english_left", "english_runs", "report", "visible_text"]
+
+
+def marked_english(path: Any, keep: Any) -> list[str]:
+    """The English a module marks for translation (``_``/``N_`` called with a literal) in the top-level
+    statements ``keep`` accepts, each up to its first placeholder: a section's own lines, to tell them from
+    the conversation's text on the page."""
+    import ast
+    from pathlib import Path
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    marked = [c.args[0].value for n in tree.body if keep(n) for c in ast.walk(n) if isinstance(c, ast.Call)
+              and getattr(c.func, "id", "") in ("_", "N_") and c.args and isinstance(c.args[0], ast.Constant)]
+    return [m.split("{")[0].strip("*") for m in marked]
+
+
+def english_left_in(at: AppTest, marked: Iterable[str]) -> dict[str, list[str]]:
+    """:func:`english_left`, only the texts that hold one of the ``marked`` strings."""
+    left, ours = english_left(at), [s for s in marked if s]
+    return {text: words for text, words in left.items() if any(s in text for s in ours)}

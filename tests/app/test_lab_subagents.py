@@ -11,7 +11,7 @@ from ctxlab import i18n
 from ctxlab.subagents import isolation
 
 from ..conftest import ROOT
-from .english_left import english_left, report
+from .english_left import english_left_in, marked_english, report
 
 PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
 
@@ -71,14 +71,11 @@ def test_a_sub_agents_own_conversation_has_no_such_section(monkeypatch):
 def _section_english() -> list[str]:
     """The English of the section's sentences and headers, as the page marks them (``_``/``N_``), each up to
     its first placeholder: the page's own lines, not the conversation's."""
-    tree = ast.parse((ROOT / "pages" / "strategy_lab.py").read_text(encoding="utf-8"))
-    ours = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_subagents_section"
-            or isinstance(n, ast.Assign) and any(getattr(t, "id", "").startswith(("SUBAGENT", "PER_SUBAGENT"))
-                                                 for t in n.targets)]
-    marked = [c.args[0].value for n in ours for c in ast.walk(n) if isinstance(c, ast.Call)
-              and getattr(c.func, "id", "") in ("_", "N_") and isinstance(c.args[0], ast.Constant)]
+    marked = marked_english(ROOT / "pages" / "strategy_lab.py", lambda n: isinstance(n, ast.FunctionDef) and n.name ==
+                            "_subagents_section" or isinstance(n, ast.Assign) and any(
+                                getattr(t, "id", "").startswith(("SUBAGENT", "PER_SUBAGENT")) for t in n.targets))
     assert len(marked) > 10
-    return [m.split("{")[0].strip("*") for m in marked]
+    return marked
 
 
 def test_the_section_in_chinese_leaves_no_english(monkeypatch):
@@ -87,8 +84,7 @@ def test_the_section_in_chinese_leaves_no_english(monkeypatch):
         at = _open_replay(monkeypatch, "zh")
         (cap,) = [n for n in at.number_input if n.key == "lab_subagent_cap"]
         assert cap.label.startswith("每个返回结果的上限")
-        left = english_left(at)
-        ours = [text for text in left if any(s and s in text for s in _section_english())]
-        assert not ours, report({t: left[t] for t in ours})
+        left = english_left_in(at, _section_english())
+        assert not left, report(left)
     finally:
         i18n.use("en")
