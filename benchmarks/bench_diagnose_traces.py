@@ -8,7 +8,7 @@ embed have nothing to compare). Files that fail to load are listed with the erro
 
     python benchmarks/bench_diagnose_traces.py DIR [--json]
 
-The note of issue 17 used the public trajectories of SWE-agent/SWE-agent (every ``*.traj`` at
+The first measurement used the public trajectories of SWE-agent/SWE-agent (every ``*.traj`` at
 3ea751c), All-Hands-AI/OpenHands (``tests/runtime/trajs/*.json`` and each line of
 ``tests/unit/resolver/mock_output/output.jsonl`` at 156d068), mini-swe-agent's
 ``tests/test_data/github_issue.traj.json`` (a83fcae) and ``sample_data/coding``'s session.

@@ -1,4 +1,4 @@
-"""Tool retrieval targets of issue 30: the index built once and reused across processes, a query
+"""Tool retrieval's speed targets: the index built once and reused across processes, a query
 within 1.5x of one query embedding, a build within 2x of embedding the catalog in one batch, and
 bm25s measured against ctxlab's own BM25. Prints figures, ratios and the load; asserts nothing.
 

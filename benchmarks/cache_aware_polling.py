@@ -1,6 +1,6 @@
 """Does a budget-scaled ``polling`` > 1 for observation_masking keep the needed recall for less money?
 
-Issue 28 item 4 ("cache-aware defaults"). Masking before every call (polling 1) rewrites an early
+Cache-aware defaults. Masking before every call (polling 1) rewrites an early
 result at almost every call, so the prompt cache breaks; SWE-agent masks in steps (``polling``).
 For each dataset (the 100 tau-bench airline runs in ../shared/data, the coding traces in
 tests/data/coding) the runs are split in two by their order (even positions tune, odd ones report).

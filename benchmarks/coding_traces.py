@@ -1,4 +1,4 @@
-"""The public coding-agent traces of issue 27, split by file into what rules were tuned on and what
+"""The public coding-agent traces of the needs measure, split by file into what rules were tuned on and what
 they are reported on, written out of local git mirrors of their repositories.
 
 Splits (by file, never by message; a mini-swe-agent run goes to a bucket by the sha1 of its file

@@ -1,5 +1,5 @@
 """False positives of ``ctxlab diagnose`` (all modes) per 100 findings on shell-heavy coding traces
-no diagnose rule was written from (issue 27): the ``diagnose_holdout`` split of ``coding_traces.py``
+no diagnose rule was written from: the ``diagnose_holdout`` split of ``coding_traces.py``
 (79 mini-swe-agent runs of Gemini 3 Pro on SWE-bench, 9 SWE-agent CTF runs).
 
 Every finding is compared with the hand labels kept in ``benchmarks/data/diagnose_fp_labels.json``

@@ -1,4 +1,4 @@
-"""Needs precision on coding traces the rules were not tuned on (issue 27), and how many code names
+"""Needs precision on coding traces the rules were not tuned on, and how many code names
 and shell/patch edits are found there.
 
 A random sample of needs (seed ``SEED``) over the ``needs_report`` split (see ``coding_traces.py``:

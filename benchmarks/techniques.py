@@ -1,4 +1,4 @@
-"""The context techniques of issue 28 against the strategies they compete with, on real traces.
+"""The 2025-26 context techniques against the strategies they compete with, on real traces.
 
 For offload (large results to a store, a pointer and a preview; a fact outside the preview costs a
 modelled read-back call), head_tail (Codex's cut of each result), clear_tool_results,

@@ -279,7 +279,7 @@ def _op_number(draw, doc, done):
 
 
 def _op_system_only(draw, doc, done):
-    """Only the system messages left (a conversation with no user turn: issue 22, item 9)."""
+    """Only the system messages left (a conversation with no user turn)."""
     msgs = _messages(doc)
     if msgs:
         kept = [m for m in msgs if isinstance(m, dict) and m.get("role") in ("system", "developer")]

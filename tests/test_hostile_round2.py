@@ -1,4 +1,4 @@
-"""Regression tests of issue 22 ("Hostile input, round 2") that have no other home: strategies on
+"""Regression tests of the second round of hostile input that have no other home: strategies on
 a conversation with no user turn (item 9)."""
 from __future__ import annotations
 

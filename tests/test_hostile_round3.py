@@ -1,4 +1,4 @@
-"""Regression tests of issue 32 ("Hostile input, round 3"): each names its item; each failed
+"""Regression tests of the third round of hostile input: each names its item; each failed
 before its fix."""
 from __future__ import annotations
 

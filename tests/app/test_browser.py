@@ -275,7 +275,7 @@ def test_pasted_html_shows_as_text_and_never_runs(page, dialogs):
     assert dialogs == []
 
 
-# ---------------------------------------------------------------- legibility at both size ends (issue 12.7-12.9)
+# ---------------------------------------------------------------- legibility at both size ends
 
 EMOJI = r"[\u{1F000}-\u{1FAFF}\u{2600}-\u{27BF}\u{2B1B}-\u{2B1C}]"
 MAX_FIGURE_HEIGHT = 640  # ctxlab.figures.MAX_HEIGHT

@@ -346,7 +346,7 @@ def test_the_columns_a_reader_decides_by_come_first(app):
 
 
 def test_each_column_replays_with_the_tool_definitions_each_call_sends(app):
-    """Tools per call (issue 28 item 3) in Compare as in the Lab and Tune: with deferred loading each column's
+    """Tools per call in Compare as in the Lab and Tune: with deferred loading each column's
     input tokens are the engine's replay with the same per-call tool definitions, fewer than sending all."""
     from ctxlab.fidelity import needed_facts
     from ctxlab.measure import measure

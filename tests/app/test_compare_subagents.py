@@ -1,4 +1,4 @@
-"""Compare on a Claude Code main session with a sub-agent (issue 28 item 5): each compared strategy on the
+"""Compare on a Claude Code main session with a sub-agent: each compared strategy on the
 sub-agent's work isolated (as logged) and inline in the parent, figures as ``ctxlab.subagents.isolation``
 gives them under the same strategy and budget, a cap on the returned result, in English and in Chinese."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Strategy Lab's Replay tab on a Claude Code main session with a sub-agent: the sub-agent run in its
-own context against the same work inline (issue 28 item 5), figures as ``ctxlab.subagents.isolation``
+own context against the same work inline, figures as ``ctxlab.subagents.isolation``
 gives them, a cap on the returned result the user sets, in English and in Chinese."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The app's layout (issue 29.5): app.py is the only Python file at the repository's root, the app's
+"""The app's layout: app.py is the only Python file at the repository's root, the app's
 helpers live in the playground package, each of its modules imports without a running Streamlit
 server, and no page puts a folder on sys.path to find them."""
 from __future__ import annotations

@@ -435,7 +435,7 @@ def test_the_replay_tab_compares_both_places_the_strategy_can_run(app):
     assert start.replay.applications == 2 < every.replay.applications  # two user turns, ten calls
 
 
-# ---------------------------------------------------------------- needed facts and cost (issue 8.1, 8.2)
+# ---------------------------------------------------------------- needed facts and cost
 
 
 def _measures(name="tool_rounds", model=MODEL, prices=None, limit=LIMIT, **params):

@@ -1,4 +1,4 @@
-"""Issue 28's techniques in the app: the Lab with offload in Chinese (controls and reasons translated, the
+"""The 2025-26 context techniques in the app: the Lab with offload in Chinese (controls and reasons translated, the
 Replay tab's cost and needed-facts metric stating the modelled read-backs), and tools per call in the Lab
 and Tune replayed as the engine replays them (deferred loading; a retrieval's list changes as cache breaks)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tune on a Claude Code main session with a sub-agent (issue 28 item 5): the sweep measures the parent as
+"""Tune on a Claude Code main session with a sub-agent: the sweep measures the parent as
 logged; on request, the recommended point on the same session isolated (parent and sub-agent, each in its own
 context) and inline, figures as ``ctxlab.subagents.isolation`` gives them, in English and in Chinese."""
 from __future__ import annotations

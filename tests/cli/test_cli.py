@@ -167,7 +167,7 @@ def test_model_modules_are_named_for_what_they_hold():
 
 
 def test_tools_query_without_the_embedding_model_says_so_once_and_exits_2(tmp_path, capsys, monkeypatch):
-    """A built index queried where the offline model's package is missing (a core install, issue 31.3):
+    """A built index queried where the offline model's package is missing (a core install):
     one line naming [retrieval] and exit 2, not exit 0 with every tool sent and the message per tool."""
     from ctxlab.retrieval import embeddings
     monkeypatch.setenv("CTXLAB_DATA_DIR", str(tmp_path))

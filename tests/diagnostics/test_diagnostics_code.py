@@ -1,4 +1,4 @@
-"""diagnose on coding agents' traces: the false alarms of issue 17 are gone, true ones stay."""
+"""diagnose on coding agents' traces: the false alarms found on real traces are gone, true ones stay."""
 from __future__ import annotations
 
 import json
@@ -121,7 +121,7 @@ def test_a_one_letter_order_code_is_still_checked_outside_a_sed_range():
      "sed -i '142d' sphinx/environment/adapters/toctree.py"],
 ])
 def test_sed_line_addresses_of_any_command_letter_are_not_mistyped_ids(commands):
-    """Issue 27, re-measured on held-out runs: 29 of 29 mistyped-id findings were sed addresses whose
+    """Re-measured on held-out runs: 29 of 29 mistyped-id findings were sed addresses whose
     command letter or line differed (857i after 856i, 142r after 142p)."""
     steps = [("bash", {"command": c}, "<returncode>0</returncode>") for c in commands]
     assert _codes(_run(steps), "mistyped_id") == []

@@ -1,4 +1,4 @@
-"""Regression tests for hostile input (issue 13 items 2-6, issue 12 item 4): each names the
+"""Regression tests for hostile input: each names the
 item it pins down; each failed before its fix."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Production traces (issue 20.1-20.2): OpenTelemetry GenAI spans, Langfuse and LangSmith exports
+"""Production traces: OpenTelemetry GenAI spans, Langfuse and LangSmith exports
 read as one conversation per agent run, each call's billed usage on the reply it produced, and
 billed vs counted / modelled figures in the engine, the CLI and the sweep.
 

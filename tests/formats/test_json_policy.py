@@ -1,4 +1,4 @@
-"""One JSON policy for reading and writing (issue 22, items 4, 6, 10, 12): a huge integer, NaN,
+"""One JSON policy for reading and writing: a huge integer, NaN,
 Infinity or 1e400 anywhere in the input is one located error in every command, never an internal
 error; nothing ctxlab writes holds a non-finite number; flags and parameters refuse NaN, infinity
 and out-of-range values; a UTF-16 file is named as such."""

@@ -1,4 +1,4 @@
-"""The unlogged prefix (issue 26.1 and 26.4): what a trace does not log (Claude Code's system
+"""The unlogged prefix: what a trace does not log (Claude Code's system
 prompt and tools) inferred from the bill, carried at the head of every prompt, overridable, and
 checked against the bill per call, in the engine and on the CLI. On public files
 (tests/data/coding, sources in its README)."""

@@ -1,4 +1,4 @@
-"""ctxlab.llm's retry loop judged against the openai client's own (issue 20 item 4), on the real
+"""ctxlab.llm's retry loop judged against the openai client's own, on the real
 HTTP fake: ctxlab retries what the client would retry among HTTP responses (408, 409, 429, 5xx,
 ``x-should-retry``), and the client's retries are measured where ctxlab keeps its own loop: the
 client retries timeouts and refused connections and waits any Retry-After up to 120 s. If a

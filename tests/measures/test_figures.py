@@ -1,4 +1,4 @@
-"""The figures stay legible at both ends of the sizes a user brings (issue 12.7, 12.8): a 3-message
+"""The figures stay legible at both ends of the sizes a user brings: a 3-message
 conversation of a few hundred tokens and a 10,000-message one of about 2M tokens. Checked on the
 figure objects: axes start at 0 and hold every bar and limit, limit labels sit above the plot area
 (not on the bars), every bar has its total written, legends sit below the axis title, heights are

@@ -1,4 +1,4 @@
-"""Needs that fit code (issue 27): code names a later call types, and edits made by every means an
+"""Needs that fit code: code names a later call types, and edits made by every means an
 agent uses (sed, python .replace, apply_patch, SWE-agent's text-mode str_replace_editor, heredoc
 rewrites). Each edit form is checked on a real snippet of a public trace, named beside it; the
 conversation around it is cut to the read that showed the text and the call that edited it."""
@@ -134,7 +134,7 @@ def test_apply_patch_needs_each_hunks_old_lines():
 
 
 def test_numbers_inside_a_patch_body_are_not_facts():
-    """Issue 27: CSS numbers inside a Codex apply_patch were counted as needs."""
+    """CSS numbers inside a Codex apply_patch were counted as needs."""
     patch = ("*** Begin Patch\n*** Update File: web/style.css\n@@ .card {\n-  padding: 1200px;\n"
              "+  padding: 1600px;\n*** End Patch")
     msgs = read_then("cat web/style.css", ".card {\n  padding: 1200px;\n  width: 1600px;\n}", patch,
@@ -184,7 +184,7 @@ def test_a_name_the_agent_made_up_is_not_a_need():
 
 
 def test_todo_status_words_are_not_facts():
-    """Issue 27: `completed`, `in_progress` of Claude Code's TodoWrite matched the user's prose."""
+    """`completed`, `in_progress` of Claude Code's TodoWrite matched the user's prose."""
     todos = {"todos": [{"content": "Fix the parser", "status": "completed", "activeForm": "Fixing"},
                        {"content": "Run the tests", "status": "in_progress", "activeForm": "Running"}]}
     msgs = [system("Be brief."), user("Once the parser work is completed, run the tests in_progress mode."),
@@ -193,7 +193,7 @@ def test_todo_status_words_are_not_facts():
 
 
 def test_line_numbers_are_not_facts():
-    """Issue 27: `280` from `CHANGES:280`; sed -n ranges, head -n, line offsets of a read."""
+    """`280` from `CHANGES:280`; sed -n ranges, head -n, line offsets of a read."""
     assert "280" not in extract_facts("CHANGES:280: fixed the thing")
     assert "1200" in extract_facts("it costs 1200 dollars")
     grep = "src/marshmallow/fields.py:1474:        return int(value.total_seconds() / base_unit.total_seconds())"

@@ -1,4 +1,4 @@
-"""The tool-index cache (issue 30): a catalog's index is built once and reused by later processes,
+"""The tool-index cache: a catalog's index is built once and reused by later processes,
 keyed by catalog, model and versions, in a folder the user can list and clear; a corrupt entry is
 rebuilt with a note; two processes building at once leave one whole entry."""
 from __future__ import annotations

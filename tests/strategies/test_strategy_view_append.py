@@ -1,5 +1,5 @@
 """``View.append``: what a live agent calls each turn gives the same view, and so the same plans, as
-building the view of the whole conversation again (issue 12.14's re-planning after an append)."""
+building the view of the whole conversation again (re-planning after an append)."""
 from __future__ import annotations
 
 import pytest
