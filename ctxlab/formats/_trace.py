@@ -172,6 +172,16 @@ def counted(kinds: "Counter[str]", most: int = 8) -> str:
     return ", ".join(f"{n:,} {k if len(k) <= 60 else shown(k, 60)}" for k, n in kinds.most_common(most))
 
 
+def note_gaps(trace: "Trace", skipped: Counter, others: str, call: str) -> None:
+    """The notes a production reader ends with: the records it left out, counted by kind
+    (``others``: "spans of other operations"), and, when no ``call`` logged its tool definitions,
+    that counts leave them out."""
+    if skipped:
+        trace.notes.append(f"{others} left out ({counted(skipped, 6)})")
+    if not trace.tools:
+        trace.notes.append(f"no {call} logs its tool definitions: counts leave them out")
+
+
 def call_arguments(text: Any, where: str) -> str:
     """Tool-call arguments a trace reader found, held to the rule of every format (a JSON object
     within the depth limit, see ``check_arguments``); an error names ``where``."""

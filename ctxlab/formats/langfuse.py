@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import ShapeError, shown
 from .tools import parse_tools
 from ._runs import CallRecord, assemble, read_items, usage_of, whole
-from ._trace import Trace, counted, trace_format
+from ._trace import Trace, note_gaps, trace_format
 
 NAME = "langfuse"
 _CACHE_READ = ("input_cached_tokens", "cache_read_input_tokens", "input_cache_read", "cached_tokens")
@@ -206,11 +206,7 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     calls.sort(key=lambda c: (c[0], c[1]))
     assemble([c for _, _, c in calls], trace, "generation")
     _mark_tool_errors(trace, failed_tools)
-    if skipped:
-        trace.notes.append("observations other than generations left out (" +
-                           counted(skipped, 6) + ")")
-    if not trace.tools:
-        trace.notes.append("no generation logs its tool definitions: counts leave them out")
+    note_gaps(trace, skipped, "observations other than generations", "generation")
     return trace
 
 

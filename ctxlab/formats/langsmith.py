@@ -32,7 +32,7 @@ from ..errors import ShapeError, shown
 from .langfuse import reply_items
 from .tools import parse_tools
 from ._runs import CallRecord, assemble, read_items, usage_of, whole
-from ._trace import Trace, counted, trace_format
+from ._trace import Trace, note_gaps, trace_format
 
 NAME = "langsmith"
 _RUN_TYPES = ("llm", "chain", "tool", "retriever", "embedding", "prompt", "parser")
@@ -204,11 +204,7 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
     if failed_tools:
         trace.notes.append(f"{len(failed_tools):,} tool run(s) ended in error: {', '.join(failed_tools[:5])}; "
                            "their results are marked where the next prompt says so (status=\"error\")")
-    if skipped:
-        trace.notes.append("runs other than llm runs left out (" +
-                           counted(skipped, 6) + ")")
-    if not trace.tools:
-        trace.notes.append("no llm run logs its tool definitions: counts leave them out")
+    note_gaps(trace, skipped, "runs other than llm runs", "llm run")
     return trace
 
 

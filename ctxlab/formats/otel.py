@@ -37,7 +37,7 @@ from ..conversation import Message, Part, ToolCall, compact_json
 from ..errors import ShapeError, shown
 from .tools import parse_tools
 from ._runs import CallRecord, assemble, int64_text, usage_of, whole
-from ._trace import Trace, counted, trace_format
+from ._trace import Trace, note_gaps, trace_format
 
 NAME = "otel_genai"
 INFERENCE = ("chat", "text_completion", "generate_content")
@@ -398,11 +398,7 @@ def read_doc(doc: Any, lines: tuple[int, ...] | None) -> Trace:
         trace.notes.append(f"the calls come from {len(traces)} trace ids, read as one run")
     if traces:
         trace.meta.setdefault("trace_id", sorted(traces)[0])
-    if skipped:
-        trace.notes.append("spans of other operations left out (" +
-                           counted(skipped, 6) + ")")
-    if not trace.tools:
-        trace.notes.append("no span logs gen_ai.tool.definitions: counts leave out the tool definitions")
+    note_gaps(trace, skipped, "spans of other operations", "span")
     return trace
 
 
