@@ -106,13 +106,6 @@ class Session:
                      .where(compressions.c.id.not_in(keep.scalar_subquery())))
         return self._record_row(conn)
 
-    def set_title(self, title: str) -> None:
-        """Rename the session."""
-        with self.store.engine.begin() as conn:
-            conn.execute(update(sessions).where(sessions.c.id == self.id).values(title=title[:200]))
-        self.title = title[:200]
-
-    # -- reading -------------------------------------------------------------------------
     def history(self) -> list[dict[str, Any]]:
         """The full history, oldest first, as stored (a strategy never removes anything from it)."""
         with self.store.engine.begin() as conn:
