@@ -22,6 +22,15 @@ every model call, or at every user turn: its ``apply_at``).
   a strategy that runs before every call can remove it (``Need.in_turn`` only says where it came from).
 * ``needed_recall`` = served / needed over the whole conversation, also per turn, with every miss
   listed (the fact, the message it first came from, the message that needed it, the call).
+* Each miss has a kind (``need_kind``: an identifier, a path, an edit's old text, an id, a number...)
+  and a recovery (``NeededFacts.recovery``): *re-fetchable* when it came from a tool result that
+  running the same call again would still return, *not re-fetchable* when it came from the user, from
+  the agent's own earlier message, or from a result that changed since (the same call, run again
+  before the need, returned a text without it). A re-fetch is priced as one more call
+  (``FactCheck`` records it as a ``strategies.offload.ReadBack`` with ``refetch=True``;
+  ``pricing.replay_cost`` costs it as it costs a read-back: ``pricing.REFETCH_MODEL``). That is a
+  model of what an agent does after losing a fact, not what it did: ``benchmarks/compaction_agreement.py``
+  checks it against what agents re-read after a real compaction.
 
 Facts are found once per conversation (``needed_facts``); each call then only checks presence in
 its prompt (``FactCheck``, an observer of the replay), so the measure costs little next to the
@@ -31,12 +40,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
 
 from .code_facts import code_identifiers, command_strings, heredoc_rewrites, scrub_command, shell_edits, specific
 from .conversation import TEXT_ACTION, Conversation, Message, json_leaves
+from .i18n import N_
 from .segments import segment
 from .strategies.offload import OFFLOADED, ReadBack, is_offloaded
 from .strategies.view import message_text
@@ -83,6 +93,20 @@ HABIT_SHARE, HABIT_MIN_CALLS = 0.5, 6
 calls), first brought in by the agent itself, is a habit (a timeout, the worktree path), not a fact
 one call took from an earlier message; an id the user gave stays a need however often it is used.
 Chosen, not tuned."""
+
+KINDS = {"edit": N_("edit text"), "path": N_("path"), "identifier": N_("identifier"), "id": N_("id"),
+         "number": N_("number or amount"), "date": N_("date"), "email": N_("e-mail address"),
+         "value": N_("argument value")}
+"""The kinds of a needed fact (``need_kind``) and their labels."""
+REFETCH, FROM_USER, FROM_AGENT, CHANGED = "refetch", "user", "agent", "changed"
+RECOVERIES = {REFETCH: N_("re-fetchable: run the tool call again"),
+              FROM_USER: N_("not re-fetchable: the user gave it"),
+              FROM_AGENT: N_("not re-fetchable: the agent's own earlier message"),
+              CHANGED: N_("not re-fetchable: the result changed since")}
+"""How a lost fact could come back (``NeededFacts.recovery``) and its label: only ``REFETCH`` can."""
+_GROUP_KIND = {"path": "path", "date": "date", "email": "email", "id": "id", "code": "id", "money": "number",
+               "number": "number"}
+
 
 def _number(text: str) -> str:
     """One spelling per amount: no currency sign, no thousands separators, no trailing zeros."""
@@ -193,6 +217,19 @@ class Need:
         return facts.has_lines(self.lines) if self.lines else facts.has(self.fact, self.literal)
 
 
+def need_kind(need: Need) -> str:
+    """What a needed fact is (a key of ``KINDS``): an edit's old text, a path, an id, a number or
+    amount, a date, an e-mail address, a code identifier, or another argument value."""
+    if need.lines:
+        return "edit"
+    if need.literal:
+        return "value"
+    m = _FACT.fullmatch(need.fact)
+    if m is not None:
+        return _GROUP_KIND[m.lastgroup]
+    return "identifier" if specific(need.fact) else "value"
+
+
 @dataclass(frozen=True, eq=False)
 class NeededFacts:
     """Every needed fact of a conversation, found once (see the module docstring)."""
@@ -201,9 +238,30 @@ class NeededFacts:
     turn_starts: tuple[int, ...]
     needs: tuple[Need, ...]
     per_message: tuple[_Facts, ...]
+    result_calls: dict[int, str] = field(default_factory=dict)
+    """Tool result index -> the call that produced it (tool name and arguments), to tell a re-run."""
 
     def __len__(self) -> int:
         return len(self.needs)
+
+    def refetch_from(self, need: Need) -> int | None:
+        """The tool result a re-run of ``need``'s source call would give at ``need.needed_by``: the
+        latest result of the same call before it (None when the need did not come from a tool
+        result, or that latest result no longer holds the fact: it changed)."""
+        if self.messages[need.source].role != "tool":
+            return None
+        key = self.result_calls.get(need.source)
+        latest = need.source if key is None else max(
+            i for i, k in self.result_calls.items() if k == key and i < need.needed_by)
+        return latest if latest == need.source or need.served_by(self.per_message[latest]) else None
+
+    def recovery(self, need: Need) -> str:
+        """How the fact could come back if the prompt lost it (a key of ``RECOVERIES``): re-fetched
+        from a tool result, or not (the user's, the agent's own, or a result that changed since)."""
+        role = self.messages[need.source].role
+        if role == "tool":
+            return REFETCH if self.refetch_from(need) is not None else CHANGED
+        return FROM_USER if role == "user" else FROM_AGENT
 
     def facts_of(self, m: Message, origin: int | None) -> _Facts:
         """The facts of a context message (an original one is looked up, not re-read)."""
@@ -311,7 +369,21 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
                 continue  # a value the agent brought in itself: a habit, or a code name or path it named first
             in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
-    return NeededFacts(messages, starts, tuple(needs), per)
+    return NeededFacts(messages, starts, tuple(needs), per, _result_calls(messages))
+
+
+def _result_calls(messages: Sequence[Message]) -> dict[int, str]:
+    """Each tool result's call as a key (tool name and arguments, re-serialized so spacing does not count)."""
+    calls = {}
+    for m in messages:
+        for c in m.tool_calls:
+            try:
+                args = json.dumps(json.loads(c.arguments), sort_keys=True) if c.arguments.strip() else ""
+            except ValueError:
+                args = c.arguments
+            calls[c.id] = f"{c.name}\0{args}"
+    return {i: calls[m.tool_call_id] for i, m in enumerate(messages)
+            if m.role == "tool" and m.tool_call_id in calls}
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +397,15 @@ class Miss:
     call: int = -1
     edit: bool = False
     """The need was an edit's old text (the read that showed it was gone)."""
+    kind: str = "value"
+    """What the fact is: a key of ``KINDS`` (``need_kind``)."""
+    recovery: str = REFETCH
+    """How it could come back: a key of ``RECOVERIES`` (``NeededFacts.recovery``)."""
+
+    @property
+    def refetchable(self) -> bool:
+        """Whether running a tool call again would bring the fact back (a model: see the module docstring)."""
+        return self.recovery == REFETCH
 
 
 @dataclass(frozen=True)
@@ -352,6 +433,8 @@ class Fidelity:
     turns: tuple[TurnFidelity, ...]
     read_backs: tuple[ReadBack, ...] = ()
     """Modelled reads of offloaded results: a miss whose source the prompt held as a pointer and a preview."""
+    refetches: tuple[ReadBack, ...] = ()
+    """Modelled re-fetches (``refetch=True``): a re-fetchable miss whose source the prompt did not hold at all."""
 
     @property
     def needed_recall(self) -> float | None:
@@ -370,6 +453,11 @@ class Fidelity:
         """Every miss, turn by turn."""
         return tuple(m for t in self.turns for m in t.misses)
 
+    @property
+    def unrecoverable(self) -> int:
+        """Misses no tool call could bring back (the user's facts, the agent's own, changed results)."""
+        return sum(not m.refetchable for m in self.misses)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"strategy": self.strategy, "needed": self.needed, "served": self.served,
@@ -377,7 +465,8 @@ class Fidelity:
                 "turns": [{"turn": t.turn, "needed": t.needed, "served": t.served, "recall": t.recall}
                           for t in self.turns],
                 "misses": [{"fact": m.fact, "source": m.source, "needed_by": m.needed_by, "turn": m.turn,
-                            "call": m.call} for m in self.misses],
+                            "call": m.call, "kind": m.kind, "recovery": m.recovery} for m in self.misses],
+                "unrecoverable": self.unrecoverable, "refetches_model": [r.to_dict() for r in self.refetches],
                 **({"read_backs_model": [r.to_dict() for r in self.read_backs],
                     "needed_recall_with_read_backs": self.recall_with_read_backs} if self.read_backs else {})}
 
@@ -396,6 +485,9 @@ class FactCheck:
         self.misses: dict[int, list[Miss]] = {}
         self._other: dict[int, tuple[Message, _Facts]] = {}  # facts of summaries and replaced copies, by object
         self.read_backs: dict[tuple[int, int], ReadBack] = {}  # (call, source): an offloaded result read back
+        self.refetches: dict[tuple[int, int], ReadBack] = {}  # (call, source): a tool call run again
+        self.counter: Any = None  # counts a re-fetched result (the replay's counter, from the first view seen)
+        self._tokens: dict[int, int] = {}
 
     def _facts(self, m: Message, origin: int | None) -> _Facts:
         nf = self.nf
@@ -419,24 +511,45 @@ class FactCheck:
             if any(need.served_by(c) for c in context):
                 self.served[t] = self.served.get(t, 0) + 1
             else:
+                recovery = self.nf.recovery(need)
                 self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number,
-                                                          bool(need.lines)))
-                self._read_back(call, need, messages, origins)
+                                                          bool(need.lines), need_kind(need), recovery))
+                if not self._read_back(call, need, messages, origins) and recovery == REFETCH:
+                    self._refetch(call, need)
 
-    def _read_back(self, call: Any, need: Need, messages: Sequence[Message], origins: Sequence[int | None]) -> None:
+    def _read_back(self, call: Any, need: Need, messages: Sequence[Message], origins: Sequence[int | None]) -> bool:
         """Model a read-back when the missed fact's source is in the prompt as an offloaded copy."""
         if need.source not in origins:
-            return
+            return False
         m = messages[origins.index(need.source)]
         if not is_offloaded(m):
-            return
-        key = (call.number, need.source)
-        old = self.read_backs.get(key)
+            return False
+        self._record(self.read_backs, call, need, need.source, m.extra[OFFLOADED]["tokens"], False)
+        return True
+
+    def _refetch(self, call: Any, need: Need) -> None:
+        """Model a re-fetch: the call that gave the fact run again, its whole result read (``pricing.REFETCH_MODEL``)."""
+        source = self.nf.refetch_from(need)
+        if source not in self._tokens:
+            if self.counter is None:
+                from .tokens import TokenCounter
+                self.counter = TokenCounter("gpt-4o")
+            self._tokens[source] = self.counter.message(self.nf.messages[source])
+        self._record(self.refetches, call, need, source, self._tokens[source], True)
+
+    @staticmethod
+    def _record(into: dict[tuple[int, int], ReadBack], call: Any, need: Need, source: int, tokens: int,
+                refetch: bool) -> None:
+        """One read per call and source, with every fact it brings back."""
+        key = (call.number, source)
+        old = into.get(key)
         facts = (old.facts if old else ()) + (need.fact,)
-        self.read_backs[key] = ReadBack(call.number, call.index, call.turn, need.source, m.extra[OFFLOADED]["tokens"],
-                                        call.tokens_after, facts)
+        into[key] = ReadBack(call.number, call.index, getattr(call, "turn", need.turn), source, tokens,
+                             getattr(call, "tokens_after", 0), facts, refetch)
 
     def __call__(self, call: Any, view: Any) -> None:
+        if self.counter is None:
+            self.counter = getattr(view, "counter", None)
         self.check(call, view.messages, view.origin)
 
     def fidelity(self, strategy: str) -> Fidelity:
@@ -447,7 +560,8 @@ class FactCheck:
         rows = [TurnFidelity(t, by_turn[t], self.served.get(t, 0), tuple(self.misses.get(t, ())))
                 for t in sorted(by_turn)]
         return Fidelity(strategy, sum(r.needed for r in rows), sum(r.served for r in rows), tuple(rows),
-                        tuple(self.read_backs[k] for k in sorted(self.read_backs)))
+                        tuple(self.read_backs[k] for k in sorted(self.read_backs)),
+                        tuple(self.refetches[k] for k in sorted(self.refetches)))
 
 
 def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Message]) -> Fidelity:
@@ -468,5 +582,7 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
     return check.fidelity(replay.strategy)
 
 
-__all__ = ["ARITHMETIC", "CODE_KEYS", "EDIT_KEYS", "EDIT_LINE_MIN", "PROSE_KEYS", "FactCheck", "Fidelity", "Miss", "Need",
-           "NeededFacts", "TurnFidelity", "argument_facts", "edit_texts", "extract_facts", "needed_facts", "needed_recall"]
+__all__ = ["ARITHMETIC", "CHANGED", "CODE_KEYS", "EDIT_KEYS", "EDIT_LINE_MIN", "FROM_AGENT", "FROM_USER", "KINDS",
+           "PROSE_KEYS", "RECOVERIES", "REFETCH", "FactCheck", "Fidelity", "Miss", "Need", "NeededFacts",
+           "TurnFidelity", "argument_facts", "edit_texts", "extract_facts", "need_kind", "needed_facts",
+           "needed_recall"]
