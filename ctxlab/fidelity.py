@@ -24,9 +24,10 @@ every model call, or at every user turn: its ``apply_at``).
   listed (the fact, the message it first came from, the message that needed it, the call).
 * Each miss has a kind (``need_kind``: an identifier, a path, an edit's old text, an id, a number...)
   and a recovery (``NeededFacts.recovery``): *re-fetchable* when it came from a tool result that
-  running the same call again would still return, *not re-fetchable* when it came from the user, from
-  the agent's own earlier message, or from a result that changed since (the same call, run again
-  before the need, returned a text without it). A re-fetch is priced as one more call
+  running the same call again would still return (or from a file the agent wrote: read back),
+  *unrecoverable* when it came from the user or from a result that changed since (the same call,
+  run again before the need, returned a text without it); a value the agent typed first itself (a
+  timeout) is neither: it can type it again. A re-fetch is priced as one more call
   (``FactCheck`` records it as a ``strategies.offload.ReadBack`` with ``refetch=True``;
   ``pricing.replay_cost`` costs it as it costs a read-back: ``pricing.REFETCH_MODEL``). That is a
   model of what an agent does after losing a fact, not what it did: ``benchmarks/compaction_agreement.py``
@@ -85,6 +86,11 @@ and scrubbed of code bodies and line positions before their facts are taken."""
 LINE_KEYS = frozenset({"view_range", "offset", "limit", "insert_line", "line", "line_number", "start_line",
                        "end_line", "head_limit", "-a", "-b", "-c", "-n"})
 """Arguments that are line positions or counts (a read's offset, a view range): not facts."""
+OPTION_KEYS = frozenset({"timeout", "run_in_background", "subagent_type"})
+"""Arguments that set how a call runs (a Bash timeout in milliseconds, Claude Code's sub-agent type):
+the agent's own choice, not a fact taken from its context. Found on real compacted Claude Code sessions
+(``benchmarks/compaction_agreement.py``): ``"timeout": 30000`` matched a number in an earlier file
+read, ``"subagent_type": "Explore"`` the word in an earlier tool result."""
 PLAN_TOOLS = frozenset({"todowrite", "todoread", "todo_write", "write_todos", "update_plan", "plan"})
 """Tools that write the agent's own plan: their status words (``completed``, ``in_progress``) and
 items are not facts a call took from its context."""
@@ -101,9 +107,15 @@ KINDS = {"edit": N_("edit text"), "path": N_("path"), "identifier": N_("identifi
 REFETCH, FROM_USER, FROM_AGENT, CHANGED = "refetch", "user", "agent", "changed"
 RECOVERIES = {REFETCH: N_("re-fetchable: run the tool call again"),
               FROM_USER: N_("not re-fetchable: the user gave it"),
-              FROM_AGENT: N_("not re-fetchable: the agent's own earlier message"),
+              FROM_AGENT: N_("the agent's own value: it can write it again"),
               CHANGED: N_("not re-fetchable: the result changed since")}
-"""How a lost fact could come back (``NeededFacts.recovery``) and its label: only ``REFETCH`` can."""
+"""How a lost fact could come back (``NeededFacts.recovery``) and its label. ``REFETCH`` costs a
+call; ``FROM_USER`` and ``CHANGED`` are unrecoverable; ``FROM_AGENT`` (a value the agent typed first
+itself: a timeout, a version in its commit messages) is neither: the agent chose it and can again."""
+UNRECOVERABLE = frozenset({FROM_USER, CHANGED})
+"""Recoveries no tool call brings back."""
+PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
+"""Arguments naming the file a call writes (with its text in a ``CODE_KEYS`` argument)."""
 _GROUP_KIND = {"path": "path", "date": "date", "email": "email", "id": "id", "code": "id", "money": "number",
                "number": "number"}
 
@@ -150,7 +162,8 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             continue
         if isinstance(args, dict):
             args = {k: scrub_command(v) if k in COMMAND_KEYS and isinstance(v, str) else v
-                    for k, v in args.items() if k not in CODE_KEYS and k.lower() not in LINE_KEYS}
+                    for k, v in args.items() if k not in CODE_KEYS and k.lower() not in LINE_KEYS
+                    and k not in OPTION_KEYS}
         leaves = json_leaves(args)
         prose = ({str(v) for k, v in args.items() if k in PROSE_KEYS and isinstance(v, str)}
                  if isinstance(args, dict) else set())
@@ -246,10 +259,12 @@ class NeededFacts:
 
     def refetch_from(self, need: Need) -> int | None:
         """The tool result a re-run of ``need``'s source call would give at ``need.needed_by``: the
-        latest result of the same call before it (None when the need did not come from a tool
-        result, or that latest result no longer holds the fact: it changed)."""
-        if self.messages[need.source].role != "tool":
-            return None
+        latest result of the same call before it, or the agent's message that wrote the fact into a
+        file (None when the need came from neither, or that latest result no longer holds the fact:
+        it changed)."""
+        m = self.messages[need.source]
+        if m.role != "tool":
+            return need.source if m.role == "assistant" and _wrote(m, need) else None  # a file it wrote: read back
         key = self.result_calls.get(need.source)
         latest = need.source if key is None else max(
             i for i, k in self.result_calls.items() if k == key and i < need.needed_by)
@@ -257,11 +272,16 @@ class NeededFacts:
 
     def recovery(self, need: Need) -> str:
         """How the fact could come back if the prompt lost it (a key of ``RECOVERIES``): re-fetched
-        from a tool result, or not (the user's, the agent's own, or a result that changed since)."""
-        role = self.messages[need.source].role
-        if role == "tool":
-            return REFETCH if self.refetch_from(need) is not None else CHANGED
-        return FROM_USER if role == "user" else FROM_AGENT
+        from a tool result or from a file the agent wrote (``Write``, an editor's new text: read
+        back), or not (the user's, a result that changed since; a value the agent typed itself).
+        Agent-written files were found re-fetchable on real compacted Claude Code sessions
+        (``benchmarks/compaction_agreement.py``): the agent re-read them after the compaction."""
+        m = self.messages[need.source]
+        if self.refetch_from(need) is not None:
+            return REFETCH
+        if m.role == "tool":
+            return CHANGED
+        return FROM_USER if m.role == "user" else FROM_AGENT
 
     def facts_of(self, m: Message, origin: int | None) -> _Facts:
         """The facts of a context message (an original one is looked up, not re-read)."""
@@ -372,6 +392,21 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     return NeededFacts(messages, starts, tuple(needs), per, _result_calls(messages))
 
 
+def _wrote(m: Message, need: Need) -> bool:
+    """Whether a call of ``m`` wrote the fact into a file (a path argument and the text that holds it)."""
+    for call in m.tool_calls:
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            continue
+        if isinstance(args, dict) and any(isinstance(args.get(k), str) for k in PATH_KEYS):
+            for k in CODE_KEYS & args.keys():
+                text = args[k]
+                if isinstance(text, str) and need.served_by(_Facts(frozenset(extract_facts(text)), text.lower())):
+                    return True
+    return False
+
+
 def _result_calls(messages: Sequence[Message]) -> dict[int, str]:
     """Each tool result's call as a key (tool name and arguments, re-serialized so spacing does not count)."""
     calls = {}
@@ -406,6 +441,11 @@ class Miss:
     def refetchable(self) -> bool:
         """Whether running a tool call again would bring the fact back (a model: see the module docstring)."""
         return self.recovery == REFETCH
+
+    @property
+    def unrecoverable(self) -> bool:
+        """Whether nothing brings it back: the user gave it, or the result it came from changed since."""
+        return self.recovery in UNRECOVERABLE
 
 
 @dataclass(frozen=True)
@@ -455,8 +495,8 @@ class Fidelity:
 
     @property
     def unrecoverable(self) -> int:
-        """Misses no tool call could bring back (the user's facts, the agent's own, changed results)."""
-        return sum(not m.refetchable for m in self.misses)
+        """Misses nothing brings back (``UNRECOVERABLE``: the user's facts, results that changed since)."""
+        return sum(m.unrecoverable for m in self.misses)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -583,6 +623,6 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
 
 
 __all__ = ["ARITHMETIC", "CHANGED", "CODE_KEYS", "EDIT_KEYS", "EDIT_LINE_MIN", "FROM_AGENT", "FROM_USER", "KINDS",
-           "PROSE_KEYS", "RECOVERIES", "REFETCH", "FactCheck", "Fidelity", "Miss", "Need", "NeededFacts",
+           "PATH_KEYS", "PROSE_KEYS", "RECOVERIES", "REFETCH", "UNRECOVERABLE", "FactCheck", "Fidelity", "Miss", "Need", "NeededFacts",
            "TurnFidelity", "argument_facts", "edit_texts", "extract_facts", "need_kind", "needed_facts",
-           "needed_recall"]
+           "needed_recall", "OPTION_KEYS"]

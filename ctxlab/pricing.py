@@ -333,8 +333,8 @@ READ_BACK_MODEL = ("one more call per read-back: the prompt of the call that nee
 REFETCH_MODEL = ("a model, not a bill: each needed fact the prompt lost that came from a tool result which running "
                  "the same call again would still return is fetched again by one more call, priced as a read-back ("
                  + READ_BACK_MODEL + "); the needs of one call from one result make one re-fetch; a fact from the "
-                 "user, from the agent's own message, or from a result that changed since cannot be fetched again "
-                 "and counts as unrecoverable")
+                 "user or from a result that changed since cannot be fetched again and counts as unrecoverable; a "
+                 "value the agent typed first itself (a timeout) costs nothing: it types it again")
 
 
 def _read_back_cost(rb: Any, chosen: Price | None, rule: str, minimum: int) -> CallCost:

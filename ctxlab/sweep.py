@@ -49,8 +49,8 @@ RECOMMENDATION_RULE = N_("The cheapest point (lowest cost_usd; input_tokens_tota
                        "needed_recall, then the earlier point. When no point fits every call, the point with the "
                        "fewest calls over the limit is named instead, and the notes say it does not fit.")
 UNRECOVERABLE_RULE = N_("Unrecoverable losses are a hard constraint: a point that loses a needed fact no tool call can "
-                        "bring back (unrecoverable > 0: a fact the user gave, the agent's own, or from a result that "
-                        "changed since) is picked only when every otherwise qualifying point loses one.")
+                        "bring back (unrecoverable > 0: a fact the user gave, or from a result that changed since) is "
+                        "picked only when every otherwise qualifying point loses one.")
 """Appended to the rule unless the sweep allows unrecoverable losses (``allow_unrecoverable``)."""
 TOTAL_COST_RULE = N_("Cost here is total_cost_usd: cost_usd plus the modelled re-fetches of lost facts (one more "
                      "call each, with the prompt at that point and the result's tokens: a model, not a bill).")
@@ -381,8 +381,8 @@ def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, 
         notes.append(T("no needed fact was found in these conversations (no later call reuses an earlier value): "
                        "the pick is made on fit and cost alone"))
     if p.get("unrecoverable", 0):
-        notes.append(T("the recommendation loses {n:,} needed fact(s) no re-fetch brings back (the user's, the "
-                       "agent's own, or from a result that changed since)",
+        notes.append(T("the recommendation loses {n:,} needed fact(s) no re-fetch brings back (the user's, or from "
+                       "a result that changed since)",
                        n=p["unrecoverable"]))
     if p.get("calls_over_limit", 0):
         notes.append(T("no point fits every model call: the recommendation is the closest, {over:,} of {calls:,} "
