@@ -39,6 +39,7 @@ replay itself.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -253,6 +254,8 @@ class NeededFacts:
     per_message: tuple[_Facts, ...]
     result_calls: dict[int, str] = field(default_factory=dict)
     """Tool result index -> the call that produced it (tool name and arguments), to tell a re-run."""
+    runs: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """A call (as in ``result_calls``) -> the indexes of its results, in order."""
 
     def __len__(self) -> int:
         return len(self.needs)
@@ -265,9 +268,8 @@ class NeededFacts:
         m = self.messages[need.source]
         if m.role != "tool":
             return need.source if m.role == "assistant" and _wrote(m, need) else None  # a file it wrote: read back
-        key = self.result_calls.get(need.source)
-        latest = need.source if key is None else max(
-            i for i, k in self.result_calls.items() if k == key and i < need.needed_by)
+        runs = self.runs.get(self.result_calls.get(need.source, ""), (need.source,))
+        latest = runs[bisect.bisect_left(runs, need.needed_by) - 1]  # the source itself is one, before the need
         return latest if latest == need.source or need.served_by(self.per_message[latest]) else None
 
     def recovery(self, need: Need) -> str:
@@ -389,7 +391,11 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
                 continue  # a value the agent brought in itself: a habit, or a code name or path it named first
             in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
-    return NeededFacts(messages, starts, tuple(needs), per, _result_calls(messages))
+    calls = _result_calls(messages)
+    runs: dict[str, list[int]] = {}
+    for i, key in calls.items():
+        runs.setdefault(key, []).append(i)
+    return NeededFacts(messages, starts, tuple(needs), per, calls, {k: tuple(v) for k, v in runs.items()})
 
 
 def _wrote(m: Message, need: Need) -> bool:
@@ -526,7 +532,7 @@ class FactCheck:
         self._other: dict[int, tuple[Message, _Facts]] = {}  # facts of summaries and replaced copies, by object
         self.read_backs: dict[tuple[int, int], ReadBack] = {}  # (call, source): an offloaded result read back
         self.refetches: dict[tuple[int, int], ReadBack] = {}  # (call, source): a tool call run again
-        self.counter: Any = None  # counts a re-fetched result (the replay's counter, from the first view seen)
+        self.counter: Any = None  # counts a re-fetched result: the replay's counter (first view seen), else gpt-4o's
         self._tokens: dict[int, int] = {}
 
     def _facts(self, m: Message, origin: int | None) -> _Facts:
@@ -623,6 +629,6 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
 
 
 __all__ = ["ARITHMETIC", "CHANGED", "CODE_KEYS", "EDIT_KEYS", "EDIT_LINE_MIN", "FROM_AGENT", "FROM_USER", "KINDS",
-           "PATH_KEYS", "PROSE_KEYS", "RECOVERIES", "REFETCH", "UNRECOVERABLE", "FactCheck", "Fidelity", "Miss", "Need", "NeededFacts",
-           "TurnFidelity", "argument_facts", "edit_texts", "extract_facts", "need_kind", "needed_facts",
-           "needed_recall", "OPTION_KEYS"]
+           "OPTION_KEYS", "PATH_KEYS", "PROSE_KEYS", "RECOVERIES", "REFETCH", "UNRECOVERABLE", "FactCheck",
+           "Fidelity", "Miss", "Need", "NeededFacts", "TurnFidelity", "argument_facts", "edit_texts", "extract_facts",
+           "need_kind", "needed_facts", "needed_recall"]
