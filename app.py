@@ -1,12 +1,13 @@
 """ctxlab playground: `streamlit run app.py`. Navigation only; each page draws the shared
-sidebar (appstate.input_panel) itself, so a page also runs on its own (the tests do that)."""
+sidebar (playground.input_panel) itself, so a page also runs on its own (the tests do that)."""
 from pathlib import Path
 
 import streamlit as st
 
-from appstate import choose_language, follow_app_navigation
 from ctxlab.i18n import N_, _
-from tour import show_tour
+from playground.language import choose_language
+from playground.navigation import follow_app_navigation
+from playground.tour import show_tour
 
 # Material icons ship with Streamlit's own font: emoji would show as empty boxes in a browser
 # without an emoji font (Debian's chromium).

@@ -10,8 +10,15 @@ b. Sweep speed: 3 strategies x 20 points x the 100 tau-bench runs replayed call 
 c. Scaling of one replay with the number of messages (short messages, everything fits): seconds
    and peak memory at 1k / 10k / 60k messages, for none and sliding_window.
 d. One replay of a 467-message, ~165k-token agent run (the size of a long coding-agent trace).
+e. Cost per call of every registered strategy (budget-scaled defaults, 16,000-token budget, so the
+   strategies act) on generated agent runs of about 1,000 and 60,000 messages: CPU seconds per model
+   call at each size and their ratio (target: within 2x, i.e. the 60k/1k total ratio within 2x of
+   the call-count ratio). A strategy whose 60k replay passes ``--cap`` CPU seconds is stopped there;
+   its ratio is then a lower bound (cost per call grows with the prompt, so the calls not replayed
+   cost more) and is printed as ">= x". Each replay starts cold (no view of the conversation kept
+   from an earlier replay); the tokenizer is loaded before.
 
-    python benchmarks/bench_calls.py [--data ../shared/data] [--workers N] [--only a|b|c|d]
+    python benchmarks/bench_calls.py [--data ../shared/data] [--workers N] [--only a|b|c|d|e] [--cap 120]
 """
 from __future__ import annotations
 
@@ -26,7 +33,7 @@ from pathlib import Path
 from ctxlab import load, loads
 from ctxlab.conversation import Conversation, Message, ToolCall
 from ctxlab.generate import generate
-from ctxlab.replay import replay
+from ctxlab.replay import _WHOLE, replay
 from ctxlab.strategies import Budget
 from ctxlab.sweep import Grid, run_sweep
 
@@ -149,11 +156,66 @@ def part_d() -> None:
               f"{r.calls_over_limit} over the limit")
 
 
+class _Stopped(Exception):
+    pass
+
+
+def agent_run_of(n: int) -> Conversation:
+    """A generated agent run of about ``n`` messages: 20-round turns, several runs' turns one after
+    the other past the generator's 500 turns (each later run's system prompt left out)."""
+    msgs: list[Message] = []
+    seed = 0
+    while len(msgs) < n:
+        turns = min(500, max(1, (n - len(msgs)) // 41 + 1))
+        run = generate("ecommerce", turns=turns, rounds_per_turn=20, result_tokens=300, seed=7 + seed, shape="agent_run")
+        msgs += [m for m in run.messages if not (msgs and m.role == "system")]
+        seed += 1
+    return Conversation(messages=tuple(msgs[:n] if msgs[n - 1].role != "user" else msgs[:n - 1]), model="gpt-4o")
+
+
+def part_e(cap: float) -> None:
+    from ctxlab.strategies import STRATEGIES, get_strategy
+    budget = Budget(16_000)
+    small, large = agent_run_of(1_000), agent_run_of(60_000)
+    print(f"## e. cost per model call at {len(small.messages):,} and {len(large.messages):,} messages "
+          f"(16,000-token budget, budget-scaled defaults; CPU seconds; cap {cap:.0f} s)")
+    print("| strategy | calls 1k | ms per call 1k | calls 60k | ms per call 60k | ratio | target (<= 2x) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    replay(small, "none", budget)  # tokenizer and counts warm
+    for name, cls in STRATEGIES.items():
+        strategy = get_strategy(name, **cls.scaled_defaults(budget))
+        per = []
+        for conv, limit in ((small, None), (large, cap)):
+            done = [0]
+            _WHOLE.clear()  # each size pays for its own view (counts, facts): no replay before it left one
+            t0 = time.process_time()
+
+            def observe(call, view, t0=t0, limit=limit, done=done):
+                done[0] += 1
+                if limit is not None and time.process_time() - t0 > limit:
+                    raise _Stopped
+            stopped = False
+            try:
+                replay(conv, strategy, budget, observe=observe)
+            except _Stopped:
+                stopped = True
+            per.append((done[0], (time.process_time() - t0) / max(done[0], 1), stopped))
+        (n1, c1, _), (n2, c2, stopped) = per
+        ratio = c2 / c1 if c1 else float("inf")
+        shown = f">= {ratio:.1f}" if stopped else f"{ratio:.1f}"
+        verdict = ("missed" if ratio > 2 else "not known (stopped)") if stopped else ("met" if ratio <= 2 else "missed")
+        calls2 = f"{n2:,} (stopped)" if stopped else f"{n2:,}"
+        print(f"| {name} | {n1:,} | {1000 * c1:.2f} | {calls2} | {1000 * c2:.2f} | {shown} | {verdict} |")
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(HERE.parent.parent / "shared" / "data"))
     ap.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
-    ap.add_argument("--only", choices=["a", "b", "c", "d"])
+    ap.add_argument("--only", choices=["a", "b", "c", "d", "e"])
+    ap.add_argument("--cap", type=float, default=120.0, help="part e: CPU seconds a 60k replay may take (default 120)")
     a = ap.parse_args()
     tau = tau_runs(Path(a.data)) if a.only in (None, "a", "b") else []
     if a.only in (None, "a"):
@@ -165,6 +227,8 @@ def main() -> None:
         part_c()
     if a.only in (None, "d"):
         part_d()
+    if a.only in (None, "e"):
+        part_e(a.cap)
 
 
 if __name__ == "__main__":

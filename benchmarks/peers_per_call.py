@@ -27,8 +27,8 @@ from typing import Any, Iterable
 
 import ctxlab
 from ctxlab.conversation import Conversation
-from ctxlab.exports import export_native, make_config
-from ctxlab.exports.langchain import trim_function
+from ctxlab.configs import export_native, make_config
+from ctxlab.configs.langchain import trim_function
 from ctxlab.formats.langchain import to_langchain
 from ctxlab.replay import FUTURE, replay
 from ctxlab.strategies import Budget, get_strategy

@@ -18,7 +18,7 @@ one (it joins the following word); at the end of the text, ``Q`` is one piece. S
 of one piece (``Encoding._encode_single_piece``). Two cases need no split, as tiktoken handles
 them (measured with 1.2 M spaces): a stretch followed by ``\\r``/``\\n`` is swallowed by the
 ``\\s*[\\r\\n]`` branch, and cl100k_base's ``\\s++$`` takes a stretch at the very end.
-tests/test_tokens.py checks the sum against tiktoken's direct count for runs up to 999,998 and
+tests/tokens/test_tokens.py checks the sum against tiktoken's direct count for runs up to 999,998 and
 against tiktoken's Python-regex reference (``_encode_only_native_bpe``) beyond. If tiktoken
 panics anyway, the reference path counts the text instead.
 

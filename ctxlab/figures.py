@@ -76,7 +76,7 @@ def int_dtick(n: int, max_ticks: int = 12) -> int:
 
 def _figure(spec: dict[str, Any]) -> go.Figure:
     """A figure from a spec this module wrote, without plotly checking every value of it again
-    (plotly's own switch; checking took 5-8x the building). tests/test_figures.py checks that each
+    (plotly's own switch; checking took 5-8x the building). tests/measures/test_figures.py checks that each
     figure built this way equals the same spec checked by plotly."""
     return go.Figure(spec, _validate=False)
 

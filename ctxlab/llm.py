@@ -17,7 +17,7 @@ proxy) through its base URL.
   (the provider's text is scrubbed of it).
 
   Why not the client's own retries (``max_retries``; openai 3.57 read and measured against
-  tests/openai_fake.py in tests/test_llm_retry_policy.py): it also retries timeouts and refused
+  tests/openai_fake.py in tests/llm/test_llm_retry_policy.py): it also retries timeouts and refused
   connections, so with ctxlab's whole-call deadline a hung server holds an interactive page for
   (retries + 1) x timeout instead of one timeout, and a local server that is not running costs
   backoff sleeps before "cannot connect"; it honours any ``Retry-After`` up to 120 s per retry with

@@ -1,7 +1,7 @@
 """A strategy as something to take to production: a config (JSON or YAML) that round-trips to the
 same strategy and budget, and a Python snippet that applies it.
 
-The config itself is ``ctxlab.exports.config``: ``make_config(strategy, budget, model)`` gives a
+The config itself is ``ctxlab.configs.lab_config``: ``make_config(strategy, budget, model)`` gives a
 plain dict (the strategy's name and resolved parameters, or the steps of a pipeline; the model; the
 budget's limit, reserve and tool-definition tokens; the ctxlab version); ``read_config`` reads it
 back (``.strategy``, ``.budget_kwargs()``, ``.model``), and a bad config raises a CtxlabError naming
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .exports.config import ConfigError, config_json, config_yaml, read_config
+from .configs.lab_config import ConfigError, config_json, config_yaml, read_config
 from .strategies import Pipeline, Strategy
 
 

@@ -334,7 +334,7 @@ def pareto_front(points: Sequence[Mapping[str, Any]], axes: tuple[str, str] = DE
 
 def _has_native(strategy: str) -> bool:
     """Whether some framework export maps ``strategy`` (LangChain, Anthropic, OpenAI Agents...)."""
-    from .exports import TARGETS  # the framework modules register themselves on import
+    from .configs import TARGETS  # the framework modules register themselves on import
     return any(strategy in exporters for exporters in TARGETS.values())
 
 

@@ -4,16 +4,10 @@ over the limit, tokens, cost and needed facts served side by side."""
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ctxlab
-from appstate import SAMPLES_DIR, choose_language, current_price, input_panel, md_escape, open_in_lab, text_hash
 from ctxlab.conversation import starts_turn
 from ctxlab.errors import CtxlabError
 from ctxlab.fidelity import needed_facts
@@ -23,6 +17,12 @@ from ctxlab.figures import prompt_per_call
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.tokens import TokenCounter
+from playground.handoff import go_to_lab, open_in_lab
+from playground.input_panel import input_panel
+from playground.language import choose_language
+from playground.markdown import md_escape
+from playground.prices import current_price
+from playground.state import SAMPLES_DIR, text_hash
 
 AGENT_SAMPLE = "agent_run_support.json"
 CODING_SAMPLE = SAMPLES_DIR / "coding" / "coding_agent_session.jsonl"
@@ -227,8 +227,4 @@ with st.expander(_("What to do in LangGraph")):
           "- The Strategy Lab's export writes the LangGraph wiring for the `apply_at` you tuned."))
 
 _coding_section(price)
-if st.session_state.pop("loop_goto_lab", False):
-    try:
-        st.switch_page("pages/strategy_lab.py")
-    except StreamlitAPIException:  # the page run on its own (no navigation): say where to go
-        st.info(_("The coding session is in the sidebar: open the Strategy Lab."))
+go_to_lab("loop_goto_lab", _("The coding session is in the sidebar: open the Strategy Lab."))

@@ -4,25 +4,22 @@ context limit. A change affects new sessions only; "Update existing sessions" ap
 agent's sessions too. Profiles live in the session store (``ctxlab.sessions``)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/agents.py`
-    sys.path.insert(0, str(ROOT))
-
 import ctxlab
-from appstate import DEFAULTS as SIDEBAR_DEFAULTS
-from appstate import SAMPLES_DIR, input_panel, md_escape, sample_names
 from ctxlab.errors import CtxlabError
 from ctxlab.i18n import N_, _
-from ctxlab.sessions import Profile, SessionStore, default_url
+from ctxlab.sessions import Profile, default_url
 from ctxlab.sessions.db import redact
 from ctxlab.strategies import STRATEGIES, Budget
 from ctxlab.tokens import TokenCounter
-from ui import strategy_picker
+from playground.input_panel import input_panel
+from playground.markdown import md_escape
+from playground.session_store import open_store
+from playground.state import DEFAULTS as SIDEBAR_DEFAULTS
+from playground.state import SAMPLES_DIR, sample_names
+from playground.widgets import strategy_picker, widget_value
 
 NEW = "+ New agent"  # the option's value; shown through _option() in the interface's language
 NEW_LABEL = N_("+ New agent")
@@ -42,12 +39,6 @@ SESSION_COLUMNS = {"title": N_("title"), "messages": N_("messages"), "strategy":
 # (the sessions table's columns and their headers: in English, the column names themselves)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def open_store(url: str) -> SessionStore:
-    """The session store at ``url``, opened (and migrated) once per process."""
-    return SessionStore(url)
-
-
 @st.cache_data(show_spinner=False, max_entries=8)
 def sample_tools(name: str) -> list[dict]:
     """The OpenAI tool definitions a bundled sample offers."""
@@ -63,17 +54,6 @@ def _tool_sources() -> list[str]:
     return [NO_TOOLS, *(n for n in sample_names() if sample_tools(n))]
 
 
-def _widget_value(spec: dict, value) -> object:
-    """A parameter value as its ui.strategy_picker control holds it."""
-    if spec["type"].startswith("list["):
-        return ", ".join(map(str, value or []))
-    if spec["type"] == "int" and spec["default"] is None:
-        return "" if value is None else str(value)
-    if spec["type"] == "float":
-        return float(value)
-    return value
-
-
 def _load_profile(p: Profile) -> None:
     """Put a profile's values into the form's widgets."""
     ss = st.session_state
@@ -86,7 +66,7 @@ def _load_profile(p: Profile) -> None:
     ss.agents_strategy = name
     for spec in STRATEGIES[name].schema():
         if spec["name"] in (steps[0].get("params") or {}):
-            ss[f"agents_{name}_{spec['name']}"] = _widget_value(spec, steps[0]["params"][spec["name"]])
+            ss[f"agents_{name}_{spec['name']}"] = widget_value(spec, steps[0]["params"][spec["name"]])
     names = {t.get("function", {}).get("name") for t in p.tools}
     ss.agents_tools = next((n for n in _tool_sources()[1:]
                             if {t["function"]["name"] for t in sample_tools(n)} == names), NO_TOOLS)

@@ -5,18 +5,11 @@ page says how to configure it and stops. Results stay in session state: a rerun 
 model again, only the Ask and Run probes buttons do."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 import streamlit as st
 
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/answers.py`
-    sys.path.insert(0, str(ROOT))
-
-from appstate import (current_budget, current_llm, input_panel, md_code, md_escape, persist, require_conversation,
-                      text_hash)
 from ctxlab.answers import Answer, answer_replay
 from ctxlab.compare import DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, column_labels
 from ctxlab.errors import CtxlabError
@@ -24,7 +17,13 @@ from ctxlab.i18n import N_, _, local
 from ctxlab.llm import BASE_URL_ENV, KEY_ENV, MODEL_ENV
 from ctxlab.probes import MATCH_RULE, Probe, ProbeScore, generate_probes, score_probes, user_probes
 from ctxlab.strategies import Strategy
-from ui import count_column, strategy_picker
+from playground.budget import current_budget
+from playground.conversation import require_conversation
+from playground.input_panel import input_panel
+from playground.llm_settings import current_llm
+from playground.markdown import md_code, md_escape
+from playground.state import persist, text_hash
+from playground.widgets import count_column, strategy_picker
 
 NOT_REPORTED = N_("not reported")
 MAX_PROBES = 10

@@ -7,22 +7,15 @@ Strategy Lab" loads the session's full history there."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
-
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/chat.py`
-    sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import DEFAULT_SAMPLE, SAMPLES_DIR, choose_language, input_panel, md_escape, open_in_lab, sample_names
 from ctxlab.errors import CtxlabError
-from ctxlab.exports.config import read_config
+from ctxlab.configs.lab_config import read_config
 from ctxlab.i18n import N_, _
 from ctxlab.sessions import Session, SessionStore, default_url
 from ctxlab.sessions.db import redact
@@ -31,8 +24,14 @@ from ctxlab.sessions.responder import (CannedTools, ModelResponder, ScriptedResp
 from ctxlab.strategies import Budget
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.generate import generate
-from ui import over_budget_note, text_width
 from ctxlab.tokens import CATEGORIES
+from playground.handoff import go_to_lab, open_in_lab
+from playground.input_panel import input_panel
+from playground.language import choose_language
+from playground.markdown import md_escape
+from playground.session_store import open_store
+from playground.state import DEFAULT_SAMPLE, SAMPLES_DIR, sample_names
+from playground.widgets import over_budget_note, text_width
 
 NEW = "new"
 SAMPLE_AGENT = "Kestrel support (sample)"
@@ -47,12 +46,6 @@ CATEGORY_LABELS = {"system": N_("system"), "tool_definitions": N_("tool definiti
                    "assistant_text": N_("assistant text"), "tool_calls": N_("tool calls"),
                    "tool_results": N_("tool results"), "reply_priming": N_("reply priming")}
 RESULT_PREVIEW = 4_000
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def open_store(url: str) -> SessionStore:
-    """The session store at ``url``, opened (and migrated) once per process."""
-    return SessionStore(url)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -283,11 +276,7 @@ except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
 
-if st.session_state.pop("chat_to_lab", False):
-    try:
-        st.switch_page("pages/strategy_lab.py")
-    except StreamlitAPIException:  # this page runs on its own (not through app.py): say where to go
-        st.success(_("The session is loaded in the Strategy Lab: open it from the navigation."))
+go_to_lab("chat_to_lab", _("The session is loaded in the Strategy Lab: open it from the navigation."), st.success)
 
 profiles = [p.name for p in store.profiles()]
 if not profiles:

@@ -6,47 +6,25 @@ from typing import Any
 
 import streamlit as st
 
-import ctxlab
-import labcache
-from appstate import (current_budget, current_llm, current_view, input_panel, md_escape, price_panel,
-                      require_conversation, text_hash)
 from ctxlab.compare import (ACTION_WORDS, DEFAULT_STRATEGIES, MAX_COLUMNS, MIN_COLUMNS, RULE_NAMES, VERDICT_RULE,
                             action_table, column_labels, cost_sentence, finding_rows, plan_metrics,
                             verdict_by_recall)
 from ctxlab.errors import CtxlabError
-from ctxlab.fidelity import NeededFacts, needed_facts
-from ctxlab.measure import ReplayMeasures, measure
+from ctxlab.measure import ReplayMeasures
 from ctxlab.llm import use_llm
 from ctxlab.figures import token_bars
-from ctxlab.pricing import Price
-from ctxlab.replay import Replay, replay
-from ctxlab.strategies import Budget, Strategy, View, get_strategy
 from ctxlab.validate import input_finding_keys
 from ctxlab.i18n import N_, _, local
-from ui import (action_words, action_column, count_column, strategy_picker, table_columns, tools_picker,
-                translated_columns)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _needed(text_key: str, _conv: ctxlab.Conversation) -> NeededFacts:
-    return needed_facts(_conv)
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
-            _budget: Budget, _tools: Any = None) -> Replay:
-    return replay(_view, _strategy, _budget, tools=_tools)
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
-              _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None,
-              _tools: Any = None) -> ReplayMeasures:
-    """A column's needed recall and cost on the replay, against keeping everything (one baseline per budget
-    and tool mode; ``budget_key`` names both)."""
-    base = _replay(view_key, "none", budget_key, _view, get_strategy("none"), _budget, _tools)
-    return measure(_conv, replayed=_replay(view_key, strategy_key, budget_key, _view, _strategy, _budget, _tools),
-                   baseline=base, model=_model, price=_price, facts=_needed(view_key[0], _conv))
+from playground import lab_cache
+from playground.budget import current_budget
+from playground.conversation import current_view, require_conversation
+from playground.input_panel import input_panel
+from playground.llm_settings import current_llm
+from playground.markdown import md_escape
+from playground.prices import price_panel
+from playground.state import text_hash
+from playground.widgets import (action_words, action_column, count_column, strategy_picker, table_columns, tools_picker,
+                                translated_columns)
 
 
 # Conversations up to this many messages are replayed on every change (10-60 ms per column on the
@@ -115,7 +93,6 @@ count = int(st.number_input(_("Strategies to compare"), min_value=MIN_COLUMNS, m
                             step=1, key="cmp_count"))
 view_key = (text_hash(st.session_state.conversation_text), st.session_state.model, tuple(st.session_state.pins))
 llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings), as in the Strategy Lab
-llm_key = llm.config.fingerprint()
 plans, names, columns, reasons, strategies = [], [], [], [], []
 for k, col in enumerate(st.columns(count), 1):
     col.subheader(_("Strategy {k}").format(k=k))
@@ -152,7 +129,7 @@ except CtxlabError as e:
     st.error(md_escape(str(e)))
     st.stop()
 tools_mode = tools_picker("cmp_tools", bool(conv.tools))  # the tool definitions each call sends (ctxlab.tools_per_call)
-tools = labcache.tools_at(view_key, tools_mode, conv)
+tools = lab_cache.tools_at(view_key, tools_mode, conv)
 budget_key = f"{budget!r}|tools={tools_mode}"
 measure_key = (view_key, tuple(repr(s) for s in strategies), budget_key, repr(price))
 measures: list[ReplayMeasures] | None = None
@@ -165,9 +142,10 @@ if len(view) > LIVE_MEASURE_MAX and st.session_state.get("cmp_measured") != meas
         st.rerun()
 else:
     try:
-        with use_llm(llm), st.spinner(_("Replaying call by call…")):
-            measures = [_measures(view_key, f"{s!r}|{llm_key}", budget_key, repr(price), conv, view, s, budget,
-                                  st.session_state.model, price, tools) for s in strategies]
+        with st.spinner(_("Replaying call by call…")):  # the Lab's cache: what the Lab measured is not replayed again
+            measures = [lab_cache.measures(view_key, lab_cache.strategy_key(s, llm), budget_key, repr(price), conv,
+                                           view, s, budget, st.session_state.model, price, tools, llm)
+                        for s in strategies]
     except CtxlabError as e:
         st.error(md_escape(str(e)))
         st.stop()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -15,11 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/failure_modes.py`
-    sys.path.insert(0, str(ROOT))
-
 import ctxlab
-from appstate import choose_language, input_panel, md_escape, parse, text_hash
 from ctxlab.conversation import Conversation, Message
 from ctxlab.diagnostics import (MODES, STRUCTURAL_LESSONS, Finding, Mitigation, MitigationResult, apply_mitigation,
                                 diagnose, lesson_path, summarize_findings)
@@ -31,7 +26,12 @@ from ctxlab.i18n import N_, _, language
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.strategies import Budget, get_strategy
 from ctxlab.tokens import TokenCounter
-from ui import count_column, message_number, number_column, text_width
+from playground.conversation import parse
+from playground.input_panel import input_panel
+from playground.language import choose_language
+from playground.markdown import md_escape
+from playground.state import text_hash
+from playground.widgets import count_column, message_number, number_column, text_width
 
 
 @dataclass(frozen=True)

@@ -3,42 +3,41 @@ is kept, summarized, cleared or dropped, what it costs, what is lost, whether a 
 accept the result, how it plays out call by call, and how to take it to production."""
 from __future__ import annotations
 
-import dataclasses
-import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import streamlit as st
 
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/strategy_lab.py`
-    sys.path.insert(0, str(ROOT))
-
-import labcache
-import labtable
-from appstate import (LANG_KEY, current_budget, current_llm, current_price, current_view, input_panel, md_escape,
-                      price_panel, require_conversation, text_hash, tool_budget)
-from ctxlab.errors import CtxlabError
+from ctxlab import Conversation, CtxlabError, Message
 from ctxlab.cache_breaks import CAUSE_WORDS, CacheBreak
-from ctxlab.conversation import Conversation, Message
-from ctxlab.llm import use_llm
-from ctxlab.compare import ACTION_WORDS, cost_sentence, outcome_notes
-from ctxlab.measure import ReplayMeasures
+from ctxlab.compare import cost_sentence, outcome_notes
+from ctxlab.configs.lab_config import make_config
 from ctxlab.figures_tune import cost_per_turn_figure
-from ctxlab.pricing import Price
-from ctxlab.replay import Replay
-from ctxlab.usage import UsageComparison, has_usage
-from ctxlab.exports.config import make_config
 from ctxlab.strategies import STRATEGIES, Plan, View
-from ctxlab.strategies.base import APPLY_AT
 from ctxlab.strategies.plan import OVER_BUDGET
 from ctxlab.i18n import N_, _, language, local, local_error, use
-from ui import (APPLY_AT_WORDS, TABLE_ACTIONS, action_column, action_words, config_downloads, count_column,
-                message_number, native_downloads, number_column, role_name, snippet_download, strategy_picker,
-                strategy_title, summary_note, text_width, tools_picker, translated_columns)
+from playground import lab_cache, lab_table
+from playground.budget import current_budget, tool_budget
+from playground.conversation import current_view, require_conversation
+from playground.input_panel import input_panel
+from playground.language import LANG_KEY
+from playground.llm_settings import current_llm
+from playground.markdown import md_escape
+from playground.prices import current_price, price_panel
+from playground.state import text_hash
+from playground.widgets import (APPLY_AT_WORDS, TABLE_ACTION_WORDS, action_column, action_words, config_downloads,
+                                count_column, message_number, native_downloads, number_column, role_name,
+                                snippet_download, strategy_picker, strategy_title, summary_note, text_width,
+                                tools_picker, translated_columns)
 
-RULES, EXPORTS = labcache.RULES, labcache.EXPORTS
-LABELS = {a: ACTION_WORDS[a] for a in TABLE_ACTIONS}  # English; shown through _()
+if TYPE_CHECKING:  # annotations only: the page gets these objects from playground.lab_cache
+    from ctxlab.measure import ReplayMeasures
+    from ctxlab.pricing import Price
+    from ctxlab.replay import Replay
+    from ctxlab.usage import UsageComparison
+
+RULES, EXPORTS = lab_cache.RULES, lab_cache.EXPORTS
+LABELS = TABLE_ACTION_WORDS  # English; shown through _()
 ROLES = ("system", "user", "assistant", "tool")
 PREVIEW = 160
 TABLE_HEADERS = (N_("role"), N_("tokens"), N_("action"), N_("reason"), N_("content"), N_("runs"),
@@ -87,10 +86,8 @@ def _where_it_runs(keys: tuple, price: Price | None) -> None:
     """The same trace under both places a strategy can run, side by side (the LangGraph question:
     a trim node after START, or before every model call)."""
     rows = []
-    for where in APPLY_AT:
-        variant = dataclasses.replace(strategy, apply_at=where)
-        m = labcache.measures(keys[0], labcache.strategy_key(variant, llm), keys[2], repr(price), conv, view,
-                      variant, budget, model, price, tools)
+    for where, m in lab_cache.where_it_runs(keys[0], keys[2], repr(price), conv, view, strategy, budget, model, price,
+                                            tools, llm).items():
         r = m.replay
         rows.append({"runs": _(APPLY_AT_WORDS[where]),
                      "calls over the limit": _("{k:,} of {n:,}").format(k=r.calls_over_limit, n=len(r.calls)),
@@ -171,9 +168,10 @@ def _breaks_section(breaks: list[CacheBreak]) -> None:
                  "one of them.").format(k=len(breaks), causes=causes, n=sum(b.tokens_lost for b in breaks), cost=cost))
 
 
-def _billed_section(u: UsageComparison) -> None:
-    """A production trace's billed figures per call beside ctxlab's count and cache model."""
-    if not u.calls:
+def _billed_section(u: UsageComparison | None) -> None:
+    """A production trace's billed figures per call beside ctxlab's count and cache model (None: the
+    conversation logs no usage)."""
+    if u is None or not u.calls:
         return
     st.markdown(_("**Billed vs counted**: each call's prompt tokens and cached tokens as the provider reported "
                   "them, beside ctxlab's count of the prompt the call sent and the prompt-cache model's cached "
@@ -222,7 +220,7 @@ def _subagents_section(text: str, model: str) -> None:
                           help=_("Each sub-agent's result cut to its first N tokens before the parent reads it"))
     try:
         with st.spinner(_("Replaying the sub-agents…")):
-            r = labcache.subagents(text_hash(text), model, int(cap) or None, text)
+            r = lab_cache.subagents(text_hash(text), model, int(cap) or None, text)
     except CtxlabError as e:
         st.info(md_escape(local_error(e)))
         return
@@ -289,11 +287,10 @@ pins = tuple(sorted(st.session_state.pins))
 try:
     view = current_view(text, model, pins)
     llm = current_llm()  # the model summarizer=llm calls (the sidebar's settings); part of the cache key
-    keys = ((text_hash(text), model, pins), labcache.strategy_key(strategy, llm), f"{budget!r}|tools={tools_mode}")
-    tools = labcache.tools_at(keys[0], tools_mode, conv)
-    with use_llm(llm):
-        plan, findings, table = labcache.outcome(*keys, view, strategy, budget)
-    input_findings = labcache.input_findings(text_hash(text), conv)
+    keys = ((text_hash(text), model, pins), lab_cache.strategy_key(strategy, llm), f"{budget!r}|tools={tools_mode}")
+    tools = lab_cache.tools_at(keys[0], tools_mode, conv)
+    plan, findings, table = lab_cache.outcome(*keys, view, strategy, budget, llm)
+    input_findings = lab_cache.input_findings(text_hash(text), conv)
 except CtxlabError as e:
     main.error(md_escape(str(e)))
     st.stop()
@@ -378,7 +375,7 @@ with main:
         with st.expander(_("Facts lost ({n})").format(n=len(plan.facts_lost))):
             for fact in plan.facts_lost:
                 st.text(fact)
-    token_fig, timeline_fig = labcache.plan_figures(*keys, title, language(), view, plan)
+    token_fig, timeline_fig = lab_cache.plan_figures(*keys, title, language(), view, plan)
     st.plotly_chart(token_fig, key="lab_token_bars")
 
 tab_timeline, tab_replay, tab_export = main.tabs([_("Message timeline"), _("Replay call by call"), _("Export")],
@@ -402,7 +399,7 @@ if n <= LIVE_MEASURE_MAX or (tab_replay.open and n <= REPLAY_MEASURE_MAX) \
         or st.session_state.get("lab_measured") == measure_key:
     try:
         with st.spinner(_("Measuring needed facts and cost…")):
-            measures = labcache.measures(*keys, repr(price), conv, view, strategy, budget, model, price, tools)
+            measures = lab_cache.measures(*keys, repr(price), conv, view, strategy, budget, model, price, tools, llm)
     except CtxlabError as e:
         main.error(md_escape(str(e)))
 with metrics_row:
@@ -428,7 +425,7 @@ if measures is not None and measures.fidelity.misses:
                      column_config=translated_columns(MISS_COLUMNS, MISS_COLUMN_HELP))
 
 @st.fragment
-def _message_table(table: labtable.PlanTable, plan: Plan, conv: Conversation, view: View) -> None:
+def _message_table(table: lab_table.PlanTable, plan: Plan, conv: Conversation, view: View) -> None:
     """Filters, one page of the message table and the message viewer. A fragment: in the browser a filter,
     the page box or the opened message reruns this part only, not the sidebar, the plan and the figures
     (a pin from the viewer changes the plan: the whole page then reruns)."""
@@ -441,7 +438,7 @@ def _message_table(table: labtable.PlanTable, plan: Plan, conv: Conversation, vi
     roles = f2.multiselect(_("Role"), [*ROLES, "summary"], key="lab_filter_roles", placeholder=_("all roles"),
                            format_func=role_name)
     picked_rows = table.select(acts, roles)
-    on_page, which_rows = labtable.page_of(len(picked_rows), "lab_table_page")
+    on_page, which_rows = lab_table.page_of(len(picked_rows), "lab_table_page")
     on_page = picked_rows[on_page]  # one page of rows is built and sent, not 10,000
     shown = table.frame(on_page, action_words(), _preview)
     st.caption(_("{rows} ({n:,} in all)").format(rows=which_rows, n=len(table)))
@@ -458,7 +455,7 @@ def _message_table(table: labtable.PlanTable, plan: Plan, conv: Conversation, vi
     # Assigned on every run: the box then shows the current label (the role and the action change with
     # the conversation and the strategy, and the browser would otherwise keep showing the old one).
     current = st.session_state.get("lab_open")
-    choices = labtable.open_options(table, on_page, current)  # the page's rows
+    choices = lab_table.open_options(table, on_page, current)  # the page's rows
     st.session_state.lab_open = current if current in choices else choices[0]
     picked = st.selectbox(_("Open a message"), choices, key="lab_open",
                           format_func=lambda o: _("#{i} {role}: {action}").format(
@@ -501,8 +498,8 @@ if tab_replay.open:
                      "assistant message), columns are messages; a red mark at the left is a call over the "
                      "limit.").format(where=where))
         try:
-            with use_llm(llm), st.spinner(_("Replaying call by call…")):
-                rp: Replay | None = labcache.lab_replay(*keys, view, strategy, budget, tools)
+            with st.spinner(_("Replaying call by call…")):
+                rp: Replay | None = lab_cache.lab_replay(*keys, view, strategy, budget, tools, llm)
         except CtxlabError as e:
             st.error(md_escape(str(e)))
             rp = None
@@ -510,7 +507,7 @@ if tab_replay.open:
             st.info(_("This conversation has no message, so there is no model call to replay."))
         elif rp is not None:
             cache_breaks = list(measures.breaks) if measures is not None else []  # found in the measures' own pass
-            st.plotly_chart(labcache.heatmap(*keys, language(), rp, repr(price) if measures is not None else "",
+            st.plotly_chart(lab_cache.heatmap(*keys, language(), rp, repr(price) if measures is not None else "",
                                              tuple(cache_breaks)), key="lab_replay_heatmap")
             if cache_breaks:
                 st.caption(_("A dark triangle left of a row marks a call whose prompt broke the prompt cache; hover "
@@ -521,11 +518,10 @@ if tab_replay.open:
                 _where_it_runs(keys, price)
                 _cost_section(measures)
                 _breaks_section(cache_breaks)
-            if has_usage(conv):  # a production trace: the billed figures beside the modelled ones
-                try:
-                    _billed_section(labcache.usage(keys[0][0], model, repr(price), keys[2], conv, price, budget))
-                except CtxlabError as e:
-                    st.error(md_escape(str(e)))
+            try:  # a production trace: the billed figures beside the modelled ones
+                _billed_section(lab_cache.usage(keys[0][0], model, repr(price), keys[2], conv, price, budget))
+            except CtxlabError as e:
+                st.error(md_escape(str(e)))
             calls = len(rp.calls)
             if not 0 <= st.session_state.get("lab_call", -1) < calls:
                 st.session_state.lab_call = calls - 1  # the newest call first
@@ -569,7 +565,7 @@ if tab_replay.open:
 if tab_export.open:
     with tab_export:
         st.caption(_("The resulting conversation, ready to send:"))
-        exports = labcache.exports(*keys, conv, plan)
+        exports = lab_cache.exports(*keys, conv, plan)
         for col, (fmt, name) in zip(st.columns(len(EXPORTS)), EXPORTS.items()):
             data, notes = exports[fmt]
             if data is None:
@@ -580,7 +576,7 @@ if tab_export.open:
             for note in notes:
                 col.caption(md_escape(local(note)))
         config = make_config(strategy, budget, model)
-        st.caption(_("The strategy and budget as a config (reads back with `ctxlab.exports.config.read_config`):"))
+        st.caption(_("The strategy and budget as a config (reads back with `ctxlab.configs.lab_config.read_config`):"))
         config_downloads(config, _("Config"), "strategy", "lab_dl_config")
         if pins:
             st.caption(_("Pins belong to this conversation and are not part of the config."))

@@ -2,14 +2,17 @@
 sidebar sets (the same limit, reserve, colours and number format as the other pages)."""
 import streamlit as st
 
-from appstate import current_budget, input_panel, md_escape, prefix_input, require_conversation
 from ctxlab import count_tokens, tokens
 from ctxlab.errors import CtxlabError
 from ctxlab.figures import CATEGORY_NAMES, prompt_bar
 from ctxlab.i18n import N_, _
 from ctxlab.prefix import check_against_bill
 from ctxlab.usage import has_usage
-from ui import count_column, role_name, translated_columns
+from playground.budget import current_budget
+from playground.conversation import require_conversation
+from playground.input_panel import input_panel, prefix_input
+from playground.markdown import md_escape
+from playground.widgets import count_column, role_name, translated_columns
 
 HEADERS = (N_("role"), N_("category"), N_("tokens"), N_("text"))
 # The counter's notes (ctxlab/tokens.py, English for the CLI) as whole sentences for the catalogs.

@@ -7,21 +7,15 @@ import hashlib
 import html
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/tool_retrieval.py`
-    sys.path.insert(0, str(ROOT))
-
-from appstate import current_conversation, input_panel, md_escape, persist, text_hash
 from ctxlab import figures
 from ctxlab.errors import CtxlabError
 from ctxlab.formats import load_json_documents
 from ctxlab.i18n import N_, _, language, local
-from ui import translated_columns
 from ctxlab.tokens import TokenCounter
 from ctxlab.tools import (TUNED_CONTEXT, OpenAIEmbeddings, ToolCatalog, ToolIndex, content_hash, conversation_query,
                           data_dir, get_provider, query_from_conversation, sweep)
@@ -29,12 +23,17 @@ from ctxlab.tools.lexical import tokenize
 from ctxlab.tools.confidence import DEFAULT_ON_NO_MATCH, TUNED_THRESHOLDS
 from ctxlab.tools.embeddings import PROVIDERS as MODEL_CLASSES, default_provider_for
 from ctxlab.tools.select import DEFAULT_THRESHOLD, Selection
+from playground.conversation import current_conversation
+from playground.input_panel import input_panel
+from playground.markdown import md_escape
+from playground.state import SAMPLES_DIR, persist, text_hash
+from playground.widgets import translated_columns
 
-SAMPLE_CATALOG = ROOT / "sample_data" / "tools_ecommerce.json"
-SAMPLE_QUERIES = ROOT / "sample_data" / "tool_queries_ecommerce.jsonl"
+SAMPLE_CATALOG = SAMPLES_DIR / "tools_ecommerce.json"
+SAMPLE_QUERIES = SAMPLES_DIR / "tool_queries_ecommerce.jsonl"
 DEFAULT_QUERY = "The blender from order ORD-104233 arrived broken. I want my money back."
-SAMPLE_SETS = {"zh": (ROOT / "sample_data" / "tools_zh_support.json",
-                      ROOT / "sample_data" / "tool_queries_zh_support.jsonl", "我要退货退款，订单号 YJ20261108-4471。")}
+SAMPLE_SETS = {"zh": (SAMPLES_DIR / "tools_zh_support.json",
+                      SAMPLES_DIR / "tool_queries_zh_support.jsonl", "我要退货退款，订单号 YJ20261108-4471。")}
 # (per interface language: the sample catalog, its labeled queries and the example query, English otherwise, so
 # a Chinese user starts on the Chinese catalog with a Chinese question; a comment: a bare string is drawn)
 CATALOGS = {"sample": N_("Sample catalog"), "conversation": N_("The conversation's tools"),

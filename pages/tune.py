@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
-
-if str(ROOT := Path(__file__).resolve().parent.parent) not in sys.path:  # `streamlit run pages/tune.py`
-    sys.path.insert(0, str(ROOT))
 
 import ctxlab
-from appstate import (LANG_KEY, SAMPLES_DIR, current_conversation, input_panel, load_point_into_lab, md_escape, persist,
-                      price_panel, sample_names, text_hash)
 from ctxlab.errors import CtxlabError
-from ctxlab.exports import make_config
+from ctxlab.configs import make_config
 from ctxlab.figures_tune import has_values, pareto_figure, points_table, sensitivity_figure, undefined_axis_reason
 from ctxlab.formats import load_all
 from ctxlab.prefix import with_unlogged_prefix
@@ -28,9 +20,17 @@ from ctxlab.pricing import Price
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.sweep import COLUMNS, TRACE_SUFFIXES, Grid, SweepResult
 from ctxlab.tokens import TokenCounter
-from tunejob import SweepJob
 from ctxlab.i18n import N_, _, local, use
-from ui import config_downloads, native_downloads, snippet_download, strategy_title, tools_picker, translated_columns
+from playground.conversation import current_conversation
+from playground.handoff import go_to_lab, load_point_into_lab
+from playground.input_panel import input_panel
+from playground.language import LANG_KEY
+from playground.markdown import md_escape
+from playground.prices import price_panel
+from playground.state import SAMPLES_DIR, persist, sample_names, text_hash
+from playground.tune_job import SweepJob
+from playground.widgets import (config_downloads, native_downloads, snippet_download, strategy_title, tools_picker,
+                                translated_columns)
 
 UPLOAD_TYPES = tuple(s.lstrip(".") for s in TRACE_SUFFIXES)  # every file ending a sweep folder is searched for
 
@@ -210,7 +210,7 @@ def _budgets() -> list[int] | None:
 
 def _start(convs: list[ctxlab.Conversation], grid: Grid, budgets: list[int], price: Price | None,
            min_recall: float, sample: int | None, signature: str, tools_mode: str = "all") -> None:
-    """Start the sweep in its own process (tunejob.SweepJob): the page stays live, shows progress
+    """Start the sweep in its own process (playground.tune_job.SweepJob): the page stays live, shows progress
     with an estimate, can cancel it, and a closed tab ends it."""
     old = st.session_state.get("tune_job")
     if old is not None:
@@ -384,11 +384,7 @@ def _results(result: SweepResult, tools_tokens: int) -> None:
 
 st.set_page_config(layout="wide")
 input_panel()
-if st.session_state.pop("tune_goto_lab", False):
-    try:
-        st.switch_page("pages/strategy_lab.py")
-    except StreamlitAPIException:  # the page run on its own (no navigation): say where to go
-        st.info(_("The point is set: open the Strategy Lab."))
+go_to_lab("tune_goto_lab", _("The point is set: open the Strategy Lab."))
 st.title(_("Tune"))
 st.write(_("Many parameter values and context limits over a set of conversations: what each point serves "
            "(needed facts) and what it costs over the conversations' lives, the points no other beats on both, "

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from .conftest import ROOT, SAMPLES
 from .fuzz import _get, _paths, _set
-from .test_formats_coding import V1_EVENTS
+from .formats.test_formats_coding import V1_EVENTS
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".traj")  # the traces of tests/data/coding (not its README or a build log)
 TRACE_FILES = sorted([*(p for p in (ROOT / "tests" / "data" / "coding").iterdir() if p.suffix in TRACE_SUFFIXES),

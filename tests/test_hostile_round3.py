@@ -15,8 +15,8 @@ from ctxlab.cli import main
 from ctxlab.formats import export, load_all
 
 from .conftest import ROOT
-from .test_formats_hostile import one_error_line, run as run_text
-from .test_formats_coding import V1_EVENTS
+from .formats.test_formats_hostile import one_error_line, run as run_text
+from .formats.test_formats_coding import V1_EVENTS
 
 CODING = ROOT / "tests" / "data" / "coding"
 PRODUCTION = ROOT / "tests" / "data" / "production"
@@ -291,8 +291,8 @@ def _config(strategy: str, **top: Any) -> dict:
 @pytest.mark.parametrize("strategy, to", [("summarize", "langchain"), ("sliding_window", "langchain"),
                                           ("summarize", "anthropic"), ("summarize", "adk")])
 def test_a_budget_that_leaves_no_tokens_is_refused_not_exported_as_a_negative_threshold(strategy, to):
-    from ctxlab.exports import export_native
-    from ctxlab.exports.config import ConfigError
+    from ctxlab.configs import export_native
+    from ctxlab.configs.lab_config import ConfigError
     with pytest.raises(ConfigError) as e:
         export_native(_config(strategy, max_tokens=2), to)
     assert e.value.where == "config.max_tokens" and "leaves -2 tokens for messages" in e.value.problem
@@ -312,14 +312,14 @@ def test_no_export_writes_an_integer_beyond_int64(capsys, tmp_path, to, path):
 
 def test_a_large_but_valid_codex_limit_still_exports_as_toml():
     import tomllib
-    from ctxlab.exports import export_native
+    from ctxlab.configs import export_native
     native = export_native(_config("summarize", max_tokens=2**62), "codex")
     assert tomllib.loads(native.python)["model_auto_compact_token_limit"] > 2**61
 
 
 # ---------------------------------------------------------------- item 10: a key echoed back transformed
 
-from .test_llm_key_echo import PLANTED, env  # noqa: E402,F401  (the fake server with the planted key)
+from .llm.test_llm_key_echo import PLANTED, env  # noqa: E402,F401  (the fake server with the planted key)
 
 KEY_WITH_SIGNS = "sk-live+9f/4e=Q7x!2b%c8d&a1e0f"  # a key whose URL encoding differs from its text
 TRANSFORMED = {

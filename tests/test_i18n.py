@@ -15,7 +15,8 @@ from ctxlab import i18n  # noqa: E402
 from ctxlab.i18n import _, N_, ngettext, pick, placeholders, use  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted([*ROOT.glob("*.py"), *(ROOT / "pages").glob("*.py"), *(ROOT / "ctxlab").rglob("*.py")])
+SOURCES = sorted([*ROOT.glob("*.py"), *(ROOT / "pages").glob("*.py"), *(ROOT / "playground").glob("*.py"),
+                  *(ROOT / "ctxlab").rglob("*.py")])
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2), "T": None, "Tn": (1, 2)}
 
 

@@ -1,5 +1,5 @@
 """CLI commands of configs: ``ctxlab config export CONFIG --to TARGET``, a target of
-``ctxlab.exports.TARGETS`` (anthropic, langchain, openai_agents, openai_responses, adk, claude_code,
+``ctxlab.configs.TARGETS`` (anthropic, langchain, openai_agents, openai_responses, adk, claude_code,
 codex, swe_agent, openhands).
 
 ``export`` prints the native form on stdout (JSON with a ``not_carried`` list, or with ``--format
@@ -17,7 +17,7 @@ from .core import EXIT_OK, command
 
 
 def _config_args(p: argparse.ArgumentParser) -> None:
-    from ..exports import TARGETS  # the export targets and the strategies they map: built for this command only
+    from ..configs import TARGETS  # the export targets and the strategies they map: built for this command only
     subs = p.add_subparsers(dest="config_command", required=True, metavar="{export}")
     sp = subs.add_parser("export", help="print the config in a framework's own configuration")
     sp.add_argument("config", help="a ctxlab config (.json or .yaml), as the Strategy Lab exports it")
@@ -29,7 +29,7 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ..exports import export_native, load_config_file
+    from ..configs import export_native, load_config_file
     native = export_native(load_config_file(args.config), args.to)
     for note in native.not_carried:
         print(f"note: {note}", file=sys.stderr)

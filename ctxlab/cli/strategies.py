@@ -116,7 +116,7 @@ def _say_scaled(args: argparse.Namespace, strategy: Strategy, budget: Budget) ->
 
 def _setup_from_config(args: argparse.Namespace, conv: Conversation):
     """The config file's strategy, model, budget and pins, each overridden by the flag given."""
-    from ..exports import load_config_file
+    from ..configs import load_config_file
     from ..strategies import STRATEGIES, Pipeline, get_strategy, parse_param, prepare
     lab = load_config_file(args.config)
     reserve = lab.reserve if args.reserve is None else args.reserve

@@ -1,8 +1,10 @@
-"""CLI commands of tool retrieval: ``ctxlab tools index | status | query | eval``.
+"""CLI commands of tool retrieval: ``ctxlab tools index | status | query | eval | cache``.
 
 Each prints JSON on stdout; ``index`` and ``eval`` report progress on stderr. The index lives in
-the embedded Chroma store under ``$CTXLAB_DATA_DIR`` (default ``~/.cache/ctxlab``) unless
-``--host``/``--port`` (or ``CTXLAB_CHROMA_HOST``/``CTXLAB_CHROMA_PORT``) name a Chroma server.
+the tool-index cache folder (``$CTXLAB_CACHE_DIR/tool-index``, else the user cache folder:
+``~/.cache/ctxlab/tool-index`` on Linux; ``ctxlab tools cache`` prints it, its entries and sizes,
+``--clear`` empties it) unless ``--host``/``--port`` (or ``CTXLAB_CHROMA_HOST``/``CTXLAB_CHROMA_PORT``)
+name a Chroma server. A built index is reused by every later process with the same catalog and model.
 """
 from __future__ import annotations
 
@@ -71,7 +73,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", default=DEFAULT_PROVIDER, choices=PROVIDER_NAMES,
                    help=f"embedding provider (default {DEFAULT_PROVIDER}: for a Chinese, Japanese or Korean catalog "
                         "multilingual up to 150 tools, else use; local for other catalogs; all offline)")
-    p.add_argument("--data-dir", help="embedded Chroma store directory (default $CTXLAB_DATA_DIR/chroma)")
+    p.add_argument("--data-dir", help="embedded Chroma store and cache folder (default: the tool-index cache "
+                                      "folder, see ctxlab tools cache)")
     p.add_argument("--host", help="Chroma server host (default $CTXLAB_CHROMA_HOST; none: embedded store)")
     p.add_argument("--port", type=int, help="Chroma server port (default $CTXLAB_CHROMA_PORT, else 8000)")
     p.add_argument("--model", default="gpt-4o", help="model whose token billing to count (default gpt-4o)")
@@ -89,7 +92,7 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
     from ..tools.confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH
     from ..tools.context import TUNED_CONTEXT
     words = TUNED_CONTEXT.max_words
-    subs = p.add_subparsers(dest="tools_command", required=True, metavar="{index,status,query,eval}")
+    subs = p.add_subparsers(dest="tools_command", required=True, metavar="{index,status,query,eval,cache}")
     sp = subs.add_parser("index", help="build or refresh the index of a catalog (incremental)")
     _common(sp)
     sp.add_argument("--rebuild", action="store_true", help="drop the stored index and embed everything again")
@@ -139,6 +142,11 @@ def _tools_args(p: argparse.ArgumentParser) -> None:
                     help=f"auto: a query of at most {words} words is ranked with its previous_user_turns folded in, "
                          "as tools query does; off: each query alone (default auto)")
     sp.set_defaults(tools_run=_eval)
+    sp = subs.add_parser("cache", help="print the tool-index cache folder, its entries and sizes (--clear: empty it)")
+    sp.add_argument("--data-dir", help="the cache folder to show (default: $CTXLAB_CACHE_DIR/tool-index, else the "
+                                       "user cache folder)")
+    sp.add_argument("--clear", action="store_true", help="remove every cached index (the next query builds again)")
+    sp.set_defaults(tools_run=_cache)
 
 
 def _catalog(args: argparse.Namespace) -> ToolCatalog:
@@ -157,8 +165,14 @@ def _catalog(args: argparse.Namespace) -> ToolCatalog:
 
 def _open(args: argparse.Namespace, rebuild: bool = False):
     from ..tools.index import ToolIndex
-    return ToolIndex(_catalog(args), args.provider, path=args.data_dir, host=args.host, port=args.port,
-                     rebuild=rebuild)
+    return _notes(ToolIndex(_catalog(args), args.provider, path=args.data_dir, host=args.host, port=args.port,
+                            rebuild=rebuild))
+
+
+def _notes(index: Any) -> Any:
+    for n in index.notes:
+        print(f"ctxlab: note: {n}", file=sys.stderr)
+    return index
 
 
 def _progress(done: int, total: int, message: str) -> None:
@@ -239,7 +253,14 @@ def _eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from ..tools import cache
+    folder = Path(args.data_dir) if args.data_dir else cache.tools_cache_dir()
+    _print(cache.clear(folder) if args.clear else cache.describe(folder))
+    return EXIT_OK
+
+
 @command("tools", _tools_args)
 def _tools(args: argparse.Namespace) -> int:
-    """Tool retrieval: index a catalog, query it, evaluate it (see ctxlab tools --help)."""
+    """Tool retrieval: index a catalog, query it, evaluate it, show or clear its cache (see ctxlab tools --help)."""
     return args.tools_run(args)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from sqlalchemy import Connection, delete, select, update
 
 from ..conversation import Conversation
-from ..exports.config import read_config
+from ..configs.lab_config import read_config
 from ..formats.tools import parse_tools
 from ..strategies import Budget
 from ..tokens import TokenCount, TokenCounter, count_tokens

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from sqlalchemy import Connection, func, select, update
 
-from ..exports.config import make_config, read_config
+from ..configs.lab_config import make_config, read_config
 from ..model_specs import resolve_model
 from ..strategies import Budget, get_strategy
 from .db import SessionError, default_url, make_engine, migrate, read_only_urls, redact

@@ -4,7 +4,7 @@ Trap", 2025), ``recent_events`` and ``amortized_forgetting`` (OpenHands' ``recen
 ``amortized`` condensers).
 
 They count messages where OpenHands counts events: an assistant message with three tool calls is
-one message here and three action events there (``ctxlab.exports.coding_agents`` says so when it
+one message here and three action events there (``ctxlab.configs.coding_agents`` says so when it
 exports). The system prompt is never counted or removed (OpenHands keeps it outside the events);
 ``keep_first`` counts from the first message after it, usually the task.
 """

@@ -7,7 +7,8 @@ selection of the tools to send for a turn, and the evaluation of that selection.
     >>> index.select("refund order 1234", top_k=5).names            # doctest: +SKIP
 
 Importing this package loads neither chromadb nor a model; they load on first use. Queries are
-answered from the vectors in memory (and their snapshot beside the store), never through Chroma.
+answered from the vectors in memory, never through Chroma; a built index is a cache entry that
+later processes load (:mod:`ctxlab.tools.cache`; ``ctxlab tools cache`` lists and clears them).
 """
 from .catalog import ToolCatalog, content_hash, embedding_text
 from .embeddings import (DEFAULT_PROVIDER, PROVIDER_NAMES, PROVIDERS, ChromaEmbeddingFunction, EmbeddingError,
@@ -18,7 +19,8 @@ from .index import (BuildReport, IndexMismatchError, IndexStatus, ToolIndex, Too
                     data_dir)
 from .context import TUNED_CONTEXT, ContextError, ContextRule
 from .confidence import DEFAULT_ON_NO_MATCH, ON_NO_MATCH, TUNED_RULES, ConfidenceError, NoMatchRule
-from .select import (REASONS, LexicalIndex, Ranked, Ranking, SelectedTool, Selection, SelectionError,
+from .lexical import LexicalIndex
+from .select import (REASONS, Ranked, Ranking, SelectedTool, Selection, SelectionError,
                      conversation_query, query_from_conversation, rank, select)
 
 __all__ = [

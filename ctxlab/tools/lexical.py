@@ -15,7 +15,7 @@ import math
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 CANDIDATES = 50
 K1, B = 1.5, 0.75
@@ -47,6 +47,13 @@ def _cut_cjk(run: str) -> list[str]:
     if jieba is not None:
         return [w for w in jieba.lcut_for_search(run) if w.strip()]
     return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+def cutter() -> str:
+    """How Chinese text is cut into words here: ``jieba``, or ``pairs`` when it is not installed
+    (postings saved with one are not read with the other)."""
+    from importlib.util import find_spec
+    return "jieba" if find_spec("jieba") is not None else "pairs"
 
 
 def tokenize(text: str) -> list[str]:
@@ -85,6 +92,33 @@ class LexicalIndex:
             tf = np.array(tfs, dtype=np.float32)
             idx = np.array(ids, dtype=np.int32)
             self._postings[word] = (idx, (idf * tf * (K1 + 1) / (tf + norm[idx])).astype(np.float32))
+
+    def to_arrays(self) -> dict[str, Any]:
+        """The postings as four flat arrays (words as UTF-8 text, one per line; offsets; tool rows;
+        weights), for the index's cache entry: a later process loads them instead of cutting
+        every tool text into words again."""
+        np = self._np
+        words = list(self._postings)
+        offsets = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum([len(self._postings[w][0]) for w in words], out=offsets[1:])
+        parts = [self._postings[w] for w in words]
+        return {"words": np.frombuffer("\n".join(words).encode("utf-8"), dtype=np.uint8), "offsets": offsets,
+                "rows": np.concatenate([p[0] for p in parts]).astype(np.int32) if parts else np.zeros(0, np.int32),
+                "weights": np.concatenate([p[1] for p in parts]).astype(np.float32) if parts else np.zeros(0, np.float32)}
+
+    @classmethod
+    def from_arrays(cls, names: Sequence[str], arrays: Mapping[str, Any]) -> "LexicalIndex":
+        """The index :meth:`to_arrays` wrote, for the same tools in the same order."""
+        import numpy as np
+        self = cls.__new__(cls)
+        self._np, self.names = np, tuple(names)
+        text = bytes(arrays["words"]).decode("utf-8")
+        words = text.split("\n") if text else []
+        off, rows, weights = arrays["offsets"], arrays["rows"], arrays["weights"]
+        if len(off) != len(words) + 1 or int(off[-1]) != len(rows) or len(rows) != len(weights):
+            raise ValueError("the postings arrays do not fit together")
+        self._postings = {w: (rows[off[i]:off[i + 1]], weights[off[i]:off[i + 1]]) for i, w in enumerate(words)}
+        return self
 
     def raw_scores(self, query: str):
         """BM25 score of every tool (catalog order) for the query, as one numpy array."""

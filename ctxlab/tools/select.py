@@ -45,7 +45,7 @@ from ..conversation import Conversation, Message, ToolDef
 from .confidence import (DEFAULT_ON_NO_MATCH, NoMatchRule, check_policy, duplicate_cosine, rule_for,
                          threshold_for)
 from .context import ContextRule, context_rule_for
-from .lexical import CANDIDATES, LexicalIndex
+from .lexical import CANDIDATES
 from .embeddings import ProviderNotInstalled
 
 REASONS = ("similarity", "expansion", "always", "fallback")

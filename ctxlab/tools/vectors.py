@@ -1,19 +1,9 @@
-"""The index's vectors in memory: one matrix, so a query is one matrix product, and a snapshot of
-it on disk beside the embedded Chroma store, so a new process answers without opening Chroma.
-
-The snapshot (``<store>/ctxlab-vectors/<collection>.npz``) holds the tool names, their content
-hashes, the model id and the matrix. It is written after every build that changed the index and
-after the matrix is first read from Chroma; it is used only when its model id and dimensions are
-the provider's, and the content hashes tell which tools are stale, exactly as Chroma's do.
+"""The index's vectors in memory: one matrix, so a query is one matrix product. On disk they are
+a cache entry (:mod:`ctxlab.tools.cache`), so a new process answers without opening Chroma.
 """
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-SNAPSHOT_DIR = "ctxlab-vectors"
+from typing import Any, Sequence
 
 
 class VectorTable:
@@ -51,35 +41,3 @@ class VectorTable:
         kept = [n for n in keep if n in fresh or n in self.row]
         return VectorTable(kept, np.stack(rows) if rows else np.zeros((0, dims), dtype=np.float32))
 
-
-def snapshot_path(store: str, collection: str) -> Path:
-    """Where the snapshot of a collection of the embedded store at ``store`` lives."""
-    return Path(store) / SNAPSHOT_DIR / f"{collection}.npz"
-
-
-def save_snapshot(path: Path, table: VectorTable, hashes: Mapping[str, str], meta: Mapping[str, Any]) -> None:
-    """Write the snapshot atomically (a reader never sees half a file)."""
-    import numpy as np
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        np.savez(f, names=np.array(table.names, dtype=str), matrix=table.matrix,
-                 hashes=np.array([hashes.get(n, "") for n in table.names], dtype=str),
-                 meta=np.array(json.dumps(dict(meta))))
-    os.replace(tmp, path)
-
-
-def load_snapshot(path: Path, model_id: str, dimensions: int) -> tuple[VectorTable, dict[str, str], dict] | None:
-    """(table, content hashes, meta) when the snapshot exists and was made with this model, else None."""
-    if not path.is_file():
-        return None
-    import numpy as np
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            names, hashes, matrix = [str(n) for n in z["names"]], [str(h) for h in z["hashes"]], z["matrix"]
-    except Exception:  # unreadable or from another version: Chroma answers instead
-        return None
-    if meta.get("model_id") != model_id or (names and int(matrix.shape[1]) != int(dimensions)):
-        return None
-    return VectorTable(names, matrix), dict(zip(names, hashes)), meta

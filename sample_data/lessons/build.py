@@ -1,6 +1,6 @@
 """Writes the lesson conversations of ctxlab's Failure Modes lessons (run from the repository root:
 ``python sample_data/lessons/build.py``). Deterministic: the same files every run, which
-``tests/test_diagnostics_lessons.py`` checks.
+``tests/diagnostics/test_diagnostics_lessons.py`` checks.
 
 poisoning, clash and quarantine are short stories written here by hand; distraction, confusion and
 tool_loadout come from ``ctxlab.generate`` with a failure planted (the call is in their metadata).

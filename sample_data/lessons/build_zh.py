@@ -1,6 +1,6 @@
 """Writes the Chinese lesson conversations of ctxlab's Failure Modes lessons into ``zh/`` (run from
 the repository root: ``python sample_data/lessons/build_zh.py``). Deterministic: the same files every
-run, which ``tests/test_diagnostics_lessons_zh.py`` checks.
+run, which ``tests/diagnostics/test_diagnostics_lessons_zh.py`` checks.
 
 One story per failure mode, written for this project with services Chinese users know: a Taobao
 shop's support copilot (poisoning), a 12306 rail assistant running on DeepSeek (distraction and

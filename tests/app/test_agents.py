@@ -88,7 +88,7 @@ def test_an_8k_agents_strategy_starts_from_defaults_that_fit_its_model(data_dir,
     controls now start scaled to the agent's budget, and a session with them fits."""
     from ctxlab.strategies import Budget
 
-    from ..test_sessions_summary_facts import _turn
+    from ..sessions.test_sessions_summary_facts import _turn
     at = open_page("agents.py", monkeypatch)
     set_widget(at, "agents_preset", "GPT-4 (8K)")
     set_widget(at, "agents_strategy", strategy)

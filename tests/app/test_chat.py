@@ -222,7 +222,7 @@ def test_the_long_sample_agent_plays_thirty_tickets_offline_not_placeholders(dat
 def test_the_compression_historys_token_column_shows_its_numbers_whole(data_dir, monkeypatch):
     """the "tokens" cell ("16,005 → 15,210") was cut to "16,005 -> 16,00": each column is now at
     least as wide as its longest cell needs."""
-    from ui import text_width
+    from playground.widgets import text_width
     from .helpers import column_config
     at = _started(monkeypatch)
     at.button(key="chat_send_scripted").click().run()
@@ -236,7 +236,7 @@ def test_the_compression_historys_token_column_shows_its_numbers_whole(data_dir,
 def test_a_resumed_session_shows_the_script_it_plays_not_its_agents_first(data_dir, monkeypatch):
     """after a restart the Chat page's script picker showed ecommerce_refund.json for a session
     playing another script. Resumed in a fresh browser session, a session shows the script it plays."""
-    from appstate import DEFAULT_SAMPLE
+    from playground.state import DEFAULT_SAMPLE
     long_script = "30 support tickets (generated)"
     with SessionStore(f"sqlite:///{data_dir / 'sessions.db'}") as store:
         store.save_profile("mine", model="gpt-4o", max_tokens=16_000, strategy="summarize", params={})

@@ -2,9 +2,9 @@
 page's own text leaves no English in Chinese and no Chinese in English, and the Chinese lessons run
 on Chinese conversations whose lesson text the detectors bear out on the page.
 
-"Own text" is the main area: the sidebar (appstate), the strategy picker (ui.strategy_picker),
-strategy titles and the per-call figure (ctxlab.figures) are the other half of the interface's
-translation and are checked by tests/app/test_chinese_pages.py."""
+"Own text" is the main area: the sidebar (playground.input_panel), the strategy picker
+(playground.widgets.strategy_picker), strategy titles and the per-call figure (ctxlab.figures) are the
+other half of the interface's translation and are checked by tests/app/test_chinese_pages.py."""
 from __future__ import annotations
 
 import ast
@@ -44,8 +44,8 @@ def _literals(*paths: Path) -> set[str]:
 
 
 def _shared_texts() -> frozenset[str]:
-    """Strategy titles, summaries and parameter help, and the strategy picker's own text (ui.py)."""
-    out: set[str] = _literals(ROOT / "ui.py")
+    """Strategy titles, summaries and parameter help, and the strategy picker's own text (playground/widgets.py)."""
+    out: set[str] = _literals(ROOT / "playground" / "widgets.py")
     for name, cls in STRATEGIES.items():
         out.update(t for t in (cls.title, cls.summary) if t)
         out.update(spec.get("help") or "" for spec in cls.schema())

@@ -43,7 +43,7 @@ def test_the_lab_shows_a_coding_runs_task_as_kept(monkeypatch):
 
 def test_the_lab_takes_the_model_a_trace_ran(monkeypatch):
     import json
-    from ..test_trace_truth import _mini_run
+    from ..formats.test_trace_truth import _mini_run
     at = open_page("strategy_lab.py", monkeypatch)
     assert at.session_state["model"] == "gpt-4o"
     _use(at, json.dumps(_mini_run()))  # a mini-swe-agent run of openai/gpt-5-mini

@@ -7,7 +7,7 @@ import streamlit as st
 from .helpers import open_page
 from .test_llm_settings import rendered
 from ..openai_fake import FakeOpenAI
-from ..test_llm_key_echo import PLANTED, echo_all, leaks
+from ..llm.test_llm_key_echo import PLANTED, echo_all, leaks
 
 
 def test_answers_and_chat_pages_never_show_an_echoed_key(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 import ctxlab
 from ctxlab.strategies import get_strategy, prepare
 
-import labtable
+from playground import lab_table
 
 from ..conftest import ROOT
 
@@ -31,15 +31,15 @@ def test_a_long_conversation_is_shown_one_page_at_a_time():
     at.button(key="gen_go").click().run()
     assert not at.exception
     n = len(ctxlab.loads(at.session_state["conversation_text"]))
-    assert n > labtable.PAGE_ROWS  # 661 messages
+    assert n > lab_table.PAGE_ROWS  # 661 messages
     first = _table(at)
-    assert len(first) == labtable.PAGE_ROWS and list(first["#"][:3]) == ["0", "1", "2"]
+    assert len(first) == lab_table.PAGE_ROWS and list(first["#"][:3]) == ["0", "1", "2"]
     assert any(f"rows 1-500 of {n:,}" in c.value for c in at.caption)
-    assert len(at.selectbox(key="lab_open").options) == labtable.PAGE_ROWS
+    assert len(at.selectbox(key="lab_open").options) == lab_table.PAGE_ROWS
     at.number_input(key="lab_table_page").set_value(2).run()
     second = _table(at)
-    assert len(second) == n - labtable.PAGE_ROWS and second["#"].iloc[0] == f"{labtable.PAGE_ROWS:,}"
-    assert len(at.selectbox(key="lab_open").options) == n - labtable.PAGE_ROWS + 1  # the page, and the open one
+    assert len(second) == n - lab_table.PAGE_ROWS and second["#"].iloc[0] == f"{lab_table.PAGE_ROWS:,}"
+    assert len(at.selectbox(key="lab_open").options) == n - lab_table.PAGE_ROWS + 1  # the page, and the open one
 
 
 def test_rows_put_each_summary_where_the_plan_inserts_it():
@@ -48,11 +48,11 @@ def test_rows_put_each_summary_where_the_plan_inserts_it():
     view, budget = prepare(conv, "gpt-4o", context_limit=1_500, reserve=0.15)
     plan = get_strategy("summarize").apply(view, budget)
     assert any(o is None for o in plan.origin), "the strategy inserted no summary"
-    rows = labtable.plan_rows(view, plan, {"insert": "inserted summary", "keep": "kept", "summarize": "summarized"},
+    rows = lab_table.plan_rows(view, plan, {"insert": "inserted summary", "keep": "kept", "summarize": "summarized"},
                               lambda m: m.text[:20])
     assert len(rows) == len(plan.actions) + sum(o is None for o in plan.origin)
     summaries = rows[rows["code"] == "insert"]
-    for (k, at), (_, row) in zip(labtable.summary_slots(plan), summaries.iterrows()):
+    for (k, at), (_, row) in zip(lab_table.summary_slots(plan), summaries.iterrows()):
         assert row["open"] == f"summary {k}" and row["#"] == ""  # blank, never "None"
         after = rows.iloc[rows.index.get_loc(row.name) + 1] if row.name + 1 < len(rows) else None
         assert after is None or after["open"] == at or after["code"] == "insert"

@@ -12,7 +12,7 @@ import pytest
 
 from ctxlab.figures import CATEGORY_COLORS
 from ctxlab.tools import query_from_conversation
-from ui import over_budget_note
+from playground.widgets import over_budget_note
 
 import ctxlab
 

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import ctxlab
 from ctxlab.replay import replay
-from ctxlab.exports.config import read_config
+from ctxlab.configs.lab_config import read_config
 from ctxlab.strategies import STRATEGIES, Budget, apply_strategy, get_strategy, make_view, prepare
 from ctxlab.tokens import TokenCounter
 

@@ -131,7 +131,8 @@ def _assert_shows(at: AppTest, sel) -> None:
 # ---------------------------------------------------------------- first screen
 
 
-def test_first_screen_sends_what_the_local_model_selects(store):
+def test_first_screen_sends_what_the_local_model_selects(store, shared_tool_cache, monkeypatch):
+    monkeypatch.setenv("CTXLAB_CACHE_DIR", str(shared_tool_cache))  # the sample's MiniLM index, built once per run
     at = _open(provider=None)  # the default: auto, which picks the local all-MiniLM-L6-v2 for an English catalog
     assert at.radio(key="tr_provider").value == "auto"
     sel = _select(provider="local", threshold=DEFAULT_THRESHOLD)
@@ -275,7 +276,8 @@ def test_the_catalog_defaults_to_the_conversations_own_tools_when_it_has_them(st
     assert no_tools.radio(key="tr_catalog").value == "sample"
 
 
-def test_a_keyboard_mash_shows_the_unsure_warning_with_the_local_model(store):
+def test_a_keyboard_mash_shows_the_unsure_warning_with_the_local_model(store, shared_tool_cache, monkeypatch):
+    monkeypatch.setenv("CTXLAB_CACHE_DIR", str(shared_tool_cache))  # the sample's MiniLM index, built once per run
     at = _open(provider="local", tr_query="asdfgh qwerty", tr_on_no_match="none")
     sel = _select("asdfgh qwerty", provider="local", on_no_match="none", threshold=DEFAULT_THRESHOLD)
     assert not sel.confident and "floor" in sel.unsure_reason

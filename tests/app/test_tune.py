@@ -11,7 +11,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 import ctxlab
-from ctxlab.exports import read_config
+from ctxlab.configs import read_config
 from ctxlab.strategies import get_strategy, prepare
 from ctxlab.sweep import Grid, load_conversations, run_sweep
 
@@ -202,9 +202,9 @@ def test_opening_a_point_sets_the_strategy_lab_to_it(monkeypatch, engine):
 
 
 def test_a_recommended_point_exports_to_every_target_including_the_python_snippet(app, downloads, engine):
-    """Tune's sliding_window point gave only a config and LangChain; every target of ctxlab.exports
+    """Tune's sliding_window point gave only a config and LangChain; every target of ctxlab.configs
     is either a download or one line saying why it has no form, and the Python snippet (any strategy) is there."""
-    from ctxlab.exports import TARGETS
+    from ctxlab.configs import TARGETS
     k = next(i for i, p in enumerate(engine.points) if p["strategy"] == "sliding_window")
     app.selectbox(key="tune_point").set_value(k).run()
     captions = [c.value.replace("\\", "") for c in app.caption]

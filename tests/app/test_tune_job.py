@@ -1,6 +1,6 @@
 """Long sweeps in Tune: a sweep on a 10,000-message conversation ran in the page's own
 script run for over 600 s with the bar at 0, no estimate, no cancel, and went on computing after
-the tab closed. Now it runs in its own process (tunejob.SweepJob): progress per conversation with
+the tab closed. Now it runs in its own process (playground.tune_job.SweepJob): progress per conversation with
 the time left at the rate so far, Cancel ends the process at once, and a sweep nobody polls any
 more (the session is gone) is ended by its watchdog."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import ctxlab
 from ctxlab.generate import generate
 from ctxlab.sweep import Grid
-from tunejob import SweepJob
+from playground.tune_job import SweepJob
 
 from ..conftest import SAMPLES
 from .helpers import open_page, run_tune_sweep

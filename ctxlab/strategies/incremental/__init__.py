@@ -6,5 +6,5 @@ message at a time: ``log`` (the append-only columns a growing view shares), ``re
 from the previous plan when messages were appended: ``remember`` / ``extend``), ``replan_windows``
 and ``replan_keys`` (those fast paths for the window and key-message strategies), ``batch`` and
 ``ledger`` (the removal books of the group strategies, kept per view). Each fast path is checked
-against the plain ``apply`` by tests/test_strategy_replan.py and tests/test_strategy_incremental.py.
+against the plain ``apply`` by tests/strategies/test_strategy_replan.py and tests/strategies/test_strategy_incremental.py.
 """

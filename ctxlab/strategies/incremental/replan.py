@@ -8,7 +8,7 @@ what the window holds); the grown view's plan starts from ``recall`` (the parent
 state, while the parent is alive) and ``extend`` builds the new Plan from the parent's plan with
 a few edits at C speed. When a step does not fit what the strategy can extend (a new user
 message, a group cut in two, a summary, ...) the strategy plans from scratch, as before; either
-way the plan is the same (``tests/test_strategy_replan.py`` checks it against a from-scratch plan).
+way the plan is the same (``tests/strategies/test_strategy_replan.py`` checks it against a from-scratch plan).
 
 What is kept per view: the newest few (strategy, budget) pairs, so a slider dragged over many
 budgets does not pile up plans.
