@@ -15,7 +15,7 @@ from ctxlab.pricing import REFETCH_MODEL, Price
 from ctxlab.strategies import Budget
 from ctxlab.sweep import COLUMNS, Grid, SweepResult, pareto_front, recommend, run_sweep
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 TASK_PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
 WORKTREE = "/home/USER/projects/spotter-worktrees/spotter-4te"
