@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .i18n import N_, _, local
+from .fidelity import KINDS, RECOVERIES, Miss
 from .measure import ReplayMeasures
 from .strategies.plan import Plan
 from .findings import Finding, diff_findings
@@ -182,6 +183,43 @@ def read_back_sentence(reads: int) -> str:
     return " " + _("Included: {n:,} modelled read-back calls, each the prompt of the call that needed a fact left "
                    "out of an offloaded result's preview plus the whole result read back (a model, not a "
                    "bill).").format(n=reads)
+
+
+def refetch_sentence(summary: Mapping[str, Any]) -> str:
+    """How many modelled re-fetches of lost facts a total cost assumes, at what price, and how many
+    lost facts nothing brings back, from a ``ReplayMeasures.summary()`` or a sweep point (one or two
+    sentences; ``pricing.REFETCH_MODEL`` says what a re-fetch is)."""
+    n, unrecoverable = summary.get("refetches", 0), summary.get("unrecoverable", 0)
+    cost = summary.get("refetch_cost_usd")
+    if n:
+        price = f"${cost:.4f}" if cost is not None else _("{n:,} input tokens").format(n=summary.get("refetch_tokens", 0))
+        text = _("The total cost assumes {n:,} modelled re-fetch call(s) of lost facts ({price}): each is one more "
+                 "call with the prompt at that point plus the result read again; a model, not a bill.").format(
+            n=n, price=price)
+    else:
+        text = _("The total cost assumes no re-fetch: no lost fact had to be fetched again.")
+    if unrecoverable:
+        text += " " + _("{n:,} lost fact(s) cannot be fetched again (the user gave them, or the result they came "
+                        "from changed since).").format(n=unrecoverable)
+    return text
+
+
+def miss_rows(misses: Sequence[Miss]) -> list[dict[str, Any]]:
+    """One row per missed need, with its kind and recovery in the language in use (the Lab's and
+    Compare's tables of missed facts)."""
+    return [{"fact": m.fact, "kind": _(KINDS.get(m.kind, m.kind)), "recovery": _(RECOVERIES.get(m.recovery, m.recovery)),
+             "came from message": m.source, "needed by message": m.needed_by, "call": m.call, "turn": m.turn}
+            for m in misses]
+
+
+MISS_COLUMNS = ("fact", "kind", "recovery", "came from message", "needed by message", "call", "turn")
+"""The columns of ``miss_rows``."""
+MISS_COLUMN_HELP = {"kind": {"help": N_("What the fact is: an identifier, a path, an edit's old text, an id, a "
+                                        "number...")},
+                    "recovery": {"help": N_("Whether running a tool call again would bring it back (re-fetchable, "
+                                            "priced as one more call), or nothing would (the user gave it, or the "
+                                            "result changed since)")}}
+"""Column help of the ``kind`` and ``recovery`` columns (English, translated where shown)."""
 
 
 def pick_by_recall(labels: Sequence[str], fits: Sequence[bool], accepted: Sequence[bool],
@@ -358,5 +396,6 @@ def outcome_notes(plan: Plan, input_findings: Mapping[str, Sequence[Finding]],
 
 __all__ = ["ACTION_WORDS", "DEFAULT_STRATEGIES", "RULE_NAMES", "RULE_SETS", "VERDICT_RULE", "action_table",
            "column_labels", "cost_sentence", "finding_changes", "finding_rows", "FindingChanges", "Note",
-           "outcome_notes", "pick_by_recall", "plan_metrics", "PlanMetrics", "read_back_sentence",
+           "outcome_notes", "pick_by_recall", "plan_metrics", "PlanMetrics", "read_back_sentence", "refetch_sentence",
+           "miss_rows", "MISS_COLUMNS", "MISS_COLUMN_HELP",
            "ReplayMeasures", "Verdict", "verdict_by_recall"]

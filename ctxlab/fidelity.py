@@ -22,6 +22,16 @@ every model call, or at every user turn: its ``apply_at``).
   a strategy that runs before every call can remove it (``Need.in_turn`` only says where it came from).
 * ``needed_recall`` = served / needed over the whole conversation, also per turn, with every miss
   listed (the fact, the message it first came from, the message that needed it, the call).
+* Each miss has a kind (``need_kind``: an identifier, a path, an edit's old text, an id, a number...)
+  and a recovery (``NeededFacts.recovery``): *re-fetchable* when it came from a tool result that
+  running the same call again would still return (or from a file the agent wrote: read back),
+  *unrecoverable* when it came from the user or from a result that changed since (the same call,
+  run again before the need, returned a text without it); a value the agent typed first itself (a
+  timeout) is neither: it can type it again. A re-fetch is priced as one more call
+  (``FactCheck`` records it as a ``strategies.offload.ReadBack`` with ``refetch=True``;
+  ``pricing.replay_cost`` costs it as it costs a read-back: ``pricing.REFETCH_MODEL``). That is a
+  model of what an agent does after losing a fact, not what it did: ``benchmarks/compaction_agreement.py``
+  checks it against what agents re-read after a real compaction.
 
 Facts are found once per conversation (``needed_facts``); each call then only checks presence in
 its prompt (``FactCheck``, an observer of the replay), so the measure costs little next to the
@@ -29,14 +39,16 @@ replay itself.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
 
 from .code_facts import code_identifiers, command_strings, heredoc_rewrites, scrub_command, shell_edits, specific
 from .conversation import TEXT_ACTION, Conversation, Message, json_leaves
+from .i18n import N_
 from .segments import segment
 from .strategies.offload import OFFLOADED, ReadBack, is_offloaded
 from .strategies.view import message_text
@@ -75,6 +87,11 @@ and scrubbed of code bodies and line positions before their facts are taken."""
 LINE_KEYS = frozenset({"view_range", "offset", "limit", "insert_line", "line", "line_number", "start_line",
                        "end_line", "head_limit", "-a", "-b", "-c", "-n"})
 """Arguments that are line positions or counts (a read's offset, a view range): not facts."""
+OPTION_KEYS = frozenset({"timeout", "run_in_background", "subagent_type"})
+"""Arguments that set how a call runs (a Bash timeout in milliseconds, Claude Code's sub-agent type):
+the agent's own choice, not a fact taken from its context. Found on real compacted Claude Code sessions
+(``benchmarks/compaction_agreement.py``): ``"timeout": 30000`` matched a number in an earlier file
+read, ``"subagent_type": "Explore"`` the word in an earlier tool result."""
 PLAN_TOOLS = frozenset({"todowrite", "todoread", "todo_write", "write_todos", "update_plan", "plan"})
 """Tools that write the agent's own plan: their status words (``completed``, ``in_progress``) and
 items are not facts a call took from its context."""
@@ -83,6 +100,26 @@ HABIT_SHARE, HABIT_MIN_CALLS = 0.5, 6
 calls), first brought in by the agent itself, is a habit (a timeout, the worktree path), not a fact
 one call took from an earlier message; an id the user gave stays a need however often it is used.
 Chosen, not tuned."""
+
+KINDS = {"edit": N_("edit text"), "path": N_("path"), "identifier": N_("identifier"), "id": N_("id"),
+         "number": N_("number or amount"), "date": N_("date"), "email": N_("e-mail address"),
+         "value": N_("argument value")}
+"""The kinds of a needed fact (``need_kind``) and their labels."""
+REFETCH, FROM_USER, FROM_AGENT, CHANGED = "refetch", "user", "agent", "changed"
+RECOVERIES = {REFETCH: N_("re-fetchable: run the tool call again"),
+              FROM_USER: N_("not re-fetchable: the user gave it"),
+              FROM_AGENT: N_("the agent's own value: it can write it again"),
+              CHANGED: N_("not re-fetchable: the result changed since")}
+"""How a lost fact could come back (``NeededFacts.recovery``) and its label. ``REFETCH`` costs a
+call; ``FROM_USER`` and ``CHANGED`` are unrecoverable; ``FROM_AGENT`` (a value the agent typed first
+itself: a timeout, a version in its commit messages) is neither: the agent chose it and can again."""
+UNRECOVERABLE = frozenset({FROM_USER, CHANGED})
+"""Recoveries no tool call brings back."""
+PATH_KEYS = ("file_path", "path", "filename", "notebook_path")
+"""Arguments naming the file a call writes (with its text in a ``CODE_KEYS`` argument)."""
+_GROUP_KIND = {"path": "path", "date": "date", "email": "email", "id": "id", "code": "id", "money": "number",
+               "number": "number"}
+
 
 def _number(text: str) -> str:
     """One spelling per amount: no currency sign, no thousands separators, no trailing zeros."""
@@ -126,7 +163,8 @@ def argument_facts(m: Message) -> tuple[set[str], set[str]]:
             continue
         if isinstance(args, dict):
             args = {k: scrub_command(v) if k in COMMAND_KEYS and isinstance(v, str) else v
-                    for k, v in args.items() if k not in CODE_KEYS and k.lower() not in LINE_KEYS}
+                    for k, v in args.items() if k not in CODE_KEYS and k.lower() not in LINE_KEYS
+                    and k not in OPTION_KEYS}
         leaves = json_leaves(args)
         prose = ({str(v) for k, v in args.items() if k in PROSE_KEYS and isinstance(v, str)}
                  if isinstance(args, dict) else set())
@@ -193,6 +231,19 @@ class Need:
         return facts.has_lines(self.lines) if self.lines else facts.has(self.fact, self.literal)
 
 
+def need_kind(need: Need) -> str:
+    """What a needed fact is (a key of ``KINDS``): an edit's old text, a path, an id, a number or
+    amount, a date, an e-mail address, a code identifier, or another argument value."""
+    if need.lines:
+        return "edit"
+    if need.literal:
+        return "value"
+    m = _FACT.fullmatch(need.fact)
+    if m is not None:
+        return _GROUP_KIND[m.lastgroup]
+    return "identifier" if specific(need.fact) else "value"
+
+
 @dataclass(frozen=True, eq=False)
 class NeededFacts:
     """Every needed fact of a conversation, found once (see the module docstring)."""
@@ -201,9 +252,38 @@ class NeededFacts:
     turn_starts: tuple[int, ...]
     needs: tuple[Need, ...]
     per_message: tuple[_Facts, ...]
+    result_calls: dict[int, str] = field(default_factory=dict)
+    """Tool result index -> the call that produced it (tool name and arguments), to tell a re-run."""
+    runs: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """A call (as in ``result_calls``) -> the indexes of its results, in order."""
 
     def __len__(self) -> int:
         return len(self.needs)
+
+    def refetch_from(self, need: Need) -> int | None:
+        """The tool result a re-run of ``need``'s source call would give at ``need.needed_by``: the
+        latest result of the same call before it, or the agent's message that wrote the fact into a
+        file (None when the need came from neither, or that latest result no longer holds the fact:
+        it changed)."""
+        m = self.messages[need.source]
+        if m.role != "tool":
+            return need.source if m.role == "assistant" and _wrote(m, need) else None  # a file it wrote: read back
+        runs = self.runs.get(self.result_calls.get(need.source, ""), (need.source,))
+        latest = runs[bisect.bisect_left(runs, need.needed_by) - 1]  # the source itself is one, before the need
+        return latest if latest == need.source or need.served_by(self.per_message[latest]) else None
+
+    def recovery(self, need: Need) -> str:
+        """How the fact could come back if the prompt lost it (a key of ``RECOVERIES``): re-fetched
+        from a tool result or from a file the agent wrote (``Write``, an editor's new text: read
+        back), or not (the user's, a result that changed since; a value the agent typed itself).
+        Agent-written files were found re-fetchable on real compacted Claude Code sessions
+        (``benchmarks/compaction_agreement.py``): the agent re-read them after the compaction."""
+        m = self.messages[need.source]
+        if self.refetch_from(need) is not None:
+            return REFETCH
+        if m.role == "tool":
+            return CHANGED
+        return FROM_USER if m.role == "user" else FROM_AGENT
 
     def facts_of(self, m: Message, origin: int | None) -> _Facts:
         """The facts of a context message (an original one is looked up, not re-read)."""
@@ -311,7 +391,40 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
                 continue  # a value the agent brought in itself: a habit, or a code name or path it named first
             in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
-    return NeededFacts(messages, starts, tuple(needs), per)
+    calls = _result_calls(messages)
+    runs: dict[str, list[int]] = {}
+    for i, key in calls.items():
+        runs.setdefault(key, []).append(i)
+    return NeededFacts(messages, starts, tuple(needs), per, calls, {k: tuple(v) for k, v in runs.items()})
+
+
+def _wrote(m: Message, need: Need) -> bool:
+    """Whether a call of ``m`` wrote the fact into a file (a path argument and the text that holds it)."""
+    for call in m.tool_calls:
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            continue
+        if isinstance(args, dict) and any(isinstance(args.get(k), str) for k in PATH_KEYS):
+            for k in CODE_KEYS & args.keys():
+                text = args[k]
+                if isinstance(text, str) and need.served_by(_Facts(frozenset(extract_facts(text)), text.lower())):
+                    return True
+    return False
+
+
+def _result_calls(messages: Sequence[Message]) -> dict[int, str]:
+    """Each tool result's call as a key (tool name and arguments, re-serialized so spacing does not count)."""
+    calls = {}
+    for m in messages:
+        for c in m.tool_calls:
+            try:
+                args = json.dumps(json.loads(c.arguments), sort_keys=True) if c.arguments.strip() else ""
+            except ValueError:
+                args = c.arguments
+            calls[c.id] = f"{c.name}\0{args}"
+    return {i: calls[m.tool_call_id] for i, m in enumerate(messages)
+            if m.role == "tool" and m.tool_call_id in calls}
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +438,20 @@ class Miss:
     call: int = -1
     edit: bool = False
     """The need was an edit's old text (the read that showed it was gone)."""
+    kind: str = "value"
+    """What the fact is: a key of ``KINDS`` (``need_kind``)."""
+    recovery: str = REFETCH
+    """How it could come back: a key of ``RECOVERIES`` (``NeededFacts.recovery``)."""
+
+    @property
+    def refetchable(self) -> bool:
+        """Whether running a tool call again would bring the fact back (a model: see the module docstring)."""
+        return self.recovery == REFETCH
+
+    @property
+    def unrecoverable(self) -> bool:
+        """Whether nothing brings it back: the user gave it, or the result it came from changed since."""
+        return self.recovery in UNRECOVERABLE
 
 
 @dataclass(frozen=True)
@@ -352,6 +479,8 @@ class Fidelity:
     turns: tuple[TurnFidelity, ...]
     read_backs: tuple[ReadBack, ...] = ()
     """Modelled reads of offloaded results: a miss whose source the prompt held as a pointer and a preview."""
+    refetches: tuple[ReadBack, ...] = ()
+    """Modelled re-fetches (``refetch=True``): a re-fetchable miss whose source the prompt did not hold at all."""
 
     @property
     def needed_recall(self) -> float | None:
@@ -370,6 +499,11 @@ class Fidelity:
         """Every miss, turn by turn."""
         return tuple(m for t in self.turns for m in t.misses)
 
+    @property
+    def unrecoverable(self) -> int:
+        """Misses nothing brings back (``UNRECOVERABLE``: the user's facts, results that changed since)."""
+        return sum(m.unrecoverable for m in self.misses)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"strategy": self.strategy, "needed": self.needed, "served": self.served,
@@ -377,7 +511,8 @@ class Fidelity:
                 "turns": [{"turn": t.turn, "needed": t.needed, "served": t.served, "recall": t.recall}
                           for t in self.turns],
                 "misses": [{"fact": m.fact, "source": m.source, "needed_by": m.needed_by, "turn": m.turn,
-                            "call": m.call} for m in self.misses],
+                            "call": m.call, "kind": m.kind, "recovery": m.recovery} for m in self.misses],
+                "unrecoverable": self.unrecoverable, "refetches_model": [r.to_dict() for r in self.refetches],
                 **({"read_backs_model": [r.to_dict() for r in self.read_backs],
                     "needed_recall_with_read_backs": self.recall_with_read_backs} if self.read_backs else {})}
 
@@ -396,6 +531,9 @@ class FactCheck:
         self.misses: dict[int, list[Miss]] = {}
         self._other: dict[int, tuple[Message, _Facts]] = {}  # facts of summaries and replaced copies, by object
         self.read_backs: dict[tuple[int, int], ReadBack] = {}  # (call, source): an offloaded result read back
+        self.refetches: dict[tuple[int, int], ReadBack] = {}  # (call, source): a tool call run again
+        self.counter: Any = None  # counts a re-fetched result: the replay's counter (first view seen), else gpt-4o's
+        self._tokens: dict[int, int] = {}
 
     def _facts(self, m: Message, origin: int | None) -> _Facts:
         nf = self.nf
@@ -419,24 +557,45 @@ class FactCheck:
             if any(need.served_by(c) for c in context):
                 self.served[t] = self.served.get(t, 0) + 1
             else:
+                recovery = self.nf.recovery(need)
                 self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number,
-                                                          bool(need.lines)))
-                self._read_back(call, need, messages, origins)
+                                                          bool(need.lines), need_kind(need), recovery))
+                if not self._read_back(call, need, messages, origins) and recovery == REFETCH:
+                    self._refetch(call, need)
 
-    def _read_back(self, call: Any, need: Need, messages: Sequence[Message], origins: Sequence[int | None]) -> None:
+    def _read_back(self, call: Any, need: Need, messages: Sequence[Message], origins: Sequence[int | None]) -> bool:
         """Model a read-back when the missed fact's source is in the prompt as an offloaded copy."""
         if need.source not in origins:
-            return
+            return False
         m = messages[origins.index(need.source)]
         if not is_offloaded(m):
-            return
-        key = (call.number, need.source)
-        old = self.read_backs.get(key)
+            return False
+        self._record(self.read_backs, call, need, need.source, m.extra[OFFLOADED]["tokens"], False)
+        return True
+
+    def _refetch(self, call: Any, need: Need) -> None:
+        """Model a re-fetch: the call that gave the fact run again, its whole result read (``pricing.REFETCH_MODEL``)."""
+        source = self.nf.refetch_from(need)
+        if source not in self._tokens:
+            if self.counter is None:
+                from .tokens import TokenCounter
+                self.counter = TokenCounter("gpt-4o")
+            self._tokens[source] = self.counter.message(self.nf.messages[source])
+        self._record(self.refetches, call, need, source, self._tokens[source], True)
+
+    @staticmethod
+    def _record(into: dict[tuple[int, int], ReadBack], call: Any, need: Need, source: int, tokens: int,
+                refetch: bool) -> None:
+        """One read per call and source, with every fact it brings back."""
+        key = (call.number, source)
+        old = into.get(key)
         facts = (old.facts if old else ()) + (need.fact,)
-        self.read_backs[key] = ReadBack(call.number, call.index, call.turn, need.source, m.extra[OFFLOADED]["tokens"],
-                                        call.tokens_after, facts)
+        into[key] = ReadBack(call.number, call.index, getattr(call, "turn", need.turn), source, tokens,
+                             getattr(call, "tokens_after", 0), facts, refetch)
 
     def __call__(self, call: Any, view: Any) -> None:
+        if self.counter is None:
+            self.counter = getattr(view, "counter", None)
         self.check(call, view.messages, view.origin)
 
     def fidelity(self, strategy: str) -> Fidelity:
@@ -447,7 +606,8 @@ class FactCheck:
         rows = [TurnFidelity(t, by_turn[t], self.served.get(t, 0), tuple(self.misses.get(t, ())))
                 for t in sorted(by_turn)]
         return Fidelity(strategy, sum(r.needed for r in rows), sum(r.served for r in rows), tuple(rows),
-                        tuple(self.read_backs[k] for k in sorted(self.read_backs)))
+                        tuple(self.read_backs[k] for k in sorted(self.read_backs)),
+                        tuple(self.refetches[k] for k in sorted(self.refetches)))
 
 
 def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Message]) -> Fidelity:
@@ -468,5 +628,7 @@ def needed_recall(replay: Any, facts: NeededFacts | Conversation | Sequence[Mess
     return check.fidelity(replay.strategy)
 
 
-__all__ = ["ARITHMETIC", "CODE_KEYS", "EDIT_KEYS", "EDIT_LINE_MIN", "PROSE_KEYS", "FactCheck", "Fidelity", "Miss", "Need",
-           "NeededFacts", "TurnFidelity", "argument_facts", "edit_texts", "extract_facts", "needed_facts", "needed_recall"]
+__all__ = ["ARITHMETIC", "CHANGED", "CODE_KEYS", "EDIT_KEYS", "EDIT_LINE_MIN", "FROM_AGENT", "FROM_USER", "KINDS",
+           "OPTION_KEYS", "PATH_KEYS", "PROSE_KEYS", "RECOVERIES", "REFETCH", "UNRECOVERABLE", "FactCheck",
+           "Fidelity", "Miss", "Need", "NeededFacts", "TurnFidelity", "argument_facts", "edit_texts", "extract_facts",
+           "need_kind", "needed_facts", "needed_recall"]

@@ -37,7 +37,9 @@ class ReplayMeasures:
         return self.fidelity.needed_recall
 
     def summary(self) -> dict[str, Any]:
-        """The figures a table row shows: recall, tokens, cached share, cost, and the same for none."""
+        """The figures a table row shows: recall, tokens, cached share, cost, and the same for none; the
+        modelled re-fetches of lost facts (count, prompt tokens, USD; ``pricing.REFETCH_MODEL``), the cost
+        with them (``total_cost_usd``) and the losses no re-fetch recovers (``unrecoverable``)."""
         c, n, r = self.cost, self.cost_none, self.replay
         none = {} if n is None else {
             "none_input_tokens": n.input_tokens, "none_cost_usd": n.cost_usd,
@@ -47,7 +49,9 @@ class ReplayMeasures:
                 "calls": len(r.calls), "calls_over_limit": r.calls_over_limit, "fits": r.fits,
                 "worst_prompt": r.worst.tokens_after if r.worst else 0,
                 "input_tokens": c.input_tokens, "cached_share": c.cached_share, "cost_usd": c.cost_usd,
-                "read_backs_model": c.read_backs, "cache_breaks": len(self.breaks),
+                "read_backs_model": c.read_backs, "refetches": c.refetches, "refetch_tokens": c.refetch_tokens,
+                "refetch_cost_usd": c.refetch_cost_usd, "total_cost_usd": c.total_cost_usd,
+                "unrecoverable": self.fidelity.unrecoverable, "cache_breaks": len(self.breaks),
                 "cache_tokens_lost": sum(b.tokens_lost for b in self.breaks), **none}
 
 
@@ -84,7 +88,7 @@ def measure(conv: Conversation, strategy: Any = None, budget: Any = None, *, mod
         baseline = replay(conv, "none", budget, model=model, tools=tools)
     cost_none = replay_cost(baseline, conv, model=model, price=price) if baseline is not False else None
     return ReplayMeasures(replayed, fid, replay_cost(replayed, conv, model=model, price=price,
-                                                     read_backs=fid.read_backs),
+                                                     read_backs=fid.read_backs, refetches=fid.refetches),
                           cost_none, tuple(watch.breaks(replayed)))
 
 

@@ -225,6 +225,8 @@ class CostReport:
     model: str
     price: Price | None
     calls: tuple[CallCost, ...]
+    refetch_calls: tuple[CallCost, ...] = ()
+    """Modelled re-fetches of lost facts (``REFETCH_MODEL``): beside the calls, not in ``cost_usd``; in ``total_cost_usd``."""
 
     def _sum(self, field: str) -> int:
         return sum(getattr(c, field) for c in self.calls)
@@ -248,6 +250,26 @@ class CostReport:
     def read_backs(self) -> int:
         """Modelled read-back calls among the calls."""
         return sum(1 for c in self.calls if c.read_back)
+
+    @property
+    def refetches(self) -> int:
+        """Modelled re-fetch calls (a tool call run again for a fact the prompt lost)."""
+        return len(self.refetch_calls)
+
+    @property
+    def refetch_tokens(self) -> int:
+        """Prompt tokens of the modelled re-fetch calls."""
+        return sum(c.prompt_tokens for c in self.refetch_calls)
+
+    @property
+    def refetch_cost_usd(self) -> float | None:
+        """USD of the modelled re-fetch calls (None without a price)."""
+        return None if self.price is None else sum(c.cost_usd or 0.0 for c in self.refetch_calls)
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        """``cost_usd`` plus the modelled re-fetches: what the strategy costs once lost facts are fetched again."""
+        return None if self.price is None else self.cost_usd + self.refetch_cost_usd
 
     @property
     def cached_share(self) -> float:
@@ -282,6 +304,9 @@ class CostReport:
                 "cached_share": self.cached_share, "output_tokens": self.output_tokens, "cost_usd": self.cost_usd,
                 **({"read_back_calls_model": self.read_backs, "read_back_model": READ_BACK_MODEL}
                    if self.read_backs else {}),
+                "refetch_calls_model": self.refetches, "refetch_input_tokens": self.refetch_tokens,
+                "refetch_cost_usd": self.refetch_cost_usd, "total_cost_usd": self.total_cost_usd,
+                **({"refetch_model": REFETCH_MODEL} if self.refetches else {}),
                 "turns": self.per_turn()}
 
 
@@ -305,6 +330,12 @@ READ_BACK_MODEL = ("one more call per read-back: the prompt of the call that nee
                    f"{READ_BACK_OUTPUT_TOKENS} output tokens; what was read is not kept in later prompts (a later call "
                    "that needs it reads it again), and the needs of one call from one result make one read")
 
+REFETCH_MODEL = ("a model, not a bill: each needed fact the prompt lost that came from a tool result which running "
+                 "the same call again would still return is fetched again by one more call, priced as a read-back ("
+                 + READ_BACK_MODEL + "); the needs of one call from one result make one re-fetch; a fact from the "
+                 "user or from a result that changed since cannot be fetched again and counts as unrecoverable; a "
+                 "value the agent typed first itself (a timeout) costs nothing: it types it again")
+
 
 def _read_back_cost(rb: Any, chosen: Price | None, rule: str, minimum: int) -> CallCost:
     """The modelled call of one ``strategies.offload.ReadBack`` (see ``READ_BACK_MODEL``)."""
@@ -317,12 +348,15 @@ def _read_back_cost(rb: Any, chosen: Price | None, rule: str, minimum: int) -> C
 
 
 def replay_cost(replay: Any, source: Conversation | Sequence[Message], *, model: str | None = None,
-                price: Price | PriceTable | None = None, read_backs: Sequence[Any] = ()) -> CostReport:
+                price: Price | PriceTable | None = None, read_backs: Sequence[Any] = (),
+                refetches: Sequence[Any] = ()) -> CostReport:
     """Cost every call of ``replay`` (a ``ctxlab.replay.Replay`` of ``source``) under the model's
     price and cache rule. ``price`` may be a Price, a PriceTable (looked up by model), or None for
     the bundled table. The pending call (a trace that does not end with an assistant message) has
     no output yet and is not billed. ``read_backs`` (``Fidelity.read_backs`` of the same replay) add
-    one modelled call each, before the call that needed them (see ``READ_BACK_MODEL``)."""
+    one modelled call each, before the call that needed them (see ``READ_BACK_MODEL``); ``refetches``
+    (``Fidelity.refetches``) are priced the same way and kept apart (``CostReport.refetch_calls``,
+    ``REFETCH_MODEL``), so ``cost_usd`` stays what the replayed calls cost."""
     messages = source.messages if isinstance(source, Conversation) else tuple(source)
     model = model or (source.model if isinstance(source, Conversation) else None) or "gpt-4o"
     table = price if isinstance(price, PriceTable) else None
@@ -349,8 +383,9 @@ def replay_cost(replay: Any, source: Conversation | Sequence[Message], *, model:
         calls.append(CallCost(call.turn, call.index, prompt, cached, written, uncached, out,
                               chosen.cost(uncached, cached, written, out) if chosen else None))
         has_prev, prev_len = True, total
-    return CostReport(replay.strategy, model, chosen, tuple(calls))
+    return CostReport(replay.strategy, model, chosen, tuple(calls),
+                      tuple(_read_back_cost(rb, chosen, rule, minimum) for rb in refetches))
 
 
 __all__ = ["CACHE_RULES", "CallCost", "CostReport", "Price", "PriceError", "PriceTable", "load_prices",
-           "parse_price_override", "parse_prices", "READ_BACK_MODEL", "replay_cost"]
+           "parse_price_override", "parse_prices", "READ_BACK_MODEL", "REFETCH_MODEL", "replay_cost"]

@@ -48,14 +48,22 @@ RECOMMENDATION_RULE = N_("The cheapest point (lowest cost_usd; input_tokens_tota
                        "that cost, one whose strategy has a native framework export is preferred, then the higher "
                        "needed_recall, then the earlier point. When no point fits every call, the point with the "
                        "fewest calls over the limit is named instead, and the notes say it does not fit.")
+UNRECOVERABLE_RULE = N_("Unrecoverable losses are a hard constraint: a point that loses a needed fact no tool call can "
+                        "bring back (unrecoverable > 0: a fact the user gave, or from a result that changed since) is "
+                        "picked only when every otherwise qualifying point loses one.")
+"""Appended to the rule unless the sweep allows unrecoverable losses (``allow_unrecoverable``)."""
+TOTAL_COST_RULE = N_("Cost here is total_cost_usd: cost_usd plus the modelled re-fetches of lost facts (one more "
+                     "call each, with the prompt at that point and the result's tokens: a model, not a bill).")
+"""Appended to the rule when the sweep ranks by ``total_cost_usd``."""
 NATIVE_TIE = 0.01
 """Points whose cost is within this share of the cheapest qualifying point count as equals."""
 MAXIMIZE = {"needed_recall", "retention", "fits_rate", "saved", "cached_share"}
 """Columns where more is better (the others, calls_over_limit and worst_prompt included, are minimized)."""
 COLUMNS = ("strategy", "params", "max_tokens", "conversations", "calls", "calls_over_limit", "worst_prompt",
-           "fits_rate", "needed_recall", "cost_usd", "cost_vs_none", "tokens_final_mean", "tokens_final_p95", "saved",
-           "invalid", "retention", "input_tokens_total", "cached_share", "cache_breaks", "cache_tokens_lost",
-           "read_backs_model", "plan_ms")
+           "fits_rate", "needed_recall", "cost_usd", "cost_vs_none", "total_cost_usd", "tokens_final_mean",
+           "tokens_final_p95", "saved", "invalid", "retention", "input_tokens_total", "cached_share", "cache_breaks",
+           "cache_tokens_lost", "read_backs_model", "refetches", "refetch_tokens", "refetch_cost_usd", "unrecoverable",
+           "plan_ms")
 
 
 class SweepError(CtxlabError):
@@ -206,7 +214,8 @@ def _measure(conv: Conversation, nf: Any, point: PointSpec | None, model: str, p
             "retention": _retention(checks.final),
             "needed": fid.needed, "served": fid.served, "input": cost.input_tokens, "cached": cost.cached_tokens,
             "cost": cost.cost_usd, "seconds": seconds, "applications": r.applications,
-            "read_backs_model": cost.read_backs, "cache_breaks": len(breaks),
+            "read_backs_model": cost.read_backs, "refetches": cost.refetches, "refetch_tokens": cost.refetch_tokens,
+            "refetch_cost": cost.refetch_cost_usd, "unrecoverable": fid.unrecoverable, "cache_breaks": len(breaks),
             "cache_tokens_lost": sum(b.tokens_lost for b in breaks)}
 
 
@@ -268,6 +277,7 @@ def _aggregate(spec: PointSpec, rows: Sequence[dict[str, Any]], none: Sequence[d
     costs = [r["cost"] for r in rows]
     cost = None if any(c is None for c in costs) else sum(costs)
     none_cost = None if any(r["cost"] is None for r in none) else sum(r["cost"] for r in none)
+    refetch_cost = None if any(r["refetch_cost"] is None for r in rows) else sum(r["refetch_cost"] for r in rows)
     kept = [r["retention"] for r in rows if r["retention"] is not None]
     calls = sum(r["calls"] for r in rows)
     return {"strategy": spec.strategy, "params": dict(spec.params), "max_tokens": spec.max_tokens, "conversations": n,
@@ -281,6 +291,9 @@ def _aggregate(spec: PointSpec, rows: Sequence[dict[str, Any]], none: Sequence[d
             "needed_recall": sum(r["served"] for r in rows) / needed if needed else None,
             "input_tokens_total": inputs, "cached_share": sum(r["cached"] for r in rows) / inputs if inputs else 0.0,
             "read_backs_model": sum(r.get("read_backs_model", 0) for r in rows),
+            "refetches": sum(r["refetches"] for r in rows), "refetch_tokens": sum(r["refetch_tokens"] for r in rows),
+            "refetch_cost_usd": refetch_cost, "unrecoverable": sum(r["unrecoverable"] for r in rows),
+            "total_cost_usd": None if cost is None or refetch_cost is None else cost + refetch_cost,
             "cache_breaks": sum(r["cache_breaks"] for r in rows),
             "cache_tokens_lost": sum(r["cache_tokens_lost"] for r in rows),
             "cost_usd": cost, "cost_vs_none": (cost / none_cost - 1) if cost is not None and none_cost else None,
@@ -288,6 +301,8 @@ def _aggregate(spec: PointSpec, rows: Sequence[dict[str, Any]], none: Sequence[d
 
 
 def _axis_value(point: Mapping[str, Any], axis: str) -> float | None:
+    if axis == "total_cost_usd" and point.get("total_cost_usd") is None and point.get("input_tokens_total") is not None:
+        return float(point["input_tokens_total"] + point.get("refetch_tokens", 0))  # no price: tokens, re-fetches in
     if axis == "cost_usd" and point.get("cost_usd") is None:
         axis = "input_tokens_total"
     v = point.get(axis)
@@ -299,7 +314,9 @@ def _axis_value(point: Mapping[str, Any], axis: str) -> float | None:
 def pareto_front(points: Sequence[Mapping[str, Any]], axes: tuple[str, str] = DEFAULT_AXES) -> list[int]:
     """Indexes of the points no other point beats on both axes (each axis minimized, except
     recall, retention, fit, savings and cached share, which are maximized); points missing a
-    value are left out. ``cost_usd`` falls back to ``input_tokens_total`` without a price."""
+    value are left out. ``cost_usd`` falls back to ``input_tokens_total`` without a price;
+    ``total_cost_usd`` (cost with the modelled re-fetches of lost facts) to ``input_tokens_total``
+    plus ``refetch_tokens``."""
     for a in axes:
         if a not in COLUMNS or a in ("strategy", "params"):
             raise SweepError(f"unknown axis {a!r}", where="axes", hint=f"Use two of {', '.join(COLUMNS[2:])}")
@@ -321,19 +338,29 @@ def _has_native(strategy: str) -> bool:
     return any(strategy in exporters for exporters in TARGETS.values())
 
 
-def recommend(points: Sequence[Mapping[str, Any]], min_recall: float = DEFAULT_MIN_RECALL) -> int | None:
-    """The index of the point ``RECOMMENDATION_RULE`` picks, or None when none qualifies."""
+def recommend(points: Sequence[Mapping[str, Any]], min_recall: float = DEFAULT_MIN_RECALL, *,
+              allow_unrecoverable: bool = False, cost: str = "cost_usd") -> int | None:
+    """The index of the point ``RECOMMENDATION_RULE`` picks, or None when none qualifies.
+
+    Unless ``allow_unrecoverable``, ``UNRECOVERABLE_RULE`` holds: among the points that qualify
+    otherwise (the fitting ones, or all of them when none fits), those with ``unrecoverable`` = 0
+    are the only candidates when there is one. ``cost``: the column ranked, ``cost_usd`` or
+    ``total_cost_usd`` (re-fetches included, ``TOTAL_COST_RULE``)."""
     good = [k for k, p in enumerate(points) if p["invalid"] == 0 and _recall(p) >= min_recall]
     fitting = [k for k in good if points[k].get("calls_over_limit", 0) == 0]
+    pool = fitting or good
+    clean = [k for k in pool if not points[k].get("unrecoverable", 0)]
+    if not allow_unrecoverable and clean:
+        pool = clean
     if not fitting:
-        if not good:
+        if not pool:
             return None
-        return min(good, key=lambda k: (points[k].get("calls_over_limit", 0), _axis_value(points[k], "cost_usd"),
+        return min(pool, key=lambda k: (points[k].get("calls_over_limit", 0), _axis_value(points[k], cost),
                                         -_recall(points[k]), k))
-    cheapest = min(_axis_value(points[k], "cost_usd") for k in fitting)
-    equals = [k for k in fitting if _axis_value(points[k], "cost_usd") <= cheapest + abs(cheapest) * NATIVE_TIE]
+    cheapest = min(_axis_value(points[k], cost) for k in pool)
+    equals = [k for k in pool if _axis_value(points[k], cost) <= cheapest + abs(cheapest) * NATIVE_TIE]
     return min(equals, key=lambda k: (not _has_native(points[k].get("strategy", "")), -_recall(points[k]),
-                                      _axis_value(points[k], "cost_usd"), k))
+                                      _axis_value(points[k], cost), k))
 
 
 def _recall(point: Mapping[str, Any]) -> float:
@@ -353,6 +380,10 @@ def recommendation_notes(points: Sequence[Mapping[str, Any]], pick: int | None, 
     if "needed_recall" in p and p["needed_recall"] is None:
         notes.append(T("no needed fact was found in these conversations (no later call reuses an earlier value): "
                        "the pick is made on fit and cost alone"))
+    if p.get("unrecoverable", 0):
+        notes.append(T("the recommendation loses {n:,} needed fact(s) no re-fetch brings back (the user's, or from "
+                       "a result that changed since)",
+                       n=p["unrecoverable"]))
     if p.get("calls_over_limit", 0):
         notes.append(T("no point fits every model call: the recommendation is the closest, {over:,} of {calls:,} "
                        "calls over the {limit:,}-token limit (largest prompt {largest:,}); raise the limit or vary "
@@ -389,17 +420,27 @@ class SweepResult:
     input_errors: tuple[dict[str, Any], ...] = ()
     """The errors the conversations have as logged (``conversation``, ``rules``, ``code``,
     ``message``), listed once: they count against no point."""
+    allow_unrecoverable: bool = False
+    """Whether the recommendation let unrecoverable losses pass (``recommend``)."""
+    cost: str = "cost_usd"
+    """The cost column the recommendation ranks: ``cost_usd`` or ``total_cost_usd``."""
 
     @property
     def rule(self) -> str:
-        """The recommendation rule, with its recall level."""
-        return _(RECOMMENDATION_RULE).format(min_recall=self.min_recall)
+        """The recommendation rule, with its recall level, the unrecoverable-loss constraint and the cost ranked."""
+        parts = [_(RECOMMENDATION_RULE).format(min_recall=self.min_recall)]
+        if not self.allow_unrecoverable:
+            parts.append(_(UNRECOVERABLE_RULE))
+        if self.cost == "total_cost_usd":
+            parts.append(_(TOTAL_COST_RULE))
+        return " ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"points": [...], "pareto": [...], "recommendation": {point} or null, ...}``."""
         return {"points": [dict(p) for p in self.points], "pareto": list(self.pareto),
                 "recommendation": None if self.recommendation is None else dict(self.points[self.recommendation]),
                 "recommendation_index": self.recommendation, "rule": self.rule, "axes": list(self.axes),
+                "allow_unrecoverable": self.allow_unrecoverable, "cost": self.cost,
                 "baseline": dict(self.baseline), "model": self.model, "notes": list(self.notes),
                 "input_errors": [dict(e) for e in self.input_errors]}
 
@@ -514,7 +555,7 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
               prices: Price | PriceTable | None = None, workers: int | None = None, scheduler: Any = None,
               sample: int | None = None, seed: int = 0, min_recall: float = DEFAULT_MIN_RECALL,
               axes: tuple[str, str] = DEFAULT_AXES, reserve: float = 0.15, chunk_size: int | None = None,
-              progress: Progress | None = None, tools: str = "all") -> SweepResult:
+              progress: Progress | None = None, tools: str = "all", allow_unrecoverable: bool = False) -> SweepResult:
     """Run every point of ``grid`` (or a seeded ``sample`` of its combos) at every budget on every
     conversation; aggregate per point; find the Pareto front on ``axes`` and the recommendation.
 
@@ -522,7 +563,10 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     ``scheduler`` (an address or a ``distributed.Client``). ``prices`` is a Price, a PriceTable
     looked up by ``model`` (default: the conversations' model), or None for the bundled table.
     ``progress(done, total)`` is called as chunks finish. ``tools`` is what each replayed call sends of
-    the tool definitions (``ctxlab.tools_per_call``: all, retrieval, deferred), counted in its prompt."""
+    the tool definitions (``ctxlab.tools_per_call``: all, retrieval, deferred), counted in its prompt.
+    ``allow_unrecoverable``: see ``recommend`` (default: a point losing a fact no re-fetch recovers is
+    picked only when every other qualifying point does too); the recommendation ranks by
+    ``total_cost_usd`` when it is one of the ``axes``, else by ``cost_usd``."""
     if tools not in TOOL_MODES:
         raise SweepError(f"tools must be one of {', '.join(TOOL_MODES)}, got {tools!r}", where="--tools")
     tools_mode = tools
@@ -560,14 +604,15 @@ def run_sweep(conversations: Iterable[Conversation], grid: Grid, budgets: Sequen
     points = tuple(_aggregate(spec, [rec["points"][k] for rec in records], none) for k, spec in enumerate(specs))
     baseline = _aggregate(PointSpec("none", {}, max(budgets)), none, none)
     front = tuple(pareto_front(points, axes))
-    pick = recommend(points, min_recall)
+    cost = "total_cost_usd" if "total_cost_usd" in axes else "cost_usd"
+    pick = recommend(points, min_recall, allow_unrecoverable=allow_unrecoverable, cost=cost)
     input_errors = tuple({"conversation": rec["index"], "rules": r, "code": c, "message": i}
                          for rec in records for r, c, i in rec["input_errors"])
     if input_errors:
         notes.append(_input_errors_note(input_errors))
     notes += recommendation_notes(points, pick, min_recall)
     return SweepResult(points, front, pick, baseline, tuple(axes), min_recall, model or usable[0][1].model,
-                       tuple(notes), input_errors)
+                       tuple(notes), input_errors, allow_unrecoverable, cost)
 
 
 def _shared_tools_tokens(convs: Sequence[Conversation], model: str | None) -> int:
@@ -681,6 +726,7 @@ def load_conversations(paths: Sequence[str], *, max_bytes: int = 50 * 1024 * 102
     return out
 
 
-__all__ = ["COLUMNS", "DEFAULT_AXES", "DEFAULT_MIN_RECALL", "RECOMMENDATION_RULE", "Grid", "PointSpec",
+__all__ = ["COLUMNS", "DEFAULT_AXES", "DEFAULT_MIN_RECALL", "RECOMMENDATION_RULE", "TOTAL_COST_RULE",
+           "UNRECOVERABLE_RULE", "Grid", "PointSpec",
            "SweepError", "SweepResult", "TRACE_SUFFIXES", "evaluate_chunk", "load_conversations", "pareto_front", "recommend",
            "recommendation_notes", "run_sweep", "scaled_params"]

@@ -41,10 +41,17 @@ def _replay_row(m: ReplayMeasures) -> dict[str, Any]:
             "cost vs none": s["cost_vs_none"], "largest prompt": s["worst_prompt"], "needed facts missed": s["missed"],
             "input tokens (all calls)": s["input_tokens"], "tokens vs none": s["tokens_vs_none"],
             "cached": s["cached_share"], "cache breaks": s["cache_breaks"],
-            "cached tokens lost": s["cache_tokens_lost"]}
+            "cached tokens lost": s["cache_tokens_lost"], "re-fetches": s["refetches"],
+            "unrecoverable": s["unrecoverable"]}
 
 
 REPLAY_COLUMNS = {
+    "re-fetches": st.column_config.NumberColumn(
+        N_("re-fetches"), format="%d", help=N_("Modelled calls that fetch a lost fact again (a tool call run once more): "
+                                               "a model, not a bill")),
+    "unrecoverable": st.column_config.NumberColumn(
+        N_("unrecoverable"), format="%d", help=N_("Lost facts nothing brings back: the user gave them, or the result "
+                                                  "they came from changed since")),
     "calls over limit": st.column_config.NumberColumn(
         N_("calls over limit"), format="%d", help=N_("Model calls of the call-by-call replay whose prompt is over the limit")),
     "needed recall": st.column_config.NumberColumn(N_("needed recall"), format="percent",
@@ -168,8 +175,21 @@ st.caption(_("Every assistant message is one model call; each strategy runs wher
              "call by default). Needed recall: of the facts each assistant message used that came from earlier "
              "messages, the share the prompt of its call held. Cost: every call priced with the provider's prompt "
              "cache. A strategy fits when every one of its calls fits."))
-for m, label in zip(measures or (), labels):
-    st.caption(md_escape(_("{label}: {sentence}").format(label=label, sentence=cost_sentence(m))))
+def _priced_losses(measures: list[ReplayMeasures], labels: list[str]) -> None:
+    """Each strategy's cost sentence with the re-fetches it assumes, and its lost needs with their kind and
+    recovery (issue 27)."""
+    from ctxlab.compare import MISS_COLUMN_HELP, MISS_COLUMNS, miss_rows, refetch_sentence
+    for m, label in zip(measures, labels):
+        st.caption(md_escape(_("{label}: {sentence}").format(
+            label=label, sentence=cost_sentence(m) + " " + refetch_sentence(m.summary()))))
+    rows = [{"strategy": label, **row} for m, label in zip(measures, labels) for row in miss_rows(m.fidelity.misses)]
+    if rows:
+        with st.expander(_("Needed facts missed ({n})").format(n=len(rows))):
+            st.dataframe(rows, key="cmp_misses", hide_index=True, width="stretch",
+                         column_config=translated_columns(["strategy", *MISS_COLUMNS], MISS_COLUMN_HELP))
+
+
+_priced_losses(measures or [], labels)
 
 st.subheader(_("Tokens"))
 st.plotly_chart(token_bars(plans, labels), key="cmp_bars")

@@ -116,18 +116,20 @@ class Applied:
     served_after: float | None
     served_how: str
     lost: tuple[str, ...] = ()  # needed facts served before and not after
+    recovery: tuple[str, ...] = ()  # how each lost fact could come back (ctxlab.fidelity.RECOVERIES keys)
 
 
-def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> tuple[float | None, tuple[str, ...]]:
+def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]
+               ) -> tuple[float | None, dict[str, str]]:
     """Share of the needed facts (ctxlab.fidelity.needed_facts of ``original``) that the context
     holding each needing assistant message still has before it, and the facts not served. ``parts``
     are the contexts sent (one, or one per sub-agent); a needing message no longer sent as it was is
-    not counted."""
+    not counted. The facts not served map to how they could come back (``NeededFacts.recovery``)."""
     nf = needed_facts(original)
     where = {id(m): i for i, m in enumerate(original.messages)}
     facts = [[nf.facts_of(m, where.get(id(m))) for m in p] for p in parts]
     served = counted = 0
-    missed: list[str] = []
+    missed: dict[str, str] = {}
     for need in nf.needs:
         wanted = original.messages[need.needed_by]
         for k, part in enumerate(parts):
@@ -137,9 +139,9 @@ def _served_in(original: Conversation, parts: Sequence[Sequence[Message]]) -> tu
                 hit = any(need.served_by(facts[k][i]) for i in range(pos))
                 served += hit
                 if not hit:
-                    missed.append(str(need.fact))
+                    missed.setdefault(str(need.fact), nf.recovery(need))
                 break
-    return (served / counted if counted else None), tuple(dict.fromkeys(missed))
+    return (served / counted if counted else None), missed
 
 
 @st.cache_resource(show_spinner=_("Applying the mitigation…"), max_entries=16)
@@ -156,15 +158,16 @@ def _apply(key: tuple, _conv: Conversation, _m: Mitigation, model: str, limit: i
         before = measure(_conv, "none", budget, model=model)
         after = measure(_conv, strategy, budget, model=model)
         missed_before = {m.fact for m in before.fidelity.misses}
+        lost = {m.fact: m.recovery for m in after.fidelity.misses if m.fact not in missed_before}
         return Applied(result, before.needed_recall, after.needed_recall,
                        _("replayed call by call with {strategy}, against sending everything").format(
-                           strategy=strategy.name),
-                       tuple(dict.fromkeys(m.fact for m in after.fidelity.misses if m.fact not in missed_before)))
+                           strategy=strategy.name), tuple(lost), tuple(lost.values()))
     parts = result.subagents if _m.kind == "quarantine" else (result.after,)
     before, missed_before = _served_in(_conv, [_conv.messages])
     after, missed_after = _served_in(_conv, [p.messages for p in parts if p is not None])
+    lost = {f: r for f, r in missed_after.items() if f not in missed_before}
     return Applied(result, before, after, _("checked in the context that holds each assistant message, before and after"),
-                   tuple(f for f in missed_after if f not in missed_before))
+                   tuple(lost), tuple(lost.values()))
 
 
 def _data_dir() -> Path:
@@ -305,8 +308,17 @@ def _why_facts_fell(applied: Applied) -> str | None:
             _("Needed facts served fell from {before} to {after}: the messages this fix removes held {facts}, "
               "which a later answer quotes. The answer still quotes them; the context it was written from no "
               "longer shows where they came from."))
-    return text.format(before=_pct(applied.served_before), after=_pct(applied.served_after), facts=shown,
+    text = text.format(before=_pct(applied.served_before), after=_pct(applied.served_after), facts=shown,
                        more=len(applied.lost) - 6)
+    from ctxlab.fidelity import FROM_AGENT, REFETCH, UNRECOVERABLE  # the priced loss (issue 27)
+    counts = [(sum(r == REFETCH for r in applied.recovery),
+               _("{n:,} a tool call run again would bring back (a modelled re-fetch: one more call)")),
+              (sum(r in UNRECOVERABLE for r in applied.recovery),
+               _("{n:,} nothing would bring back (the user gave them, or the result changed since)")),
+              (sum(r == FROM_AGENT for r in applied.recovery),
+               _("{n:,} the agent had written first itself (it can write them again)"))]
+    parts = [part.format(n=n) for n, part in counts if n]
+    return text + (" " + _("Of these: {parts}.").format(parts=_("; ").join(parts)) if parts else "")
 
 
 def _before_after(applied: Applied, mode: str | None, conv: Conversation) -> None:

@@ -415,13 +415,13 @@ if measures is not None and not measures.replay.fits:
                                             where=_(APPLY_AT_WORDS[strategy.apply_at])))
 if measures is not None and measures.fidelity.misses:
     misses = measures.fidelity.misses
+    from ctxlab.compare import MISS_COLUMN_HELP, MISS_COLUMNS, miss_rows, refetch_sentence  # the priced loss
     with misses_slot.expander(_("Needed facts missed ({n})").format(n=len(misses))):
-        st.caption(_("A fact an assistant message used that the prompt of its model call did not hold: where it "
-                     "first came from, which message needed it, and at which call."))
-        st.dataframe([{"fact": m.fact, "came from message": m.source, "needed by message": m.needed_by,
-                       "call": m.call, "turn": m.turn} for m in misses], key="lab_misses", hide_index=True,
-                     width="stretch", column_config=translated_columns(
-                         ["fact", "came from message", "needed by message", "call", "turn"]))
+        st.caption(_("A fact an assistant message used that the prompt of its model call did not hold: what it "
+                     "is, whether a tool call run again would bring it back, where it first came from, which message "
+                     "needed it, and at which call.") + " " + refetch_sentence(measures.summary()))
+        st.dataframe(miss_rows(misses), key="lab_misses", hide_index=True, width="stretch",
+                     column_config=translated_columns(MISS_COLUMNS, MISS_COLUMN_HELP))
 
 @st.fragment
 def _message_table(table: lab_table.PlanTable, plan: Plan, conv: Conversation, view: View) -> None:

@@ -23,9 +23,14 @@ def _sweep_args(p: argparse.ArgumentParser) -> None:
                    help="share kept free for the response (default 0.15)")
     p.add_argument("--min-recall", type=finite_number(0, 1), default=0.95,
                    help="recall level of the recommendation (default 0.95)")
+    p.add_argument("--allow-unrecoverable", action="store_true",
+                   help="let the recommendation pick a point that loses a fact no re-fetch recovers (a fact the user "
+                        "gave, or from a result that changed since); by default such a point is picked only when "
+                        "every other qualifying point loses one too")
     p.add_argument("--sample", type=int, help="try only this many parameter combinations, drawn at random")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    p.add_argument("--axes", default="cost_usd,needed_recall", help="the two Pareto axes (default cost_usd,needed_recall)")
+    p.add_argument("--axes", default="cost_usd,needed_recall", help="the two Pareto axes (default cost_usd,needed_recall; total_cost_usd adds the modelled "
+                        "re-fetches of lost facts, and the recommendation then ranks by it)")
     p.add_argument("--workers", type=int, help="local processes (default: every core; 1 = this process)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on a Dask cluster instead of local processes")
     p.add_argument("--prices", metavar="FILE", help="a JSON price table (the shape of ctxlab/prices.json)")
@@ -84,7 +89,8 @@ def _sweep(args: argparse.Namespace) -> int:
         prices = prices.get(model) or prices
     result = run_sweep(convs, grid, budgets, model=args.model, prices=prices, workers=args.workers,
                        scheduler=args.scheduler, sample=args.sample, seed=args.seed, min_recall=args.min_recall,
-                       axes=axes, reserve=args.reserve, progress=_progress_bar(args.progress), tools=args.tools)
+                       axes=axes, reserve=args.reserve, progress=_progress_bar(args.progress), tools=args.tools,
+                       allow_unrecoverable=args.allow_unrecoverable)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.out_format == "csv":

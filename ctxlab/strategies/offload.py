@@ -127,7 +127,9 @@ class Offload(Strategy):
 @dataclass(frozen=True, slots=True)
 class ReadBack:
     """A modelled read of an offloaded result: before call ``call`` (whose prompt held ``prompt_tokens``),
-    the agent reads message ``source`` back (``read_tokens``, the whole result) for ``facts``."""
+    the agent reads message ``source`` back (``read_tokens``, the whole result) for ``facts``. With
+    ``refetch``, the result was not offloaded but gone: the agent runs the call that gave it again
+    (``ctxlab.fidelity``; priced the same way, ``pricing.REFETCH_MODEL``)."""
 
     call: int
     index: int
@@ -136,6 +138,7 @@ class ReadBack:
     read_tokens: int
     prompt_tokens: int
     facts: tuple[str, ...]
+    refetch: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -253,6 +253,10 @@ def test_each_column_shows_needed_recall_and_cost_against_keeping_everything(app
     assert row["tokens vs none"] == pytest.approx(m["tokens_vs_none"])
     assert any(c.value.replace("\\", "").startswith("2 · tool_rounds: input tokens: ") and "than keeping everything"
                in c.value for c in app.caption)
+    assert row["re-fetches"] == m["refetches"] and row["unrecoverable"] == m["unrecoverable"]
+    caption = next(c.value.replace("\\", "") for c in app.caption
+                   if c.value.replace("\\", "").startswith("2 · tool_rounds: input"))
+    assert "The total cost assumes" in caption and "re-fetch" in caption  # how many re-fetches the cost assumes
 
 
 def test_each_column_shows_its_cache_breaks_and_the_cached_tokens_they_lost(app):

@@ -80,7 +80,9 @@ def test_poisoning_fixes_apply_one_after_another_until_no_poison_is_left(monkeyp
         served = next(m for m in at.metric if m.label == "Needed facts served")
         before = served.help.split(";")[0].removeprefix("before: ")
         if served.value != before and float(served.value.rstrip("%")) < float(before.rstrip("%")):
-            assert any(c.startswith("Needed facts served fell") for c in _texts(at.caption)), "a drop with no word why"
+            fell = next((c for c in _texts(at.caption) if c.startswith("Needed facts served fell")), None)
+            assert fell is not None, "a drop with no word why"
+            assert "Of these: 1 the agent had written first itself" in fell  # the priced loss: the claim is its own
         if _after(at, "Poisoning findings") == 0:
             break
         at.button(key="fm_continue").click().run()

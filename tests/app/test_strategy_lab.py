@@ -448,15 +448,19 @@ def _measures(name="tool_rounds", model=MODEL, prices=None, limit=LIMIT, **param
 
 
 def test_needed_facts_served_sits_beside_facts_retained_with_its_misses(app):
+    from ctxlab.fidelity import KINDS, RECOVERIES
     m = _measures()
     assert m.fidelity.misses  # tool_rounds at this budget loses facts an earlier turn needed
     assert metric(app, "Needed facts served") == f"{m.needed_recall:.0%}"
     assert metric(app, "Facts retained") == "100%"  # the final plan still holds them: only the replay tells
     expander = next(e for e in app.expander if e.label == f"Needed facts missed ({len(m.fidelity.misses)})")
     table = expander.dataframe[0].value
-    assert list(table.columns) == ["fact", "came from message", "needed by message", "call", "turn"]
-    assert [tuple(r) for r in table.itertuples(index=False)] == [(x.fact, x.source, x.needed_by, x.call, x.turn)
-                                                                 for x in m.fidelity.misses]
+    assert list(table.columns) == ["fact", "kind", "recovery", "came from message", "needed by message", "call",
+                                   "turn"]
+    assert [tuple(r) for r in table.itertuples(index=False)] == [
+        (x.fact, KINDS[x.kind], RECOVERIES[x.recovery], x.source, x.needed_by, x.call, x.turn)
+        for x in m.fidelity.misses]
+    assert any("re-fetch" in c.value for c in expander.caption)  # how many re-fetches the cost assumes
     app.selectbox(key="lab_strategy").set_value("sliding_window").run()
     assert metric(app, "Needed facts served") == f"{_measures('sliding_window').needed_recall:.0%}"
 

@@ -60,7 +60,9 @@ def test_the_sweep_runs_on_the_samples_and_recommends_the_engines_point_by_its_r
     best = engine.points[engine.recommendation]
     assert app.success[0].value.replace("\\", "").startswith(f"{_label(best)}: serves {best['needed_recall']:.0%}")
     assert any(c.value.replace("\\", "") == f"Rule: {engine.rule}" for c in app.caption)
+    assert any(c.value.replace("\\", "").startswith("The total cost assumes") for c in app.caption)  # its re-fetches
     table = _table(app)
+    assert list(table["refetches"]) == [p["refetches"] for p in engine.points]
     assert list(table["point"]) == [_label(p) for p in engine.points]
     assert list(table["needed_recall"]) == pytest.approx([p["needed_recall"] for p in engine.points])
     assert list(table["recommended"]).index(True) == engine.recommendation
