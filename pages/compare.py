@@ -177,7 +177,7 @@ st.caption(_("Every assistant message is one model call; each strategy runs wher
              "cache. A strategy fits when every one of its calls fits."))
 def _priced_losses(measures: list[ReplayMeasures], labels: list[str]) -> None:
     """Each strategy's cost sentence with the re-fetches it assumes, and its lost needs with their kind and
-    recovery (issue 27)."""
+    recovery."""
     from ctxlab.compare import MISS_COLUMN_HELP, MISS_COLUMNS, miss_rows, refetch_sentence
     for m, label in zip(measures, labels):
         st.caption(md_escape(_("{label}: {sentence}").format(

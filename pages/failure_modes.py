@@ -310,7 +310,7 @@ def _why_facts_fell(applied: Applied) -> str | None:
               "longer shows where they came from."))
     text = text.format(before=_pct(applied.served_before), after=_pct(applied.served_after), facts=shown,
                        more=len(applied.lost) - 6)
-    from ctxlab.fidelity import FROM_AGENT, REFETCH, UNRECOVERABLE  # the priced loss (issue 27)
+    from ctxlab.fidelity import FROM_AGENT, REFETCH, UNRECOVERABLE  # the priced loss
     counts = [(sum(r == REFETCH for r in applied.recovery),
                _("{n:,} a tool call run again would bring back (a modelled re-fetch: one more call)")),
               (sum(r in UNRECOVERABLE for r in applied.recovery),

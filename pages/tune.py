@@ -363,7 +363,7 @@ def _results(result: SweepResult, tools_tokens: int, subagent_set: tuple = ()) -
     else:
         best = result.points[result.recommendation]
         (st.warning if best["calls_over_limit"] else st.success)(md_escape(_point_summary(best)))
-        if "refetches" in best:  # the priced loss (issue 27): how many re-fetches its total cost assumes
+        if "refetches" in best:  # the priced loss: how many re-fetches its total cost assumes
             from ctxlab.compare import refetch_sentence
             st.caption(md_escape(refetch_sentence(best)))
     st.caption(md_escape(_("Rule: {rule}").format(rule=result.rule)))

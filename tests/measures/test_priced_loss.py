@@ -1,4 +1,4 @@
-"""A priced loss (issue 27.3): each lost need has a kind and a recovery; a re-fetchable one costs a
+"""A priced loss: each lost need has a kind and a recovery; a re-fetchable one costs a
 modelled call (priced as a read-back is), an unrecoverable one can be a hard constraint of the
 recommendation. Snippets from a real Claude Code session (marot/spotter, MIT: tests/data/coding)."""
 from __future__ import annotations
