@@ -4,6 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No property test's outcome depends on the machine's load: no deadline per example and no "too
+# slow" health check (a test that sets its own settings keeps them; these are the defaults).
+settings.register_profile("ctxlab", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ctxlab")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"

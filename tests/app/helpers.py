@@ -1,11 +1,17 @@
 """What the AppTest files share: opening a page, reading a metric, setting a widget by key."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
 from ..conftest import ROOT
+
+APP_TIMEOUT = float(os.environ.get("CTXLAB_TEST_APP_TIMEOUT", "600"))
+"""Seconds a page's script run may take before AppTest gives up. An upper bound only, never reached
+by a passing run on a quiet machine (the slowest takes about a minute): generous, so that a loaded
+machine makes a test slow, not failed."""
 
 WIDGET_KINDS = ("slider", "checkbox", "multiselect", "radio", "number_input", "selectbox", "text_input")
 
@@ -14,7 +20,7 @@ def open_page(page: str, monkeypatch, timeout: int = 60, state: dict[str, Any] |
     """Run ``pages/<page>`` from the repository root, once (with ``state`` in its session state
     first), and check it raised nothing."""
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=timeout)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=max(timeout, APP_TIMEOUT))
     for k, v in (state or {}).items():
         at.session_state[k] = v
     at.run()
@@ -25,7 +31,7 @@ def open_page(page: str, monkeypatch, timeout: int = 60, state: dict[str, Any] |
 def open_page_without_conversation(page: str, monkeypatch, timeout: int = 60) -> AppTest:
     """Run ``pages/<page>`` as a newcomer who chose Paste and has pasted nothing yet."""
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=timeout)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=max(timeout, APP_TIMEOUT))
     at.session_state["source"] = "paste"
     at.run()
     return at

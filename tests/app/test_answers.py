@@ -11,7 +11,7 @@ import ctxlab
 from ctxlab.probes import generate_probes
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import open_page
+from .helpers import APP_TIMEOUT, open_page
 from ..openai_fake import FakeOpenAI, chat_prompt_text
 
 QUESTION = "What refund amount did we agree on?"
@@ -153,7 +153,7 @@ def test_a_written_probe_without_an_expected_answer_is_named(monkeypatch, api):
 
 def test_the_question_and_the_answers_survive_a_visit_to_another_page(monkeypatch, api):
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)  # the whole app: pages in one session
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)  # the whole app: pages in one session
     at.session_state["llm_base_url"] = api.base_url
     at.run()
     at.switch_page("pages/answers.py").run()

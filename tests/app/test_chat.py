@@ -19,7 +19,7 @@ from ..openai_fake import FakeOpenAI
 from ..pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 from .browser import (error_texts, free_port, full_screenshot, launch, missing_requirements, open_page as open_nav,
                       settle, start_app, stop_app, wait_for_heading, wait_until_ready)
-from .helpers import metric, open_page
+from .helpers import APP_TIMEOUT, metric, open_page
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 
@@ -99,7 +99,7 @@ def test_the_same_chat_against_postgresql(pg_url, monkeypatch):  # noqa: F811
 
 def test_open_in_lab_switches_to_the_strategy_lab_in_the_app(data_dir, monkeypatch):
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
     at.run()
     at.switch_page("pages/chat.py").run()
     at.button(key="chat_make_sample").click().run()

@@ -20,6 +20,7 @@ from ctxlab.diagnostics import MODES, lesson_path
 from ctxlab.strategies import STRATEGIES
 
 from ..conftest import ROOT
+from .helpers import APP_TIMEOUT
 from ..openai_fake import FakeOpenAI
 from .english_left import _names, _own_text, chinese_left, english_runs, report
 
@@ -96,7 +97,7 @@ def zh():
 
 def _open(page: str, lang: str, monkeypatch, state: dict | None = None, timeout: int = 300) -> AppTest:
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=timeout)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=APP_TIMEOUT)
     at.query_params["lang"] = lang
     for k, v in (state or {}).items():
         at.session_state[k] = v

@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ..conftest import ROOT
+from .helpers import APP_TIMEOUT
 from ctxlab import i18n
 
 from .english_left import chinese_left, english_left, report
@@ -21,7 +22,7 @@ PLACEHOLDER_TEXTS = frozenset({"[tool result cleared by ctxlab: N tokens]", "[cl
 
 def _open(page: str, lang: str, monkeypatch) -> AppTest:
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=APP_TIMEOUT)
     at.query_params["lang"] = lang
     at.run()
     assert not at.exception, at.exception
@@ -61,7 +62,7 @@ def test_thread_language():
 def test_the_switch_works_both_ways_and_stays_across_a_page_change(monkeypatch, data_dir, test_thread_language):
     test_thread_language("zh")
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
     at.query_params["lang"] = "zh"
     at.run()
     assert not at.exception, at.exception

@@ -3,7 +3,7 @@ planned by a condenser in the Strategy Lab."""
 from __future__ import annotations
 
 from ..conftest import ROOT
-from .helpers import open_page
+from .helpers import APP_TIMEOUT, open_page
 
 SESSION = ROOT / "sample_data" / "coding" / "coding_agent_session.jsonl"
 SWE = ROOT / "tests" / "data" / "coding" / "swe_agent_ctf_baby_encryption.traj"
@@ -108,7 +108,7 @@ def test_tune_sweeps_a_billed_session_with_its_unlogged_prefix(monkeypatch):
 def test_the_user_sets_the_unlogged_prefix_and_every_page_follows(monkeypatch):
     from streamlit.testing.v1 import AppTest
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)  # the whole app: pages in one session
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)  # the whole app: pages in one session
     at.run()
     at.switch_page("pages/token_counts.py").run()
     _use(at, (ROOT / "tests" / "data" / "coding" / "claude_code_subagent_file.jsonl").read_text(encoding="utf-8"))

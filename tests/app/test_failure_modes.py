@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ..conftest import ROOT
-from .helpers import chart_spec, metric, open_page, set_widget
+from .helpers import APP_TIMEOUT, chart_spec, metric, open_page, set_widget
 
 PAGE = "failure_modes.py"
 
@@ -137,7 +137,7 @@ def test_a_generated_conversation_keeps_what_was_planted_and_the_page_finds_it(m
 
 
 def run_app(tour_open: bool | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
     if tour_open is not None:
         at.session_state["tour_open"] = tour_open
     at.run()

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from ctxlab import i18n
 
 from ..conftest import ROOT
+from .helpers import APP_TIMEOUT
 from ..test_hostile_round3 import BAD_TYPES
 
 CASES = ("openhands response id a list", "openhands v1 response id a list", "otel usage a superscript",
@@ -20,7 +21,7 @@ CASES = ("openhands response id a list", "openhands v1 response id a list", "ote
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_trace_with_a_wrong_type_is_one_error_on_the_lab_never_a_traceback(monkeypatch, lang):
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / "strategy_lab.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "pages" / "strategy_lab.py"), default_timeout=APP_TIMEOUT)
     at.query_params["lang"] = lang
     at.session_state["source"] = "paste"
     at.run()

@@ -11,6 +11,7 @@ from ctxlab import i18n
 from ctxlab.subagents import isolation
 
 from ..conftest import ROOT
+from .helpers import APP_TIMEOUT
 from .english_left import english_left_in, marked_english, report
 
 PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
@@ -18,7 +19,7 @@ PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
 
 def _open_replay(monkeypatch, lang: str = "en") -> AppTest:
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / "strategy_lab.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "pages" / "strategy_lab.py"), default_timeout=APP_TIMEOUT)
     at.query_params["lang"] = lang
     at.run()
     at.radio(key="source").set_value("paste").run()

@@ -13,6 +13,7 @@ from ctxlab.strategies import get_strategy, prepare
 from playground import lab_table
 
 from ..conftest import ROOT
+from .helpers import APP_TIMEOUT
 
 PAGE = str(ROOT / "pages" / "strategy_lab.py")
 
@@ -22,7 +23,7 @@ def _table(at: AppTest):
 
 
 def test_a_long_conversation_is_shown_one_page_at_a_time():
-    at = AppTest.from_file(PAGE, default_timeout=300)
+    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT)
     at.session_state["source"] = "generate"
     at.session_state["gen_turns"] = 30
     at.session_state["gen_rounds_per_turn"] = 4
@@ -63,7 +64,7 @@ def test_rows_put_each_summary_where_the_plan_inserts_it():
 
 
 def test_past_a_thousand_messages_the_pins_box_lists_the_pinned_and_a_number_pins_more():
-    at = AppTest.from_file(PAGE, default_timeout=300)
+    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT)
     at.session_state["source"] = "generate"
     at.session_state["gen_turns"] = 70
     at.session_state["gen_rounds_per_turn"] = 4

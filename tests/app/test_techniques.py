@@ -9,6 +9,7 @@ from ctxlab import i18n
 from ctxlab.pricing import load_prices
 
 from ..conftest import ROOT
+from .helpers import APP_TIMEOUT
 from .english_left import english_left, report, visible_text
 
 PRODUCTS = ("Manus", "Cursor", "Deep")  # the products offload comes from (Deep Agents: "agents" is allowed already)
@@ -18,7 +19,7 @@ def test_offload_in_the_chinese_lab_prices_its_read_backs_and_leaves_no_english(
     i18n.use("zh")
     try:
         monkeypatch.chdir(ROOT)
-        at = AppTest.from_file(str(ROOT / "pages" / "strategy_lab.py"), default_timeout=120)
+        at = AppTest.from_file(str(ROOT / "pages" / "strategy_lab.py"), default_timeout=APP_TIMEOUT)
         at.query_params["lang"] = "zh"
         at.run()
         at.selectbox(key="lab_strategy").set_value("offload").run()

@@ -22,7 +22,7 @@ from ctxlab.retrieval import (ToolCatalog, ToolIndex, conversation_query, evalua
 from ctxlab.retrieval.select import DEFAULT_THRESHOLD
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import metric, set_widget
+from .helpers import APP_TIMEOUT, metric, set_widget
 from ..openai_fake import FakeOpenAI
 
 PAGE = str(ROOT / "pages" / "tool_retrieval.py")
@@ -52,7 +52,7 @@ def store(tmp_path, monkeypatch) -> Path:
 def _open(provider: str | None = "hash", catalog: str | None = "sample", **state: Any) -> AppTest:
     """The page after its first run (the provider chosen through its widget key before that run;
     the sample catalog picked, as a user would, unless ``catalog`` is None: the page's default)."""
-    at = AppTest.from_file(PAGE, default_timeout=180)
+    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT)
     if provider:
         at.session_state["tr_provider"] = provider
     if catalog:
@@ -378,7 +378,7 @@ def test_the_budget_checkbox_puts_the_selected_tools_into_the_strategy_labs_budg
     own = ToolCatalog.from_tools(conv.tools, name="conversation-test")
     query = query_from_conversation(conv, 0)  # the own catalog's query follows the conversation
     sel = _select(query, catalog=own)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)  # the whole app: both pages in one session
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)  # the whole app: both pages in one session
     at.session_state["tr_provider"] = "hash"
     at.session_state["tr_threshold"] = HASH_THRESHOLD
     at.run()
@@ -411,7 +411,7 @@ def test_the_budget_checkbox_puts_the_selected_tools_into_the_strategy_labs_budg
 def test_a_bigger_catalog_in_the_budget_says_it_raises_the_total(store):
     conv = ctxlab.load(CONVERSATION)
     all_conv_tools = ctxlab.tokens.TokenCounter("gpt-4o").tools(conv.tools)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
     at.session_state["tr_provider"] = "hash"
     at.session_state["tr_threshold"] = HASH_THRESHOLD
     at.run()
@@ -587,7 +587,7 @@ def test_the_follow_up_controls_and_captions_in_chinese(monkeypatch, store):
     import re
     # select.py's unsure reason, English for now (another part translates engine text); harmless once it is not
     unsure = re.compile(r"no tool reached the threshold [\d.]+ \(best score [\d.]+\)")
-    at = AppTest.from_file(PAGE, default_timeout=180)
+    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT)
     at.query_params["lang"] = "zh"
     at.session_state["tr_provider"] = "hash"
     at.run()
@@ -612,7 +612,7 @@ def test_chinese_on_the_chinese_sample_picks_the_multilingual_model_and_finds_th
     """in 中文 on zh_support_agent.json the page embedded with the English MiniLM, so a refund request
     came back "unsure" with all 40 tools. The default provider (auto) now picks by the catalog's language."""
     from ctxlab import i18n
-    at = AppTest.from_file(PAGE, default_timeout=300)
+    at = AppTest.from_file(PAGE, default_timeout=APP_TIMEOUT)
     at.query_params["lang"] = "zh"
     at.run()
     try:

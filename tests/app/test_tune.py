@@ -16,7 +16,7 @@ from ctxlab.strategies import get_strategy, prepare
 from ctxlab.sweep import Grid, load_conversations, run_sweep
 
 from ..conftest import ROOT, SAMPLES
-from .helpers import metric, open_page, run_tune_sweep
+from .helpers import APP_TIMEOUT, metric, open_page, run_tune_sweep
 
 DEFAULT_GRID = {"sliding_window": {"buffer_ratio": [0.1, 0.3, 0.5]}, "clear_tool_results": {"keep": [1, 3, 5]}}
 DEFAULT_BUDGETS = [8000, 16000]
@@ -181,7 +181,7 @@ def test_exports_of_a_point_read_back_and_say_what_does_not_carry_over(app, down
 
 def test_opening_a_point_sets_the_strategy_lab_to_it(monkeypatch, engine):
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=APP_TIMEOUT)
     at.run()
     at.switch_page("pages/tune.py").run()
     assert at.title[0].value == "Tune"
