@@ -1,11 +1,7 @@
 """``hybrid``: runs ``middle_out`` and ``oldest_first``, scores both results (facts kept, recent
 messages kept, fit) and keeps the better.
 
-All three remove atomic groups whole and keep their own books the way ``settle`` will: a user
-message whose turn has nothing else left is removed with it (two user turns in a row are
-invalid), and a message that must stay (preserved, pinned, the system prompt, the newest user
-message) keeps its turn's user message and, for a user message, the last reply of its turn. So
-the tokens they count are the tokens the settled plan sends."""
+Removes whole groups and keeps its books as ``middle_out`` does (see that module)."""
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,7 +1,7 @@
 """``middle_out``: the middle of the conversation goes first (OpenRouter's middle-out transform),
 its groups removed from the middle outward until the prompt fits.
 
-All three remove atomic groups whole and keep their own books the way ``settle`` will: a user
+It, ``oldest_first`` and ``hybrid`` remove atomic groups whole and keep their own books the way ``settle`` will: a user
 message whose turn has nothing else left is removed with it (two user turns in a row are
 invalid), and a message that must stay (preserved, pinned, the system prompt, the newest user
 message) keeps its turn's user message and, for a user message, the last reply of its turn. So
@@ -21,13 +21,6 @@ from .plan import Plan, make_plan, minimum_warning
 from .incremental.batch import apply as apply_removal, simulate, tables as batch_tables
 from .incremental.ledger import LONE, _Decided, _Ledger
 from .view import Budget, View
-
-
-
-ROLE_SCORE = {"system": 1.0, "user": 0.75, "assistant_text": 0.5, "summary": 0.5, "tool_calls": 0.25,
-              "tool_results": 0.0}
-ROLE_LABEL = {"system": T("system message"), "user": T("user message"), "assistant_text": T("assistant text"),
-              "summary": T("summary"), "tool_calls": T("tool call"), "tool_results": T("tool result")}
 
 
 def _middle_out_order(firsts: list[int], mid: float) -> Iterator[int]:

@@ -1,10 +1,6 @@
 """``oldest_first``: the least valuable, oldest groups go first (a score by role, facts and age).
 
-All three remove atomic groups whole and keep their own books the way ``settle`` will: a user
-message whose turn has nothing else left is removed with it (two user turns in a row are
-invalid), and a message that must stay (preserved, pinned, the system prompt, the newest user
-message) keeps its turn's user message and, for a user message, the last reply of its turn. So
-the tokens they count are the tokens the settled plan sends."""
+Removes whole groups and keeps its books as ``middle_out`` does (see that module)."""
 from __future__ import annotations
 
 import math
@@ -22,12 +18,10 @@ from .incremental.ledger import LONE, _Decided, _Ledger
 from .view import MEMO_EXTENDERS, Budget, View
 
 
-
 ROLE_SCORE = {"system": 1.0, "user": 0.75, "assistant_text": 0.5, "summary": 0.5, "tool_calls": 0.25,
               "tool_results": 0.0}
 ROLE_LABEL = {"system": T("system message"), "user": T("user message"), "assistant_text": T("assistant text"),
               "summary": T("summary"), "tool_calls": T("tool call"), "tool_results": T("tool result")}
-
 
 
 def _age_text(age: int) -> str:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Callable
 
+from .base import result_view
 from .plan import REMOVED, Plan
 from .view import Budget, View
 
@@ -83,7 +84,6 @@ def before_call(strategy: Any, view: View, budget: Budget, was: Callable[[int], 
                     if o is not None and a != was(o) and (full or a != "keep"))
     sent = view
     if triggered:
-        from .base import result_view
         sent = result_view(view, plan)
         if not full:
             sent = sent.with_state(dict(plan.state))
