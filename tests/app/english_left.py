@@ -277,3 +277,15 @@ def english_left_in(at: AppTest, marked: Iterable[str]) -> dict[str, list[str]]:
     """:func:`english_left`, only the texts that hold one of the ``marked`` strings."""
     left, ours = english_left(at), [s for s in marked if s]
     return {text: words for text, words in left.items() if any(s in text for s in ours)}
+
+
+def subagent_section_english(page: Any, function: str) -> list[str]:
+    """The marked English of a page's sub-agent section: its function ``function`` and what it shows
+    from ``playground/subagents.py``."""
+    import ast
+    from pathlib import Path
+    marked = marked_english(page, lambda n: getattr(n, "name", "") == function)
+    marked += marked_english(Path(page).parent.parent / "playground" / "subagents.py",
+                             lambda n: isinstance(n, (ast.FunctionDef, ast.Assign)))
+    assert len(marked) > 10
+    return marked

@@ -3,7 +3,6 @@ sub-agent's work isolated (as logged) and inline in the parent, figures as ``ctx
 gives them under the same strategy and budget, a cap on the returned result, in English and in Chinese."""
 from __future__ import annotations
 
-import ast
 
 from streamlit.testing.v1 import AppTest
 
@@ -14,7 +13,7 @@ from ctxlab.subagents import isolation
 
 from ..conftest import ROOT
 from .helpers import APP_TIMEOUT
-from .english_left import english_left_in, marked_english, report
+from .english_left import english_left_in, report, subagent_section_english
 
 PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
 
@@ -80,11 +79,7 @@ def test_a_conversation_without_sub_agents_has_no_such_section(monkeypatch):
 
 
 def _section_english() -> list[str]:
-    """The section's marked English: the page's ``_subagents_section`` and ``playground/subagents.py``."""
-    marked = marked_english(ROOT / "pages" / "compare.py", lambda n: getattr(n, "name", "") == "_subagents_section")
-    marked += marked_english(ROOT / "playground" / "subagents.py", lambda n: isinstance(n, (ast.FunctionDef, ast.Assign)))
-    assert len(marked) > 10
-    return marked
+    return subagent_section_english(ROOT / "pages" / "compare.py", "_subagents_section")
 
 
 def test_the_section_in_chinese_leaves_no_english(monkeypatch):

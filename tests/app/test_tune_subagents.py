@@ -3,7 +3,6 @@ logged; on request, the recommended point on the same session isolated (parent a
 context) and inline, figures as ``ctxlab.subagents.isolation`` gives them, in English and in Chinese."""
 from __future__ import annotations
 
-import ast
 
 from streamlit.testing.v1 import AppTest
 
@@ -12,7 +11,7 @@ from ctxlab.strategies import Budget, get_strategy
 from ctxlab.subagents import isolation
 
 from ..conftest import ROOT
-from .english_left import english_left_in, marked_english, report
+from .english_left import english_left_in, report, subagent_section_english
 from .helpers import open_page, run_tune_sweep
 
 PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
@@ -62,10 +61,7 @@ def test_a_set_without_sub_agents_offers_no_such_table(monkeypatch):
 
 
 def _section_english() -> list[str]:
-    marked = marked_english(ROOT / "pages" / "tune.py", lambda n: getattr(n, "name", "") == "_subagents_inline")
-    marked += marked_english(ROOT / "playground" / "subagents.py", lambda n: isinstance(n, (ast.FunctionDef, ast.Assign)))
-    assert len(marked) > 10
-    return marked
+    return subagent_section_english(ROOT / "pages" / "tune.py", "_subagents_inline")
 
 
 def test_the_table_in_chinese_leaves_no_english(monkeypatch):
