@@ -16,7 +16,7 @@ e. Cost per call of every registered strategy (budget-scaled defaults, 16,000-to
    the call-count ratio). A strategy whose 60k replay passes ``--cap`` CPU seconds is stopped there;
    its ratio is then a lower bound (cost per call grows with the prompt, so the calls not replayed
    cost more) and is printed as ">= x". Each replay starts cold (no view of the conversation kept
-   from an earlier replay); the tokenizer is loaded before.
+   from an earlier replay, no text counted before); the tokenizer is loaded before.
 
     python benchmarks/bench_calls.py [--data ../shared/data] [--workers N] [--only a|b|c|d|e] [--cap 120]
 """
@@ -36,6 +36,7 @@ from ctxlab.generate import generate
 from ctxlab.replay import _WHOLE, replay
 from ctxlab.strategies import Budget
 from ctxlab.sweep import Grid, run_sweep
+from ctxlab.tokens import _CACHES
 
 HERE = Path(__file__).resolve().parent
 MAIN = ["sliding_window", "summarize", "tool_rounds", "clear_tool_results", "turn_safe"]
@@ -188,6 +189,9 @@ def part_e(cap: float) -> None:
         for conv, limit in ((small, None), (large, cap)):
             done = [0]
             _WHOLE.clear()  # each size pays for its own view (counts, facts): no replay before it left one
+            for counts in _CACHES.values():  # and counts its own texts (the warm-up replay counted the 1k run's)
+                counts.clear()
+                counts.chars = 0
             t0 = time.process_time()
 
             def observe(call, view, t0=t0, limit=limit, done=done):

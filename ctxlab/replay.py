@@ -448,6 +448,7 @@ class _Walk:
         kept_entries = 0
         base: View | None = None  # what arrivals extend: the prompt left (kept) or the whole history (full)
         full = self.works_on == FULL_HISTORY
+        previous: tuple[str, ...] | None = None  # full history: the actions of the plan state_now holds
         upto = 0
         prev: View | None = None  # the previous call's prompt
         prev_changed = False  # the previous call's prompt was not its history as it arrived
@@ -477,9 +478,10 @@ class _Walk:
             before = view.total + head
             given = view
             if apply or full:
-                step = before_call(self.strategy, view, budget, state_now.__getitem__) if apply else \
-                    as_arrived(view, state_now.__getitem__)
+                step = before_call(self.strategy, view, budget, state_now.__getitem__, previous=previous) \
+                    if apply else as_arrived(view, state_now.__getitem__)
                 plan, view, triggered = step.plan, step.sent, step.triggered
+                previous = plan.actions if full and plan is not None else None  # what state_now now holds
                 for o, a in step.changes:
                     if a in REMOVED:
                         removed_at[o] = c

@@ -86,6 +86,11 @@ class Plan:
     idle: str | None = None
     notes: tuple[str, ...] = ()
     """What the plan did to stay valid that is not a problem (user messages merged, ...)."""
+    edited_from: tuple[tuple[str, ...], tuple[int, ...]] | None = field(default=None, repr=False)
+    """When the plan was made from the plan of the view it grew from (``incremental.replan.extend``):
+    that plan's ``actions`` and the input indexes whose decision may differ from it (the others hold
+    the same action; new messages past it are kept). Lets a replay list what changed since the
+    previous call without comparing every message. None: made from scratch."""
 
     @property
     def tokens_before(self) -> int:
@@ -319,7 +324,8 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
             reasons: Sequence[str], messages: Sequence[Message], origin: Sequence[int | None],
             out_tokens: Sequence[int], sums: Mapping[str, int], mask: int, warnings: Sequence[str],
             stats: Mapping[str, Any] | None, state: Mapping[str, Any] | None,
-            idle: "str | Callable[[], str] | None") -> Plan:
+            idle: "str | Callable[[], str] | None",
+            edited_from: tuple[tuple[str, ...], tuple[int, ...]] | None = None) -> Plan:
     """The Plan, from the output's tokens, its tokens per category and the facts it holds."""
     merged = (merge_lone_users(view, messages, origin, out_tokens, sums, reasons)
               if "drop" in actions or "summarize" in actions else None)  # only a removal leaves users alone
@@ -342,7 +348,7 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
     why_idle = idle_reason(strategy, actions, messages, idle)
     return Plan(strategy, dict(params), budget, tuple(actions), tuple(reasons), tuple(messages), tuple(origin),
                 tuple(out_tokens), before, after, tuple(warnings), dict(stats or {}), dict(state or {}),
-                retention, kept, lost, why_idle, notes)
+                retention, kept, lost, why_idle, notes, edited_from)
 
 
 def _joined(a: Message, b: Message) -> Message:

@@ -68,20 +68,31 @@ def as_arrived(view: View, was: Callable[[int], str]) -> Step:
 
 
 def before_call(strategy: Any, view: View, budget: Budget, was: Callable[[int], str], *,
-                quick: bool = True) -> Step:
+                quick: bool = True, previous: tuple[str, ...] | None = None) -> Step:
     """Apply ``strategy`` to ``view`` (the prompt so far) under ``budget``. ``was(i)`` is the state
     original message ``i`` was sent in at the previous call (``keep``, ``clear``, ``truncate``, or
     the action that removed it). ``quick``: skip the plan when ``Strategy.quick_idle`` says it would
-    keep everything (a live session passes False: its record holds every application's plan)."""
+    keep everything (a live session passes False: its record holds every application's plan).
+    ``previous``: for a ``full_history`` strategy, the actions of the plan applied at the previous
+    call when ``was`` is exactly what that plan left; a plan grown from it (``Plan.edited_from``)
+    then lists its changes from the few decisions it edited instead of comparing every message."""
     full = works_on(strategy) == FULL_HISTORY
     if not len(view) or (quick and strategy.quick_idle(view, budget)):
         return as_arrived(view, was) if full else Step(None, view, view, False, ())
     plan = strategy.apply(view, budget)
     triggered = plan.idle is None
-    # kept history: a message the plan keeps is sent as the last application left it; full history:
-    # as it arrived, so a message removed or cleared at an earlier call comes back
-    changes = tuple((o, a) for o, a in zip(view.origin, plan.actions)
-                    if o is not None and a != was(o) and (full or a != "keep"))
+    edited = plan.edited_from
+    if full and previous is not None and edited is not None and edited[0] is previous:
+        # every message of the previous plan holds its action (as ``was`` says) but the edited ones;
+        # the new ones arrive kept, which is what ``was`` says of a message never sent
+        origin, actions = view.origin_column, plan.actions
+        changes = tuple((o, a) for o, a in ((origin[i], actions[i]) for i in edited[1])
+                        if o is not None and a != was(o))
+    else:
+        # kept history: a message the plan keeps is sent as the last application left it; full
+        # history: as it arrived, so a message removed or cleared at an earlier call comes back
+        changes = tuple((o, a) for o, a in zip(view.origin, plan.actions)
+                        if o is not None and a != was(o) and (full or a != "keep"))
     sent = view
     if triggered:
         sent = result_view(view, plan)

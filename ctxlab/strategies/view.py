@@ -191,6 +191,12 @@ class View:
     def __len__(self) -> int:
         return self._n
 
+    @property
+    def origin_column(self) -> Sequence[int | None]:
+        """``origin`` for reading a few entries: the log's list when the view has one (entries past
+        the view's length are not its own), so no tuple of every message is built."""
+        return self._log.origin if self._log is not None else self.origin
+
     def with_state(self, state: Mapping[str, Any]) -> "View":
         """This view with another carried-over ``state`` (same messages, same derived tables)."""
         view = View.__new__(View)

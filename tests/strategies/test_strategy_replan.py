@@ -232,3 +232,38 @@ def test_a_window_step_reads_a_group_whose_members_are_not_neighbours():
                 tool("call_7", big), tool("call_8", "order"), tool("call_9", ""), Message("assistant", "order"),
                 tool("call_9", "ok"), user("more"), user("more")]
     assert replan_along(get_strategy("sliding_window"), messages, 7, [3, 3, 3, 3, 3, 3, 1], Budget(150, reserve=0)) == 7
+
+
+FULL_HISTORY = [name for name, cls in STRATEGIES.items()
+                if any(p["name"] == "works_on" and "full_history" in p.get("choices", ()) for p in cls.schema())]
+REAL = Path(__file__).resolve().parents[1] / "data" / "coding"
+
+
+@pytest.mark.parametrize("source", ["generated", "swe_agent_ctf_baby_encryption.traj", "tau-bench"])
+@pytest.mark.parametrize("max_tokens", [3_000, 16_000])
+def test_the_replay_lists_a_grown_plans_changes_as_comparing_every_message(source, max_tokens, monkeypatch, extended):
+    """On the whole history, a plan grown from the previous call's plan lists what changed from the
+    decisions it edited (``Plan.edited_from``); the replay must record the very events, removals and
+    prompts that comparing every message gives, for every strategy run on the whole history."""
+    import sys
+    replay_module = sys.modules["ctxlab.replay"]
+    if source == "tau-bench" and not TAU.is_file():
+        pytest.skip("tau-bench data not found")
+    conv = (generate("ecommerce", turns=30, rounds_per_turn=4, result_tokens=300, seed=3, shape="agent_run")
+            if source == "generated" else _tau_runs(12) if source == "tau-bench" else ctxlab.load(REAL / source))
+    real_step = replay_module.before_call
+
+    def comparing_every_message(*args, previous=None, **kwargs):
+        return real_step(*args, **kwargs)
+    for name in FULL_HISTORY:
+        strategy = get_strategy(name, **{**STRATEGIES[name].scaled_defaults(Budget(max_tokens)),
+                                         "works_on": "full_history"})
+        fast = replay_module.replay(conv, strategy, Budget(max_tokens))
+        with monkeypatch.context() as m:
+            m.setattr(replay_module, "before_call", comparing_every_message)
+            slow = replay_module.replay(conv, strategy, Budget(max_tokens))
+        assert fast.events == slow.events, name
+        assert fast.removed_at == slow.removed_at, name
+        assert [c.to_dict() for c in fast.calls] == [c.to_dict() for c in slow.calls], name
+    if source != "swe_agent_ctf_baby_encryption.traj":  # every step of that short trace is planned from scratch
+        assert any(extended), "no plan was grown from the previous call's: the fast listing was not exercised"

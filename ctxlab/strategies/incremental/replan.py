@@ -129,7 +129,7 @@ def extend(view: View, parent: int, plan: Plan, counts: list[int], edits: Mappin
         _count(counts, masks[i], 1)
     mask = sum(1 << k for k, c in enumerate(counts) if c > 0)
     out = _finish(view, plan.budget, plan.strategy, params, actions, reasons, messages, origin, out_tokens, sums,
-                  mask, warnings, stats, plan.state, idle)
+                  mask, warnings, stats, plan.state, idle, (plan.actions, tuple(edits)))
     return out, counts
 
 
