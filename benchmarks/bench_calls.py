@@ -19,6 +19,7 @@ e. Cost per call of every registered strategy (budget-scaled defaults, 16,000-to
    from an earlier replay, no text counted before); the tokenizer is loaded before.
 
     python benchmarks/bench_calls.py [--data ../shared/data] [--workers N] [--only a|b|c|d|e] [--cap 120]
+        [--strategies NAME ...]
 """
 from __future__ import annotations
 
@@ -174,7 +175,7 @@ def agent_run_of(n: int) -> Conversation:
     return Conversation(messages=tuple(msgs[:n] if msgs[n - 1].role != "user" else msgs[:n - 1]), model="gpt-4o")
 
 
-def part_e(cap: float) -> None:
+def part_e(cap: float, names: list[str] | None = None) -> None:
     from ctxlab.strategies import STRATEGIES, get_strategy
     budget = Budget(16_000)
     small, large = agent_run_of(1_000), agent_run_of(60_000)
@@ -184,6 +185,8 @@ def part_e(cap: float) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     replay(small, "none", budget)  # tokenizer and counts warm
     for name, cls in STRATEGIES.items():
+        if names and name not in names:
+            continue
         strategy = get_strategy(name, **cls.scaled_defaults(budget))
         per = []
         for conv, limit in ((small, None), (large, cap)):
@@ -220,6 +223,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
     ap.add_argument("--only", choices=["a", "b", "c", "d", "e"])
     ap.add_argument("--cap", type=float, default=120.0, help="part e: CPU seconds a 60k replay may take (default 120)")
+    ap.add_argument("--strategies", nargs="+", help="part e: only these strategies (default: every registered one)")
     a = ap.parse_args()
     tau = tau_runs(Path(a.data)) if a.only in (None, "a", "b") else []
     if a.only in (None, "a"):
@@ -232,7 +236,7 @@ def main() -> None:
     if a.only in (None, "d"):
         part_d()
     if a.only in (None, "e"):
-        part_e(a.cap)
+        part_e(a.cap, a.strategies)
 
 
 if __name__ == "__main__":

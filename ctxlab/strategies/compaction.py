@@ -34,20 +34,14 @@ from ..conversation import Message
 from .base import Strategy, StrategyError, budget_trigger, param, register
 from .summarizers.llm import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
 from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, settle
-from .summarizers.summarize import (UsesSummarizer, is_summary, max_summary_tokens_param, summarizer_param, summary_body,
-                                    summary_message)
+from .summarizers.summarize import (Covered, UsesSummarizer, is_summary, max_summary_tokens_param, running_summary,
+                                    summarizer_param, summary_message)
 from .summarizers.extractive import SUMMARIZERS, trim_summary
 from .view import Budget, View
 from .windows import preamble_systems
 
 ANTHROPIC_DEFAULT_TRIGGER = 150_000
 """``compact_20260112``'s default trigger (input tokens), from Anthropic's API reference."""
-
-
-def _previous(view: View, old: Sequence[int]) -> tuple[str | None, frozenset[int]]:
-    """The running summary (state first, else the summary messages in the view) and what it covers."""
-    text = view.state.get("summary") or "\n".join(b for i in old if (b := summary_body(view.messages[i])))
-    return (text or None), frozenset(view.state.get("summarized", ()))
 
 
 def _with_instructions(template: str, instructions: str) -> str:
@@ -92,7 +86,7 @@ class ServerCompaction(UsesSummarizer, Strategy):
         """Below the trigger keep everything; above it fold everything but the kept messages."""
         n, total = len(view), view.total
         old = [i for i in range(n) if is_summary(view.messages[i])]
-        previous, done = _previous(view, old)
+        previous, done = running_summary(view, old)
         if total <= self.trigger_tokens:
             idle = (T("server_compaction triggers above {trigger_tokens:,} message tokens (trigger_tokens); "
                     "this conversation's messages hold {total:,}", trigger_tokens=self.trigger_tokens, total=total))
@@ -130,7 +124,7 @@ class ServerCompaction(UsesSummarizer, Strategy):
         return actions, reasons
 
     def _compacted(self, view: View, budget: Budget, actions: list[str], reasons: list[str], previous: str | None,
-                   done: frozenset[int], old: set[int]) -> Plan:
+                   done: Covered, old: set[int]) -> Plan:
         """Summarize what is newly folded, merged into the previous summary, and insert it."""
         n = len(view)
         origin = view.origin if len(view.origin) == n else tuple(range(n))
@@ -139,7 +133,7 @@ class ServerCompaction(UsesSummarizer, Strategy):
         written = self._write([view.messages[i] for i in new], previous, view) if new else None
         body = trim_summary(written.text if written is not None else (previous or ""), self.max_summary_tokens,
                             view.counter.text)
-        covered = tuple(sorted(done.union(o for i in folded if (o := origin[i]) is not None)))
+        covered = done.union(o for i in folded if (o := origin[i]) is not None)
         message = summary_message(body, covered)
         systems = [i for i in preamble_systems(view) if i not in old and actions[i] not in REMOVED]
         summary_tokens = view.counter.message(message)
@@ -170,14 +164,14 @@ class ServerCompaction(UsesSummarizer, Strategy):
                                              max_tokens=self.max_summary_tokens, count=view.counter.text)
         return SummaryResult(summarizer.summarize(messages, previous), {})
 
-    def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: frozenset[int],
+    def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: Covered,
                   old: Sequence[int], *, triggered: bool, idle: str) -> Plan:
         """Everything kept (the summary so far, if any, carried on in the state)."""
         n = len(view)
         reasons = [why] * n
         for i in old:
             reasons[i] = T("the compaction summary so far")
-        state = {"summary": previous or "", "summarized": tuple(sorted(done))} if previous or done else {}
+        state = {"summary": previous or "", "summarized": done.indexes} if previous or done else {}
         stats = {"triggered": triggered, "messages_folded": 0, "messages_summarized": 0,
                  "summary_tokens": sum(view.tokens[i] for i in old)}
         return make_plan(view, budget, self.name, self.params(), ["keep"] * n, reasons, stats=stats, state=state,

@@ -15,7 +15,7 @@ from typing import ClassVar
 from ..conversation import Message
 from ..i18n import N_, T
 from .base import Strategy, param, register
-from .per_result import per_result_plan
+from .per_result import per_result_plan, rewrites, shared_copies
 from .plan import Plan
 from .view import Budget, View, message_text
 
@@ -87,18 +87,27 @@ class HeadTail(Strategy):
     def _cut(self, view: View, i: int) -> tuple[Message, int] | None:
         """The cut copy of result ``i`` and its tokens, or None when it is within the limits
         (made once per view and parameters)."""
-        memo = view.memo.setdefault("head_tail", {})
+        memo = shared_copies(view, "head_tail")
         key = (i, self.max_lines, self.max_bytes, self.marker)
-        if key not in memo:
-            m = view.messages[i]
+        m = view.message_at(i)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not m:
             text = message_text(m)
             cut = head_tail(text, self.max_lines, self.max_bytes, self.marker) if text else None
             if cut is None:
-                memo[key] = None
+                hit = memo[key] = (m, None)
             else:
                 new = m.with_content(cut)
-                memo[key] = (new, view.counter.message(new))
-        return memo[key]
+                hit = memo[key] = (m, (new, view.counter.message(new)))
+        return hit[1]
+
+    def rewrites(self, view: View, i: int) -> bool:
+        """Whether result ``i`` would be cut."""
+        return self._decide(view, i)[1] is not None
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """No result is over the limits (or each is pinned, or would not get shorter)."""
+        return not view.state and rewrites(self, view) == 0
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Cut every result past the limits (pinned ones stay whole)."""
@@ -112,9 +121,9 @@ class HeadTail(Strategy):
         if cut is None:
             return T("sent as is: within {lines:,} lines and {bytes:,} bytes", lines=self.max_lines,
                      bytes=self.max_bytes), None
-        if cut[1] >= view.tokens[i]:
+        if cut[1] >= view.tokens_at(i):
             return T("sent as is: its head and tail would not be shorter"), None
-        return T("cut to its head and tail: {before:,} -> {after:,} tokens", before=view.tokens[i], after=cut[1]), cut
+        return T("cut to its head and tail: {before:,} -> {after:,} tokens", before=view.tokens_at(i), after=cut[1]), cut
 
     def _idle(self, results: int) -> str:
         """Why nothing was cut."""

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ..conversation import FIXED_TOKENS, Message
 from ..i18n import N_, T
 from .base import Strategy, param, register, works_on_param
-from .per_result import per_result_plan
+from .per_result import per_result_plan, rewrites, shared_copies
 from .plan import Plan
 from .view import Budget, View, message_text
 
@@ -79,23 +79,28 @@ class Offload(Strategy):
         return {"min_tokens": max(min(DEEP_AGENTS_LIMIT, budget.available // 10), 1)}
 
     def quick_idle(self, view: View, budget: Budget) -> bool:
-        """Nothing to offload when the whole view is within ``min_tokens``."""
-        return view.total <= self.min_tokens
+        """Nothing to offload: the whole view is within ``min_tokens``, or no result would be offloaded."""
+        return view.total <= self.min_tokens or (not view.state and rewrites(self, view) == 0)
 
     def _pointer(self, view: View, i: int) -> tuple[Message, int]:
         """The offloaded copy of result ``i`` and its tokens (made once per view and parameters)."""
-        memo = view.memo.setdefault("offload", {})
+        memo = shared_copies(view, "offload")
         key = (i, self.preview_tokens, self.preview_tail, self.path)
-        if key not in memo:
-            m = view.messages[i]
-            where = self.path.replace("{tool_call_id}", m.tool_call_id or f"message_{view.origin[i]}")
-            head = POINTER.format(tokens=view.tokens[i], path=where)
+        m = view.message_at(i)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not m:
+            where = self.path.replace("{tool_call_id}", m.tool_call_id or f"message_{view.origin_column[i]}")
+            head = POINTER.format(tokens=view.tokens_at(i), path=where)
             text = head + "\n" + preview_text(message_text(m), self.preview_tokens, self.preview_tail)
             new = Message(m.role, text, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
                           {**{k: v for k, v in m.extra.items() if k != FIXED_TOKENS},  # the pointer is counted
-                           OFFLOADED: {"path": where, "tokens": view.tokens[i]}}, m.usage)
-            memo[key] = (new, view.counter.message(new))
-        return memo[key]
+                           OFFLOADED: {"path": where, "tokens": view.tokens_at(i)}}, m.usage)
+            hit = memo[key] = (m, (new, view.counter.message(new)))
+        return hit[1]
+
+    def rewrites(self, view: View, i: int) -> bool:
+        """Whether result ``i`` would be offloaded."""
+        return self._decide(view, i)[1] is not None
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Offload every result over ``min_tokens`` (pinned ones and those already offloaded stay)."""
@@ -106,15 +111,15 @@ class Offload(Strategy):
         """Result ``i``'s reason, and its pointer with its tokens when it is offloaded."""
         if i in view.pins:
             return T("pinned: never offloaded"), None
-        if is_offloaded(view.messages[i]):
+        if is_offloaded(view.message_at(i)):
             return T("offloaded earlier: its pointer stays"), None
-        if view.tokens[i] > self.min_tokens:
+        if view.tokens_at(i) > self.min_tokens:
             new, tokens = self._pointer(view, i)
-            if tokens < view.tokens[i]:
+            if tokens < view.tokens_at(i):
                 return T("offloaded to {path}: {before:,} -> {after:,} tokens (pointer and preview)",
-                         path=new.extra[OFFLOADED]["path"], before=view.tokens[i], after=tokens), (new, tokens)
+                         path=new.extra[OFFLOADED]["path"], before=view.tokens_at(i), after=tokens), (new, tokens)
             return T("sent as is: its pointer and preview would not be shorter"), None
-        return T("sent as is: {tokens:,} tokens, within {limit:,}", tokens=view.tokens[i], limit=self.min_tokens), None
+        return T("sent as is: {tokens:,} tokens, within {limit:,}", tokens=view.tokens_at(i), limit=self.min_tokens), None
 
     def _idle(self, results: int) -> str:
         """Why nothing was offloaded."""

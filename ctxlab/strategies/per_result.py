@@ -7,7 +7,7 @@ from typing import Any, Callable
 from ..conversation import Message
 from ..i18n import T
 from .plan import Plan, make_plan
-from .view import Budget, View
+from .view import MEMO_EXTENDERS, Budget, View
 
 Decide = Callable[[int], tuple[str, "tuple[Message, int] | None"]]
 """For result ``i``: the reason, and its replacement with its tokens (None: sent as is)."""
@@ -34,4 +34,42 @@ def per_result_plan(strategy: Any, view: View, budget: Budget, decide: Decide, c
                      replacement_tokens=counted, stats=stats, idle=lambda: idle(len(results)))
 
 
-__all__ = ["Decide", "per_result_plan"]
+REWRITES = "per_result.rewrites"
+"""``View.memo`` key: per strategy, how many of the view's results it would rewrite."""
+
+
+def rewrites(strategy: Any, view: View) -> int:
+    """How many results of ``view`` the strategy would rewrite (``strategy.rewrites(view, i)``). Kept
+    with the view and, for a view grown by ``append``, counted for the new messages only: a replay
+    asks before every call whether there is anything to do, and the answer must not cost the
+    whole history each time."""
+    table = view.memo.setdefault(REWRITES, {})
+    count = table.get(strategy)
+    if count is None:
+        count = table[strategy] = sum(strategy.rewrites(view, i) for i, r in enumerate(view.roles) if r == "tool")
+    return count
+
+
+def _grown_rewrites(old: View, new: View, known: dict) -> dict | None:
+    if new.pins != old.pins:  # a pinned result is never rewritten: count again
+        return None
+    fresh = range(len(old), len(new))
+    return {s: c + sum(s.rewrites(new, i) for i in fresh if new.role_of(i) == "tool") for s, c in known.items()}
+
+
+def shared_copies(view: View, key: str) -> dict:
+    """The view's table of rewritten copies of its messages under ``key``, shared with every view
+    grown from it: an entry is ``(message, copy)`` and counts only while the message at its index is
+    that very message (a view grown on another branch holds other messages past the fork)."""
+    MEMO_EXTENDERS.setdefault(key, _same_table)
+    return view.memo.setdefault(key, {})
+
+
+def _same_table(old: View, new: View, known: dict) -> dict:
+    return known
+
+
+MEMO_EXTENDERS[REWRITES] = _grown_rewrites
+
+
+__all__ = ["Decide", "REWRITES", "per_result_plan", "rewrites", "shared_copies"]

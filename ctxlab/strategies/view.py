@@ -261,6 +261,14 @@ class View:
         """The role of message ``i`` (without building ``roles``)."""
         return self._log.roles[i] if self._log is not None else self.messages[i].role
 
+    def message_at(self, i: int) -> Message:
+        """Message ``i`` (without building ``messages``: a grown view builds that tuple on first use)."""
+        return self._log.messages[i] if self._log is not None and 0 <= i < self._n else self.messages[i]
+
+    def tokens_at(self, i: int) -> int:
+        """The tokens of message ``i`` (without building ``tokens``)."""
+        return self._log.tokens[i] if self._log is not None and 0 <= i < self._n else self.tokens[i]
+
     def first_system(self) -> int | None:
         """Index of the first system message, if there is one."""
         if self._log is not None:

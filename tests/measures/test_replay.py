@@ -12,6 +12,7 @@ from ctxlab.generate import generate
 from ctxlab.replay import FUTURE, HISTORY_LIMIT, call_points, replay
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.strategies.plan import REMOVED
+from ctxlab.strategies.per_result import rewrites
 from ctxlab.strategies.summarizers.summarize import SUMMARIZERS, Summarize, is_summary
 from ctxlab.validate import validate
 
@@ -285,6 +286,30 @@ def test_quick_idle_is_only_claimed_when_the_plan_keeps_everything(long_conv, na
             plan = strategy.apply(view, budget)
             assert plan.idle is not None and plan.messages == view.messages, (name, k)
     assert claimed, f"{name} never claimed idle on the growing conversation"
+
+
+@pytest.mark.parametrize("name, params", [("head_tail", {"max_lines": 6, "max_bytes": 400}),
+                                          ("offload", {"min_tokens": 250, "preview_tokens": 40})])
+@pytest.mark.parametrize("pins", [(), (3,)])
+def test_a_per_result_strategy_counts_its_rewrites_on_a_growing_view_as_its_plan_does(long_conv, name, params, pins):
+    """head_tail and offload say whether there is anything to rewrite from a count kept with the view
+    and extended for each appended message (so a replay does not decide every result at every call):
+    at every length, grown one message at a time, the count must be the plan's own, and idle claimed
+    exactly when the plan keeps everything. Results of the generated run are cut at these limits."""
+    from ctxlab.strategies import make_view
+    strategy = get_strategy(name, **params)
+    budget = Budget(12_000)
+    start = 4 if pins else 3  # a system prompt, the task, a call (and its first result, pinned)
+    view = make_view(long_conv.messages[:start], pins=pins)
+    seen = set()
+    for m in (None, *long_conv.messages[start:]):
+        view = view if m is None else view.append(m)
+        plan = strategy.apply(view, budget)
+        idle = strategy.quick_idle(view, budget)
+        assert plan.count("truncate") == rewrites(strategy, view), (name, len(view))
+        assert idle == (plan.idle is not None and plan.messages == view.messages), (name, len(view))
+        seen.add(idle)
+    assert seen == {True, False}, "the run must have both lengths with nothing to rewrite and with some"
 
 
 @pytest.mark.parametrize("name", sorted(set(STRATEGIES) - {"none", "langchain_trim", "llm_attention"} - PER_RESULT))

@@ -5,6 +5,8 @@ import json
 from typing import Sequence
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ctxlab
 from ctxlab.generate import generate
@@ -287,3 +289,17 @@ def test_the_summary_kept_per_view_follows_the_folded_span():
         assert text == summary_of(strategy.apply(make_view(msgs), BIG)).text
         texts.append(text)
     assert texts[0] == texts[2] and len({texts[0], texts[1], texts[3]}) == 3
+
+
+@given(st.lists(st.integers(0, 60), max_size=30), st.lists(st.integers(0, 80), max_size=10),
+       st.lists(st.one_of(st.none(), st.integers(-2, 90)), max_size=20), st.booleans())
+def test_covered_indexes_behave_as_a_set(done, more, asked, from_json):
+    """What a running summary covers is kept as a sorted tuple (a union appends, membership is a
+    binary search); it must answer as the set of the same indexes, also when read back from JSON
+    as an unsorted list with repeats."""
+    from ctxlab.strategies.summarizers.summarize import Covered
+    covered = Covered(done[::-1] if from_json else tuple(sorted(set(done))))
+    assert covered.indexes == tuple(sorted(set(done)))
+    assert [i in covered for i in asked] == [i in set(done) for i in asked]
+    assert covered.union(more) == tuple(sorted(set(done) | set(more)))
+    assert bool(covered) == bool(done) and len(covered) == len(set(done))

@@ -18,10 +18,11 @@ Summarizers are pluggable: ``SUMMARIZERS`` maps a name to an object with
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import accumulate
 from types import MappingProxyType
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterable, Sequence
 
 from ...i18n import N_, T, Tn
 from ...conversation import Message
@@ -85,11 +86,48 @@ def summary_body(m: Message) -> str:
     return rest if head.startswith(MARKER) else m.text
 
 
-def _previous(view: View, old: Sequence[int]) -> tuple[str | None, frozenset[int]]:
+class Covered:
+    """The origin indexes a running summary covers, as the sorted tuple the state carries.
+
+    It grows with the conversation, and a summary folds the oldest turns first, so what is newly
+    folded comes after all of it: membership is a binary search and a union appends, instead of a
+    set of every index summarized so far being built at every application."""
+
+    __slots__ = ("indexes",)
+
+    def __init__(self, indexes: Sequence[int] = ()) -> None:
+        # the state written by a plan holds a sorted tuple; one read back from JSON may not
+        self.indexes = indexes if isinstance(indexes, tuple) else tuple(sorted(set(indexes)))
+
+    def __contains__(self, i: object) -> bool:
+        if not isinstance(i, int):  # an inserted message has no origin index
+            return False
+        ix = self.indexes
+        k = bisect_left(ix, i)  # type: ignore[type-var]
+        return k < len(ix) and ix[k] == i
+
+    def __bool__(self) -> bool:
+        return bool(self.indexes)
+
+    def __len__(self) -> int:
+        return len(self.indexes)
+
+    def union(self, more: Iterable[int]) -> tuple[int, ...]:
+        """The sorted indexes of both."""
+        add = sorted(set(more))
+        ix = self.indexes
+        if not add:
+            return ix
+        if not ix or add[0] > ix[-1]:  # the usual case: the oldest turns not yet folded
+            return ix + tuple(add)
+        return tuple(sorted(set(ix).union(add)))
+
+
+def running_summary(view: View, old: Sequence[int]) -> tuple[str | None, Covered]:
     """The running summary (from the state, or else from summary messages in the view) and the
     origin indexes summarized so far."""
     text = view.state.get("summary") or "\n".join(b for i in old if (b := summary_body(view.messages[i])))
-    return (text or None), frozenset(view.state.get("summarized", ()))
+    return (text or None), Covered(view.state.get("summarized", ()))
 
 
 def check_summarizer(strategy: str, value: Any) -> None:
@@ -180,7 +218,7 @@ class Summarize(UsesSummarizer, Strategy):
         """Below the trigger keep everything; above it fold the oldest turns into the summary."""
         n, total = len(view), view.total
         old = [i for i in positions(view.categories, ("system", "summary")) if is_summary(view.messages[i])]
-        previous, done = _previous(view, old)
+        previous, done = running_summary(view, old)
         limit = int(budget.available * self.trigger_ratio)
         if n <= self.trigger_messages and total <= limit:
             why = T("below the trigger ({n:,} of {trigger_messages:,} messages, {total:,} of {limit:,} tokens)", n=n, trigger_messages=self.trigger_messages, total=total, limit=limit)
@@ -261,7 +299,7 @@ class Summarize(UsesSummarizer, Strategy):
                     reasons[i] = T("kept: a recent step of the current turn (its newest {keep_recent:,} messages or what fits)", keep_recent=self.keep_recent)
 
     def _fold(self, view: View, k: int, pinned: frozenset[int], old: set[int],
-              done: frozenset[int]) -> tuple[list[str], list[str]]:
+              done: Covered) -> tuple[list[str], list[str]]:
         """Actions and reasons: turns before ``k`` (and what precedes the first user message, except
         system messages) are folded, unless pinned; the rest is kept. Works on slices, not messages."""
         seg, n = view.seg, len(view)
@@ -291,7 +329,7 @@ class Summarize(UsesSummarizer, Strategy):
         return actions, reasons
 
     def _folded_plan(self, view: View, budget: Budget, actions: list[str], reasons: list[str],
-                     previous: str | None, done: frozenset[int], old: set[int]) -> Plan:
+                     previous: str | None, done: Covered, old: set[int]) -> Plan:
         """Summarize what is newly folded, merge it into the previous summary, insert it."""
         n = len(view)
         origin = view.origin if len(view.origin) == n else tuple(range(n))
@@ -307,7 +345,7 @@ class Summarize(UsesSummarizer, Strategy):
         body = trim_summary(body, self.max_summary_tokens, view.counter.text)
         folded_origins = set(map(origin.__getitem__, folded))
         folded_origins.discard(None)
-        covered = tuple(sorted(done.union(folded_origins)))
+        covered = done.union(folded_origins)
         message = summary_message(body, covered)
         systems = [i for i in preamble_systems(view) if i not in old]
         summary_tokens = view.counter.message(message)
@@ -349,14 +387,14 @@ class Summarize(UsesSummarizer, Strategy):
             hit = known[key] = (summarizer, summarizer.summarize(list(map(span, new)), previous))
         return SummaryResult(hit[1], {})
 
-    def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: frozenset[int],
+    def _keep_all(self, view: View, budget: Budget, why: str, previous: str | None, done: Covered,
                   old: Sequence[int], *, triggered: bool, idle: str) -> Plan:
         """Everything kept (the running summary, if any, carried on in the state)."""
         n = len(view)
         reasons = [why] * n
         for i in old:
             reasons[i] = T("the running summary so far")
-        state = {"summary": previous or "", "summarized": tuple(sorted(done))} if previous or done else {}
+        state = {"summary": previous or "", "summarized": done.indexes} if previous or done else {}
         stats = {"triggered": triggered, "messages_folded": 0, "messages_summarized": 0, "turns_folded": 0,
                  "summary_tokens": sum(view.tokens[i] for i in old)}
         return make_plan(view, budget, self.name, self.params(), ["keep"] * n, reasons, stats=stats, state=state,
