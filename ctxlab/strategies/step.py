@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from itertools import compress
+from operator import ne
 from typing import Any, Callable
 
 from .base import result_view
@@ -82,11 +84,19 @@ def before_call(strategy: Any, view: View, budget: Budget, was: Callable[[int], 
     plan = strategy.apply(view, budget)
     triggered = plan.idle is None
     edited = plan.edited_from
-    if full and previous is not None and edited is not None and edited[0] is previous:
-        # every message of the previous plan holds its action (as ``was`` says) but the edited ones;
-        # the new ones arrive kept, which is what ``was`` says of a message never sent
+    if full and previous is not None and len(plan.actions) >= len(previous):
+        # ``was`` is what the previous plan decided for the view this one grew from, so only the
+        # decisions that differ from it can be changes, and the new messages arrive kept (what
+        # ``was`` says of a message never sent): a grown plan names the ones it edited; otherwise
+        # the two plans' actions are compared at C speed, not message by message in Python
         origin, actions = view.origin_column, plan.actions
-        changes = tuple((o, a) for o, a in ((origin[i], actions[i]) for i in edited[1])
+        if edited is not None and edited[0] is previous:
+            differ: Any = edited[1]
+        else:
+            m = len(previous)
+            differ = [*compress(range(m), map(ne, actions, previous)),
+                      *(i for i in range(m, len(actions)) if actions[i] != "keep")]
+        changes = tuple((o, a) for o, a in ((origin[i], actions[i]) for i in differ)
                         if o is not None and a != was(o))
     else:
         # kept history: a message the plan keeps is sent as the last application left it; full
