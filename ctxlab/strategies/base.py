@@ -224,11 +224,14 @@ class Pipeline(Strategy):
 def result_view(view: View, plan: Plan) -> View:
     """A view of what a plan leaves, whose ``origin`` points at the input view's indexes."""
     tokens = plan.output_tokens
-    cats = tuple(view.categories[o] if o is not None else "summary" for o in plan.origin)
-    masks = tuple(view.fact_masks[o] if o is not None and m is view.messages[o] else
+    # read the input's entries by index: on a long grown view, its tuples are not built for the few kept
+    vcats, vmasks, vmessages = view.entries("categories"), view.entries("fact_masks"), view.entries("messages")
+    vorigin = view.entries("origin")
+    cats = tuple(vcats[o] if o is not None else "summary" for o in plan.origin)
+    masks = tuple(vmasks[o] if o is not None and m is vmessages[o] else
                   fact_mask(m, view.facts) for m, o in zip(plan.messages, plan.origin))
     pins = frozenset(k for k, o in enumerate(plan.origin) if o is not None and o in view.pins)
-    origin = tuple(view.origin[o] if o is not None else None for o in plan.origin)  # the conversation's indexes
+    origin = tuple(vorigin[o] if o is not None else None for o in plan.origin)  # the conversation's indexes
     return View(plan.messages, tokens, cats, segment(plan.messages), view.counter, view.facts, masks, pins,
                 origin, {**view.state, **plan.state})
 

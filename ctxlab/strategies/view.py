@@ -197,6 +197,12 @@ class View:
         the view's length are not its own), so no tuple of every message is built."""
         return self._log.origin if self._log is not None else self.origin
 
+    def entries(self, name: str) -> Sequence[Any]:
+        """The column ``name`` (``messages``, ``tokens``, ``categories``, ``fact_masks``, ``origin``)
+        for reading entries by index: a grown view's log list (entries past the view's length are not
+        its own), so reading a few of a long view's entries does not build a tuple of all of them."""
+        return getattr(self._log, name) if self._log is not None else getattr(self, name)
+
     def with_state(self, state: Mapping[str, Any]) -> "View":
         """This view with another carried-over ``state`` (same messages, same derived tables)."""
         view = View.__new__(View)
