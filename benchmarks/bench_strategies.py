@@ -1,7 +1,7 @@
 """Strategy benchmarks: speed of every registered strategy, ctxlab vs LangChain's trim_messages,
 and validity / savings / retention on the 100 tau-bench runs. Prints figures; asserts nothing.
 
-    python benchmarks/bench_strategies.py [--only a|b|c] [--data ../shared/data]
+    python benchmarks/bench_strategies.py [--only a|b|c|d] [--data ../shared/data] [--strategies NAME ...]
 
 a. ``apply`` of every registered strategy on a 10,001-message generated conversation (warm view).
 d. What a live agent pays, on 10,000 messages of the tau-bench runs one after the other: per
@@ -292,7 +292,7 @@ def tau_concatenation(data: Path, n: int) -> list[Message]:
     return out[:n]
 
 
-def bench_live(data: Path) -> None:
+def bench_live(data: Path, names: list[str] | None = None) -> None:
     """d. Warm plan on 10,000 messages and re-plan after one appended message, per strategy."""
     path = data / "tau-bench" / "airline_trajectories_trials01.json"
     if not path.is_file():
@@ -317,6 +317,8 @@ def bench_live(data: Path) -> None:
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     missed: dict[str, list[str]] = {}
     for name, cls in STRATEGIES.items():
+        if names and name not in names:
+            continue
         strategy = cls()
         try:
             plan_ms = cpu_ms(lambda: strategy.apply(base, budget), 15)
@@ -333,7 +335,7 @@ def bench_live(data: Path) -> None:
         print(f"| {name} | {plan_ms:.2f} | {plan_ms / PLAN_TARGET_MS:.1f} | {replan_ms:.2f} | "
               f"{replan_ms / REPLAN_TARGET_MS:.1f} | {statistics.median(replans):.2f} | {kept} | "
               f"{', '.join(miss) or 'none'} |")
-    print(f"\n{len(missed)} of {len(STRATEGIES)} strategies miss a target: "
+    print(f"\n{len(missed)} of {len([n for n in STRATEGIES if not names or n in names])} strategies miss a target: "
           f"{'; '.join(f'{k} ({chr(44).join(v)})' for k, v in missed.items()) or 'none'}; load average now {_load()}\n")
 
 
@@ -370,6 +372,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=("a", "b", "c", "d"), help="run one part only (default: all)")
     ap.add_argument("--data", default=str(HERE.parent.parent / "shared" / "data"))
+    ap.add_argument("--strategies", nargs="+", help="part d: only these strategies (default: every registered one)")
     a = ap.parse_args()
     t = time.perf_counter()
     if a.only in (None, "a"):
@@ -379,7 +382,7 @@ def main() -> None:
     if a.only in (None, "c"):
         bench_tau(Path(a.data))
     if a.only in (None, "d"):
-        bench_live(Path(a.data))
+        bench_live(Path(a.data), a.strategies)
     print(f"total {time.perf_counter() - t:.1f} s")
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..i18n import N_, T, error_text
-from ..llm import LLMError, active_llm
+from ..llm import LLMError, require_configured
 from .base import Strategy, budget_window, param, register
 from .summarizers.llm import render_span
 from .plan import Plan, make_plan
@@ -92,12 +92,13 @@ class LLMAttention(Strategy):
         key = (self.max_size, self.keep_first)
         if key in memo:
             return memo[key]
-        task = view.messages[head[0]].text[:2000] if head else "(not given)"
-        prompt = ATTENTION_PROMPT.replace("{task}", task).replace("{keep}", str(keep)).replace(
-            "{span}", _numbered(view, candidates))
         why = None
         try:
-            reply = active_llm().chat([{"role": "user", "content": prompt}], max_tokens=400)
+            llm = require_configured()  # offline, say so before writing a prompt of every candidate
+            task = view.messages[head[0]].text[:2000] if head else "(not given)"
+            prompt = ATTENTION_PROMPT.replace("{task}", task).replace("{keep}", str(keep)).replace(
+                "{span}", _numbered(view, candidates))
+            reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=400)
             picked = _parse(reply.text, set(candidates), keep)
             if not picked:
                 why = T("the model's reply named no message to keep ({text!r})", text=reply.text[:60])
