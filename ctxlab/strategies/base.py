@@ -7,13 +7,15 @@ import dataclasses
 import math
 import json
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import is_not
 from typing import Any, ClassVar
 
 from ..i18n import N_, T
 from ..errors import CtxlabError
 from ..segments import segment
 from .plan import Plan, build_plan
-from .view import Budget, View, fact_mask
+from .view import MEMO_REPLACERS, Budget, View, fact_mask
 
 
 class StrategyError(CtxlabError):
@@ -223,6 +225,9 @@ class Pipeline(Strategy):
 
 def result_view(view: View, plan: Plan) -> View:
     """A view of what a plan leaves, whose ``origin`` points at the input view's indexes."""
+    same_places = _replaced_in_place(view, plan)
+    if same_places is not None:
+        return same_places
     tokens = plan.output_tokens
     # read the input's entries by index: on a long grown view, its tuples are not built for the few kept
     vcats, vmasks, vmessages = view.entries("categories"), view.entries("fact_masks"), view.entries("messages")
@@ -234,6 +239,33 @@ def result_view(view: View, plan: Plan) -> View:
     origin = tuple(vorigin[o] if o is not None else None for o in plan.origin)  # the conversation's indexes
     return View(plan.messages, tokens, cats, segment(plan.messages), view.counter, view.facts, masks, pins,
                 origin, {**view.state, **plan.state})
+
+
+def _replaced_in_place(view: View, plan: Plan) -> View | None:
+    """``result_view`` of a plan that sends every message of a grown view at its place, some of them
+    replaced by a copy of the same role and ids (a result cut, offloaded or cleared): the view's
+    columns copied with those entries changed, at C speed, instead of every entry read and the
+    whole prompt segmented again. None when the plan is not of that kind."""
+    log, n = view._log, len(view)
+    if (log is None or len(log) != n or len(plan.messages) != n or not n or plan.origin[0] != 0
+            or plan.origin[-1] != n - 1 or None in plan.origin):
+        return None
+    # n increasing origins, all below n: the plan keeps every message at its place
+    swapped = list(compress(range(n), map(is_not, plan.messages, log.messages)))
+    replaced = []
+    for i in swapped:
+        old, new = log.messages[i], plan.messages[i]
+        if (new.role != old.role or new.tool_call_id != old.tool_call_id
+                or [c.id for c in new.tool_calls] != [c.id for c in old.tool_calls]):
+            return None
+        replaced.append((i, new, plan.output_tokens[i], fact_mask(new, view.facts)))
+    out = View._over(log.with_replaced(replaced), n, view.counter, view.facts, view.pins,
+                     {**view.state, **plan.state})
+    for key, value in view.__dict__.get("memo", {}).items():
+        carry = MEMO_REPLACERS.get(key)
+        if carry is not None and (kept := carry(view, out, value, swapped)) is not None:
+            out.memo[key] = kept
+    return out
 
 
 def _compose(view: View, budget: Budget, first: Plan, step: Strategy, pipe: Pipeline) -> Plan:

@@ -2,12 +2,12 @@
 decision per result, and the plan built from them."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..conversation import Message
 from ..i18n import T
 from .plan import Plan, make_plan
-from .view import MEMO_EXTENDERS, Budget, View
+from .view import MEMO_EXTENDERS, MEMO_REPLACERS, Budget, View
 
 Decide = Callable[[int], tuple[str, "tuple[Message, int] | None"]]
 """For result ``i``: the reason, and its replacement with its tokens (None: sent as is)."""
@@ -57,19 +57,29 @@ def _grown_rewrites(old: View, new: View, known: dict) -> dict | None:
     return {s: c + sum(s.rewrites(new, i) for i in fresh if new.role_of(i) == "tool") for s, c in known.items()}
 
 
+def _replaced_rewrites(old: View, new: View, known: dict, replaced: Sequence[int]) -> dict | None:
+    """The counts of a view whose messages at ``replaced`` were swapped for copies (a plan applied in
+    place): those results counted again, the others as they were."""
+    results = [i for i in replaced if new.role_of(i) == "tool"]
+    return {s: c - sum(s.rewrites(old, i) for i in results) + sum(s.rewrites(new, i) for i in results)
+            for s, c in known.items()}
+
+
 def shared_copies(view: View, key: str) -> dict:
     """The view's table of rewritten copies of its messages under ``key``, shared with every view
     grown from it: an entry is ``(message, copy)`` and counts only while the message at its index is
     that very message (a view grown on another branch holds other messages past the fork)."""
     MEMO_EXTENDERS.setdefault(key, _same_table)
+    MEMO_REPLACERS.setdefault(key, _same_table)
     return view.memo.setdefault(key, {})
 
 
-def _same_table(old: View, new: View, known: dict) -> dict:
-    return known
+def _same_table(old: View, new: View, known: dict, *replaced: object) -> dict:
+    return known  # entries name the message they were made from: a replaced one is not matched
 
 
 MEMO_EXTENDERS[REWRITES] = _grown_rewrites
+MEMO_REPLACERS[REWRITES] = _replaced_rewrites
 
 
 __all__ = ["Decide", "REWRITES", "per_result_plan", "rewrites", "shared_copies"]

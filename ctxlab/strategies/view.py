@@ -128,6 +128,12 @@ from the old one (None: derive it again). ``View.append`` calls these, so a re-p
 append does not derive per-view tables from the whole history again."""
 
 
+MEMO_REPLACERS: dict[str, Callable[["View", "View", Any, Sequence[int]], Any]] = {}
+"""``View.memo`` key -> ``f(old_view, new_view, old_value, replaced)``: the value for a view holding the
+same messages as the old one but at the indexes ``replaced`` (a plan that cut or cleared them in
+place; ``base.result_view``), or None to derive it again."""
+
+
 class _FromLog:
     """A view attribute built from the view's log on first use, then kept (a non-data descriptor,
     so a view built directly holds its own value and never calls it)."""

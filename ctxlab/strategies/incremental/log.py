@@ -72,6 +72,25 @@ class Log:
         out.first_system = self.first_system if self.first_system is not None and self.first_system < n else None
         return out
 
+    def with_replaced(self, replaced: Sequence[tuple[int, Message, int, int]]) -> "Log":
+        """A copy of this log (every entry) with messages replaced in place: ``(index, message, tokens,
+        fact mask)``. The copy is C-speed list copies; the segments stay, so a replacement must keep
+        the message's role, call id and tool calls' ids (the caller checks)."""
+        out = Log()
+        for name in self.__slots__:
+            value = getattr(self, name)
+            setattr(out, name, value.copy() if isinstance(value, (list, dict)) else value)
+        first = len(self.messages)
+        for i, m, tokens, mask in replaced:
+            out.messages[i], out.tokens[i], out.fact_masks[i] = m, tokens, mask
+            first = min(first, i)
+        cum, tokens = out.cum, out.tokens
+        running = cum[first - 1] if first else 0
+        for k in range(first, len(tokens)):  # replacements are mostly the newest messages: a short tail
+            running += tokens[k]
+            cum[k] = running
+        return out
+
     def holds(self, n: int, messages: Sequence[Message], origin: Sequence[int | None]) -> bool:
         """Whether the entries from ``n`` on are already exactly ``messages`` with ``origin``."""
         end = n + len(messages)
