@@ -136,25 +136,41 @@ class RecentEvents(Strategy):
         return {"max_events": max(budget_window(budget), 2)}
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Keep the head and the newest tail; drop the middle (made provider-valid by ``settle``)."""
-        body = _body(view)
+        """Keep the head and the newest tail; drop the middle (made provider-valid by ``settle``).
+        The body is the preamble's non-system messages, then every message from the first user
+        message on, so its three parts are set by slices (a plan of 10,000 messages makes no
+        Python step per message)."""
+        n, pe = len(view), view.preamble[1]
+        pre = [i for i in range(pe) if view.role_of(i) != "system"]
+        body_n = len(pre) + n - pe
         head = min(self.keep_first, self.max_events)
         tail = self.max_events - head
-        n = len(view)
+        cut = max(head, body_n - tail)  # body positions [head, cut) are forgotten
         actions, reasons = ["keep"] * n, [T("always kept: the system prompt")] * n
-        for k, i in enumerate(body):
-            if k < head:
-                reasons[i] = T("one of the first {head:,} messages (keep_first)", head=head)
-            elif k >= len(body) - tail:
-                reasons[i] = T("one of the newest {tail:,} messages", tail=tail)
-            else:
-                actions[i], reasons[i] = "drop", (T("forgotten: after the first {head:,} and before the newest "
-                                                  "{tail:,} messages (max_events {max_events:,})", head=head, tail=tail, max_events=self.max_events))
+        _set_body(reasons, pre, pe, 0, min(head, body_n), T("one of the first {head:,} messages (keep_first)", head=head))
+        if cut < body_n:
+            _set_body(reasons, pre, pe, cut, body_n, T("one of the newest {tail:,} messages", tail=tail))
+        if head < cut:
+            _set_body(actions, pre, pe, head, cut, "drop")
+            _set_body(reasons, pre, pe, head, cut, T("forgotten: after the first {head:,} and before the newest "
+                                                     "{tail:,} messages (max_events {max_events:,})", head=head,
+                                                     tail=tail, max_events=self.max_events))
         answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
         dropped = actions.count("drop")
         return make_plan(view, budget, self.name, self.params(), actions, reasons, stats={"forgotten": dropped},
                          idle=lambda: (T("recent_events keeps up to {max_events:,} messages (max_events) and the "
-                                       "conversation has {n_body:,} besides the system prompt", max_events=self.max_events, n_body=len(body))))
+                                       "conversation has {n_body:,} besides the system prompt", max_events=self.max_events, n_body=body_n)))
+
+
+def _set_body(items: list, pre: list[int], pe: int, k0: int, k1: int, value: Any) -> None:
+    """``items[i] = value`` for the body positions ``k0..k1`` (the body: ``pre``, then every index
+    from ``pe`` on), by one slice for the part past the preamble."""
+    np_ = len(pre)
+    for i in pre[k0:min(k1, np_)]:
+        items[i] = value
+    a = max(k0, np_)
+    if a < k1:
+        items[pe + a - np_:pe + k1 - np_] = [value] * (k1 - a)
 
 
 @register
