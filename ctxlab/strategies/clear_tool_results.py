@@ -14,6 +14,8 @@ from .base import Strategy, budget_trigger, works_on_param, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import MEMO_EXTENDERS, Budget, View
 from .keep_rules import set_at
+from .incremental.replan import remember
+from .incremental.replan_clear import clear_state, clear_step
 
 
 def _tool_names(view: View) -> dict[int, str]:
@@ -121,8 +123,14 @@ class ClearToolResults(Strategy):
         return {"trigger_tokens": budget_trigger(budget)}
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Clear old tool results (and their calls' arguments) when the trigger is passed."""
-        return self._apply(view, budget)
+        """Clear old tool results (and their calls' arguments) when the trigger is passed (after
+        ``view.append``, from the parent's plan when only the newest results moved)."""
+        plan = clear_step(self, view, budget, lambda: (_clearing_layout(view),
+                                                       view.memo.setdefault("clear_tool_results.cleared", {})))
+        if plan is not None:
+            return plan
+        plan = self._apply(view, budget)
+        return remember(view, self, budget, plan, clear_state(self, view, plan))
 
     def quick_idle(self, view: View, budget: Budget) -> bool:
         """Its messages are not over the trigger."""

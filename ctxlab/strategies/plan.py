@@ -325,10 +325,14 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
             out_tokens: Sequence[int], sums: Mapping[str, int], mask: int, warnings: Sequence[str],
             stats: Mapping[str, Any] | None, state: Mapping[str, Any] | None,
             idle: "str | Callable[[], str] | None",
-            edited_from: tuple[tuple[str, ...], tuple[int, ...]] | None = None) -> Plan:
-    """The Plan, from the output's tokens, its tokens per category and the facts it holds."""
+            edited_from: tuple[tuple[str, ...], tuple[int, ...]] | None = None, removed: bool | None = None) -> Plan:
+    """The Plan, from the output's tokens, its tokens per category and the facts it holds.
+    ``removed``: whether any input message is removed, when the caller knows (else the actions are
+    scanned: two passes over every action when nothing is removed)."""
+    if removed is None:
+        removed = "drop" in actions or "summarize" in actions
     merged = (merge_lone_users(view, messages, origin, out_tokens, sums, reasons)
-              if "drop" in actions or "summarize" in actions else None)  # only a removal leaves users alone
+              if removed else None)  # only a removal leaves users alone
     notes: tuple[str, ...] = ()
     if merged is not None:
         messages, origin, out_tokens, sums, reasons, note, extra = merged
