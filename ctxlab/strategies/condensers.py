@@ -16,7 +16,10 @@ from typing import Any, ClassVar
 from ..i18n import N_, T
 from ..conversation import Message
 from .base import Strategy, budget_window, works_on_param, param, register
-from .plan import Plan, make_plan, texts
+from .plan import Plan, make_plan, positions, texts
+from .incremental.replan import remember
+from .incremental.replan_clear import masking_state, masking_step
+from .incremental.replan_recent import recent_state, recent_step
 from .view import MEMO_EXTENDERS, Budget, View, message_text
 from .keep_rules import answer_lone_users
 from .windows import preamble_systems
@@ -67,9 +70,13 @@ class ObservationMasking(Strategy):
         return memo[key]
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Mask all observations but the newest ``window`` (rounded to ``polling`` steps)."""
+        """Mask all observations but the newest ``window`` (rounded to ``polling`` steps); after
+        ``view.append``, from the parent's plan."""
+        plan = masking_step(self, view, budget)
+        if plan is not None:
+            return plan
         n = len(view)
-        results = [i for i, r in enumerate(view.roles) if r == "tool"]
+        results = positions(view.roles, ("tool",))
         over = max(len(results) - self.window, 0)
         masked_n = over - over % self.polling
         actions, reasons = ["keep"] * n, [T("sent as is: not an observation")] * n
@@ -98,8 +105,9 @@ class ObservationMasking(Strategy):
             reasons[i] = why
             saved += view.tokens[i] - tokens
         stats = {"observations": len(results), "masked": len(replacements), "tokens_masked": saved}
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
                          replacement_tokens=counted, stats=stats, idle=lambda: self._idle(len(results), masked_n))
+        return remember(view, self, budget, plan, masking_state(view, plan, results, masked_n))
 
     def _idle(self, results: int, masked_n: int) -> str:
         """Why nothing was masked."""
@@ -139,7 +147,11 @@ class RecentEvents(Strategy):
         """Keep the head and the newest tail; drop the middle (made provider-valid by ``settle``).
         The body is the preamble's non-system messages, then every message from the first user
         message on, so its three parts are set by slices (a plan of 10,000 messages makes no
-        Python step per message)."""
+        Python step per message). After ``view.append``, the parent's plan is kept up to the turn
+        where the forgotten middle now ends."""
+        plan = recent_step(self, view, budget)
+        if plan is not None:
+            return plan
         n, pe = len(view), view.preamble[1]
         pre = [i for i in range(pe) if view.role_of(i) != "system"]
         body_n = len(pre) + n - pe
@@ -157,9 +169,10 @@ class RecentEvents(Strategy):
                                                      tail=tail, max_events=self.max_events))
         answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
         dropped = actions.count("drop")
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, stats={"forgotten": dropped},
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons, stats={"forgotten": dropped},
                          idle=lambda: (T("recent_events keeps up to {max_events:,} messages (max_events) and the "
                                        "conversation has {n_body:,} besides the system prompt", max_events=self.max_events, n_body=body_n)))
+        return remember(view, self, budget, plan, recent_state(view, plan, pre, dropped))
 
 
 def _set_body(items: list, pre: list[int], pe: int, k0: int, k1: int, value: Any) -> None:
