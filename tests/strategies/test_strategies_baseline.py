@@ -62,6 +62,35 @@ def test_the_wrapper_keeps_exactly_what_trim_messages_keeps(name: str, params: d
     assert [a == "keep" for a in plan.actions] == [i in kept for i in range(len(view))]
 
 
+@pytest.mark.parametrize("params", CONFIGS)
+@pytest.mark.parametrize("max_tokens", [3_000, 20_000])
+def test_a_grown_long_conversation_keeps_exactly_what_trim_messages_keeps(params: dict, max_tokens: int,
+                                                                          monkeypatch) -> None:
+    """Long enough that trim_messages' counts of runs of the conversation are taken from running
+    totals; grown by ``append`` with the parent let go of, as a live agent does, converting only
+    the new messages to LangChain."""
+    import gc
+    from ctxlab.generate import generate
+    from ctxlab.strategies import langchain_trim
+    messages = list(generate("ecommerce", turns=20, rounds_per_turn=3, result_tokens=300, parallel_calls=2,
+                             seed=5).messages)
+    strategy = get_strategy("langchain_trim", max_tokens=max_tokens, **params)
+    view = make_view(messages[:120], "gpt-4o")
+    strategy.apply(view, Budget(200_000))
+    converted = []
+    real = langchain_trim.to_langchain
+    monkeypatch.setattr(langchain_trim, "to_langchain", lambda m, i, notes: converted.append(i) or real(m, i, notes))
+    for k in range(120, len(messages)):
+        view = view.append(messages[k])
+        if k % 25 == 0:
+            gc.collect()  # the parent is gone: only its grown view holds what it converted
+        plan = strategy.apply(view, Budget(200_000))
+        if k % 15 == 0 or k == len(messages) - 1:
+            whole = make_view(messages[:k + 1], "gpt-4o")
+            assert list(plan.origin) == _direct(whole, max_tokens, **_lc_kwargs(params)), k
+    assert converted == list(range(120, len(messages)))
+
+
 @pytest.mark.parametrize("name", SAMPLE_FILES)
 def test_every_decision_says_trim_messages_made_it(name: str) -> None:
     plan = get_strategy("langchain_trim").apply(_view(name), Budget(4_000, reserve=0))
