@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...i18n import T
-from ..plan import Plan, minimum_warning, texts
+from ..plan import Plan, minimum_warning
 from ..view import Budget, View
 from .replan import extend, fact_counts, recall, remember, replacement_mask
 
@@ -99,6 +99,7 @@ def masking_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
     are sent as they are and nothing else changes. New results: the ones they push past the window
     are masked, and every masked result's reason names the new count ("observation 3 of 41"), so
     that step rewrites a reason per masked result (still no Python step per message)."""
+    from ..condensers import masked_reasons  # the strategy's own module imports this one
     hit = recall(view, strategy, budget)
     if hit is None:
         return None
@@ -119,7 +120,8 @@ def masking_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
         if masked_n > len(st["results"]):
             return None  # a new result masked as it arrives
         actions, whys, tokens, masks = plan.actions, plan.reasons, log.tokens, log.fact_masks
-        made, count, window = texts(view), len(results), strategy.window
+        count, window = len(results), strategy.window
+        said = masked_reasons(view, count, window, masked_n)
         for k, i in enumerate(results[:masked_n]):
             if k < was:
                 if actions[i] != "clear":
@@ -135,12 +137,7 @@ def masking_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
                 replace[i] = (m, t, replacement_mask(view, m, masks[i]))
                 stats["masked"] += 1
                 stats["tokens_masked"] += tokens[i] - t
-            why = made.get(("masked", k, count, window))
-            if why is None:
-                why = made["masked", k, count, window] = T(
-                    "masked: observation {count:,} of {n_results:,}, older than the newest {window:,}",
-                    count=k + 1, n_results=count, window=window)
-            edits[i] = ("clear", why)
+            edits[i] = ("clear", said[k])
         newest = T("one of the newest {count:,} observations (window {window:,})", count=count - masked_n,
                    window=window)
         for i in results[masked_n:]:
