@@ -64,22 +64,25 @@ def _extend_clearing_layout(old: View, new: View, layout: tuple) -> tuple:
     """The clearing table of a grown view: the old entries stand (a result answers the call it
     answered), the new results are added."""
     results, names, info = layout
+    log = new._log  # read on the log: the grown view's tuples of every message are not built for this
+    added = [i for i in range(len(old), len(new)) if log.roles[i] == "tool"]
+    if not added:
+        return layout
     framing = new.counter.message(Message("tool", ""))
-    added = [i for i in range(len(old), len(new)) if new.roles[i] == "tool"]
-    seg, messages = new.seg, new.messages
+    messages = log.messages
     new_names = []
     for i in added:
-        r = seg.round_of[i]
-        calls = {c.id: c.name for c in messages[seg.rounds[r][0]].tool_calls} if r >= 0 else {}
+        r = log.round_of[i]
+        calls = {c.id: c.name for c in messages[log.rounds[r][0]].tool_calls} if r >= 0 else {}
         new_names.append(calls.get(messages[i].tool_call_id) or messages[i].name or "unknown tool")
-    new_info = [_clearing_info(new, framing, name, new.tokens[i]) for i, name in zip(added, new_names)]
+    new_info = [_clearing_info(new, framing, name, log.tokens[i]) for i, name in zip(added, new_names)]
     return results + tuple(added), names + tuple(new_names), info + tuple(new_info)
 
 
 MEMO_EXTENDERS["clear_tool_results"] = _extend_clearing_layout
 MEMO_EXTENDERS["clear_tool_results.cleared"] = lambda old, new, cleared: cleared  # by index: still right
 MEMO_EXTENDERS["clear_tool_results.picked"] = lambda old, new, picked: (  # the same cut while no result is added
-    picked if "tool" not in new.roles[len(old):] else None)
+    picked if "tool" not in new._log.roles[len(old):len(new)] else None)
 MEMO_EXTENDERS["clear_tool_results.placeholders"] = lambda old, new, known: known  # keyed by the picked mapping
 MEMO_EXTENDERS["replacement_fact_masks"] = lambda old, new, masks: masks  # by text and facts: still right
 MEMO_EXTENDERS["replacement_fact_masks.by_object"] = lambda old, new, masks: masks  # same objects, same facts

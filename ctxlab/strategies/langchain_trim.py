@@ -100,31 +100,32 @@ def tiktoken_counter(counter: TokenCounter) -> Callable[[list[BaseMessage]], int
 
 
 def langchain_messages(view: View) -> tuple[list[BaseMessage], dict[int, int]]:
-    """The view's messages as langchain-core messages (converted once per view; a view grown by
-    ``append`` from a converted one gets the parent's list and converts only the new messages) and
-    the input index of each, keyed by ``id()`` of the LangChain object. The index is shared by the
-    views grown from one another and may hold other views' entries: read it through ``_index_of``."""
+    """The view's messages as langchain-core messages and the input index of each, keyed by ``id()``
+    of the LangChain object. Converted once: a view grown by ``append`` is handed what its parent
+    converted (a view memo, so a live agent that lets go of the parent does not convert the whole
+    history again) and converts only the messages past it. The list is shared along a line of
+    views (each reads its first entries); a view grown from a parent that another view already
+    extended the list from copies the part it shares. The index is shared too and may hold other
+    views' entries: read it through ``_index_of``."""
     cached = view.memo.get("langchain_trim")
+    n = len(view)
     if cached is None:
+        lcs, index, done = [], {}, 0
+    else:
+        lcs, index, done = cached
+    if done < n:
+        if len(lcs) != done:
+            lcs = lcs[:done]
         notes: list[str] = []
-        lcs = [to_langchain(m, i, notes) for i, m in enumerate(view.messages)]
-        cached = view.memo["langchain_trim"] = (lcs, {id(m): i for i, m in enumerate(lcs)})
-    return cached
+        given = view._log.messages if view._log is not None else view.messages
+        added = [to_langchain(m, done + k, notes) for k, m in enumerate(given[done:n])]
+        index.update((id(m), done + k) for k, m in enumerate(added))
+        lcs.extend(added)
+        view.memo["langchain_trim"] = (lcs, index, n)
+    return (lcs if len(lcs) == n else lcs[:n]), index
 
 
-def _extend_converted(old: View, new: View, cached: tuple[list, dict[int, int]]) -> tuple[list, dict[int, int]] | None:
-    """The grown view's LangChain messages: the parent's, and the new ones converted (at the append,
-    while the parent is alive, so a live agent that lets go of it does not convert everything again)."""
-    lcs, index = cached
-    start, notes = len(lcs), []
-    if start != len(old):
-        return None
-    added = [to_langchain(m, start + k, notes) for k, m in enumerate(new._log.messages[start:len(new)])]
-    index.update((id(m), start + k) for k, m in enumerate(added))
-    return lcs + added, index
-
-
-MEMO_EXTENDERS["langchain_trim"] = _extend_converted
+MEMO_EXTENDERS["langchain_trim"] = lambda old, new, converted: converted  # the new messages: at first use
 
 
 def _index_of(lcs: Sequence[BaseMessage], index: dict[int, int], m: BaseMessage) -> int | None:

@@ -91,6 +91,24 @@ def test_a_grown_long_conversation_keeps_exactly_what_trim_messages_keeps(params
     assert converted == list(range(120, len(messages)))
 
 
+def test_views_grown_apart_from_one_parent_each_trim_their_own_messages() -> None:
+    """Two views appended to the same parent (the second after the first was planned) and the
+    parent itself each keep what trim_messages keeps of their own conversation."""
+    from ctxlab.generate import generate
+    messages = list(generate("ecommerce", turns=12, rounds_per_turn=3, result_tokens=300, seed=6).messages)
+    other = list(generate("ecommerce", turns=4, rounds_per_turn=2, result_tokens=300, seed=9).messages)[1:]
+    strategy = get_strategy("langchain_trim", max_tokens=2_500)
+    parent = make_view(messages[:60], "gpt-4o")
+    strategy.apply(parent, Budget(200_000))
+    first = parent.append(*messages[60:80])
+    second = parent.append(*other[:15])
+    for view, conv in ((first, messages[:80]), (second, messages[:60] + other[:15]), (parent, messages[:60]),
+                       (first.append(*messages[80:90]), messages[:90])):
+        plan = strategy.apply(view, Budget(200_000))
+        assert list(plan.origin) == _direct(make_view(conv, "gpt-4o"), 2_500, **_lc_kwargs({}))
+        assert list(plan.messages) == [conv[o] for o in plan.origin]
+
+
 @pytest.mark.parametrize("name", SAMPLE_FILES)
 def test_every_decision_says_trim_messages_made_it(name: str) -> None:
     plan = get_strategy("langchain_trim").apply(_view(name), Budget(4_000, reserve=0))
