@@ -152,7 +152,14 @@ def test_clearing_strategies_replan_generated_conversations_as_from_scratch(name
     ({"max_events": 6, "keep_first": 0}, "chat", 2, True), ({"max_events": 30, "keep_first": 3}, "chat", 1, True),
     ({"max_events": 20, "keep_first": 2}, "agent_run", 2, True),
     ({"max_events": 20, "keep_first": 2}, "chat", 1, False)])  # its kept task merges with a user message: from scratch
-def test_recent_events_replans_generated_conversations_as_from_scratch(params, shape, parallel, grown, extended):
+@pytest.mark.parametrize("region", [None, 8])
+def test_recent_events_replans_generated_conversations_as_from_scratch(params, shape, parallel, grown, region, extended,
+                                                                       monkeypatch):
+    """``region``: the most messages a step decides again, made small so that the step starts inside
+    a turn (what it does in an agent's run of thousands of messages)."""
+    if region is not None:
+        from ctxlab.strategies.incremental import replan_recent
+        monkeypatch.setattr(replan_recent, "REGION", region)
     messages = list(generate("ecommerce", turns=12, rounds_per_turn=3, result_tokens=200, parallel_calls=parallel,
                              seed=3, shape=shape).messages)
     strategy = get_strategy("recent_events", **params)

@@ -20,8 +20,11 @@ from ..plan import REMOVED, Plan, texts
 from ..view import Budget, View
 from .replan import extend, fact_counts, recall, remember
 
-REGION = 2_048
-"""The most messages a step decides again (a turn longer than that is planned from scratch)."""
+REGION = 512
+"""A step decides again from the start of the turn its forgotten middle now ends in when that start
+is at most this many messages back; else (a long turn: an agent's run) from the tool round there."""
+LIMIT = 4_096
+"""The most messages a step decides again (more: the strategy plans from scratch)."""
 _REMOVED = frozenset(REMOVED)
 
 
@@ -50,21 +53,33 @@ def recent_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
     if cut0 < len(pre) or x0 >= n0 or log.turn_of[x0] < 0:
         return None
     s0 = log.starts[log.turn_of[x0]]
-    fs = view.first_system()
-    if n - s0 > REGION or (fs is not None and fs >= s0):
-        return None
     groups, group_of, messages = log.groups, log.group_of, log.messages
-    for i in range(s0, n):
-        if groups[group_of[i]][0] < s0:
+    lead = None
+    if n - s0 <= REGION:
+        r0 = s0
+    else:  # a long turn (an agent's run): from the tool round the tail now leaves, knowing how its turn starts
+        r0 = groups[group_of[x0]][0]
+        if n - r0 > LIMIT or _kept_always(messages[s0]):
+            return None
+        was, now = (_start_action(strategy, log, m, s0, pe, len(pre)) for m in (n0, n))
+        if was is None or was != now:
+            return None
+        lead = (s0, now)
+    fs = view.first_system()
+    if fs is not None and fs >= r0:
+        return None
+    for i in range(r0, n):
+        if groups[group_of[i]][0] < r0:
             return None  # a tool round reaching back before the region
-    for i in log.starts[bisect_left(log.starts, s0):bisect_left(log.starts, n)]:
-        if messages[i].extra.get("ctxlab_compaction") or messages[i].extra.get("ctxlab_task"):
+    for i in log.starts[bisect_left(log.starts, r0):bisect_left(log.starts, n)]:
+        if _kept_always(messages[i]):
             return None
     made = texts(view)
-    old, old_drops = _region(strategy, log, made, n0, s0, pe, len(pre))
-    if old[0] != list(plan.actions[s0:n0]) or old[1] != list(plan.reasons[s0:n0]):
+    old, old_drops = _region(strategy, log, made, n0, r0, pe, len(pre), lead)
+    if old[0] != list(plan.actions[r0:n0]) or old[1] != list(plan.reasons[r0:n0]):
         return None
-    (acts, whys), drops = _region(strategy, log, made, n, s0, pe, len(pre))
+    (acts, whys), drops = _region(strategy, log, made, n, r0, pe, len(pre), lead)
+    s0 = r0
     within = T("one of the newest {tail:,} messages", tail=tail)
     edits: dict[int, tuple[str, str]] = {}
     for k in range(n - s0):
@@ -91,11 +106,31 @@ def recent_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
     return remember(view, strategy, budget, out, {**st, "forgotten": forgotten, "counts": counts})
 
 
-def _region(strategy: Any, log: Any, made: dict, m: int, s0: int, pe: int, pre_n: int) -> tuple[tuple[list, list], int]:
+def _kept_always(m: Any) -> bool:
+    """A compaction summary or the task of a run (``View.compactions``): settle keeps it."""
+    return bool(m.extra.get("ctxlab_compaction") or m.extra.get("ctxlab_task"))
+
+
+def _start_action(strategy: Any, log: Any, m: int, s0: int, pe: int, pre_n: int) -> str | None:
+    """The final action of user message ``s0`` in ``recent_events``' plan of the first ``m`` messages,
+    when its turn is the newest or it is forgotten (then ``answer_lone_users`` leaves its turn alone);
+    else None. A user message is a group of its own, so only its place and settle's first rule decide it."""
+    head = min(strategy.keep_first, strategy.max_events)
+    body_n = pre_n + m - pe
+    p = pre_n + s0 - pe
+    newest = log.newest_user(m) == s0
+    if p < min(head, body_n) or p >= max(head, body_n - (strategy.max_events - head)):
+        return "keep" if newest else None
+    return "keep" if newest else "drop"
+
+
+def _region(strategy: Any, log: Any, made: dict, m: int, s0: int, pe: int, pre_n: int,
+            lead: tuple[int, str] | None = None) -> tuple[tuple[list, list], int]:
     """The final actions and reasons of messages ``s0..m`` in ``recent_events``' plan of the first
-    ``m`` messages of ``log`` (``s0`` a turn start no tool round reaches back before), and how many
-    it forgets before ``settle``: ``RecentEvents.apply``, ``answer_lone_users`` and ``settle`` on
-    those messages alone."""
+    ``m`` messages of ``log`` (no tool round reaching back before ``s0``), and how many it forgets
+    before ``settle``: ``RecentEvents.apply``, ``answer_lone_users`` and ``settle`` on those messages
+    alone. ``s0`` starts a turn, or ``lead`` gives the start of the turn it is in and that user
+    message's final action (its turn is the newest, or it is forgotten: ``_start_action``)."""
     head = min(strategy.keep_first, strategy.max_events)
     tail = strategy.max_events - head
     body_n = pre_n + m - pe
@@ -123,7 +158,7 @@ def _region(strategy: Any, log: Any, made: dict, m: int, s0: int, pe: int, pre_n
             if acts[i - s0] in _REMOVED:
                 acts[i - s0], whys[i - s0] = "keep", why
     drops = acts.count("drop")
-    u = turns[-1] if turns else None  # settle, rule 1: the newest user message (the region holds it)
+    u = turns[-1] if turns else None  # settle, rule 1: the newest user message (when the region holds it)
     if u is not None and acts[u - s0] in _REMOVED:
         acts[u - s0], whys[u - s0] = "keep", T("always kept: the newest user message")
     seen: set[int] = set()
@@ -146,6 +181,11 @@ def _region(strategy: Any, log: Any, made: dict, m: int, s0: int, pe: int, pre_n
         for i in members:
             if acts[i - s0] not in _REMOVED:
                 acts[i - s0], whys[i - s0] = gone, why
+    if lead is not None and lead[1] in _REMOVED:  # rule 3 on the turn the region starts inside
+        why = T("its turn's user message ({start}) is removed", start=lead[0])
+        for i in range(s0, turns[0] if turns else m):
+            if acts[i - s0] not in _REMOVED:
+                acts[i - s0], whys[i - s0] = lead[1], why
     for start, end in zip(turns, ends):  # rule 3: a turn whose user message is removed goes whole
         gone = acts[start - s0]
         rest = acts[start + 1 - s0:end - s0]
