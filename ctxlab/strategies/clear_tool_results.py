@@ -14,6 +14,8 @@ from .base import Strategy, budget_trigger, works_on_param, param, register
 from .plan import Plan, make_plan, minimum_warning
 from .view import MEMO_EXTENDERS, Budget, View
 from .keep_rules import set_at
+from .incremental.replan import remember
+from .incremental.replan_clear import clear_state, clear_step
 
 
 def _tool_names(view: View) -> dict[int, str]:
@@ -62,22 +64,25 @@ def _extend_clearing_layout(old: View, new: View, layout: tuple) -> tuple:
     """The clearing table of a grown view: the old entries stand (a result answers the call it
     answered), the new results are added."""
     results, names, info = layout
+    log = new._log  # read on the log: the grown view's tuples of every message are not built for this
+    added = [i for i in range(len(old), len(new)) if log.roles[i] == "tool"]
+    if not added:
+        return layout
     framing = new.counter.message(Message("tool", ""))
-    added = [i for i in range(len(old), len(new)) if new.roles[i] == "tool"]
-    seg, messages = new.seg, new.messages
+    messages = log.messages
     new_names = []
     for i in added:
-        r = seg.round_of[i]
-        calls = {c.id: c.name for c in messages[seg.rounds[r][0]].tool_calls} if r >= 0 else {}
+        r = log.round_of[i]
+        calls = {c.id: c.name for c in messages[log.rounds[r][0]].tool_calls} if r >= 0 else {}
         new_names.append(calls.get(messages[i].tool_call_id) or messages[i].name or "unknown tool")
-    new_info = [_clearing_info(new, framing, name, new.tokens[i]) for i, name in zip(added, new_names)]
+    new_info = [_clearing_info(new, framing, name, log.tokens[i]) for i, name in zip(added, new_names)]
     return results + tuple(added), names + tuple(new_names), info + tuple(new_info)
 
 
 MEMO_EXTENDERS["clear_tool_results"] = _extend_clearing_layout
 MEMO_EXTENDERS["clear_tool_results.cleared"] = lambda old, new, cleared: cleared  # by index: still right
 MEMO_EXTENDERS["clear_tool_results.picked"] = lambda old, new, picked: (  # the same cut while no result is added
-    picked if "tool" not in new.roles[len(old):] else None)
+    picked if "tool" not in new._log.roles[len(old):len(new)] else None)
 MEMO_EXTENDERS["clear_tool_results.placeholders"] = lambda old, new, known: known  # keyed by the picked mapping
 MEMO_EXTENDERS["replacement_fact_masks"] = lambda old, new, masks: masks  # by text and facts: still right
 MEMO_EXTENDERS["replacement_fact_masks.by_object"] = lambda old, new, masks: masks  # same objects, same facts
@@ -121,8 +126,14 @@ class ClearToolResults(Strategy):
         return {"trigger_tokens": budget_trigger(budget)}
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Clear old tool results (and their calls' arguments) when the trigger is passed."""
-        return self._apply(view, budget)
+        """Clear old tool results (and their calls' arguments) when the trigger is passed (after
+        ``view.append``, from the parent's plan when only the newest results moved)."""
+        plan = clear_step(self, view, budget, lambda: (_clearing_layout(view),
+                                                       view.memo.setdefault("clear_tool_results.cleared", {})))
+        if plan is not None:
+            return plan
+        plan = self._apply(view, budget)
+        return remember(view, self, budget, plan, clear_state(self, view, plan))
 
     def quick_idle(self, view: View, budget: Budget) -> bool:
         """Its messages are not over the trigger."""

@@ -10,15 +10,21 @@ exports). The system prompt is never counted or removed (OpenHands keeps it outs
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import is_, not_
 from typing import Any, ClassVar
 
 from ..i18n import N_, T
 from ..conversation import Message
 from .base import Strategy, budget_window, works_on_param, param, register
-from .plan import Plan, make_plan, texts
+from .plan import Plan, make_plan, positions, texts
+from .incremental.replan import remember
+from .incremental.replan_clear import masking_state, masking_step
+from .incremental.replan_recent import recent_state, recent_step
 from .view import MEMO_EXTENDERS, Budget, View, message_text
-from .keep_rules import answer_lone_users
+from .keep_rules import answer_lone_users, set_at
 from .windows import preamble_systems
 from .summarizers import structured  # noqa: F401  (registers the structured and llm_structured summarizers)
 
@@ -32,7 +38,23 @@ def _body(view: View) -> list[int]:
     return [i for i in range(len(view)) if i not in skip]
 
 
-MEMO_EXTENDERS["observation_masking"] = lambda old, new, masked: dict(masked)  # by index: the same results
+MEMO_EXTENDERS["observation_masking"] = lambda old, new, masked: {  # by index: the same results; a copy, since
+    placeholder: dict(copies) for placeholder, copies in masked.items()}  # a sibling's new indexes are other messages
+
+
+def masked_reasons(view: View, count: int, window: int, upto: int) -> list[str]:
+    """The reasons of the oldest ``upto`` of ``count`` observations masked with a ``window``: one
+    text per position, kept in the view's texts (a re-plan of the same count makes none again)."""
+    lists = texts(view).setdefault(("masked",), {})
+    known = lists.get((count, window))
+    if known is None:
+        if len(lists) >= 4:  # a list per count of results: keep the newest few
+            lists.clear()
+        known = lists[count, window] = []
+    for k in range(len(known), upto):
+        known.append(T("masked: observation {count:,} of {n_results:,}, older than the newest {window:,}",
+                       count=k + 1, n_results=count, window=window))
+    return known
 
 
 @register
@@ -57,49 +79,59 @@ class ObservationMasking(Strategy):
 
     def _masked(self, view: View, i: int) -> tuple[Message, int]:
         """The masked copy of result ``i`` and its tokens (made once per view and placeholder)."""
-        memo = view.memo.setdefault("observation_masking", {})
-        key = (i, self.placeholder)
-        if key not in memo:
-            m = view.messages[i]
-            lines = message_text(m).count("\n") + 1 if message_text(m) else 0
-            new = m.with_content(self.placeholder.replace("{lines}", f"{lines:,}"))
-            memo[key] = (new, view.counter.message(new))
-        return memo[key]
+        return self._masked_all(view, [i])[0]
+
+    def _masked_all(self, view: View, results: Sequence[int]) -> list[tuple[Message, int]]:
+        """The masked copy of each of ``results`` and its tokens (made once per view and placeholder)."""
+        memo = view.memo.setdefault("observation_masking", {}).setdefault(self.placeholder, {})
+        found = list(map(memo.get, results))
+        if None in found:
+            given = view._log.messages if view._log is not None else view.messages
+            for k in compress(range(len(found)), map(is_, found, repeat(None))):
+                i = results[k]
+                m = given[i]
+                lines = message_text(m).count("\n") + 1 if message_text(m) else 0
+                new = m.with_content(self.placeholder.replace("{lines}", f"{lines:,}"))
+                found[k] = memo[i] = (new, view.counter.message(new))
+        return found
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Mask all observations but the newest ``window`` (rounded to ``polling`` steps)."""
-        n = len(view)
-        results = [i for i, r in enumerate(view.roles) if r == "tool"]
-        over = max(len(results) - self.window, 0)
+        """Mask all observations but the newest ``window`` (rounded to ``polling`` steps); after
+        ``view.append``, from the parent's plan. The thousands of older results of a long history
+        are decided in C-speed passes over their lists, not one Python step each."""
+        plan = masking_step(self, view, budget)
+        if plan is not None:
+            return plan
+        n, tokens = len(view), view.tokens
+        results = positions(view.roles, ("tool",))
+        count = len(results)
+        over = max(count - self.window, 0)
         masked_n = over - over % self.polling
         actions, reasons = ["keep"] * n, [T("sent as is: not an observation")] * n
-        for k, i in enumerate(results):
-            reasons[i] = (T("one of the newest {count:,} observations (window {window:,})", count=len(results) - masked_n, window=self.window)
-                          if k >= masked_n else "")
-        replacements: dict[int, Message] = {}
-        counted: dict[int, int] = {}
-        saved = 0
-        made = texts(view)  # one masked-reason text per position, kept for the next plan
-        for k, i in enumerate(results[:masked_n]):
-            if i in view.pins:
-                reasons[i] = T("pinned: never masked")
-                continue
-            new, tokens = self._masked(view, i)
-            if tokens >= view.tokens[i]:
-                reasons[i] = T("sent as is: the placeholder would not be shorter")
-                continue
-            replacements[i], counted[i] = new, tokens
-            actions[i] = "clear"
-            why = made.get(("masked", k, len(results), self.window))
-            if why is None:
-                why = made["masked", k, len(results), self.window] = T(
-                    "masked: observation {count:,} of {n_results:,}, older than the newest {window:,}",
-                    count=k + 1, n_results=len(results), window=self.window)
-            reasons[i] = why
-            saved += view.tokens[i] - tokens
-        stats = {"observations": len(results), "masked": len(replacements), "tokens_masked": saved}
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
-                         replacement_tokens=counted, stats=stats, idle=lambda: self._idle(len(results), masked_n))
+        set_at(reasons, results[masked_n:], repeat(T("one of the newest {count:,} observations (window {window:,})",
+                                                     count=count - masked_n, window=self.window), count - masked_n))
+        older = results[:masked_n]
+        copies = self._masked_all(view, older)
+        counts = [t for _, t in copies]
+        shorter = list(map(int.__lt__, counts, map(tokens.__getitem__, older)))
+        if view.pins:
+            pinned = [i in view.pins for i in older]
+            set_at(reasons, compress(older, pinned), repeat(T("pinned: never masked")))
+            shorter = [s and not p for s, p in zip(shorter, pinned)]
+            longer = [not s and not p for s, p in zip(shorter, pinned)]
+        else:
+            longer = list(map(not_, shorter))
+        set_at(reasons, compress(older, longer), repeat(T("sent as is: the placeholder would not be shorter")))
+        masked = list(compress(older, shorter))
+        set_at(actions, masked, repeat("clear", len(masked)))
+        set_at(reasons, masked, compress(masked_reasons(view, count, self.window, masked_n), shorter))
+        replacements = dict(zip(masked, (m for m, _ in compress(copies, shorter))))
+        counted = dict(zip(masked, compress(counts, shorter)))
+        saved = sum(map(tokens.__getitem__, masked)) - sum(counted.values())
+        stats = {"observations": count, "masked": len(replacements), "tokens_masked": saved}
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons, replacements=replacements,
+                         replacement_tokens=counted, stats=stats, idle=lambda: self._idle(count, masked_n))
+        return remember(view, self, budget, plan, masking_state(view, plan, results, masked_n))
 
     def _idle(self, results: int, masked_n: int) -> str:
         """Why nothing was masked."""
@@ -136,25 +168,46 @@ class RecentEvents(Strategy):
         return {"max_events": max(budget_window(budget), 2)}
 
     def apply(self, view: View, budget: Budget) -> Plan:
-        """Keep the head and the newest tail; drop the middle (made provider-valid by ``settle``)."""
-        body = _body(view)
+        """Keep the head and the newest tail; drop the middle (made provider-valid by ``settle``).
+        The body is the preamble's non-system messages, then every message from the first user
+        message on, so its three parts are set by slices (a plan of 10,000 messages makes no
+        Python step per message). After ``view.append``, the parent's plan is kept up to the turn
+        where the forgotten middle now ends."""
+        plan = recent_step(self, view, budget)
+        if plan is not None:
+            return plan
+        n, pe = len(view), view.preamble[1]
+        pre = [i for i in range(pe) if view.role_of(i) != "system"]
+        body_n = len(pre) + n - pe
         head = min(self.keep_first, self.max_events)
         tail = self.max_events - head
-        n = len(view)
+        cut = max(head, body_n - tail)  # body positions [head, cut) are forgotten
         actions, reasons = ["keep"] * n, [T("always kept: the system prompt")] * n
-        for k, i in enumerate(body):
-            if k < head:
-                reasons[i] = T("one of the first {head:,} messages (keep_first)", head=head)
-            elif k >= len(body) - tail:
-                reasons[i] = T("one of the newest {tail:,} messages", tail=tail)
-            else:
-                actions[i], reasons[i] = "drop", (T("forgotten: after the first {head:,} and before the newest "
-                                                  "{tail:,} messages (max_events {max_events:,})", head=head, tail=tail, max_events=self.max_events))
+        _set_body(reasons, pre, pe, 0, min(head, body_n), T("one of the first {head:,} messages (keep_first)", head=head))
+        if cut < body_n:
+            _set_body(reasons, pre, pe, cut, body_n, T("one of the newest {tail:,} messages", tail=tail))
+        if head < cut:
+            _set_body(actions, pre, pe, head, cut, "drop")
+            _set_body(reasons, pre, pe, head, cut, T("forgotten: after the first {head:,} and before the newest "
+                                                     "{tail:,} messages (max_events {max_events:,})", head=head,
+                                                     tail=tail, max_events=self.max_events))
         answer_lone_users(view, actions, reasons)  # a kept task of an older turn keeps its reply
         dropped = actions.count("drop")
-        return make_plan(view, budget, self.name, self.params(), actions, reasons, stats={"forgotten": dropped},
+        plan = make_plan(view, budget, self.name, self.params(), actions, reasons, stats={"forgotten": dropped},
                          idle=lambda: (T("recent_events keeps up to {max_events:,} messages (max_events) and the "
-                                       "conversation has {n_body:,} besides the system prompt", max_events=self.max_events, n_body=len(body))))
+                                       "conversation has {n_body:,} besides the system prompt", max_events=self.max_events, n_body=body_n)))
+        return remember(view, self, budget, plan, recent_state(view, plan, pre, dropped))
+
+
+def _set_body(items: list, pre: list[int], pe: int, k0: int, k1: int, value: Any) -> None:
+    """``items[i] = value`` for the body positions ``k0..k1`` (the body: ``pre``, then every index
+    from ``pe`` on), by one slice for the part past the preamble."""
+    np_ = len(pre)
+    for i in pre[k0:min(k1, np_)]:
+        items[i] = value
+    a = max(k0, np_)
+    if a < k1:
+        items[pe + a - np_:pe + k1 - np_] = [value] * (k1 - a)
 
 
 @register

@@ -47,8 +47,21 @@ def turn_reply(view: View, start: int, end: int) -> tuple[int, ...]:
 
 def answer_lone_users(view: View, actions: list[str], reasons: list[str]) -> None:
     """Give a kept user message of an older turn with nothing kept after it a reply, so that it
-    survives (two user turns in a row are invalid, and ``settle`` would remove it)."""
-    for start, end in view.seg.turns[:-1]:
+    survives (two user turns in a row are invalid, and ``settle`` would remove it). When fewer
+    messages are kept than there are turns (a long history mostly forgotten), only the turns of
+    kept messages are looked at; a reply is never a user message, so which turns start kept does
+    not change on the way."""
+    turns = view.seg.turns
+    if len(turns) < 2:
+        return
+    candidates: Iterable[tuple[int, int]] = turns[:-1]
+    if actions.count("keep") < len(turns):  # cheap bound first, as settle's
+        kept, _ = _kept_indexes(actions)
+        if len(kept) < len(turns):
+            turn_of, last = view.seg.turn_of, len(turns) - 1
+            candidates = [turns[t] for i, t in zip(kept, map(turn_of.__getitem__, kept))
+                          if 0 <= t < last and turns[t][0] == i]
+    for start, end in candidates:
         if actions[start] in REMOVED:
             continue
         rest = actions[start + 1:end]

@@ -14,8 +14,8 @@ Known LangChain problem (langchain-ai/langchain issue 33245, open): with ``strat
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from ..i18n import N_, T
@@ -26,7 +26,7 @@ from ..findings import Finding
 from ..validate import validate
 from .base import Strategy, StrategyError, works_on_param, param, register
 from .plan import Plan, make_plan
-from .view import Budget, View
+from .view import MEMO_EXTENDERS, Budget, View
 
 if TYPE_CHECKING:  # langchain-core is imported when the baseline runs, not when strategies are listed
     from langchain_core.messages import BaseMessage
@@ -46,7 +46,6 @@ def __getattr__(name: str) -> Any:
 
 MESSAGE_TYPES = ("human", "ai", "tool", "system")
 _ROLE_OF = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
-_CONVERTED: "weakref.WeakKeyDictionary[View, tuple[list[BaseMessage], dict[int, int]]]" = weakref.WeakKeyDictionary()
 
 
 def _part(block: object) -> Part:
@@ -101,36 +100,69 @@ def tiktoken_counter(counter: TokenCounter) -> Callable[[list[BaseMessage]], int
 
 
 def langchain_messages(view: View) -> tuple[list[BaseMessage], dict[int, int]]:
-    """The view's messages as langchain-core messages (converted once per view) and the input index
-    of each, keyed by ``id()`` of the LangChain object."""
-    cached = _CONVERTED.get(view)
+    """The view's messages as langchain-core messages and the input index of each, keyed by ``id()``
+    of the LangChain object. Converted once: a view grown by ``append`` is handed what its parent
+    converted (a view memo, so a live agent that lets go of the parent does not convert the whole
+    history again) and converts only the messages past it. The list is shared along a line of
+    views (each reads its first entries); a view grown from a parent that another view already
+    extended the list from copies the part it shares. The index is shared too and may hold other
+    views' entries: read it through ``_index_of``."""
+    cached = view.memo.get("langchain_trim")
+    n = len(view)
     if cached is None:
+        lcs, index, done = [], {}, 0
+    else:
+        lcs, index, done = cached
+    if done < n:
+        if len(lcs) != done:
+            lcs = lcs[:done]
         notes: list[str] = []
-        parent = view.parent()
-        grown = _CONVERTED.get(parent) if parent is not None else None
-        if grown is not None:  # an appended view: convert only the new messages (a live agent's re-plan)
-            start = len(grown[0])
-            new = [to_langchain(m, start + k, notes) for k, m in enumerate(view.messages[start:])]
-            index = dict(grown[1])
-            index.update((id(m), start + k) for k, m in enumerate(new))
-            cached = (grown[0] + new, index)
-        else:
-            lcs = [to_langchain(m, i, notes) for i, m in enumerate(view.messages)]
-            cached = (lcs, {id(m): i for i, m in enumerate(lcs)})
-        _CONVERTED[view] = cached
-    return cached
+        given = view._log.messages if view._log is not None else view.messages
+        added = [to_langchain(m, done + k, notes) for k, m in enumerate(given[done:n])]
+        index.update((id(m), done + k) for k, m in enumerate(added))
+        lcs.extend(added)
+        view.memo["langchain_trim"] = (lcs, index, n)
+    return (lcs if len(lcs) == n else lcs[:n]), index
 
 
-def _view_counter(view: View, index: dict[int, int]) -> Callable[[list[BaseMessage]], int]:
-    """A list counter: the view's counts for its own messages, a fresh count for partial copies."""
+MEMO_EXTENDERS["langchain_trim"] = lambda old, new, converted: converted  # the new messages: at first use
+
+
+def _index_of(lcs: Sequence[BaseMessage], index: dict[int, int], m: BaseMessage) -> int | None:
+    """The input index of ``m`` when it is one of ``lcs`` (not a partial copy), else None."""
+    i = index.get(id(m))
+    return i if i is not None and i < len(lcs) and lcs[i] is m else None
+
+
+def _view_counter(view: View, lcs: list[BaseMessage], index: dict[int, int]) -> Callable[[list[BaseMessage]], int]:
+    """A list counter: the view's counts for its own messages, a fresh count for partial copies.
+    trim_messages counts the whole list, then ever shorter runs of it, newest first: a list that is a
+    run of the view's messages (in order or reversed) is counted from running totals, after one
+    C-speed comparison with that run."""
     tokens = view.tokens
+    log = view.__dict__.get("_log")
+    if log is not None:
+        cum = log.cum
+    else:
+        cum = view.memo.get("langchain_trim.cum")
+        if cum is None:
+            cum = view.memo["langchain_trim.cum"] = list(accumulate(tokens))
 
     def count(messages: list[BaseMessage]) -> int:
-        try:
-            return sum(map(tokens.__getitem__, map(index.__getitem__, map(id, messages))))
-        except KeyError:  # a partial copy made by allow_partial
-            return sum(tokens[index[id(m)]] if id(m) in index else view.counter.message(message_from_langchain(m))
-                       for m in messages)
+        if len(messages) > 16:
+            a, b = _index_of(lcs, index, messages[0]), _index_of(lcs, index, messages[-1])
+            if a is not None and b is not None and abs(a - b) == len(messages) - 1:
+                lo, hi = min(a, b), max(a, b)
+                run = lcs[lo:hi + 1]
+                if a > b:
+                    run.reverse()
+                if run == messages:  # the same objects (list equality tries identity first)
+                    return cum[hi] - (cum[lo - 1] if lo else 0)
+        total = 0
+        for m in messages:
+            i = _index_of(lcs, index, m)
+            total += tokens[i] if i is not None else view.counter.message(message_from_langchain(m))
+        return total
     return count
 
 
@@ -138,7 +170,7 @@ def _origins(out: Sequence[BaseMessage], index: dict[int, int], lcs: Sequence[Ba
              strategy: str) -> list[int]:
     """Input index of each output message. A partial message (``allow_partial``) is a copy:
     ``trim_messages`` cuts the message next to its window, which gives its index."""
-    found = [index.get(id(m)) for m in out]
+    found = [_index_of(lcs, index, m) for m in out]
     for k, o in enumerate(found):
         if o is not None:
             continue
@@ -221,10 +253,10 @@ class LangChainTrim(Strategy):
         """Run trim_messages; keep what it returns, drop the rest, report validator errors."""
         lcs, index = langchain_messages(view)
         limit = max(self.max_tokens or budget.available, 0)
-        out = self._trim(lcs, limit, _view_counter(view, index))
+        out = self._trim(lcs, limit, _view_counter(view, lcs, index))
         origins = _origins(out, index, lcs, self.strategy)
         replacements = {o: _partial(view.messages[o], m, self.strategy)
-                        for o, m in zip(origins, out) if id(m) not in index}
+                        for o, m in zip(origins, out) if _index_of(lcs, index, m) is None}
         actions, reasons = self._decide(view, origins, replacements, limit)
         result = [replacements.get(o, view.messages[o]) for o in origins]
         errors = _errors(result)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from functools import reduce
 from operator import attrgetter, or_
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -325,10 +325,14 @@ def _finish(view: View, budget: Budget, strategy: str, params: Mapping[str, Any]
             out_tokens: Sequence[int], sums: Mapping[str, int], mask: int, warnings: Sequence[str],
             stats: Mapping[str, Any] | None, state: Mapping[str, Any] | None,
             idle: "str | Callable[[], str] | None",
-            edited_from: tuple[tuple[str, ...], tuple[int, ...]] | None = None) -> Plan:
-    """The Plan, from the output's tokens, its tokens per category and the facts it holds."""
+            edited_from: tuple[tuple[str, ...], tuple[int, ...]] | None = None, removed: bool | None = None) -> Plan:
+    """The Plan, from the output's tokens, its tokens per category and the facts it holds.
+    ``removed``: whether any input message is removed, when the caller knows (else the actions are
+    scanned: two passes over every action when nothing is removed)."""
+    if removed is None:
+        removed = "drop" in actions or "summarize" in actions
     merged = (merge_lone_users(view, messages, origin, out_tokens, sums, reasons)
-              if "drop" in actions or "summarize" in actions else None)  # only a removal leaves users alone
+              if removed else None)  # only a removal leaves users alone
     notes: tuple[str, ...] = ()
     if merged is not None:
         messages, origin, out_tokens, sums, reasons, note, extra = merged
@@ -511,17 +515,22 @@ def _sums_and_facts(view: View, kept: list[int], removed: list[int] | None, acti
     vt, vc, vf = view.tokens, view.categories, view.fact_masks
     if removed is not None and len(removed) + len(replaced) <= len(kept):
         sums = dict(view.category_sums)
-        for i in (*removed, *replaced):
-            sums[vc[i]] -= vt[i]
+        gone = [*removed, *replaced]
+        _add_by_category(sums, list(map(vc.__getitem__, gone)), map(vt.__getitem__, gone), -1)
         if 8 * (len(removed) + len(replaced)) < len(kept):  # few gone: take their facts out of the counts
             counts = list(view.fact_counts)
-            for i in (*removed, *replaced):
+            for i in gone:
                 if vf[i]:
                     _uncount(counts, vf[i])
             return sums, sum(1 << k for k, c in enumerate(counts) if c > 0)
-        masks = list(map(vf.__getitem__, kept))  # many: an OR of the kept masks at C speed beats a Python
-        for i in replaced:  # step per fact of each message gone
-            masks[bisect_left(kept, i)] = 0
+        # many: an OR of the kept masks at C speed beats a Python step per fact of each message gone
+        if len(kept) == len(vf):  # every message kept: a kept message's position is its index
+            masks = list(vf)
+            deque(map(masks.__setitem__, replaced, repeat(0)), maxlen=0)
+        else:
+            masks = list(map(vf.__getitem__, kept))
+            for i in replaced:
+                masks[bisect_left(kept, i)] = 0
         return sums, reduce(or_, masks, 0)
     sums, mask = {}, 0
     for i in kept:
@@ -533,10 +542,25 @@ def _sums_and_facts(view: View, kept: list[int], removed: list[int] | None, acti
     return sums, mask
 
 
+def _add_by_category(sums: dict[str, int], cats: list[str], values: Iterable[int], sign: int) -> None:
+    """Add ``sign`` times each of ``values`` to the sum of its category in ``cats``; one C-speed sum
+    when they share one category (the tool results a clearing strategy replaces)."""
+    if not cats:
+        return
+    if cats.count(cats[0]) == len(cats):
+        sums[cats[0]] = sums.get(cats[0], 0) + sign * sum(values)
+        return
+    for c, v in zip(cats, values):
+        sums[c] = sums.get(c, 0) + sign * v
+
+
 def _put_replaced(view: View, replaced: Mapping[int, Message], known: Mapping[int, int], origin: list[int],
-                  whole: bool, messages: list[Message], out_tokens: list[int], sums: dict[str, int]) -> int:
+                  whole: bool, messages: list[Message], out_tokens: list[int], sums: dict[str, int],
+                  covered: int = 0) -> int:
     """Put replaced (cleared, truncated) messages in the output, add their tokens to ``sums``, and
-    return the facts they still hold; at C speed for the thousands a clearing strategy replaces."""
+    return the facts they still hold, but for those in ``covered`` (facts the output holds anyway:
+    a replacement holds only facts of its original, so one whose original holds none else is not
+    searched); at C speed for the thousands a clearing strategy replaces."""
     vc, vf = view.categories, view.fact_masks
     keys = list(replaced)
     ks = keys if whole else [bisect_left(origin, i) for i in keys]
@@ -545,16 +569,18 @@ def _put_replaced(view: View, replaced: Mapping[int, Message], known: Mapping[in
         ns = [n or view.counter.message(replaced[i]) for i, n in zip(keys, ns)]
     deque(map(messages.__setitem__, ks, replaced.values()), maxlen=0)
     deque(map(out_tokens.__setitem__, ks, ns), maxlen=0)
-    for i, n in zip(keys, ns):
-        sums[vc[i]] = sums.get(vc[i], 0) + n
+    _add_by_category(sums, list(map(vc.__getitem__, keys)), ns, 1)
     mask = 0
+    need = reduce(or_, map(vf.__getitem__, keys), 0) & ~covered
+    if not need:
+        return mask
     seen = view.memo.setdefault("replacement_fact_masks", {})  # placeholders repeat: search each text once
     # strategies hand the same replacement objects to every plan of a view: found by identity first (the
     # entry holds the object, so its id is not reused; bounded, since fresh copies would pile up)
     mine = view.memo.setdefault("replacement_fact_masks.by_object", {})
     if len(mine) > 2 * len(view):
         mine.clear()
-    for i in compress(keys, map(vf.__getitem__, keys)):
+    for i in compress(keys, map(need.__and__, map(vf.__getitem__, keys))):
         m = replaced[i]
         hit = mine.get(id(m))
         if hit is None or hit[0] is not m or hit[1] != vf[i]:
@@ -589,7 +615,7 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
     out_tokens = list(vt) if whole else list(map(vt.__getitem__, origin))
     sums, mask = _sums_and_facts(view, origin, removed, actions, replaced)
     if replaced:
-        mask |= _put_replaced(view, replaced, known, origin, whole, messages, out_tokens, sums)
+        mask |= _put_replaced(view, replaced, known, origin, whole, messages, out_tokens, sums, mask)
     if insertions:
         ordered = sorted(insertions, key=lambda x: x.position)
         at = [bisect_left(origin, ins.position) for ins in ordered]
@@ -602,7 +628,7 @@ def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, An
             sums[SUMMARY] = sums.get(SUMMARY, 0) + n
             mask |= fact_mask(ins.message, facts)
     return _finish(view, budget, strategy, params, actions, reasons, messages, origin, out_tokens, sums, mask,
-                   warnings, stats, state, idle)
+                   warnings, stats, state, idle, removed=removed is None or bool(removed))
 
 
 def minimum_warning(view: View, budget: Budget, what: str, needed: int) -> str | None:

@@ -62,6 +62,53 @@ def test_the_wrapper_keeps_exactly_what_trim_messages_keeps(name: str, params: d
     assert [a == "keep" for a in plan.actions] == [i in kept for i in range(len(view))]
 
 
+@pytest.mark.parametrize("params", CONFIGS)
+@pytest.mark.parametrize("max_tokens", [3_000, 20_000])
+def test_a_grown_long_conversation_keeps_exactly_what_trim_messages_keeps(params: dict, max_tokens: int,
+                                                                          monkeypatch) -> None:
+    """Long enough that trim_messages' counts of runs of the conversation are taken from running
+    totals; grown by ``append`` with the parent let go of, as a live agent does, converting only
+    the new messages to LangChain."""
+    import gc
+    from ctxlab.generate import generate
+    from ctxlab.strategies import langchain_trim
+    messages = list(generate("ecommerce", turns=20, rounds_per_turn=3, result_tokens=300, parallel_calls=2,
+                             seed=5).messages)
+    strategy = get_strategy("langchain_trim", max_tokens=max_tokens, **params)
+    view = make_view(messages[:120], "gpt-4o")
+    strategy.apply(view, Budget(200_000))
+    converted = []
+    real = langchain_trim.to_langchain
+    monkeypatch.setattr(langchain_trim, "to_langchain", lambda m, i, notes: converted.append(i) or real(m, i, notes))
+    for k in range(120, len(messages)):
+        view = view.append(messages[k])
+        if k % 25 == 0:
+            gc.collect()  # the parent is gone: only its grown view holds what it converted
+        plan = strategy.apply(view, Budget(200_000))
+        if k % 15 == 0 or k == len(messages) - 1:
+            whole = make_view(messages[:k + 1], "gpt-4o")
+            assert list(plan.origin) == _direct(whole, max_tokens, **_lc_kwargs(params)), k
+    assert converted == list(range(120, len(messages)))
+
+
+def test_views_grown_apart_from_one_parent_each_trim_their_own_messages() -> None:
+    """Two views appended to the same parent (the second after the first was planned) and the
+    parent itself each keep what trim_messages keeps of their own conversation."""
+    from ctxlab.generate import generate
+    messages = list(generate("ecommerce", turns=12, rounds_per_turn=3, result_tokens=300, seed=6).messages)
+    other = list(generate("ecommerce", turns=4, rounds_per_turn=2, result_tokens=300, seed=9).messages)[1:]
+    strategy = get_strategy("langchain_trim", max_tokens=2_500)
+    parent = make_view(messages[:60], "gpt-4o")
+    strategy.apply(parent, Budget(200_000))
+    first = parent.append(*messages[60:80])
+    second = parent.append(*other[:15])
+    for view, conv in ((first, messages[:80]), (second, messages[:60] + other[:15]), (parent, messages[:60]),
+                       (first.append(*messages[80:90]), messages[:90])):
+        plan = strategy.apply(view, Budget(200_000))
+        assert list(plan.origin) == _direct(make_view(conv, "gpt-4o"), 2_500, **_lc_kwargs({}))
+        assert list(plan.messages) == [conv[o] for o in plan.origin]
+
+
 @pytest.mark.parametrize("name", SAMPLE_FILES)
 def test_every_decision_says_trim_messages_made_it(name: str) -> None:
     plan = get_strategy("langchain_trim").apply(_view(name), Budget(4_000, reserve=0))

@@ -26,14 +26,15 @@ COUNTER = TokenCounter("gpt-4o")
 TAU = Path(__file__).resolve().parents[3] / "shared" / "data" / "tau-bench" / "airline_trajectories_trials01.json"
 FIELDS = ("strategy", "params", "budget", "actions", "reasons", "messages", "origin", "output_tokens", "before",
           "after", "warnings", "stats", "state", "retention", "facts_kept", "facts_lost", "idle", "notes")
-STEPPED = ("none", "sliding_window", "turn_safe", "key_messages")
+STEPPED = ("none", "sliding_window", "turn_safe", "key_messages", "clear_tool_results", "observation_masking",
+           "recent_events")
 """The strategies that extend the parent's plan (the others plan from scratch: checked all the same)."""
 
 
 @pytest.fixture
 def extended(monkeypatch):
     """Counts the plans made by extending the parent's (so a test knows the step was taken)."""
-    from ctxlab.strategies.incremental import replan_keys, replan_windows
+    from ctxlab.strategies.incremental import replan_clear, replan_keys, replan_recent, replan_windows
     made = []
 
     def counting(*args, **kwargs):
@@ -42,6 +43,8 @@ def extended(monkeypatch):
         return out
     monkeypatch.setattr(replan_windows, "extend", counting)
     monkeypatch.setattr(replan_keys, "extend", counting)
+    monkeypatch.setattr(replan_clear, "extend", counting)
+    monkeypatch.setattr(replan_recent, "extend", counting)
     return made
 
 
@@ -127,6 +130,44 @@ def test_key_messages_replans_generated_conversations_as_from_scratch(max_tokens
     assert sum(extended) > 30  # most steps keep the window's start (a user message or a moved start: from scratch)
 
 
+CLEARING = [("clear_tool_results", {"trigger_tokens": 0}), ("clear_tool_results", {"trigger_tokens": 0, "keep": 1}),
+            ("clear_tool_results", {"trigger_tokens": 3_000, "keep": 2, "exclude_tools": ("get_order",)}),
+            ("clear_tool_results", {"trigger_tokens": 0, "clear_at_least": 1_500}),
+            ("observation_masking", {}), ("observation_masking", {"window": 1}),
+            ("observation_masking", {"window": 2, "polling": 3, "placeholder": "[{lines} lines]"})]
+"""Strategies that replace old tool results, with parameters that clear from early on (the defaults
+wait for 100,000 tokens)."""
+
+
+@pytest.mark.parametrize("name, params", CLEARING)
+@pytest.mark.parametrize("max_tokens", [2_500, 20_000])
+def test_clearing_strategies_replan_generated_conversations_as_from_scratch(name, params, max_tokens, extended):
+    messages = list(generate("ecommerce", turns=12, rounds_per_turn=3, result_tokens=200, seed=3).messages)
+    assert replan_along(get_strategy(name, **params), messages, 5, [1] * len(messages), Budget(max_tokens)) > 60
+    assert sum(extended) > 30  # most steps cleared what the new results pushed over the cut, from the parent's plan
+
+
+@pytest.mark.parametrize("params, shape, parallel, grown", [
+    ({"max_events": 12}, "chat", 1, True), ({"max_events": 12}, "chat", 2, True), ({"max_events": 12}, "agent_run", 1, True),
+    ({"max_events": 6, "keep_first": 0}, "chat", 2, True), ({"max_events": 30, "keep_first": 3}, "chat", 1, True),
+    ({"max_events": 20, "keep_first": 2}, "agent_run", 2, True),
+    ({"max_events": 20, "keep_first": 2}, "chat", 1, False)])  # its kept task merges with a user message: from scratch
+@pytest.mark.parametrize("region", [None, 8])
+def test_recent_events_replans_generated_conversations_as_from_scratch(params, shape, parallel, grown, region, extended,
+                                                                       monkeypatch):
+    """``region``: the most messages a step decides again, made small so that the step starts inside
+    a turn (what it does in an agent's run of thousands of messages)."""
+    if region is not None:
+        from ctxlab.strategies.incremental import replan_recent
+        monkeypatch.setattr(replan_recent, "REGION", region)
+    messages = list(generate("ecommerce", turns=12, rounds_per_turn=3, result_tokens=200, parallel_calls=parallel,
+                             seed=3, shape=shape).messages)
+    strategy = get_strategy("recent_events", **params)
+    for steps in ([1] * len(messages), [2, 1, 3] * 20):
+        assert replan_along(strategy, messages, 5, steps, Budget(6_000, reserve=0)) > 25
+    assert not grown or sum(extended) > 40  # most steps decided only the turn where the forgotten middle ends
+
+
 def _tau_runs(count: int) -> list[Message]:
     """``count`` tau-bench airline runs one after the other, as one session (one system prompt)."""
     runs = json.loads(TAU.read_text())
@@ -150,6 +191,25 @@ def test_every_strategy_replans_tau_bench_runs_as_from_scratch(max_tokens, exten
         steps = [1] * 40 if name in STEPPED else [1, 1, 2, 1]
         assert replan_along(get_strategy(name), messages, len(messages) - 45, steps, budget) >= 4
     assert sum(extended) > 30, sum(extended)
+
+
+@pytest.mark.skipif(not TAU.is_file(), reason="tau-bench data not found")
+@pytest.mark.parametrize("name, params", CLEARING)
+def test_clearing_strategies_replan_tau_bench_runs_as_from_scratch(name, params, extended):
+    messages = _tau_runs(6)
+    for steps in ([1] * 60, [2, 1, 3] * 10):
+        assert replan_along(get_strategy(name, **params), messages, len(messages) - 70, steps, Budget(8_000)) >= 20
+    assert sum(extended) > 40, sum(extended)
+
+
+@pytest.mark.skipif(not TAU.is_file(), reason="tau-bench data not found")
+@pytest.mark.parametrize("params", [{}, {"max_events": 20, "keep_first": 2}])
+def test_recent_events_replans_tau_bench_runs_as_from_scratch(params, extended):
+    messages = _tau_runs(6)
+    for steps in ([1] * 60, [2, 1, 3] * 10):
+        assert replan_along(get_strategy("recent_events", **params), messages, len(messages) - 70, steps,
+                            Budget(8_000)) >= 20
+    assert sum(extended) > 40, sum(extended)
 
 
 @pytest.mark.skipif(not TAU.is_file(), reason="tau-bench data not found")
