@@ -15,7 +15,8 @@ from ..i18n import N_, T
 from ..errors import CtxlabError
 from ..segments import segment
 from .plan import Plan, build_plan
-from .view import MEMO_REPLACERS, Budget, View, fact_mask
+from .incremental.replan import replacement_mask
+from .view import MEMO_EXTENDERS, MEMO_REPLACERS, Budget, View, fact_mask
 
 
 class StrategyError(CtxlabError):
@@ -233,12 +234,21 @@ def result_view(view: View, plan: Plan) -> View:
     vcats, vmasks, vmessages = view.entries("categories"), view.entries("fact_masks"), view.entries("messages")
     vorigin = view.entries("origin")
     cats = tuple(vcats[o] if o is not None else "summary" for o in plan.origin)
+    # a replaced copy (cleared, cut) holds only facts its original holds: those are searched, once per text
     masks = tuple(vmasks[o] if o is not None and m is vmessages[o] else
-                  fact_mask(m, view.facts) for m, o in zip(plan.messages, plan.origin))
+                  fact_mask(m, view.facts) if o is None else replacement_mask(view, m, vmasks[o])
+                  for m, o in zip(plan.messages, plan.origin))
     pins = frozenset(k for k, o in enumerate(plan.origin) if o is not None and o in view.pins)
     origin = tuple(vorigin[o] if o is not None else None for o in plan.origin)  # the conversation's indexes
     return View(plan.messages, tokens, cats, segment(plan.messages), view.counter, view.facts, masks, pins,
                 origin, {**view.state, **plan.state})
+
+
+_SWAPS = "result_view.swaps"
+"""``View.memo`` key: copy id -> (copy, original, its facts) for the copies a plan swapped in, shared by
+the views grown or swapped from one another (an entry counts only for that very copy and original)."""
+MEMO_EXTENDERS[_SWAPS] = lambda old, new, known: known
+MEMO_REPLACERS[_SWAPS] = lambda old, new, known, replaced: known
 
 
 def _replaced_in_place(view: View, plan: Plan) -> View | None:
@@ -253,12 +263,17 @@ def _replaced_in_place(view: View, plan: Plan) -> View | None:
     # n increasing origins, all below n: the plan keeps every message at its place
     swapped = list(compress(range(n), map(is_not, plan.messages, log.messages)))
     replaced = []
+    seen = view.memo.setdefault(_SWAPS, {})  # a strategy swaps the same copies call after call
+    given, masks, out_tokens, swaps = log.messages, log.fact_masks, plan.output_tokens, plan.messages
     for i in swapped:
-        old, new = log.messages[i], plan.messages[i]
-        if (new.role != old.role or new.tool_call_id != old.tool_call_id
-                or [c.id for c in new.tool_calls] != [c.id for c in old.tool_calls]):
-            return None
-        replaced.append((i, new, plan.output_tokens[i], fact_mask(new, view.facts)))
+        old, new = given[i], swaps[i]
+        hit = seen.get(id(new))
+        if hit is None or hit[0] is not new or hit[1] is not old:
+            if (new.role != old.role or new.tool_call_id != old.tool_call_id
+                    or [c.id for c in new.tool_calls] != [c.id for c in old.tool_calls]):
+                return None
+            hit = seen[id(new)] = (new, old, replacement_mask(view, new, masks[i]))
+        replaced.append((i, new, out_tokens[i], hit[2]))
     out = View._over(log.with_replaced(replaced), n, view.counter, view.facts, view.pins,
                      {**view.state, **plan.state})
     for key, value in view.__dict__.get("memo", {}).items():

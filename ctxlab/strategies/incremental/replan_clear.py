@@ -17,6 +17,7 @@ from ..plan import Plan, minimum_warning
 from ..view import Budget, View
 from .replan import extend, fact_counts, recall, remember, replacement_mask
 
+
 def clear_state(strategy: Any, view: View, plan: Plan) -> dict | None:
     """What ``clear_step`` needs from a ``clear_tool_results`` plan made from scratch (None when it
     is not one the step extends: below the trigger, nothing cleared, clear_at_least not reached,
