@@ -99,7 +99,7 @@ class ObservationMasking(Strategy):
         """Mask all observations but the newest ``window`` (rounded to ``polling`` steps); after
         ``view.append``, from the parent's plan. The thousands of older results of a long history
         are decided in C-speed passes over their lists, not one Python step each."""
-        plan = masking_step(self, view, budget)
+        plan = masking_step(self, view, budget, masked_reasons)
         if plan is not None:
             return plan
         n, tokens = len(view), view.tokens

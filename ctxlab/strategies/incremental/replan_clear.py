@@ -95,12 +95,13 @@ def masking_state(view: View, plan: Plan, results: list[int], masked_n: int) -> 
     return {"pins": view.pins, "results": results, "masked_n": masked_n, "stats": dict(plan.stats), "counts": None}
 
 
-def masking_step(strategy: Any, view: View, budget: Budget) -> Plan | None:
+def masking_step(strategy: Any, view: View, budget: Budget,
+                 masked_reasons: Callable[[View, int, int, int], list[str]]) -> Plan | None:
     """``observation_masking``'s plan of ``view`` from its parent's. No new result: the new messages
     are sent as they are and nothing else changes. New results: the ones they push past the window
     are masked, and every masked result's reason names the new count ("observation 3 of 41"), so
-    that step rewrites a reason per masked result (still no Python step per message)."""
-    from ..condensers import masked_reasons  # the strategy's own module imports this one
+    that step rewrites a reason per masked result (still no Python step per message).
+    ``masked_reasons(view, count, window, upto)`` gives those reasons (the strategy's own texts)."""
     hit = recall(view, strategy, budget)
     if hit is None:
         return None
