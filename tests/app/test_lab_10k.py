@@ -73,3 +73,22 @@ def test_where_it_runs_measures_the_other_place_in_one_pass_as_a_walk_does(which
         assert m.fidelity.to_dict() == walked.fidelity.to_dict()
         assert m.breaks == walked.breaks
         assert [c.to_dict() for c in m.replay.calls] == [c.to_dict() for c in walked.replay.calls]
+
+
+def test_prompts_per_call_go_on_a_log_scale_when_one_line_would_lie_flat():
+    """After START a full-history trim sends the whole history inside a turn; before every call it
+    stays under the limit: on a linear axis the second line lay along zero, under the limit's line."""
+    from ctxlab.figures import LOG_SPREAD, prompt_per_call
+    from ctxlab.i18n import translations
+    from ctxlab.replay import replay
+    conv = generate("ecommerce", turns=60, rounds_per_turn=9, result_tokens=300, seed=0)
+    budget = Budget(8_000, 0.15, 0)
+    s = get_strategy("sliding_window", **STRATEGIES["sliding_window"].scaled_defaults(budget))
+    both = {w: replay(conv, dataclasses.replace(s, apply_at=w), budget) for w in ("every_call", "turn_start")}
+    peaks = {w: max(c.tokens_after for c in rp.calls) for w, rp in both.items()}
+    assert peaks["turn_start"] > LOG_SPREAD * peaks["every_call"]
+    fig = prompt_per_call(both, budget.prompt_limit)
+    assert fig.layout.yaxis.type == "log" and "log" in fig.layout.yaxis.title.text
+    assert translations("zh").gettext(fig.layout.yaxis.title.text) != fig.layout.yaxis.title.text
+    alike = prompt_per_call({"a": both["every_call"], "b": both["every_call"]}, budget.prompt_limit)
+    assert alike.layout.yaxis.type != "log" and alike.layout.yaxis.rangemode == "nonnegative"
