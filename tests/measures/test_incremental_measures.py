@@ -170,3 +170,31 @@ def test_the_comparisons_see_misses_and_breaks():
     assert both.plain.fidelity(rp.strategy).misses
     assert any(c.extends_previous for c in rp.calls) and any(not c.extends_previous for c in rp.calls[1:])
     assert {b.cause for b in watch.breaks(rp)} & {"clear", "drop"}
+
+
+def test_the_same_conversation_read_again_gets_its_facts_bound_to_its_own_messages():
+    from ctxlab.fidelity import _find_needs
+    text = (SAMPLES / "coding" / "coding_agent_session.jsonl").read_text(encoding="utf-8")
+    first, second = ctxlab.loads(text), ctxlab.loads(text)
+    assert first.messages[3] is not second.messages[3] and first.messages == second.messages
+    a, b = needed_facts(first), needed_facts(second)
+    assert b.messages is second.messages and b.needs == _find_needs(second.messages).needs == a.needs
+    budget = Budget(4_000, 0.15, 0)
+    s = get_strategy("observation_masking", **STRATEGIES["observation_masking"].scaled_defaults(budget))
+    got, fresh = FactCheck(b), FactCheck(_find_needs(second.messages))
+    replay(second, s, budget, observe=observers(got, fresh))
+    assert got.fidelity("x").to_dict() == fresh.fidelity("x").to_dict()
+
+
+def test_a_conversation_that_differs_in_one_message_has_its_own_facts():
+    from ctxlab.conversation import Message
+    from ctxlab.fidelity import _find_needs
+    conv = ctxlab.load(SAMPLES / "coding" / "coding_agent_session.jsonl")
+    needed_facts(conv)
+    k = max(i for i, m in enumerate(conv.messages) if m.role == "tool")
+    changed = list(conv.messages)
+    changed[k] = dataclasses.replace(changed[k], content="nothing here")
+    other = conv.with_messages(tuple(changed))
+    assert len(other) == len(conv)
+    assert needed_facts(other).needs == _find_needs(other.messages).needs
+    assert needed_facts(other).per_message[k].lower == "nothing here"
