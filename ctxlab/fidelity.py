@@ -45,7 +45,9 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, Sequence
+from itertools import compress
+from operator import is_, not_
+from typing import Any, Callable, Sequence
 
 from .code_facts import code_identifiers, command_strings, heredoc_rewrites, scrub_command, shell_edits, specific
 from .conversation import TEXT_ACTION, Conversation, Message, json_leaves
@@ -605,26 +607,27 @@ class _PromptFacts:
     are (``present``), and the facts of the others (summaries, cleared or truncated copies), grown
     message by message."""
 
-    __slots__ = ("originals", "present", "others", "size")
+    __slots__ = ("original", "present", "others", "size")
 
-    def __init__(self, originals: Sequence[Message]) -> None:
-        self.originals = originals
+    def __init__(self, original: Callable[[Any], Message | None]) -> None:
+        self.original = original
         self.present: set[int] = set()
         self.others: list[_Facts] = []
         self.size = 0
 
     def extend(self, view: Any, check: "FactCheck") -> None:
-        """Add the messages of ``view`` past the ones already held."""
-        n, size, originals = len(view), self.size, self.originals
+        """Add the messages of ``view`` past the ones already held: which are their original
+        message is told at C speed (``original``: index -> message, None for any other origin), so
+        indexing a prompt of thousands of messages again costs little more than copying it."""
+        n, size = len(view), self.size
         if n == size:
             return
         messages, origins = view.messages[size:], view.origin[size:]
-        last = len(originals)
-        for m, o in zip(messages, origins):
-            if o is not None and 0 <= o < last and originals[o] is m:
-                self.present.add(o)
-            else:
-                self.others.append(check._facts(m, o))
+        same = list(map(is_, map(self.original, origins), messages))
+        self.present.update(compress(origins, same))
+        if not all(same):
+            other = list(map(not_, same))
+            self.others.extend(check._facts(m, o) for m, o in zip(compress(messages, other), compress(origins, other)))
         self.size = n
 
 
@@ -647,6 +650,7 @@ class FactCheck:
         self._tokens: dict[int, int] = {}
         self._prompt: _PromptFacts | None = None  # the last prompt seen by __call__, indexed (None: stale)
         self._seen = -1  # the number of the last call __call__ saw
+        self._original: Callable[[Any], Message | None] | None = None  # index -> the conversation's message
 
     def _facts(self, m: Message, origin: int | None) -> _Facts:
         nf = self.nf
@@ -696,7 +700,9 @@ class FactCheck:
         if prompt is not None and follows and prompt.size <= len(view):
             prompt.extend(view, self)
         elif needs:
-            prompt = self._prompt = _PromptFacts(self.nf.messages)
+            if self._original is None:
+                self._original = dict(enumerate(self.nf.messages)).get
+            prompt = self._prompt = _PromptFacts(self._original)
             prompt.extend(view, self)
         else:  # not needed yet: indexed again when a call with needs comes
             self._prompt = None
