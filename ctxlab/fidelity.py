@@ -424,8 +424,10 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     return nf
 
 
-RECENT_FACTS = 2
-"""How many conversations' needed facts ``needed_facts`` keeps (each holds its messages' text, lowercased)."""
+RECENT_FACTS = 4
+"""How many conversations' needed facts ``needed_facts`` keeps (each holds its messages' text,
+lowercased): four, because a page may find those of its bundled samples (Where it runs: an agent run
+and a coding session) between the Lab's and its own reading of the same conversation."""
 _RECENT: list[NeededFacts] = []
 
 

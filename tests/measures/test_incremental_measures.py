@@ -198,3 +198,15 @@ def test_a_conversation_that_differs_in_one_message_has_its_own_facts():
     assert len(other) == len(conv)
     assert needed_facts(other).needs == _find_needs(other.messages).needs
     assert needed_facts(other).per_message[k].lower == "nothing here"
+
+
+def test_a_conversation_read_again_after_two_others_still_gets_its_facts(monkeypatch):
+    """The Lab finds a conversation's facts, Where it runs finds its two bundled samples', then reads
+    the sidebar's conversation again: still found, not searched again."""
+    import ctxlab.fidelity as fidelity
+    text = (SAMPLES / "coding" / "coding_agent_session.jsonl").read_text(encoding="utf-8")
+    needed_facts(ctxlab.loads(text))
+    needed_facts(generate("ecommerce", turns=3, rounds_per_turn=2, seed=1))
+    needed_facts(generate("ecommerce", turns=3, rounds_per_turn=2, seed=2))
+    monkeypatch.setattr(fidelity, "_find_needs", lambda messages: pytest.fail("found again"))
+    assert needed_facts(ctxlab.loads(text)).needs
