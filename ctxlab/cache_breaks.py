@@ -22,12 +22,15 @@ it, the tokens no longer read from the cache, and their price:
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import asdict, dataclass
+from operator import itemgetter
 from typing import Any, Sequence
 
 from .conversation import Conversation, Message
 from .i18n import N_
 from .pricing import OPENAI_MIN, Price, PriceTable, _cached, load_prices
+from .replay import FUTURE
 from .strategies.plan import REMOVED
 
 CAUSES = ("clear", "truncate", "drop", "summarize", "refold", "tools", "changed")
@@ -60,11 +63,33 @@ def _first_difference(prev: Sequence[Message], cur: Sequence[Message]) -> int:
     return k
 
 
-def _cause(replay: Any, call: int, origin: int | None, summary_there: bool) -> str:
-    """What the strategy did, at ``call``, to the message at the break (``origin``, original index)."""
-    if origin is None:
+_WHEN, _MESSAGE, _ACTION = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _states(replay: Any, asked: Sequence[tuple[int, int | None]]) -> list[str | None]:
+    """``replay.cell(call, origin)`` of each (call, origin) asked (None where origin is None), in one
+    pass over the replay's events: ``cell`` reads the events up to its call, so asking it at every
+    break of a long replay read millions of events per break."""
+    order = sorted((c, k) for k, (c, o) in enumerate(asked) if o is not None)
+    out: list[str | None] = [None] * len(asked)
+    events, arrived, latest, ev = replay.events, replay.arrived, {}, 0
+    for c, k in order:
+        upto = bisect.bisect_right(events, c, lo=ev, key=_WHEN)  # events are in call order
+        if upto > ev:  # the newest action per message, at C speed
+            chunk = events[ev:upto]
+            latest.update(zip(map(_MESSAGE, chunk), map(_ACTION, chunk)))
+            ev = upto
+        i = asked[k][1]
+        a = arrived[i]
+        out[k] = FUTURE if a is None or a > c else latest.get(i, "keep")
+    return out
+
+
+def _cause(state: str | None, summary_there: bool) -> str:
+    """What the strategy did, at a break, to the message there (its ``Replay.cell``; None for an
+    inserted summary, which has no original index)."""
+    if state is None:
         return "refold"
-    state = replay.cell(call, origin)
     if state in REMOVED:
         return "summarize" if state == "summarize" else "drop"
     if state in ("clear", "truncate"):
@@ -91,7 +116,7 @@ class BreakWatch:
 
     def __call__(self, call: Any, view: Any) -> None:
         messages, origins, tools, prev = view.messages, view.origin, call.tools, self._prev
-        total = (self.head if tools is None else tools.tokens) + sum(view.tokens)
+        total = (self.head if tools is None else tools.tokens) + view.total
         if prev and not call.extends_previous and not call.pending:
             k = -1 if tools is not None and tools.changed else _first_difference(prev["messages"], messages)
             shared = (self.head if tools is None else tools.prefix_tokens) + call.shared_tokens
@@ -107,9 +132,10 @@ class BreakWatch:
         """The breaks noted, with their causes read from the finished ``replay``, in call order."""
         p = self.price
         saved = None if p is None or p.cached_input is None else p.input - p.cached_input
-        return [CacheBreak(c, k, origin, "tools" if k < 0 else _cause(replay, c, origin, summary_there),
+        states = _states(replay, [(c, None if k < 0 else origin) for c, k, origin, _, _ in self.noted])
+        return [CacheBreak(c, k, origin, "tools" if k < 0 else _cause(state, summary_there),
                            lost, None if saved is None else lost * saved / 1_000_000)
-                for c, k, origin, summary_there, lost in self.noted]
+                for (c, k, origin, summary_there, lost), state in zip(self.noted, states)]
 
 
 def cache_breaks(replay: Any, source: Conversation | Sequence[Message], *, model: str | None = None,

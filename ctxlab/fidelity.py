@@ -40,11 +40,14 @@ replay itself.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Sequence
+from functools import cached_property, lru_cache
+from itertools import compress
+from operator import is_, not_
+from typing import Any, Callable, Sequence
 
 from .code_facts import code_identifiers, command_strings, heredoc_rewrites, scrub_command, shell_edits, specific
 from .conversation import TEXT_ACTION, Conversation, Message, json_leaves
@@ -285,11 +288,49 @@ class NeededFacts:
             return CHANGED
         return FROM_USER if m.role == "user" else FROM_AGENT
 
+    @cached_property
+    def holders(self) -> "FactIndex":
+        """Which messages hold each needed fact (built on first use, then kept)."""
+        return FactIndex(self.per_message)
+
     def facts_of(self, m: Message, origin: int | None) -> _Facts:
         """The facts of a context message (an original one is looked up, not re-read)."""
         if origin is not None and 0 <= origin < len(self.messages) and self.messages[origin] is m:
             return self.per_message[origin]
         return _message_facts(m)
+
+
+class FactIndex:
+    """Which messages of a conversation hold a fact, so a need is looked up instead of checked
+    against every message: a scan of all earlier messages per used fact made finding the needs of a
+    10,000-message conversation quadratic (45 million checks), and so did checking each need
+    against every message of a long prompt. ``holders(need)`` is every index whose ``_Facts``
+    serve ``need``, ascending; an edit's old text (``Need.lines``) is not indexed: it is checked
+    line by line against each message, as ``Need.served_by`` does."""
+
+    def __init__(self, per_message: Sequence[_Facts]) -> None:
+        self.per_message = per_message
+        self._facts: dict[str, list[int]] | None = None
+        self._literals: dict[str, tuple[int, ...]] = {}
+
+    def holders(self, need: Need) -> Sequence[int]:
+        """The indexes of the messages that serve ``need`` (not for an edit's old text)."""
+        if need.lines:
+            raise ValueError("an edit's old text is checked line by line, not indexed")
+        if need.literal:
+            found = self._literals.get(need.fact)
+            if found is None:  # a substring test first: the word pattern only where the text holds it
+                fact, pattern = need.fact, _literal_pattern(need.fact)
+                found = self._literals[fact] = tuple(
+                    i for i, f in enumerate(self.per_message) if fact in f.lower and pattern.search(f.lower))
+            return found
+        if self._facts is None:
+            index: dict[str, list[int]] = {}
+            for i, f in enumerate(self.per_message):
+                for fact in f.facts:
+                    index.setdefault(fact, []).append(i)
+            self._facts = index
+        return self._facts.get(need.fact, ())
 
 
 def _turn_of(index: int, starts: Sequence[int]) -> int:
@@ -364,8 +405,39 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     """Find, for every assistant message, the facts it uses that appeared earlier (once per
     conversation; ``needed_recall`` reuses the result for every strategy and budget): identifiers,
     amounts, dates, file paths and argument values, less the habits most calls share (see
-    ``HABIT_SHARE``), plus the old text of every edit, needed whole."""
+    ``HABIT_SHARE``), plus the old text of every edit, needed whole.
+
+    The facts depend on the messages alone, so the last few results are kept (``RECENT_FACTS``): the
+    same conversation read again (another page parses the same text into new objects) gets them
+    bound to its own messages, not found again (3.5 s at 10,000 messages)."""
     messages = source.messages if isinstance(source, Conversation) else tuple(source)
+    for known in _RECENT:
+        if known.messages is messages:
+            return known
+        if _same_messages(known.messages, messages):
+            again = dataclasses.replace(known, messages=messages)
+            again.__dict__["holders"] = known.holders  # of the same facts per message
+            return again
+    nf = _find_needs(messages)
+    _RECENT.insert(0, nf)
+    del _RECENT[RECENT_FACTS:]
+    return nf
+
+
+RECENT_FACTS = 4
+"""How many conversations' needed facts ``needed_facts`` keeps (each holds its messages' text,
+lowercased): four, because a page may find those of its bundled samples (Where it runs: an agent run
+and a coding session) between the Lab's and its own reading of the same conversation."""
+_RECENT: list[NeededFacts] = []
+
+
+def _same_messages(a: Sequence[Message], b: Sequence[Message]) -> bool:
+    """Whether two message lists are equal message by message (the same object, or equal fields)."""
+    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
+
+
+def _find_needs(messages: tuple[Message, ...]) -> NeededFacts:
+    """``needed_facts`` on messages seen for the first time."""
     starts = tuple(s for s, _ in segment(messages).turns)
     per = tuple(_message_facts(m) for m in messages)
     system = [per[i] for i, m in enumerate(messages) if m.role == "system"]
@@ -373,6 +445,7 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     habits = _habits({j: u for j, u in used.items() if messages[j].tool_calls})
     call_args = {c.id: c.arguments for m in messages for c in m.tool_calls}
     lowered = [f.lower for f in per]
+    index = FactIndex(per)
     needs: list[Need] = []
     for j, facts in used.items():
         t = _turn_of(j, starts)
@@ -383,19 +456,33 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
         for need in dict.fromkeys(wanted):
             if any(need.served_by(s) for s in system):
                 continue
-            source_i = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])), None)
+            if need.lines:
+                source_i = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])),
+                                None)
+            else:  # no system message holds it (above): the first holder is the source
+                held = index.holders(need)
+                source_i = held[0] if held and held[0] < j else None
             if source_i is None:
                 continue
             named_first = not need.lines and not need.literal and _code_name(need.fact)
             if messages[source_i].role == "assistant" and ((need.fact, need.literal) in habits or named_first):
                 continue  # a value the agent brought in itself: a habit, or a code name or path it named first
-            in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source_i), j))
+            lo = max(first + 1, source_i)
+            if t < 0:
+                in_turn = True
+            elif need.lines:
+                in_turn = any(need.served_by(per[i]) for i in range(lo, j))
+            else:
+                k = bisect.bisect_left(held, lo)
+                in_turn = k < len(held) and held[k] < j
             needs.append(Need(need.fact, source_i, j, t, in_turn, need.literal, need.lines))
     calls = _result_calls(messages)
     runs: dict[str, list[int]] = {}
     for i, key in calls.items():
         runs.setdefault(key, []).append(i)
-    return NeededFacts(messages, starts, tuple(needs), per, calls, {k: tuple(v) for k, v in runs.items()})
+    nf = NeededFacts(messages, starts, tuple(needs), per, calls, {k: tuple(v) for k, v in runs.items()})
+    nf.__dict__["holders"] = index  # built while finding the needs: the checks of every replay reuse it
+    return nf
 
 
 def _wrote(m: Message, need: Need) -> bool:
@@ -517,6 +604,35 @@ class Fidelity:
                     "needed_recall_with_read_backs": self.recall_with_read_backs} if self.read_backs else {})}
 
 
+class _PromptFacts:
+    """A prompt as ``FactCheck`` reads it: the original indexes of the messages it sends as they
+    are (``present``), and the facts of the others (summaries, cleared or truncated copies), grown
+    message by message."""
+
+    __slots__ = ("original", "present", "others", "size")
+
+    def __init__(self, original: Callable[[Any], Message | None]) -> None:
+        self.original = original
+        self.present: set[int] = set()
+        self.others: list[_Facts] = []
+        self.size = 0
+
+    def extend(self, view: Any, check: "FactCheck") -> None:
+        """Add the messages of ``view`` past the ones already held: which are their original
+        message is told at C speed (``original``: index -> message, None for any other origin), so
+        indexing a prompt of thousands of messages again costs little more than copying it."""
+        n, size = len(view), self.size
+        if n == size:
+            return
+        messages, origins = view.messages[size:], view.origin[size:]
+        same = list(map(is_, map(self.original, origins), messages))
+        self.present.update(compress(origins, same))
+        if not all(same):
+            other = list(map(not_, same))
+            self.others.extend(check._facts(m, o) for m, o in zip(compress(messages, other), compress(origins, other)))
+        self.size = n
+
+
 class FactCheck:
     """An observer of a replay (``replay(..., observe=check)``): at every call that wrote a message
     with needs, checks each needed fact against that call's prompt. ``fidelity(strategy)`` gives
@@ -534,6 +650,9 @@ class FactCheck:
         self.refetches: dict[tuple[int, int], ReadBack] = {}  # (call, source): a tool call run again
         self.counter: Any = None  # counts a re-fetched result: the replay's counter (first view seen), else gpt-4o's
         self._tokens: dict[int, int] = {}
+        self._prompt: _PromptFacts | None = None  # the last prompt seen by __call__, indexed (None: stale)
+        self._seen = -1  # the number of the last call __call__ saw
+        self._original: Callable[[Any], Message | None] | None = None  # index -> the conversation's message
 
     def _facts(self, m: Message, origin: int | None) -> _Facts:
         nf = self.nf
@@ -547,21 +666,61 @@ class FactCheck:
         return hit[1]
 
     def check(self, call: Any, messages: Sequence[Message], origins: Sequence[int | None]) -> None:
-        """Check the needs of the message ``call.index`` against the prompt ``messages``."""
+        """Check the needs of the message ``call.index`` against the prompt ``messages`` (every
+        message of it read: for a prompt seen once; a replay's walk goes through ``__call__``)."""
         needs = self.by_index.get(call.index)
         if not needs:
             return
         context = [self._facts(m, o) for m, o in zip(messages, origins)]
         for need in needs:
-            t = need.turn
-            if any(need.served_by(c) for c in context):
-                self.served[t] = self.served.get(t, 0) + 1
+            self._count(call, need, any(need.served_by(c) for c in context), messages, origins)
+
+    def _count(self, call: Any, need: Need, served: bool, messages: Sequence[Message],
+               origins: Sequence[int | None]) -> None:
+        """Count one need served, or record its miss (and the read-back or re-fetch it models)."""
+        t = need.turn
+        if served:
+            self.served[t] = self.served.get(t, 0) + 1
+            return
+        recovery = self.nf.recovery(need)
+        self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number,
+                                                  bool(need.lines), need_kind(need), recovery))
+        if not self._read_back(call, need, messages, origins) and recovery == REFETCH:
+            self._refetch(call, need)
+
+    def _walked(self, call: Any, view: Any) -> None:
+        """Check a call of a replay's walk against its prompt as an index (``_PromptFacts``) kept
+        from call to call: a prompt that extends the previous one (``Call.extends_previous``, the
+        calls seen in order) adds only its new messages; another is indexed again, and only when
+        a call with needs reads it. A need is then served when one of its holders
+        (``NeededFacts.holders``) is in the prompt as itself, or a summary or replaced copy holds
+        it; so a long prompt costs what arrived, not every message at every call."""
+        needs = self.by_index.get(call.index)
+        prompt = self._prompt
+        follows = call.number == self._seen + 1 and call.extends_previous
+        self._seen = call.number
+        if prompt is not None and follows and prompt.size <= len(view):
+            prompt.extend(view, self)
+        elif needs:
+            if self._original is None:
+                self._original = dict(enumerate(self.nf.messages)).get
+            prompt = self._prompt = _PromptFacts(self._original)
+            prompt.extend(view, self)
+        else:  # not needed yet: indexed again when a call with needs comes
+            self._prompt = None
+            return
+        if not needs:
+            return
+        holders = self.nf.holders
+        for need in needs:
+            if need.lines:
+                served = any(need.served_by(self.nf.per_message[o]) for o in prompt.present) or \
+                    any(need.served_by(f) for f in prompt.others)
             else:
-                recovery = self.nf.recovery(need)
-                self.misses.setdefault(t, []).append(Miss(need.fact, need.source, need.needed_by, t, call.number,
-                                                          bool(need.lines), need_kind(need), recovery))
-                if not self._read_back(call, need, messages, origins) and recovery == REFETCH:
-                    self._refetch(call, need)
+                served = not prompt.present.isdisjoint(holders.holders(need)) or \
+                    any(need.served_by(f) for f in prompt.others)
+            self._count(call, need, served, view.messages if not served else (),
+                        view.origin if not served else ())
 
     def _read_back(self, call: Any, need: Need, messages: Sequence[Message], origins: Sequence[int | None]) -> bool:
         """Model a read-back when the missed fact's source is in the prompt as an offloaded copy."""
@@ -596,7 +755,7 @@ class FactCheck:
     def __call__(self, call: Any, view: Any) -> None:
         if self.counter is None:
             self.counter = getattr(view, "counter", None)
-        self.check(call, view.messages, view.origin)
+        self._walked(call, view)
 
     def fidelity(self, strategy: str) -> Fidelity:
         """The needed recall of what was checked, per turn and in total."""

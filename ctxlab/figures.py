@@ -351,12 +351,22 @@ def _hover_cell(word: str, message: int, call: int, turn: int, by_turn: bool, ov
     return _("call {call} (turn {turn}), message {i}: {word}").format(call=call, turn=turn, i=message, word=word)
 
 
+LOG_SPREAD = 30
+"""When one line's largest prompt is more than this many times another's, ``prompt_per_call`` draws
+prompt tokens on a log scale: on a linear one the smaller line lies flat on the axis, under the
+limit's dashed line (at 10,000 messages, a trim after START sends 2M-token prompts beside a trim
+before every call that stays under 7,000)."""
+
+
 def prompt_per_call(replays: Mapping[str, Any], limit: int) -> go.Figure:
     """Prompt tokens of every model call, one line per replay (label -> ``ctxlab.replay.Replay``),
-    the prompt limit as a dashed line, and each call over it marked with a red dot."""
+    the prompt limit as a dashed line, and each call over it marked with a red dot; on a log scale
+    when the lines' largest prompts differ by more than ``LOG_SPREAD`` times."""
     fig = go.Figure()
     colors = ("#4C78A8", "#F58518", "#54A24B", "#B279A2")
     n = 0
+    peaks = [max((c.tokens_after for c in rp.calls), default=0) for rp in replays.values()]
+    log = len(peaks) > 1 and min(peaks) > 0 and max(peaks) > LOG_SPREAD * min(peaks)
     for k, (label, rp) in enumerate(replays.items()):
         xs = [c.number for c in rp.calls]
         n = max(n, len(xs))
@@ -375,7 +385,8 @@ def prompt_per_call(replays: Mapping[str, Any], limit: int) -> go.Figure:
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=90), legend=_LEGEND_BELOW,
                       xaxis=dict(title=_("model call"), tickmode="linear", tick0=0, dtick=int_dtick(max(n, 1)),
                                  tickformat=",d"),
-                      yaxis=dict(title=_("prompt tokens"), rangemode="nonnegative", tickformat="~s"))
+                      yaxis=dict(title=_("prompt tokens (log scale)"), type="log", tickformat="~s") if log else
+                      dict(title=_("prompt tokens"), rangemode="nonnegative", tickformat="~s"))
     return fig
 
 

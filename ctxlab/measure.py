@@ -58,7 +58,7 @@ class ReplayMeasures:
 def measure(conv: Conversation, strategy: Any = None, budget: Any = None, *, model: str | None = None,
             price: Any = None, facts: NeededFacts | None = None, tools: Sequence[Any] | None = None,
             pins: Iterable[int] = (), apply_at: str | None = None, observe: Sequence[Any] = (),
-            replayed: Any = None, baseline: Any = None) -> ReplayMeasures:
+            replayed: Any = None, baseline: Any = None, source: Any = None) -> ReplayMeasures:
     """Replay ``strategy`` (an object or a name) on ``conv`` under ``budget`` and measure it (see the
     module docstring).
 
@@ -67,7 +67,10 @@ def measure(conv: Conversation, strategy: Any = None, budget: Any = None, *, mod
     ``pins``, ``apply_at``: as ``ctxlab.replay.replay``. ``observe``: more observers that read every
     call's prompt in the same pass (a sweep's validity check). ``replayed``: a replay of this
     strategy already made (strategy and budget are then its own). ``baseline``: the replay of
-    ``none`` to cost against (None: replayed here; False: not costed, ``cost_none`` is None)."""
+    ``none`` to cost against (None: replayed here; False: not costed, ``cost_none`` is None).
+    ``source``: what to replay when it is not ``conv`` itself but a view of it (``strategies.View``:
+    its counter and pins, as the Lab replays), so a page measures a strategy it has not replayed yet
+    in the replay's own pass instead of replaying it and then walking it again."""
     from .cache_breaks import BreakWatch
     from .pricing import load_prices, replay_cost
     from .replay import observers, replay
@@ -79,8 +82,8 @@ def measure(conv: Conversation, strategy: Any = None, budget: Any = None, *, mod
     watch = BreakWatch(budget.tools_tokens, model=model, price=price)
     walk = observers(check, watch, *observe)
     if replayed is None:
-        replayed = replay(conv, strategy, budget, model=model, pins=pins, apply_at=apply_at, observe=walk,
-                          tools=tools)
+        replayed = replay(conv if source is None else source, strategy, budget, model=model, pins=pins,
+                          apply_at=apply_at, observe=walk, tools=tools)
     else:
         replayed.walk(walk)
     fid = check.fidelity(replayed.strategy)

@@ -550,7 +550,7 @@ if tab_replay.open:
                              "them cached.").format(prompt=f"{call.reported.prompt_tokens:,}",
                                                     cached="?" if call.reported.cached_tokens is None
                                                     else f"{call.reported.cached_tokens:,}"))
-            prompt = rp.prompt(c)
+            prompt = lab_cache.prompt_at(rp, c)
             st.dataframe(pd.DataFrame([{"#": message_number(o), "role": "summary" if o is None else m.role, "tokens": tok,
                                         "state": _("as written") if o is None or m is conv.messages[o] else _("replaced"),
                                         "content": _preview(m)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from typing import Any
 
 import streamlit as st
@@ -69,13 +70,57 @@ def tools_at(view_key: tuple, mode: str, _conv: ctxlab.Conversation) -> tuple[To
     return None if mode == "all" else tools_per_call(_conv, mode, model=view_key[1])
 
 
+@dataclasses.dataclass(frozen=True)
+class ShownPrompt:
+    """What the Replay tab shows of a call's prompt: its messages, their original indexes (None for
+    a summary) and their tokens."""
+
+    messages: tuple[Any, ...]
+    origins: tuple[int | None, ...]
+    tokens: tuple[int, ...]
+
+
+class _Newest:
+    """An observer of a replay that holds the prompt of the newest call it saw (the view itself: no
+    tuple is built per call)."""
+
+    def __init__(self) -> None:
+        self.view: View | None = None
+
+    def __call__(self, call: Any, view: View) -> None:
+        self.view = view
+
+
+_NEWEST: "weakref.WeakKeyDictionary[Replay, ShownPrompt]" = weakref.WeakKeyDictionary()
+"""The last call's prompt of each replay ``lab_replay`` made, seen in its own pass."""
+
+
 @st.cache_resource(show_spinner=False, max_entries=16)
 def lab_replay(view_key: tuple, strategy_key: str, budget_key: str, _view: View, _strategy: Strategy,
                _budget: Budget, _tools: tuple[ToolsAt, ...] | None = None, _llm: LLM | None = None) -> Replay:
     """The strategy replayed call by call (with the tools sent at each call, when given; ``budget_key``
-    names them)."""
+    names them). The newest call's prompt, which the Replay tab opens on, is kept from the same pass
+    (``prompt_at``): past the prompts a replay keeps, asking the replay for it replayed every call
+    again (8.7 s of a 10,000-message conversation's first view of the tab)."""
+    newest = _Newest()
     with use_llm(_llm):
-        return replay(_view, _strategy, _budget, tools=_tools)
+        rp = replay(_view, _strategy, _budget, tools=_tools, observe=newest)
+    if newest.view is not None:
+        v = newest.view
+        _NEWEST[rp] = ShownPrompt(v.messages, v.origin, v.tokens)
+    return rp
+
+
+def prompt_at(rp: Replay, c: int) -> Any:
+    """The prompt of call ``c`` of a ``lab_replay`` (``messages``, ``origins``, ``tokens``): kept by the
+    replay, the newest call's seen in its pass, or replayed up to ``c`` (``Replay.prompt``)."""
+    kept = rp.kept_prompt(c)
+    if kept is not None:
+        return kept
+    newest = _NEWEST.get(rp)
+    if newest is not None and c % len(rp.calls) == len(rp.calls) - 1:
+        return newest
+    return rp.prompt(c)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -102,17 +147,31 @@ def measures(view_key: tuple, strategy_key: str, budget_key: str, price_key: str
                    facts=needed(view_key[0], _conv))
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def measured(view_key: tuple, strategy_key: str, budget_key: str, price_key: str, _conv: ctxlab.Conversation,
+             _view: View, _strategy: Strategy, _budget: Budget, _model: str, _price: Price | None,
+             _tools: tuple[ToolsAt, ...] | None = None, _llm: LLM | None = None) -> ReplayMeasures:
+    """As :func:`measures`, for a strategy the Replay tab does not draw: replayed with the measures
+    watching the same pass, where :func:`measures` walks the tab's replay once more (a second run of
+    the strategy over every call)."""
+    with use_llm(_llm):
+        return measure(_conv, _strategy, _budget, model=_model, price=_price, facts=needed(view_key[0], _conv),
+                       tools=_tools, baseline=baseline(view_key, budget_key, _view, _budget, _tools), source=_view)
+
+
 def where_it_runs(view_key: tuple, budget_key: str, price_key: str, conv: ctxlab.Conversation, view: View,
                   strategy: Strategy, budget: Budget, model: str, price: Price | None,
                   tools: tuple[ToolsAt, ...] | None, llm: LLM) -> dict[str, ReplayMeasures]:
     """The same trace under each place the strategy can run (its ``apply_at``: before every model call,
-    when a user message arrives), measured (each through :func:`measures`, cached): the LangGraph
-    question, a trim node after START or before every model call."""
+    when a user message arrives), measured (cached: the strategy's own place through :func:`measures`,
+    which shares the Replay tab's replay, the other through :func:`measured`, in one pass): the
+    LangGraph question, a trim node after START or before every model call."""
     out = {}
     for where in APPLY_AT:
         variant = dataclasses.replace(strategy, apply_at=where)
-        out[where] = measures(view_key, strategy_key(variant, llm), budget_key, price_key, conv, view, variant, budget,
-                              model, price, tools, llm)
+        how = measures if where == strategy.apply_at else measured
+        out[where] = how(view_key, strategy_key(variant, llm), budget_key, price_key, conv, view, variant, budget,
+                         model, price, tools, llm)
     return out
 
 
