@@ -80,7 +80,17 @@ def _extend_clearing_layout(old: View, new: View, layout: tuple) -> tuple:
 
 
 MEMO_EXTENDERS["clear_tool_results"] = _extend_clearing_layout
-MEMO_EXTENDERS["clear_tool_results.cleared"] = lambda old, new, cleared: cleared  # by index: still right
+def _grown_cleared(old: View, new: View, cleared: dict) -> dict:
+    """The cleared copies by index, for a view grown from ``old``: shared along one line of views (an
+    index holds the same message in each); a view grown on another branch (its own log) holds other
+    messages past ``old``, so it gets only the copies of ``old``'s own messages."""
+    if new._log is old._log:
+        return cleared
+    n = len(old)
+    return {i: m for i, m in cleared.items() if i < n}
+
+
+MEMO_EXTENDERS["clear_tool_results.cleared"] = _grown_cleared
 MEMO_EXTENDERS["clear_tool_results.picked"] = lambda old, new, picked: (  # the same cut while no result is added
     picked if "tool" not in new._log.roles[len(old):len(new)] else None)
 MEMO_EXTENDERS["clear_tool_results.placeholders"] = lambda old, new, known: known  # keyed by the picked mapping

@@ -327,3 +327,24 @@ def test_the_replay_lists_a_grown_plans_changes_as_comparing_every_message(sourc
         assert [c.to_dict() for c in fast.calls] == [c.to_dict() for c in slow.calls], name
     if source != "swe_agent_ctf_baby_encryption.traj":  # every step of that short trace is planned from scratch
         assert any(extended), "no plan was grown from the previous call's: the fast listing was not exercised"
+
+
+def test_views_grown_apart_from_one_parent_get_their_own_cleared_copies():
+    """Two views grown from one parent with different results at the same index: each plan clears its
+    own message there (its call id), never the other branch's copy, and equals a plan from scratch."""
+    conv = generate("ecommerce", turns=10, rounds_per_turn=4, result_tokens=300, seed=5, shape="agent_run")
+    messages = list(conv.messages)
+    strategy = get_strategy("clear_tool_results", trigger_tokens=2_000, keep=1)
+    budget = Budget(40_000)
+    k = max(i for i, m in enumerate(messages) if m.role == "tool" and i < len(messages) - 8)
+    parent = make_view(messages[:k], counter=COUNTER)
+    strategy.apply(parent, budget)
+    other = dataclasses.replace(messages[k], content="another result, long enough to be cleared " * 40)
+    a = parent.append(*messages[k:k + 6])
+    b = parent.append(other, *messages[k + 1:k + 6])
+    for view in (a, b):
+        plan = strategy.apply(view, budget)
+        scratch = strategy.apply(make_view(view.messages, counter=COUNTER), budget)
+        assert plan.messages == scratch.messages
+        assert plan.actions[k] == "clear" and plan.messages[plan.origin.index(k)].tool_call_id == view.messages[k].tool_call_id
+    assert strategy.apply(a, budget).messages[a.origin.index(k)] is not strategy.apply(b, budget).messages[b.origin.index(k)]
