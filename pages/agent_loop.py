@@ -4,6 +4,7 @@ over the limit, tokens, cost and needed facts served side by side."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import streamlit as st
 
@@ -15,6 +16,7 @@ from ctxlab.measure import ReplayMeasures, measure
 from ctxlab.i18n import N_, _
 from ctxlab.figures import prompt_per_call
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy
+from ctxlab.strategies.step import FULL_HISTORY, works_on
 from ctxlab.strategies.base import APPLY_AT
 from ctxlab.tokens import TokenCounter
 from playground.handoff import go_to_lab, open_in_lab
@@ -104,7 +106,7 @@ def _coding_section(price) -> None:
                                                                                      format="percent"),
                                 "edits whose read was gone": st.column_config.NumberColumn(
                                     _("edits whose read was gone")),
-                                "cost": st.column_config.NumberColumn(_("cost"), format="$%.4f"),
+                                "cost": _cost_column([r["cost"] for r in rows]),
                                 "input tokens, all calls": st.column_config.NumberColumn(
                                     _("input tokens, all calls"), format="%,d"),
                                 "largest prompt": st.column_config.NumberColumn(_("largest prompt"), format="%,d")})
@@ -125,8 +127,18 @@ def _over(over: int, calls: int) -> str:
     return _("{over} of {calls}").format(over=f"{over:,}", calls=f"{calls:,}")
 
 
-def _conclusion(every: ReplayMeasures, start: ReplayMeasures, turns: int) -> str:
-    """What the two replays say, in words taken from their figures."""
+def _cost_column(costs: list) -> Any:
+    """The cost column: cents with thousands separators once a cost reaches $10 (a 10,000-message trace
+    costs thousands of dollars after START, and "$4491.2447" was clipped), else four decimals (a
+    bundled sample costs fractions of a cent); wide enough for the largest."""
+    large = max((c for c in costs if c is not None), default=0) >= 10
+    return st.column_config.NumberColumn(_("cost"), format="dollar" if large else "$%.4f", width="medium")
+
+
+def _conclusion(every: ReplayMeasures, start: ReplayMeasures, turns: int, whole_history: bool = False) -> str:
+    """What the two replays say, in words taken from their figures. ``whole_history``: the strategy
+    works on the whole history at each application (it keeps nothing of what it trimmed), so after
+    START only a turn's first call is trimmed and the calls after it send the whole history."""
     e, s = every.replay, start.replay
     calls = len(e.calls)
     head = (_("This trace has {turns} user message and {calls} model calls.") if turns == 1 else
@@ -134,7 +146,13 @@ def _conclusion(every: ReplayMeasures, start: ReplayMeasures, turns: int) -> str
     ran = (_("After START the strategy ran {start} time; before every call, {every}.") if s.applications == 1 else
            _("After START the strategy ran {start} times; before every call, {every}.")).format(
         start=s.applications, every=e.applications)
-    if s.calls_over_limit and not e.calls_over_limit:
+    if s.calls_over_limit and not e.calls_over_limit and whole_history:
+        body = _("After START, {over} of {calls} calls went over the limit (the largest prompt {largest} tokens): "
+                 "this strategy trims the whole history each time it runs and keeps nothing of it, so after START "
+                 "only the first call of a turn is trimmed and every later call of the turn sends the whole history. "
+                 "Before every call, none did.").format(over=s.calls_over_limit, calls=calls,
+                                                        largest=f"{s.worst.tokens_after:,}")
+    elif s.calls_over_limit and not e.calls_over_limit:
         body = _("After START, {over} of {calls} calls went over the limit (the largest prompt {largest} tokens): a "
                  "trim node after START never cuts inside a turn, and this turn is long. Before every call, none "
                  "did.").format(over=s.calls_over_limit, calls=calls, largest=f"{s.worst.tokens_after:,}")
@@ -193,7 +211,7 @@ except CtxlabError as e:
 every, start = both["every_call"], both["turn_start"]
 turns = sum(starts_turn(m) for m in conv.messages)  # a harness's format-error prompt is not a user turn
 (st.warning if start.replay.calls_over_limit or every.replay.calls_over_limit else st.success)(
-    md_escape(_conclusion(every, start, turns)))
+    md_escape(_conclusion(every, start, turns, works_on(STRATEGIES[name]()) == FULL_HISTORY)))
 
 rows = []
 for where, m in both.items():
@@ -210,7 +228,7 @@ st.dataframe(rows, key="loop_table", hide_index=True, width="stretch",
                             "input tokens, all calls": st.column_config.NumberColumn(_("input tokens, all calls"),
                                                                                      format="%,d"),
                             "cached": st.column_config.NumberColumn(_("cached"), format="percent"),
-                            "cost": st.column_config.NumberColumn(_("cost"), format="$%.4f"),
+                            "cost": _cost_column([r["cost"] for r in rows]),
                             "needed facts served": st.column_config.NumberColumn(_("needed facts served"),
                                                                                  format="percent")})
 budget = every.replay.budget

@@ -40,6 +40,9 @@ def test_the_lesson_shows_the_overflow_after_start_and_none_before_every_call(ap
     text = app.warning[0].value.replace("\\", "")
     assert f"After START, {start.replay.calls_over_limit} of {len(start.replay.calls)} calls went over the limit" in text
     assert "Before every call, none did." in text
+    # sliding_window trims the whole history each time (works_on=full_history): after START only a turn's
+    # first call is trimmed; the reason is that, not a long turn (this run's one turn is all of it)
+    assert "every later call of the turn sends the whole history" in text and "this turn is long" not in text
     assert app.get("plotly_chart")
 
 
