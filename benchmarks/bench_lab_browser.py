@@ -2,7 +2,7 @@
 how long its Replay tab and the "Where it runs" page take to settle, against it (target: within 10x).
 Prints figures and the load; asserts nothing.
 
-    python benchmarks/bench_lab_browser.py [--turns 500] [--rounds 9]
+    python benchmarks/bench_lab_browser.py [--turns 500] [--rounds 9] [--screenshots DIR]
 
 `streamlit run app.py` on a free local port, Debian's Chromium through Playwright (the helpers of
 tests/app/browser.py). The conversation is generated (``generate("ecommerce", turns, rounds_per_turn,
@@ -48,7 +48,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=500)
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--screenshots", help="folder to save the Replay heatmap and Where it runs as PNG, to look at")
     a = ap.parse_args()
+    shots = Path(a.screenshots) if a.screenshots else None
+    if shots:
+        shots.mkdir(parents=True, exist_ok=True)
     why = missing_requirements()
     if why:
         print(f"skipped: {why}")
@@ -89,6 +93,8 @@ def main() -> None:
 
         rows = [("upload (read, count, plan, draw)", _timed(upload)), ("Strategy Lab rerun (keep_rounds moved)", _timed(rerun))]
         rows.append(("Replay tab (heatmap drawn)", _timed(replay_tab)))
+        if shots:
+            page.locator(".st-key-lab_replay_heatmap").first.screenshot(path=str(shots / "replay_heatmap.png"))
 
         def measure() -> None:  # past 1,000 messages the measures wait for this button
             page.get_by_role("button", name="Measure needed facts and cost").click()
@@ -104,6 +110,10 @@ def main() -> None:
             page.wait_for_timeout(300)
             settle(page, LONG)
         rows.append(('"Where it runs" on the sidebar\'s conversation (both replays)', _timed(where_it_runs)))
+        if shots:
+            page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').first.scroll_into_view_if_needed()
+            page.screenshot(path=str(shots / "where_it_runs.png"))
+            page.locator(".st-key-loop_chart").first.screenshot(path=str(shots / "where_it_runs_chart.png"))
         browser.close()
     lab = rows[1][1]
     print("| step | seconds | x of the Lab's rerun | target |")
