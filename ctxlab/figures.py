@@ -219,8 +219,7 @@ def replay_heatmap(matrix: Sequence[Sequence[str]], removed_at: Sequence[int | N
     With ``removed_at`` (the turn each message was removed at), a message removed at an earlier turn
     is greyed out, so each removal shows at the turn it happened. Past ``HEATMAP_MAX_ROWS`` turns or
     ``HEATMAP_MAX_COLUMNS`` messages, neighbouring turns or messages are grouped; a group's cell
-    shows its most frequent action (what was removed earlier or had not arrived only when nothing
-    else is in it: ``_group``) and its hover the share of each."""
+    shows its most frequent action and its hover the share of each."""
     codes = _codes(matrix, removed_at)
     turns, messages = codes.shape
     rs, cs = math.ceil(turns / HEATMAP_MAX_ROWS) or 1, math.ceil(messages / HEATMAP_MAX_COLUMNS) or 1
@@ -403,11 +402,7 @@ def _codes(matrix: Sequence[Sequence[str]], removed_at: Sequence[int | None] | N
 
 
 def _group(codes: np.ndarray, rs: int, cs: int) -> tuple[np.ndarray, list[list[str]]]:
-    """Per group of ``rs`` turns by ``cs`` messages, the most frequent of what was sent or done there
-    (kept, cleared, truncated, summarized, dropped), and only when none of it, the most frequent of
-    removed earlier / not arrived yet; and the hover text with the shares. At 10,000 messages a
-    window's kept messages are one or two in a group of dozens: the most frequent code of the whole
-    group read "removed earlier" everywhere and the window did not show."""
+    """The most frequent code per group of ``rs`` turns by ``cs`` messages, and the hover text."""
     turns, messages = codes.shape
     if rs == cs == 1:
         words = [_aw[a] for a in _HEATMAP_ORDER]
@@ -419,10 +414,7 @@ def _group(codes: np.ndarray, rs: int, cs: int) -> tuple[np.ndarray, list[list[s
     padded[:turns, :messages] = codes
     blocks = padded.reshape(tb, rs, mb, cs)
     counts = np.stack([(blocks == c).sum(axis=(1, 3)) for c in range(k)], axis=-1)  # tb x mb x k
-    background = [_HEATMAP_ORDER.index("removed"), _HEATMAP_ORDER.index("future")]
-    shown = counts.copy()
-    shown[..., background] = 0
-    z = np.where(shown.sum(axis=-1) > 0, shown.argmax(axis=-1), counts.argmax(axis=-1))
+    z = counts.argmax(axis=-1)
     sizes = counts.sum(axis=-1)
     hover = []
     for r in range(tb):

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 
-import math
-
 import numpy as np
 import pytest
 
@@ -157,21 +155,6 @@ def test_a_grouped_heatmap_cell_shows_the_most_frequent_action_and_the_shares():
     assert heat.customdata[0][0].startswith("turns 0–3, messages 0–3: ")
     assert "75% dropped" in heat.customdata[0][0] and "25% kept" in heat.customdata[0][0]
     assert order[z[0][1]] == "kept"
-
-
-def test_a_grouped_cell_shows_what_was_sent_there_before_what_was_removed_earlier():
-    """A window of 2 kept messages moving 25 messages a turn along 3,000 messages (columns in groups of
-    12): each group the window passes through shows it, not the 10 removed or not yet arrived messages
-    around it; the others show those."""
-    matrix = [["keep" if i in (25 * t, 25 * t + 1) else "future" if i > 25 * t + 1 else "drop" for i in range(3000)]
-              for t in range(120)]
-    removed_at = [i // 25 for i in range(3000)]  # dropped at the turn the window left it: removed after
-    heat = figures.replay_heatmap(matrix, removed_at=removed_at).data[0]
-    words, z = list(heat.colorbar.ticktext), np.asarray(heat.z)
-    assert z.shape[1] < 3000  # grouped
-    size = math.ceil(3000 / z.shape[1])
-    assert [words[z[t][25 * t // size]] for t in range(120)] == ["kept"] * 120
-    assert words[z[100][5]] == "removed earlier" and words[z[5][200]] == "not yet arrived"
 
 
 def test_a_message_removed_earlier_is_greyed_after_its_turn():
