@@ -69,6 +69,7 @@ def strategies_reference() -> str:
         lines += [f"## `{name}`: {cls.title}", "", " ".join(str(cls.summary).split()), ""]
         if getattr(cls, "scaling", ""):
             lines += [f"*Scaled to the budget:* {' '.join(str(cls.scaling).split())}", ""]
+        lines += [f"*Cost per model call in a replay:* {' '.join(str(cls.cost_per_call).split())}", ""]
         specs = cls.schema()
         lines += ["Runs " + ", ".join(f"`{s['name']}={s['default']}`" for s in specs if s["name"] in shared) + ".", ""]
         own = [s for s in specs if s["name"] not in shared]

@@ -78,6 +78,17 @@ def _type_name(f: dataclasses.Field) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str", tuple: "list[str]"}.get(type(d), "str")
 
 
+EXTENDS = N_("Extends its previous plan: a call costs what arrived since the last one.")
+EXTENDS_WHOLE = N_("Extends its previous plan, but sends the whole history with the old results cleared: building "
+                   "that prompt takes a step per cleared result, so a call costs more as the history grows.")
+ON_WHAT_IT_LEFT = N_("Works on what it left (a summary or a window): a call costs what it keeps, not the whole "
+                     "history.")
+PER_RESULT = N_("Rewrites each result as it arrives: a call costs the whole history only when a result is rewritten.")
+WHOLE_VIEW = N_("Plans its whole view at every call: a call costs more as what it sends grows.")
+COST_PER_CALL = (EXTENDS, EXTENDS_WHOLE, ON_WHAT_IT_LEFT, PER_RESULT, WHOLE_VIEW)
+"""What a strategy's cost per model call does as the conversation grows (``Strategy.cost_per_call``)."""
+
+
 def works_on_param(target: str) -> Any:
     """The ``works_on`` parameter of a strategy whose target framework runs it as ``target`` (a
     strategy class redeclares it: ``works_on: str = works_on_param("full_history")``)."""
@@ -101,6 +112,10 @@ class Strategy:
     summary: ClassVar[str] = ""
     scaling: ClassVar[str] = ""
     """What ``scaled_defaults`` changes and how, in one sentence ("" when nothing depends on the budget)."""
+    cost_per_call: ClassVar[str] = WHOLE_VIEW
+    """What a replay pays at each model call as the conversation grows, in one sentence (one of the
+    ``COST_PER_CALL`` sentences, measured by ``benchmarks/bench_calls.py --only e`` and
+    ``bench_strategies.py --only d``)."""
     apply_at: str = param("every_call", choices=APPLY_AT,
                           help=N_("Where the strategy runs in the agent loop: every_call (before every model call, "
                                "as agent middleware does) or turn_start (only when a user message arrives: "

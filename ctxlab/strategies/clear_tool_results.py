@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from ..i18n import N_, T, listing
 from ..conversation import Message
-from .base import Strategy, budget_trigger, works_on_param, param, register
+from .base import EXTENDS_WHOLE, Strategy, budget_trigger, param, register, works_on_param
 from .plan import Plan, make_plan, minimum_warning
 from .view import MEMO_EXTENDERS, Budget, View
 from .keep_rules import set_at
@@ -113,6 +113,7 @@ class ClearToolResults(Strategy):
     """
 
     name: ClassVar[str] = "clear_tool_results"
+    cost_per_call: ClassVar[str] = EXTENDS_WHOLE
     title: ClassVar[str] = N_("Clear old tool results")
     summary: ClassVar[str] = N_("Replaces the content of old tool results with a placeholder once the context "
                               "passes a trigger; every call keeps its result.")

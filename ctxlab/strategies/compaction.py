@@ -31,7 +31,7 @@ from typing import ClassVar, Sequence
 
 from ..i18n import N_, T
 from ..conversation import Message
-from .base import Strategy, StrategyError, budget_trigger, param, register
+from .base import ON_WHAT_IT_LEFT, Strategy, StrategyError, budget_trigger, param, register
 from .summarizers.llm import MERGE_PROMPT, SUMMARY_PROMPT, SummaryResult
 from .plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, settle
 from .summarizers.summarize import (Covered, UsesSummarizer, is_summary, max_summary_tokens_param, running_summary,
@@ -56,6 +56,7 @@ class ServerCompaction(UsesSummarizer, Strategy):
     compaction, Codex)."""
 
     name: ClassVar[str] = "server_compaction"
+    cost_per_call: ClassVar[str] = ON_WHAT_IT_LEFT
     title: ClassVar[str] = N_("Server-side compaction")
     summary: ClassVar[str] = N_("Past an input-token trigger, replaces the whole history before the newest user message "
                               "with one summary, as Anthropic compaction and Claude Code auto-compact do; or keeps "
@@ -184,6 +185,7 @@ class TruncationAuto(Strategy):
     """OpenAI Responses ``truncation: "auto"``: over the window, drop the oldest items until it fits."""
 
     name: ClassVar[str] = "truncation_auto"
+    cost_per_call: ClassVar[str] = ON_WHAT_IT_LEFT
     title: ClassVar[str] = N_("Truncation auto (OpenAI)")
     summary: ClassVar[str] = N_("Only when the prompt is over the window, drops the oldest messages (whole tool rounds) "
                               "until it fits, as the Responses API's truncation \"auto\" does; the system prompt and "

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from ..i18n import N_, T
 from ..conversation import Message
-from .base import Strategy, budget_window, works_on_param, param, register
+from .base import EXTENDS, EXTENDS_WHOLE, ON_WHAT_IT_LEFT, Strategy, budget_window, param, register, works_on_param
 from .plan import Plan, make_plan, positions, texts
 from .incremental.replan import remember
 from .incremental.replan_clear import masking_state, masking_step
@@ -65,6 +65,7 @@ class ObservationMasking(Strategy):
     the agent's own reasoning and actions all stay."""
 
     name: ClassVar[str] = "observation_masking"
+    cost_per_call: ClassVar[str] = EXTENDS_WHOLE
     title: ClassVar[str] = N_("Observation masking")
     summary: ClassVar[str] = N_("Keeps the last N tool results (observations) and replaces older ones with a short "
                               "placeholder; every action and all reasoning stay (SWE-agent, JetBrains).")
@@ -151,6 +152,7 @@ class RecentEvents(Strategy):
     in all; forget the middle. OpenHands' ``recent`` condenser."""
 
     name: ClassVar[str] = "recent_events"
+    cost_per_call: ClassVar[str] = EXTENDS
     title: ClassVar[str] = N_("Recent events")
     summary: ClassVar[str] = N_("Keeps the first messages (the task) and the newest ones, up to a maximum; "
                               "forgets the middle (OpenHands' recent condenser).")
@@ -219,6 +221,7 @@ class AmortizedForgetting(Strategy):
     those moments, so the prompt cache survives between them."""
 
     name: ClassVar[str] = "amortized_forgetting"
+    cost_per_call: ClassVar[str] = ON_WHAT_IT_LEFT
     title: ClassVar[str] = N_("Amortized forgetting")
     summary: ClassVar[str] = N_("Lets the history grow to a maximum, then forgets the middle down to half of it, and "
                               "lets it grow again (OpenHands' amortized condenser).")

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from ..conversation import Message
 from ..i18n import N_, T
-from .base import Strategy, param, register
+from .base import PER_RESULT, Strategy, param, register
 from .per_result import per_result_plan, rewrites, shared_copies
 from .plan import Plan
 from .view import Budget, View, message_text
@@ -72,6 +72,7 @@ class HeadTail(Strategy):
     as Codex does before the model sees a command's output (defaults: Codex's 256 lines, 10 KiB)."""
 
     name: ClassVar[str] = "head_tail"
+    cost_per_call: ClassVar[str] = PER_RESULT
     title: ClassVar[str] = N_("Head and tail of each result")
     summary: ClassVar[str] = N_("Cuts each large tool result to its first and last lines with a marker between "
                                 "(Codex's rule: 256 lines, 10 KiB); what was in the middle is lost, an error too.")

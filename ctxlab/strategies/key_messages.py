@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..i18n import N_, T
-from .base import Strategy, budget_window, param, register
+from .base import EXTENDS, Strategy, budget_window, param, register
 from .plan import REMOVED, Plan, make_plan, minimum_warning, settle
 from .view import MEMO_EXTENDERS, Budget, View
 from .incremental.replan import remember
@@ -29,6 +29,7 @@ class KeyMessages(Strategy):
     """
 
     name: ClassVar[str] = "key_messages"
+    cost_per_call: ClassVar[str] = EXTENDS
     title: ClassVar[str] = N_("Recent window + key messages")
     summary: ClassVar[str] = N_("Keeps the recent messages, and from older history the user requests and the "
                               "results of key tools; everything else older is dropped.")

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from ..i18n import N_, T, error_text
 from ..llm import LLMError, require_configured
-from .base import Strategy, budget_window, param, register
+from .base import ON_WHAT_IT_LEFT, Strategy, budget_window, param, register
 from .summarizers.llm import render_span
 from .plan import Plan, make_plan
 from .condensers import _body
@@ -72,6 +72,7 @@ class LLMAttention(Strategy):
     """Past ``max_size`` messages, a model chooses which of the older ones stay (see module docstring)."""
 
     name: ClassVar[str] = "llm_attention"
+    cost_per_call: ClassVar[str] = ON_WHAT_IT_LEFT
     title: ClassVar[str] = N_("LLM attention")
     summary: ClassVar[str] = N_("Past a maximum, a model picks the earlier messages the agent still needs and the "
                               "rest are forgotten; offline, the newest are kept (OpenHands' llm_attention).")

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from ..conversation import FIXED_TOKENS, Message
 from ..i18n import N_, T
-from .base import Strategy, param, register, works_on_param
+from .base import PER_RESULT, Strategy, param, register, works_on_param
 from .per_result import per_result_plan, rewrites, shared_copies
 from .plan import Plan
 from .view import Budget, View, message_text
@@ -54,6 +54,7 @@ class Offload(Strategy):
     as Deep Agents evicts large results."""
 
     name: ClassVar[str] = "offload"
+    cost_per_call: ClassVar[str] = PER_RESULT
     title: ClassVar[str] = N_("Offload large results to files")
     summary: ClassVar[str] = N_("Writes each large tool result to a file and sends a pointer with a short preview "
                                 "(Manus, Cursor, Deep Agents); a fact outside the preview costs a modelled read-back "

@@ -7,7 +7,7 @@ from itertools import compress
 from typing import ClassVar
 
 from ..i18n import N_, T
-from .base import Strategy, budget_window, works_on_param, param, register
+from .base import EXTENDS, Strategy, budget_window, param, register, works_on_param
 from .plan import Plan, make_plan, minimum_warning
 from .view import Budget, View
 from .incremental.replan import remember
@@ -70,6 +70,7 @@ class NoStrategy(Strategy):
     """Send everything: the baseline every other strategy is measured against."""
 
     name: ClassVar[str] = "none"
+    cost_per_call: ClassVar[str] = EXTENDS
     title: ClassVar[str] = N_("None (send everything)")
     summary: ClassVar[str] = N_("Sends every message as is; warns when that is over budget.")
 
@@ -95,6 +96,7 @@ class SlidingWindow(Strategy):
     """Keep the system prompt, the newest user message, and the newest whole groups that fit."""
 
     name: ClassVar[str] = "sliding_window"
+    cost_per_call: ClassVar[str] = EXTENDS
     title: ClassVar[str] = N_("Sliding window")
     summary: ClassVar[str] = N_("Keeps the newest whole messages that fit the window (a tool call and its results "
                               "count as one); older ones are dropped.")
@@ -173,6 +175,7 @@ class TurnSafe(Strategy):
     """Keep the last N messages, extended back to the user message that starts their turn."""
 
     name: ClassVar[str] = "turn_safe"
+    cost_per_call: ClassVar[str] = EXTENDS
     title: ClassVar[str] = N_("Turn-safe window")
     summary: ClassVar[str] = N_("Keeps the last N messages plus the system prompt, extended back so the window "
                               "starts on a user message: no older turn is cut in half. A newest turn longer than N "

@@ -16,6 +16,7 @@ from ctxlab import i18n
 from ctxlab.conversation import Message
 from ctxlab.generate import generate
 from ctxlab.strategies import STRATEGIES, Budget, StrategyError, get_strategy, make_view
+from ctxlab.strategies import base as base_module
 from ctxlab.strategies.incremental import replan
 from ctxlab.tokens import TokenCounter
 
@@ -348,3 +349,25 @@ def test_views_grown_apart_from_one_parent_get_their_own_cleared_copies():
         assert plan.messages == scratch.messages
         assert plan.actions[k] == "clear" and plan.messages[plan.origin.index(k)].tool_call_id == view.messages[k].tool_call_id
     assert strategy.apply(a, budget).messages[a.origin.index(k)] is not strategy.apply(b, budget).messages[b.origin.index(k)]
+
+
+@pytest.mark.parametrize("name", [n for n, cls in STRATEGIES.items() if cls.cost_per_call in
+                                  (base_module.EXTENDS, base_module.EXTENDS_WHOLE)])
+def test_a_strategy_said_to_extend_its_previous_plan_does(name):
+    """``cost_per_call`` is what the strategies reference tells a user; a strategy said to extend its
+    previous plan must make most plans of a growing agent run from its parent's (``Plan.edited_from``)."""
+    conv = generate("ecommerce", turns=30, rounds_per_turn=4, result_tokens=300, seed=3, shape="agent_run")
+    budget = Budget(6_000)
+    strategy = get_strategy(name, **STRATEGIES[name].scaled_defaults(budget))
+    view = make_view(conv.messages[:40], counter=COUNTER)
+    grown = 0
+    for m in conv.messages[40:]:
+        strategy.apply(view, budget)
+        view = view.append(m)
+        grown += strategy.apply(view, budget).edited_from is not None
+    assert grown > (len(conv.messages) - 40) // 2, f"{name}: {grown} of {len(conv.messages) - 40} plans grown"
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_every_strategy_says_what_a_call_costs_in_one_of_the_documented_sentences(name):
+    assert STRATEGIES[name].cost_per_call in base_module.COST_PER_CALL

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Iterable, Sequence
 
 from ...i18n import N_, T, Tn
 from ...conversation import Message
-from ..base import Strategy, StrategyError, budget_window, param, register
+from ..base import ON_WHAT_IT_LEFT, Strategy, StrategyError, budget_window, param, register
 from ..plan import REMOVED, Insertion, Plan, make_plan, minimum_warning, positions, settle
 from ..view import MEMO_EXTENDERS, Budget, View
 from .extractive import SUMMARIZERS, ExtractiveSummarizer, Summarizer, register_summarizer, trim_summary  # noqa: F401
@@ -174,6 +174,7 @@ class Summarize(UsesSummarizer, Strategy):
     """Fold the oldest whole turns into one running summary; keep the newest turns as they are."""
 
     name: ClassVar[str] = "summarize"
+    cost_per_call: ClassVar[str] = ON_WHAT_IT_LEFT
     title: ClassVar[str] = N_("Running summary")
     summary: ClassVar[str] = N_("Past a size trigger, folds the oldest whole turns into one summary message after the "
                               "system prompt (merged with the earlier summary) and keeps the newest turns as they are.")
