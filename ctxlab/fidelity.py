@@ -411,10 +411,11 @@ def needed_facts(source: Conversation | Sequence[Message]) -> NeededFacts:
     same conversation read again (another page parses the same text into new objects) gets them
     bound to its own messages, not found again (3.5 s at 10,000 messages)."""
     messages = source.messages if isinstance(source, Conversation) else tuple(source)
-    for known in _RECENT:
-        if known.messages is messages:
-            return known
-        if _same_messages(known.messages, messages):
+    for k, known in enumerate(_RECENT):
+        if known.messages is messages or _same_messages(known.messages, messages):
+            _RECENT.insert(0, _RECENT.pop(k))  # the newest used first: a hit is not evicted before a newer miss
+            if known.messages is messages:
+                return known
             again = dataclasses.replace(known, messages=messages)
             again.__dict__["holders"] = known.holders  # of the same facts per message
             return again

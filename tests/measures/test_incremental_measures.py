@@ -205,7 +205,11 @@ def test_a_conversation_read_again_after_two_others_still_gets_its_facts(monkeyp
     the sidebar's conversation again: still found, not searched again."""
     import ctxlab.fidelity as fidelity
     text = (SAMPLES / "coding" / "coding_agent_session.jsonl").read_text(encoding="utf-8")
+    # as an earlier test may leave it: the session found, then two others after it (third of four kept)
     needed_facts(ctxlab.loads(text))
+    for seed in (11, 12):
+        needed_facts(generate("ecommerce", turns=2, rounds_per_turn=1, seed=seed))
+    needed_facts(ctxlab.loads(text))  # the Lab's reading: a hit, which must move it to the front
     needed_facts(generate("ecommerce", turns=3, rounds_per_turn=2, seed=1))
     needed_facts(generate("ecommerce", turns=3, rounds_per_turn=2, seed=2))
     monkeypatch.setattr(fidelity, "_find_needs", lambda messages: pytest.fail("found again"))
