@@ -437,8 +437,9 @@ def _same_messages(a: Sequence[Message], b: Sequence[Message]) -> bool:
     return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
 
 
-def _find_needs(messages: tuple[Message, ...]) -> NeededFacts:
-    """``needed_facts`` on messages seen for the first time."""
+def _find_needs(messages: tuple[Message, ...], index: Callable[[Sequence[_Facts]], Any] | None = None) -> NeededFacts:
+    """``needed_facts`` on messages seen for the first time. ``index``: what finds the messages that
+    hold a fact (``FactIndex`` by default; a test passes a scan of every message to check it)."""
     starts = tuple(s for s, _ in segment(messages).turns)
     per = tuple(_message_facts(m) for m in messages)
     system = [per[i] for i, m in enumerate(messages) if m.role == "system"]
@@ -446,7 +447,7 @@ def _find_needs(messages: tuple[Message, ...]) -> NeededFacts:
     habits = _habits({j: u for j, u in used.items() if messages[j].tool_calls})
     call_args = {c.id: c.arguments for m in messages for c in m.tool_calls}
     lowered = [f.lower for f in per]
-    index = FactIndex(per)
+    index = (index or FactIndex)(per)
     needs: list[Need] = []
     for j, facts in used.items():
         t = _turn_of(j, starts)
@@ -625,7 +626,7 @@ class _PromptFacts:
         n, size = len(view), self.size
         if n == size:
             return
-        messages, origins = view.messages[size:], view.origin[size:]
+        messages, origins = view.entries("messages")[size:n], view.entries("origin")[size:n]
         same = list(map(is_, map(self.original, origins), messages))
         self.present.update(compress(origins, same))
         if not all(same):

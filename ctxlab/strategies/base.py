@@ -14,9 +14,8 @@ from typing import Any, ClassVar
 from ..i18n import N_, T
 from ..errors import CtxlabError
 from ..segments import segment
-from .plan import Plan, build_plan
-from .incremental.replan import replacement_mask
-from .view import MEMO_EXTENDERS, MEMO_REPLACERS, Budget, View, fact_mask
+from .plan import Plan, build_plan, replacement_mask
+from .view import MEMO_REPLACERS, Budget, View, fact_mask
 
 
 class StrategyError(CtxlabError):
@@ -259,13 +258,6 @@ def result_view(view: View, plan: Plan) -> View:
                 origin, {**view.state, **plan.state})
 
 
-_SWAPS = "result_view.swaps"
-"""``View.memo`` key: copy id -> (copy, original, its facts) for the copies a plan swapped in, shared by
-the views grown or swapped from one another (an entry counts only for that very copy and original)."""
-MEMO_EXTENDERS[_SWAPS] = lambda old, new, known: known
-MEMO_REPLACERS[_SWAPS] = lambda old, new, known, replaced: known
-
-
 def _replaced_in_place(view: View, plan: Plan) -> View | None:
     """``result_view`` of a plan that sends every message of a grown view at its place, some of them
     replaced by a copy of the same role and ids (a result cut, offloaded or cleared): the view's
@@ -278,17 +270,13 @@ def _replaced_in_place(view: View, plan: Plan) -> View | None:
     # n increasing origins, all below n: the plan keeps every message at its place
     swapped = list(compress(range(n), map(is_not, plan.messages, log.messages)))
     replaced = []
-    seen = view.memo.setdefault(_SWAPS, {})  # a strategy swaps the same copies call after call
     given, masks, out_tokens, swaps = log.messages, log.fact_masks, plan.output_tokens, plan.messages
     for i in swapped:
         old, new = given[i], swaps[i]
-        hit = seen.get(id(new))
-        if hit is None or hit[0] is not new or hit[1] is not old:
-            if (new.role != old.role or new.tool_call_id != old.tool_call_id
-                    or [c.id for c in new.tool_calls] != [c.id for c in old.tool_calls]):
-                return None
-            hit = seen[id(new)] = (new, old, replacement_mask(view, new, masks[i]))
-        replaced.append((i, new, out_tokens[i], hit[2]))
+        if (new.role != old.role or new.tool_call_id != old.tool_call_id
+                or [c.id for c in new.tool_calls] != [c.id for c in old.tool_calls]):
+            return None
+        replaced.append((i, new, out_tokens[i], replacement_mask(view, new, masks[i])))
     out = View._over(log.with_replaced(replaced), n, view.counter, view.facts, view.pins,
                      {**view.state, **plan.state})
     for key, value in view.__dict__.get("memo", {}).items():

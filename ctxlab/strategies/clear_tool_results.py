@@ -94,8 +94,6 @@ MEMO_EXTENDERS["clear_tool_results.cleared"] = _grown_cleared
 MEMO_EXTENDERS["clear_tool_results.picked"] = lambda old, new, picked: (  # the same cut while no result is added
     picked if "tool" not in new._log.roles[len(old):len(new)] else None)
 MEMO_EXTENDERS["clear_tool_results.placeholders"] = lambda old, new, known: known  # keyed by the picked mapping
-MEMO_EXTENDERS["replacement_fact_masks"] = lambda old, new, masks: masks  # by text and facts: still right
-MEMO_EXTENDERS["replacement_fact_masks.by_object"] = lambda old, new, masks: masks  # same objects, same facts
 
 
 @register

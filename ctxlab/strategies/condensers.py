@@ -87,7 +87,7 @@ class ObservationMasking(Strategy):
         memo = view.memo.setdefault("observation_masking", {}).setdefault(self.placeholder, {})
         found = list(map(memo.get, results))
         if None in found:
-            given = view._log.messages if view._log is not None else view.messages
+            given = view.entries("messages")
             for k in compress(range(len(found)), map(is_, found, repeat(None))):
                 i = results[k]
                 m = given[i]

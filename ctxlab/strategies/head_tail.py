@@ -15,7 +15,7 @@ from typing import ClassVar
 from ..conversation import Message
 from ..i18n import N_, T
 from .base import PER_RESULT, Strategy, param, register
-from .per_result import per_result_plan, rewrites, shared_copies
+from .per_result import RewritesEachResult, per_result_plan
 from .plan import Plan
 from .view import Budget, View, message_text
 
@@ -67,7 +67,7 @@ def head_tail(text: str, max_lines: int = CODEX_MAX_LINES, max_bytes: int = CODE
 
 @register
 @dataclass(frozen=True)
-class HeadTail(Strategy):
+class HeadTail(RewritesEachResult, Strategy):
     """Cut every tool result over ``max_lines`` lines or ``max_bytes`` bytes to its head and tail,
     as Codex does before the model sees a command's output (defaults: Codex's 256 lines, 10 KiB)."""
 
@@ -88,27 +88,14 @@ class HeadTail(Strategy):
     def _cut(self, view: View, i: int) -> tuple[Message, int] | None:
         """The cut copy of result ``i`` and its tokens, or None when it is within the limits
         (made once per view and parameters)."""
-        memo = shared_copies(view, "head_tail")
-        key = (i, self.max_lines, self.max_bytes, self.marker)
-        m = view.message_at(i)
-        hit = memo.get(key)
-        if hit is None or hit[0] is not m:
+        def make(m: Message) -> tuple[Message, int] | None:
             text = message_text(m)
             cut = head_tail(text, self.max_lines, self.max_bytes, self.marker) if text else None
             if cut is None:
-                hit = memo[key] = (m, None)
-            else:
-                new = m.with_content(cut)
-                hit = memo[key] = (m, (new, view.counter.message(new)))
-        return hit[1]
-
-    def rewrites(self, view: View, i: int) -> bool:
-        """Whether result ``i`` would be cut."""
-        return self._decide(view, i)[1] is not None
-
-    def quick_idle(self, view: View, budget: Budget) -> bool:
-        """No result is over the limits (or each is pinned, or would not get shorter)."""
-        return not view.state and rewrites(self, view) == 0
+                return None
+            new = m.with_content(cut)
+            return new, view.counter.message(new)
+        return self._copy(view, "head_tail", (i, self.max_lines, self.max_bytes, self.marker), i, make)
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Cut every result past the limits (pinned ones stay whole)."""

@@ -117,7 +117,7 @@ def langchain_messages(view: View) -> tuple[list[BaseMessage], dict[int, int]]:
         if len(lcs) != done:
             lcs = lcs[:done]
         notes: list[str] = []
-        given = view._log.messages if view._log is not None else view.messages
+        given = view.entries("messages")
         added = [to_langchain(m, done + k, notes) for k, m in enumerate(given[done:n])]
         index.update((id(m), done + k) for k, m in enumerate(added))
         lcs.extend(added)

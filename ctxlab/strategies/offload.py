@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ..conversation import FIXED_TOKENS, Message
 from ..i18n import N_, T
 from .base import PER_RESULT, Strategy, param, register, works_on_param
-from .per_result import per_result_plan, rewrites, shared_copies
+from .per_result import RewritesEachResult, per_result_plan
 from .plan import Plan
 from .view import Budget, View, message_text
 
@@ -48,7 +48,7 @@ def is_offloaded(m: Message) -> bool:
 
 @register
 @dataclass(frozen=True)
-class Offload(Strategy):
+class Offload(RewritesEachResult, Strategy):
     """Write every tool result over ``min_tokens`` to a store and send a pointer with a preview of
     ``preview_tokens`` (its head and tail, as Deep Agents 0.7.32 shows 5 lines of each, or its head only),
     as Deep Agents evicts large results."""
@@ -81,27 +81,19 @@ class Offload(Strategy):
 
     def quick_idle(self, view: View, budget: Budget) -> bool:
         """Nothing to offload: the whole view is within ``min_tokens``, or no result would be offloaded."""
-        return view.total <= self.min_tokens or (not view.state and rewrites(self, view) == 0)
+        return view.total <= self.min_tokens or super().quick_idle(view, budget)
 
     def _pointer(self, view: View, i: int) -> tuple[Message, int]:
         """The offloaded copy of result ``i`` and its tokens (made once per view and parameters)."""
-        memo = shared_copies(view, "offload")
-        key = (i, self.preview_tokens, self.preview_tail, self.path)
-        m = view.message_at(i)
-        hit = memo.get(key)
-        if hit is None or hit[0] is not m:
-            where = self.path.replace("{tool_call_id}", m.tool_call_id or f"message_{view.origin_column[i]}")
+        def make(m: Message) -> tuple[Message, int]:
+            where = self.path.replace("{tool_call_id}", m.tool_call_id or f"message_{view.entries('origin')[i]}")
             head = POINTER.format(tokens=view.tokens_at(i), path=where)
             text = head + "\n" + preview_text(message_text(m), self.preview_tokens, self.preview_tail)
             new = Message(m.role, text, m.name, m.tool_calls, m.tool_call_id, m.is_error, m.id,
                           {**{k: v for k, v in m.extra.items() if k != FIXED_TOKENS},  # the pointer is counted
                            OFFLOADED: {"path": where, "tokens": view.tokens_at(i)}}, m.usage)
-            hit = memo[key] = (m, (new, view.counter.message(new)))
-        return hit[1]
-
-    def rewrites(self, view: View, i: int) -> bool:
-        """Whether result ``i`` would be offloaded."""
-        return self._decide(view, i)[1] is not None
+            return new, view.counter.message(new)
+        return self._copy(view, "offload", (i, self.preview_tokens, self.preview_tail, self.path), i, make)
 
     def apply(self, view: View, budget: Budget) -> Plan:
         """Offload every result over ``min_tokens`` (pinned ones and those already offloaded stay)."""

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 from ..conversation import Message
 from ..i18n import T
 from .plan import Plan, make_plan
-from .view import MEMO_EXTENDERS, MEMO_REPLACERS, Budget, View
+from .view import MEMO_EXTENDERS, MEMO_REPLACERS, Budget, View, shared_memo
 
 Decide = Callable[[int], tuple[str, "tuple[Message, int] | None"]]
 """For result ``i``: the reason, and its replacement with its tokens (None: sent as is)."""
@@ -32,6 +32,31 @@ def per_result_plan(strategy: Any, view: View, budget: Budget, decide: Decide, c
     stats = {"results": len(results), counts[0]: len(replacements), counts[1]: saved}
     return make_plan(view, budget, strategy.name, strategy.params(), actions, reasons, replacements=replacements,
                      replacement_tokens=counted, stats=stats, idle=lambda: idle(len(results)))
+
+
+class RewritesEachResult:
+    """For a strategy that rewrites tool results one by one (``_decide(view, i)`` gives a result's
+    reason and its copy, or None when it is sent as is): whether it rewrites a result, the copies
+    made once per view and parameters, and "nothing to do" known from a count kept with the view."""
+
+    def rewrites(self, view: View, i: int) -> bool:
+        """Whether result ``i`` would be rewritten."""
+        return self._decide(view, i)[1] is not None  # type: ignore[attr-defined]
+
+    def quick_idle(self, view: View, budget: Budget) -> bool:
+        """No result would be rewritten (and no state to change)."""
+        return not view.state and rewrites(self, view) == 0
+
+    @staticmethod
+    def _copy(view: View, table: str, key: tuple, i: int, make: Callable[[Message], Any]) -> Any:
+        """``make(message i)`` under ``key`` in the view's shared ``table`` (``view.shared_memo``),
+        made again only when the message at ``i`` is another one (a view on another branch)."""
+        memo = shared_memo(view, table)
+        m = view.message_at(i)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not m:
+            hit = memo[key] = (m, make(m))
+        return hit[1]
 
 
 REWRITES = "per_result.rewrites"
@@ -65,21 +90,8 @@ def _replaced_rewrites(old: View, new: View, known: dict, replaced: Sequence[int
             for s, c in known.items()}
 
 
-def shared_copies(view: View, key: str) -> dict:
-    """The view's table of rewritten copies of its messages under ``key``, shared with every view
-    grown from it: an entry is ``(message, copy)`` and counts only while the message at its index is
-    that very message (a view grown on another branch holds other messages past the fork)."""
-    MEMO_EXTENDERS.setdefault(key, _same_table)
-    MEMO_REPLACERS.setdefault(key, _same_table)
-    return view.memo.setdefault(key, {})
-
-
-def _same_table(old: View, new: View, known: dict, *replaced: object) -> dict:
-    return known  # entries name the message they were made from: a replaced one is not matched
-
-
 MEMO_EXTENDERS[REWRITES] = _grown_rewrites
 MEMO_REPLACERS[REWRITES] = _replaced_rewrites
 
 
-__all__ = ["Decide", "REWRITES", "per_result_plan", "rewrites", "shared_copies"]
+__all__ = ["Decide", "REWRITES", "RewritesEachResult", "per_result_plan", "rewrites"]

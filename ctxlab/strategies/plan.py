@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..i18n import T
 from ..conversation import Message
 from ..tokens import CATEGORIES
-from .view import MEMO_EXTENDERS, Budget, View, fact_mask, message_text
+from .view import MEMO_EXTENDERS, Budget, View, fact_mask, message_text, shared_memo
 
 ACTIONS = ("keep", "drop", "summarize", "clear", "truncate")
 OVER_BUDGET = "the result needs "
@@ -217,6 +217,17 @@ def _removed_in(actions: list[str], start: int, end: int) -> int:
     return part.count("drop") + part.count("summarize")
 
 
+def group_reason(made: dict, gone: str, first: int) -> str:
+    """The reason of a tool round's member removed with the round (``gone``: drop or summarize, as its
+    first removed member), one text per round kept in the view's ``texts`` (``made``)."""
+    why = made.get((gone, first))
+    if why is None:
+        why = made[gone, first] = (
+            T("drop with its tool call and results (message {first})", first=first) if gone == "drop" else
+            T("summarize with its tool call and results (message {first})", first=first))
+    return why
+
+
 def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
     """Rule 2: a tool round with a removed member is removed whole, with the first removed
     member's action."""
@@ -240,11 +251,7 @@ def _whole_groups(view: View, actions: list[str], reasons: list[str]) -> None:
         gone = next((actions[k] for k in members if actions[k] in _REMOVED), None)
         if gone is None:
             continue
-        why = made.get((gone, members[0]))
-        if why is None:
-            why = made[gone, members[0]] = (
-                T("drop with its tool call and results (message {first})", first=members[0]) if gone == "drop" else
-                T("summarize with its tool call and results (message {first})", first=members[0]))
+        why = group_reason(made, gone, members[0])
         for k in members:
             if actions[k] not in _REMOVED:
                 actions[k], reasons[k] = gone, why
@@ -574,22 +581,29 @@ def _put_replaced(view: View, replaced: Mapping[int, Message], known: Mapping[in
     need = reduce(or_, map(vf.__getitem__, keys), 0) & ~covered
     if not need:
         return mask
-    seen = view.memo.setdefault("replacement_fact_masks", {})  # placeholders repeat: search each text once
-    # strategies hand the same replacement objects to every plan of a view: found by identity first (the
-    # entry holds the object, so its id is not reused; bounded, since fresh copies would pile up)
-    mine = view.memo.setdefault("replacement_fact_masks.by_object", {})
+    for i in compress(keys, map(need.__and__, map(vf.__getitem__, keys))):
+        mask |= replacement_mask(view, replaced[i], vf[i])
+    return mask
+
+
+def replacement_mask(view: View, m: Message, only: int) -> int:
+    """The facts a replacement ``m`` (a cleared or cut copy) holds of those its original holds
+    (``only``): each text searched once (placeholders repeat), and the same copy object, handed to
+    plan after plan, found by identity first (the entry holds the object, so its id is not reused;
+    bounded, since fresh copies would pile up). Shared by the views grown from one another."""
+    if not only:
+        return 0
+    mine = shared_memo(view, "replacement_fact_masks.by_object")
     if len(mine) > 2 * len(view):
         mine.clear()
-    for i in compress(keys, map(need.__and__, map(vf.__getitem__, keys))):
-        m = replaced[i]
-        hit = mine.get(id(m))
-        if hit is None or hit[0] is not m or hit[1] != vf[i]:
-            key = (message_text(m), vf[i])
-            if key not in seen:
-                seen[key] = fact_mask(m, view.facts, only=vf[i])
-            hit = mine[id(m)] = (m, vf[i], seen[key])
-        mask |= hit[2]
-    return mask
+    hit = mine.get(id(m))
+    if hit is None or hit[0] is not m or hit[1] != only:
+        seen = shared_memo(view, "replacement_fact_masks")
+        key = (message_text(m), only)
+        if key not in seen:
+            seen[key] = fact_mask(m, view.facts, only=only)
+        hit = mine[id(m)] = (m, only, seen[key])
+    return hit[2]
 
 
 def make_plan(view: View, budget: Budget, strategy: str, params: Mapping[str, Any], actions: list[str],

@@ -89,7 +89,7 @@ def before_call(strategy: Any, view: View, budget: Budget, was: Callable[[int], 
         # decisions that differ from it can be changes, and the new messages arrive kept (what
         # ``was`` says of a message never sent): a grown plan names the ones it edited; otherwise
         # the two plans' actions are compared at C speed, not message by message in Python
-        origin, actions = view.origin_column, plan.actions
+        origin, actions = view.entries("origin"), plan.actions
         if edited is not None and edited[0] is previous:
             differ: Any = edited[1]
         else:

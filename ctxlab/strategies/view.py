@@ -134,6 +134,19 @@ same messages as the old one but at the indexes ``replaced`` (a plan that cut or
 place; ``base.result_view``), or None to derive it again."""
 
 
+def shared_memo(view: "View", key: str) -> dict:
+    """The table ``view.memo[key]``, shared with every view grown from this one or made from it by a
+    plan applied in place: its entries must hold for any of them (keyed by, or checked against, the
+    message they were made from, so a view on another branch never takes another message's entry)."""
+    MEMO_EXTENDERS.setdefault(key, _same_table)
+    MEMO_REPLACERS.setdefault(key, _same_table)
+    return view.memo.setdefault(key, {})
+
+
+def _same_table(old: "View", new: "View", known: dict, *replaced: object) -> dict:
+    return known
+
+
 class _FromLog:
     """A view attribute built from the view's log on first use, then kept (a non-data descriptor,
     so a view built directly holds its own value and never calls it)."""
@@ -196,12 +209,6 @@ class View:
 
     def __len__(self) -> int:
         return self._n
-
-    @property
-    def origin_column(self) -> Sequence[int | None]:
-        """``origin`` for reading a few entries: the log's list when the view has one (entries past
-        the view's length are not its own), so no tuple of every message is built."""
-        return self._log.origin if self._log is not None else self.origin
 
     def entries(self, name: str) -> Sequence[Any]:
         """The column ``name`` (``messages``, ``tokens``, ``categories``, ``fact_masks``, ``origin``)

@@ -28,6 +28,18 @@ def open_page(page: str, monkeypatch, timeout: int = 60, state: dict[str, Any] |
     return at
 
 
+def open_pasted(page: str, text: str, monkeypatch, lang: str = "en") -> AppTest:
+    """Run ``pages/<page>`` in ``lang`` with ``text`` pasted in the sidebar and used, as a user would."""
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=APP_TIMEOUT)
+    at.query_params["lang"] = lang
+    at.run()
+    at.radio(key="source").set_value("paste").run()
+    at.text_area(key="paste_text").input(text).run()
+    at.button(key="use_paste").click().run()
+    return at
+
+
 def open_page_without_conversation(page: str, monkeypatch, timeout: int = 60) -> AppTest:
     """Run ``pages/<page>`` as a newcomer who chose Paste and has pasted nothing yet."""
     monkeypatch.chdir(ROOT)

@@ -12,20 +12,14 @@ from ctxlab.strategies import STRATEGIES, Budget, get_strategy
 from ctxlab.subagents import isolation
 
 from ..conftest import ROOT
-from .helpers import APP_TIMEOUT
+from .helpers import open_page, open_pasted
 from .english_left import english_left_in, report, subagent_section_english
 
 PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
 
 
 def _open(monkeypatch, lang: str = "en") -> AppTest:
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / "compare.py"), default_timeout=APP_TIMEOUT)
-    at.query_params["lang"] = lang
-    at.run()
-    at.radio(key="source").set_value("paste").run()
-    at.text_area(key="paste_text").input(PARENT.read_text(encoding="utf-8")).run()
-    at.button(key="use_paste").click().run()
+    at = open_pasted("compare.py", PARENT.read_text(encoding="utf-8"), monkeypatch, lang)
     assert not at.exception, at.exception
     return at
 
@@ -71,9 +65,7 @@ def test_each_strategy_shows_the_sub_agent_isolated_beside_inline_as_the_engine_
 
 
 def test_a_conversation_without_sub_agents_has_no_such_section(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / "compare.py"), default_timeout=APP_TIMEOUT)
-    at.run()
+    at = open_page("compare.py", monkeypatch)
     assert not at.exception, at.exception
     assert at.dataframe and not [n for n in at.number_input if n.key == "cmp_subagent_cap"]
 

@@ -11,20 +11,14 @@ from ctxlab import i18n
 from ctxlab.subagents import isolation
 
 from ..conftest import ROOT
-from .helpers import APP_TIMEOUT
+from .helpers import open_pasted
 from .english_left import english_left_in, marked_english, report
 
 PARENT = ROOT / "tests" / "data" / "coding" / "claude_code_task_parent.jsonl"
 
 
 def _open_replay(monkeypatch, lang: str = "en") -> AppTest:
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "pages" / "strategy_lab.py"), default_timeout=APP_TIMEOUT)
-    at.query_params["lang"] = lang
-    at.run()
-    at.radio(key="source").set_value("paste").run()
-    at.text_area(key="paste_text").input(PARENT.read_text(encoding="utf-8")).run()
-    at.button(key="use_paste").click().run()
+    at = open_pasted("strategy_lab.py", PARENT.read_text(encoding="utf-8"), monkeypatch, lang)
     at.session_state["lab_tab"] = "Replay call by call" if lang == "en" else "逐次回放"
     at.run()
     assert not at.exception, at.exception

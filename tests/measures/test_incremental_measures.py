@@ -19,11 +19,9 @@ import pytest
 
 import ctxlab
 from ctxlab.cache_breaks import BreakWatch
-from ctxlab.fidelity import FactCheck, Need, _habits, _code_name, _turn_of, _used, edit_texts, needed_facts
-from ctxlab.code_facts import heredoc_rewrites
+from ctxlab.fidelity import FactCheck, Need, _find_needs, needed_facts
 from ctxlab.generate import generate
 from ctxlab.replay import observers, replay
-from ctxlab.segments import segment
 from ctxlab.strategies import STRATEGIES, Budget, get_strategy, make_view
 from ctxlab.strategies.plan import REMOVED
 
@@ -53,35 +51,19 @@ def _traces() -> list[tuple[str, ctxlab.Conversation]]:
 TRACES = _traces()
 
 
+class _Scan:
+    """What ``FactIndex`` answers, found by checking every message (as before the index)."""
+
+    def __init__(self, per_message):
+        self.per_message = per_message
+
+    def holders(self, need: Need) -> list[int]:
+        return [i for i, f in enumerate(self.per_message) if need.served_by(f)]
+
+
 def _needs_by_scan(conv: ctxlab.Conversation) -> tuple[Need, ...]:
-    """``needed_facts``'s needs as it found them before the index: every earlier message checked."""
-    nf = needed_facts(conv)
-    messages, per = nf.messages, nf.per_message
-    starts = tuple(s for s, _ in segment(messages).turns)
-    system = [per[i] for i, m in enumerate(messages) if m.role == "system"]
-    used = {j: _used(m) for j, m in enumerate(messages) if m.role == "assistant"}
-    habits = _habits({j: u for j, u in used.items() if messages[j].tool_calls})
-    call_args = {c.id: c.arguments for m in messages for c in m.tool_calls}
-    lowered = [f.lower for f in per]
-    needs = []
-    for j, facts in used.items():
-        t = _turn_of(j, starts)
-        first = starts[t] if t >= 0 else -1
-        wanted = [Need(f, -1, j, t, False, lit) for f, lit in facts]
-        wanted += [Need(old[:200], -1, j, t, False, False, lines)
-                   for old, lines in edit_texts(messages[j]) + heredoc_rewrites(messages, lowered, j, call_args)]
-        for need in dict.fromkeys(wanted):
-            if any(need.served_by(s) for s in system):
-                continue
-            source = next((i for i in range(j) if messages[i].role != "system" and need.served_by(per[i])), None)
-            if source is None:
-                continue
-            named_first = not need.lines and not need.literal and _code_name(need.fact)
-            if messages[source].role == "assistant" and ((need.fact, need.literal) in habits or named_first):
-                continue
-            in_turn = t < 0 or any(need.served_by(per[i]) for i in range(max(first + 1, source), j))
-            needs.append(Need(need.fact, source, j, t, in_turn, need.literal, need.lines))
-    return tuple(needs)
+    """``needed_facts``'s needs with every earlier message checked for each fact, not looked up."""
+    return _find_needs(tuple(conv.messages), index=_Scan).needs
 
 
 @pytest.mark.parametrize("name,conv", TRACES, ids=[n for n, _ in TRACES])
@@ -187,8 +169,6 @@ def test_the_same_conversation_read_again_gets_its_facts_bound_to_its_own_messag
 
 
 def test_a_conversation_that_differs_in_one_message_has_its_own_facts():
-    from ctxlab.conversation import Message
-    from ctxlab.fidelity import _find_needs
     conv = ctxlab.load(SAMPLES / "coding" / "coding_agent_session.jsonl")
     needed_facts(conv)
     k = max(i for i, m in enumerate(conv.messages) if m.role == "tool")

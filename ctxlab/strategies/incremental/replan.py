@@ -22,8 +22,8 @@ from operator import is_not
 from typing import Any, Callable, Mapping, Sequence
 
 from ...conversation import Message
-from ..plan import REMOVED, Plan, _finish
-from ..view import Budget, View, fact_mask, message_text
+from ..plan import REMOVED, Plan, _finish, replacement_mask
+from ..view import Budget, View
 
 KEEP = 6
 """Plans remembered per view (the oldest goes when more are made)."""
@@ -67,9 +67,7 @@ def fact_counts(view: View, plan: Plan) -> list[int]:
     """Per fact of ``view``, how many messages of ``plan``'s output hold it (the output being input
     messages, as they are or replaced: a cleared or truncated copy holds the facts found in it)."""
     counts = [0] * len(view.facts)
-    log = view.__dict__.get("_log")
-    masks = log.fact_masks if log is not None else view.fact_masks
-    given = log.messages if log is not None else view.messages
+    masks, given = view.entries("fact_masks"), view.entries("messages")
     found = list(map(masks.__getitem__, plan.origin))
     for k in compress(range(len(found)), map(is_not, plan.messages, map(given.__getitem__, plan.origin))):
         found[k] = replacement_mask(view, plan.messages[k], masks[plan.origin[k]])
@@ -79,22 +77,6 @@ def fact_counts(view: View, plan: Plan) -> list[int]:
             counts[low.bit_length() - 1] += 1
             mask ^= low
     return counts
-
-
-def replacement_mask(view: View, m: Message, only: int) -> int:
-    """The facts a replacement ``m`` holds of those its original holds (``only``), found as
-    ``make_plan`` finds them and through the same per-view memos (each text searched once)."""
-    if not only:
-        return 0
-    mine = view.memo.setdefault("replacement_fact_masks.by_object", {})
-    hit = mine.get(id(m))
-    if hit is None or hit[0] is not m or hit[1] != only:
-        seen = view.memo.setdefault("replacement_fact_masks", {})
-        key = (message_text(m), only)
-        if key not in seen:
-            seen[key] = fact_mask(m, view.facts, only=only)
-        hit = mine[id(m)] = (m, only, seen[key])
-    return hit[2]
 
 
 def _count(counts: list[int], mask: int, step: int) -> None:

@@ -16,7 +16,7 @@ from bisect import bisect_left
 from typing import Any
 
 from ...i18n import T
-from ..plan import REMOVED, Plan, texts
+from ..plan import REMOVED, Plan, group_reason, texts
 from ..view import Budget, View
 from .replan import extend, fact_counts, recall, remember
 
@@ -173,11 +173,7 @@ def _region(strategy: Any, log: Any, made: dict, m: int, s0: int, pe: int, pre_n
         gone = next((acts[i - s0] for i in members if acts[i - s0] in _REMOVED), None)
         if gone is None:
             continue
-        why = made.get((gone, members[0]))
-        if why is None:
-            why = made[gone, members[0]] = (
-                T("drop with its tool call and results (message {first})", first=members[0]) if gone == "drop" else
-                T("summarize with its tool call and results (message {first})", first=members[0]))
+        why = group_reason(made, gone, members[0])
         for i in members:
             if acts[i - s0] not in _REMOVED:
                 acts[i - s0], whys[i - s0] = gone, why
